@@ -1,0 +1,66 @@
+"""Chat queries and mutations: create, read, update, soft delete, restore, purge."""
+
+from __future__ import annotations
+
+import strawberry
+
+from gql.context import Info
+from gql.types import Chat, CreateChatInput, UpdateChatInput
+from store import chats as store_chats
+from store.errors import InvalidArgument
+from store.ids import check_chat_id
+
+__all__ = ["ChatMutation", "ChatQuery"]
+
+
+@strawberry.type
+class ChatQuery:
+    @strawberry.field(description="The chat, or null when it is absent or not visible.")
+    async def chat(self, info: Info, id: strawberry.ID) -> Chat | None:
+        chat_id = str(id)
+        check_chat_id(chat_id)
+        chat = await store_chats.get_chat(info.context.db, info.context.identity, chat_id)
+        return chat  # type: ignore[return-value]
+
+
+@strawberry.type
+class ChatMutation:
+    @strawberry.mutation(description="Create a chat; the id is generated unless given.")
+    async def create_chat(self, info: Info, input: CreateChatInput) -> Chat:
+        if input.metadata is not None and not isinstance(input.metadata, dict):
+            raise InvalidArgument("metadata must be a JSON object")
+        chat = await store_chats.create_chat(
+            info.context.db,
+            info.context.identity,
+            id=None if input.id is None else str(input.id),
+            title=input.title,
+            assistant_id=input.assistant_id,
+            mode=input.mode,
+            share=input.share.value,
+            public=input.public,
+            sort=input.sort,
+            metadata=input.metadata,  # type: ignore[arg-type]
+        )
+        return chat  # type: ignore[return-value]
+
+    @strawberry.mutation(description="Change title, status, share, public, sort or metadata.")
+    async def update_chat(self, info: Info, id: strawberry.ID, input: UpdateChatInput) -> Chat:
+        chat = await store_chats.update_chat(
+            info.context.db, info.context.identity, str(id), input.changes()
+        )
+        return chat  # type: ignore[return-value]
+
+    @strawberry.mutation(description="Soft delete: hidden everywhere, data kept.")
+    async def delete_chat(self, info: Info, id: strawberry.ID) -> bool:
+        return await store_chats.delete_chat(info.context.db, info.context.identity, str(id))
+
+    @strawberry.mutation(description="Undo a soft delete.")
+    async def restore_chat(self, info: Info, id: strawberry.ID) -> Chat:
+        chat = await store_chats.restore_chat(info.context.db, info.context.identity, str(id))
+        return chat  # type: ignore[return-value]
+
+    @strawberry.mutation(
+        description="Remove the chat and its messages for good; its id is closed forever."
+    )
+    async def purge_chat(self, info: Info, id: strawberry.ID) -> bool:
+        return await store_chats.purge_chat(info.context.db, info.context.identity, str(id))

@@ -1,0 +1,47 @@
+"""The per-request context every resolver receives, and the app-wide services."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.requests import Request
+from starlette.websockets import WebSocket
+from strawberry.types import Info as StrawberryInfo
+
+from gql.settings import Settings
+from store.cursors import CursorSigner
+from store.database import Database
+from store.records import Identity
+
+__all__ = ["Context", "Info", "Services"]
+
+
+@dataclass
+class Services:
+    """Long-lived collaborators built once by ``create_app``."""
+
+    settings: Settings
+    db: Database
+    cursors: CursorSigner
+
+
+@dataclass
+class Context:
+    """One HTTP request, or one WebSocket connection."""
+
+    services: Services
+    identity: Identity
+    request: Request | WebSocket | None = None
+    response: Any = None
+    #: The WebSocket ``connection_init`` payload (set by the protocol handler).
+    connection_params: dict[str, Any] | None = None
+    #: Per-request DataLoaders, created on first use.
+    loaders: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def db(self) -> Database:
+        return self.services.db
+
+
+Info = StrawberryInfo[Context, None]

@@ -1,0 +1,87 @@
+"""The one place where failures become GraphQL errors with an ``extensions.code``.
+
+Store errors keep their message (written for developers) and get the code of their
+class. GraphQL's own parse, validation and variable errors are ``INVALID_ARGUMENT``
+(``QUERY_TOO_COMPLEX`` when a limit was hit). Anything unexpected is logged here with
+its traceback and reaches the client only as ``INTERNAL`` with a generic message: no
+stack trace, SQL or driver text ever leaves the service.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from graphql import GraphQLError
+from strawberry import Schema
+from strawberry.types import ExecutionContext
+
+from store import errors as store_errors
+
+__all__ = ["CODES", "ChatqlSchema", "QueryTooComplex", "code_for"]
+
+logger = logging.getLogger("chatql")
+
+CODES: tuple[tuple[type[store_errors.ChatqlError], str], ...] = (
+    # Most specific first: the first matching class wins.
+    (store_errors.InvalidCursor, "INVALID_CURSOR"),
+    (store_errors.InvalidDelta, "INVALID_DELTA"),
+    (store_errors.WindowTooSmall, "WINDOW_TOO_SMALL"),
+    (store_errors.InvalidArgument, "INVALID_ARGUMENT"),
+    (store_errors.AppendConflict, "APPEND_CONFLICT"),
+    (store_errors.Conflict, "CONFLICT"),
+    (store_errors.NotFound, "NOT_FOUND"),
+    (store_errors.ChatClosed, "CHAT_CLOSED"),
+    (store_errors.StreamNotFound, "STREAM_NOT_FOUND"),
+    (store_errors.StreamClosed, "STREAM_CLOSED"),
+    (store_errors.StreamActive, "STREAM_ACTIVE"),
+    (store_errors.PayloadTooLarge, "PAYLOAD_TOO_LARGE"),
+    (store_errors.Unauthenticated, "UNAUTHENTICATED"),
+    (store_errors.Forbidden, "FORBIDDEN"),
+    (store_errors.PersistFailed, "PERSIST_FAILED"),
+)
+
+
+class QueryTooComplex(GraphQLError):
+    """A document over the depth, token or alias limits."""
+
+
+def code_for(error: BaseException) -> str | None:
+    for cls, code in CODES:
+        if isinstance(error, cls):
+            return code
+    return None
+
+
+def _classify(error: GraphQLError) -> tuple[str, str | None]:
+    """The code for ``error`` and, for unexpected failures, the message to show instead."""
+    original = error.original_error
+    if isinstance(error, QueryTooComplex) or isinstance(original, QueryTooComplex):
+        return "QUERY_TOO_COMPLEX", None
+    if original is None:
+        # Parse, validation and variable-coercion errors written by graphql-core.
+        return "INVALID_ARGUMENT", None
+    code = code_for(original)
+    if code is not None:
+        return code, None
+    if isinstance(original, GraphQLError):
+        return "INVALID_ARGUMENT", None
+    return "INTERNAL", "Internal server error"
+
+
+class ChatqlSchema(Schema):
+    """A Strawberry schema that gives every error its ``extensions.code``."""
+
+    def process_errors(
+        self,
+        errors: list[GraphQLError],
+        execution_context: ExecutionContext | None = None,
+    ) -> None:
+        for error in errors:
+            code, replacement = _classify(error)
+            if replacement is not None:
+                logger.error("unexpected error in %s", error.path, exc_info=error.original_error)
+                error.message = replacement
+            extensions: dict[str, Any] = dict(error.extensions or {})
+            extensions["code"] = code
+            error.extensions = extensions

@@ -1,0 +1,78 @@
+"""Service configuration, read once from ``CHATQL_*`` environment variables."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+
+from store.database import DEFAULT_DATABASE_URL
+
+__all__ = ["Settings"]
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the app factory needs; tests build their own instances.
+
+    Each field is read from ``CHATQL_<FIELD NAME IN UPPER CASE>``.
+    """
+
+    database_url: str = DEFAULT_DATABASE_URL
+    #: Key for signing cursors; when empty a random key is kept in the database.
+    secret: str = ""
+    #: Serve the GraphiQL playground on GET /graphql from a browser.
+    playground: bool = True
+    #: Run migrations when the app starts (the embedded default does).
+    migrate_on_start: bool = True
+    #: Identity source: ``dev`` headers or ``jwt`` bearer tokens.
+    auth: str = "dev"
+    jwt_secret: str = ""
+    jwt_public_key: str = ""
+    #: Seconds a WebSocket may wait before sending ``connection_init``.
+    ws_init_timeout: float = 10.0
+    #: Seconds between server keep-alive pings on idle WebSockets (0 turns them off).
+    ws_keepalive: float = 15.0
+    max_subscriptions_per_connection: int = 100
+    #: Largest accepted HTTP request body in bytes.
+    max_body_bytes: int = 2 * 1024 * 1024
+    #: Comma-separated origins allowed by CORS (empty: no cross-origin access).
+    cors_origins: tuple[str, ...] = field(default_factory=tuple)
+    #: Live-stream fan-out backend (``memory://`` or ``redis://host:port/db``).
+    broker_url: str = "memory://"
+    #: Seconds without a push after which an active stream ends as INTERRUPTED.
+    stream_idle_timeout: float = 300.0
+    #: Largest buffered stream in bytes.
+    max_stream_bytes: int = 16 * 1024 * 1024
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        values: dict[str, object] = {}
+        for spec in fields(cls):
+            raw = env.get(f"CHATQL_{spec.name.upper()}")
+            if raw is None:
+                continue
+            default = getattr(cls(), spec.name)
+            values[spec.name] = _parse(spec.name, raw, default)
+        return cls(**values)  # type: ignore[arg-type]
+
+
+def _parse(name: str, raw: str, default: object) -> object:
+    if isinstance(default, bool):
+        lowered = raw.strip().lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+        raise ValueError(f"CHATQL_{name.upper()} must be true or false, got {raw!r}")
+    if isinstance(default, int):
+        return int(raw)
+    if isinstance(default, float):
+        return float(raw)
+    if isinstance(default, tuple):
+        return tuple(part.strip() for part in raw.split(",") if part.strip())
+    return raw

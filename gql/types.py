@@ -1,0 +1,274 @@
+"""GraphQL object, input and enum types (names and argument types from SPEC §11).
+
+Object types carry the same attribute names as the store's frozen records, so a
+resolver can hand a record straight to Strawberry: every scalar field then resolves
+by plain attribute access, with no per-field conversion.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum, StrEnum
+from typing import Any
+
+import strawberry
+from strawberry.scalars import JSON
+
+from gql.context import Info
+from store.messages import MessageFilter as StoreMessageFilter
+from store.messages import NewMessage
+
+__all__ = [
+    "AppendReceipt",
+    "Chat",
+    "ChatOrderField",
+    "ChatShare",
+    "ChatStatus",
+    "CreateChatInput",
+    "MessageConnection",
+    "MessageEdge",
+    "MessageFilter",
+    "MessageInput",
+    "MessageStatus",
+    "PageInfo",
+    "Role",
+    "SortOrder",
+    "StreamStatus",
+    "TimeField",
+    "UpdateChatInput",
+    "UpdateMessageInput",
+    "Weekday",
+]
+
+
+@strawberry.enum
+class Role(StrEnum):
+    USER = "USER"
+    ASSISTANT = "ASSISTANT"
+    SYSTEM = "SYSTEM"
+    TOOL = "TOOL"
+
+
+@strawberry.enum
+class ChatStatus(StrEnum):
+    ACTIVE = "ACTIVE"
+    ARCHIVED = "ARCHIVED"
+
+
+@strawberry.enum
+class ChatShare(StrEnum):
+    PRIVATE = "PRIVATE"
+    TEAM = "TEAM"
+
+
+@strawberry.enum
+class MessageStatus(StrEnum):
+    COMPLETED = "COMPLETED"
+    INTERRUPTED = "INTERRUPTED"
+    FAILED = "FAILED"
+
+
+@strawberry.enum
+class StreamStatus(StrEnum):
+    COMPLETED = "COMPLETED"
+    INTERRUPTED = "INTERRUPTED"
+    FAILED = "FAILED"
+
+
+@strawberry.enum
+class ChatOrderField(StrEnum):
+    LAST_MESSAGE_AT = "LAST_MESSAGE_AT"
+    CREATED_AT = "CREATED_AT"
+    UPDATED_AT = "UPDATED_AT"
+    SORT = "SORT"
+    TITLE = "TITLE"
+
+
+@strawberry.enum
+class SortOrder(StrEnum):
+    ASC = "ASC"
+    DESC = "DESC"
+
+
+@strawberry.enum
+class TimeField(StrEnum):
+    LAST_MESSAGE_AT = "LAST_MESSAGE_AT"
+    CREATED_AT = "CREATED_AT"
+
+
+@strawberry.enum
+class Weekday(StrEnum):
+    MONDAY = "MONDAY"
+    SUNDAY = "SUNDAY"
+
+
+@strawberry.type(description="One message of a chat.")
+class Message:
+    id: strawberry.ID
+    chat_id: strawberry.ID
+    request_id: str | None
+    role: Role
+    type: str
+    props: JSON
+    block_id: str | None
+    thread_id: str | None
+    assistant_id: str | None
+    sequence: int
+    status: MessageStatus
+    metadata: JSON | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@strawberry.type
+class PageInfo:
+    has_next_page: bool
+    has_previous_page: bool
+    start_cursor: str | None
+    end_cursor: str | None
+
+
+@strawberry.type
+class MessageEdge:
+    cursor: str
+    node: Message
+
+
+@strawberry.type(description="A page of messages, always ordered oldest to newest.")
+class MessageConnection:
+    edges: list[MessageEdge]
+    page_info: PageInfo
+
+
+@strawberry.input(description="Narrows a message list; every field given must match.")
+class MessageFilter:
+    request_id: str | None = None
+    role: Role | None = None
+    block_id: str | None = None
+    thread_id: str | None = None
+    type: str | None = None
+
+    def to_store(self) -> StoreMessageFilter:
+        return StoreMessageFilter(
+            request_id=self.request_id,
+            role=None if self.role is None else self.role.value,
+            block_id=self.block_id,
+            thread_id=self.thread_id,
+            type=self.type,
+        )
+
+
+@strawberry.type(description="A conversation between people and assistants.")
+class Chat:
+    id: strawberry.ID
+    title: str | None
+    assistant_id: str
+    mode: str
+    status: ChatStatus
+    public: bool
+    share: ChatShare
+    sort: int
+    last_message_at: datetime | None
+    metadata: JSON | None
+    created_at: datetime
+    updated_at: datetime
+    created_by: str | None
+    updated_by: str | None
+    team_id: str | None
+    tenant_id: str | None
+
+    @strawberry.field(description="The chat's messages; same arguments as Query.messages.")
+    async def messages(
+        self,
+        info: Info,
+        filter: MessageFilter | None = None,
+        first: int | None = None,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
+    ) -> MessageConnection:
+        from gql.messages import message_connection  # gql.messages imports this module
+
+        return await message_connection(
+            info, str(self.id), filter=filter, first=first, after=after, last=last, before=before
+        )
+
+
+@strawberry.type(description="What an accepted append wrote (or had written before).")
+class AppendReceipt:
+    chat_id: strawberry.ID
+    append_id: str
+    digest: str
+    message_ids: list[strawberry.ID]
+    first_sequence: int
+    last_sequence: int
+
+
+@strawberry.input
+class CreateChatInput:
+    assistant_id: str
+    id: strawberry.ID | None = None
+    title: str | None = None
+    mode: str = "chat"
+    share: ChatShare = ChatShare.PRIVATE
+    public: bool = False
+    sort: int = 0
+    metadata: JSON | None = None
+
+
+@strawberry.input(description="Fields left out stay as they are.")
+class UpdateChatInput:
+    title: str | None = strawberry.UNSET
+    status: ChatStatus | None = strawberry.UNSET
+    share: ChatShare | None = strawberry.UNSET
+    public: bool | None = strawberry.UNSET
+    sort: int | None = strawberry.UNSET
+    metadata: JSON | None = strawberry.UNSET
+
+    def changes(self) -> dict[str, Any]:
+        values = {
+            "title": self.title,
+            "status": self.status,
+            "share": self.share,
+            "public": self.public,
+            "sort": self.sort,
+            "metadata": self.metadata,
+        }
+        return {
+            key: value.value if isinstance(value, Enum) else value
+            for key, value in values.items()
+            if value is not strawberry.UNSET
+        }
+
+
+@strawberry.input(description="A message to append; the service assigns id and sequence.")
+class MessageInput:
+    role: Role
+    type: str
+    props: JSON
+    id: strawberry.ID | None = None
+    request_id: str | None = None
+    block_id: str | None = None
+    thread_id: str | None = None
+    assistant_id: str | None = None
+    metadata: JSON | None = None
+
+    def to_store(self) -> NewMessage:
+        return NewMessage(
+            id=None if self.id is None else str(self.id),
+            role=self.role.value,
+            type=self.type,
+            props=self.props,  # type: ignore[arg-type]
+            request_id=self.request_id,
+            block_id=self.block_id,
+            thread_id=self.thread_id,
+            assistant_id=self.assistant_id,
+            metadata=self.metadata,  # type: ignore[arg-type]
+        )
+
+
+@strawberry.input(description="Fields left out stay as they are.")
+class UpdateMessageInput:
+    props: JSON | None = None
+    metadata: JSON | None = None
+    status: MessageStatus | None = None

@@ -1,0 +1,51 @@
+"""chatql's persistence layer: tables, migrations and the operations on them.
+
+Nothing here knows about GraphQL or HTTP; every function takes a :class:`Database`
+(and the caller's :class:`Identity`) and returns frozen records.
+"""
+
+from __future__ import annotations
+
+from store import errors
+from store.chats import create_chat, delete_chat, get_chat, purge_chat, restore_chat, update_chat
+from store.cursors import CursorSigner, load_or_create_secret
+from store.database import DEFAULT_DATABASE_URL, Database
+from store.messages import (
+    MessageFilter,
+    NewMessage,
+    append_messages,
+    delete_messages,
+    get_message,
+    list_messages,
+    update_message,
+)
+from store.migrate import migrate
+from store.records import AppendReceipt, Chat, Identity, Message, MessagePage, ResumeRecord
+
+__all__ = [
+    "DEFAULT_DATABASE_URL",
+    "AppendReceipt",
+    "Chat",
+    "CursorSigner",
+    "Database",
+    "Identity",
+    "Message",
+    "MessageFilter",
+    "MessagePage",
+    "NewMessage",
+    "ResumeRecord",
+    "append_messages",
+    "create_chat",
+    "delete_chat",
+    "delete_messages",
+    "errors",
+    "get_chat",
+    "get_message",
+    "list_messages",
+    "load_or_create_secret",
+    "migrate",
+    "purge_chat",
+    "restore_chat",
+    "update_chat",
+    "update_message",
+]

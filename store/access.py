@@ -1,0 +1,46 @@
+"""Who may read and who may change a chat (SPEC §10), as SQL predicates.
+
+One place for the rule, so every query that touches chats applies the same one:
+
+- tenants never see each other;
+- ``admin`` may do everything in its tenant, ``agent`` reads and appends everywhere
+  in its tenant;
+- a ``PRIVATE`` chat is its creator's, a ``TEAM`` chat is its team's;
+- ``public`` lets the rest of the tenant read (never write).
+
+A chat the caller may not read is treated exactly as if it did not exist.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import ColumnElement, and_, false, or_, true
+
+from store.records import Identity
+from store.tables import chats
+
+__all__ = ["can_read", "can_write"]
+
+
+def _owner_clause(who: Identity) -> ColumnElement[bool]:
+    team = (
+        and_(chats.c.share == "TEAM", chats.c.team_id == who.team_id)
+        if who.team_id
+        else false()
+    )
+    return or_(chats.c.created_by == who.user_id, team)
+
+
+def can_read(who: Identity) -> ColumnElement[bool]:
+    """Rows of ``chats`` the caller may see (and subscribe to)."""
+    same_tenant = chats.c.tenant_id == who.tenant_id
+    if who.is_admin or who.is_agent:
+        return and_(same_tenant, true())
+    return and_(same_tenant, or_(_owner_clause(who), chats.c.public.is_(True)))
+
+
+def can_write(who: Identity, *, append: bool = False) -> ColumnElement[bool]:
+    """Rows of ``chats`` the caller may change; ``append`` admits the ``agent`` role."""
+    same_tenant = chats.c.tenant_id == who.tenant_id
+    if who.is_admin or (append and who.is_agent):
+        return and_(same_tenant, true())
+    return and_(same_tenant, _owner_clause(who))

@@ -1,0 +1,112 @@
+"""Engine factory and transaction helpers for SQLite (embedded) and Postgres.
+
+Every store function receives a :class:`Database` and opens its own short
+transaction with :meth:`Database.read` or :meth:`Database.write`. On SQLite a write
+transaction starts with ``BEGIN IMMEDIATE`` (so two writers never deadlock upgrading
+their locks) and writers of one process queue on an asyncio lock instead of spinning
+in SQLite's busy handler; other processes are covered by the busy timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from store import jsonutil
+
+__all__ = ["DEFAULT_DATABASE_URL", "Database", "normalize_url"]
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./chatql.db"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def normalize_url(url: str) -> str:
+    """Pick the async driver for plain ``sqlite://`` and ``postgresql://`` URLs."""
+    parsed = make_url(url)
+    if parsed.drivername in ("sqlite", "sqlite+pysqlite"):
+        parsed = parsed.set(drivername="sqlite+aiosqlite")
+    elif parsed.drivername in ("postgres", "postgresql", "postgresql+psycopg2"):
+        parsed = parsed.set(drivername="postgresql+asyncpg")
+    return parsed.render_as_string(hide_password=False)
+
+
+class Database:
+    """An async engine plus the transaction discipline the store relies on."""
+
+    def __init__(self, url: str = DEFAULT_DATABASE_URL, *, pool_size: int = 10) -> None:
+        self.url = normalize_url(url)
+        self.dialect = make_url(self.url).get_backend_name()
+        kwargs: dict[str, Any] = {
+            "json_serializer": jsonutil.dumps,
+            "json_deserializer": jsonutil.loads,
+        }
+        if self.dialect == "postgresql":
+            kwargs.update(pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+        self.engine: AsyncEngine = create_async_engine(self.url, **kwargs)
+        self._write_lock = asyncio.Lock() if self.is_sqlite else None
+        if self.is_sqlite:
+            _configure_sqlite(self.engine)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.dialect == "sqlite"
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.dialect == "postgresql"
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncConnection]:
+        """A read-only transaction (deferred on SQLite: readers never block writers)."""
+        async with self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncConnection]:
+        """A write transaction: committed when the block exits cleanly, else rolled back."""
+        if self._write_lock is None:
+            async with self.engine.connect() as conn, conn.begin():
+                yield conn
+            return
+        async with self._write_lock, self.engine.connect() as conn:
+            conn = await conn.execution_options(chatql_immediate=True)
+            async with conn.begin():
+                yield conn
+
+    async def ping(self) -> bool:
+        """True when the database answers a trivial query."""
+        try:
+            async with self.engine.connect() as conn:
+                await conn.exec_driver_sql("SELECT 1")
+        except Exception:
+            return False
+        return True
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()
+
+
+def _configure_sqlite(engine: AsyncEngine) -> None:
+    sync_engine = engine.sync_engine
+
+    @event.listens_for(sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy, not the sqlite3 module, decide when transactions begin.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(sync_engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        immediate = conn.get_execution_options().get("chatql_immediate", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")

@@ -1,0 +1,114 @@
+"""The errors the store raises for expected failures.
+
+Every expected failure is a subclass of :class:`ChatqlError`; anything else escaping
+the store is a bug. The GraphQL layer maps each class to its ``extensions.code`` in
+one place (``gql/errors.py``)::
+
+    ChatqlError
+    ├── NotFound               the chat, message or record does not exist (or is hidden)
+    ├── InvalidArgument        input rejected before anything was written
+    │   ├── InvalidCursor      a cursor the service did not issue for these arguments
+    │   ├── InvalidDelta       a stream chunk that cannot apply to the buffered state
+    │   └── WindowTooSmall     the newest turn alone does not fit the model window
+    ├── Conflict               the id is taken (or closed forever by a purge)
+    │   └── AppendConflict     an append id re-used with different content
+    ├── ChatClosed             the chat was purged; nothing can be appended any more
+    ├── StreamError
+    │   ├── StreamNotFound     no such stream
+    │   ├── StreamClosed       the stream has ended; it takes no more input
+    │   └── StreamActive       the chat already has an active stream
+    ├── PayloadTooLarge        a batch or buffer over its limit
+    ├── Unauthenticated        no valid identity
+    ├── Forbidden              the identity may not do this
+    └── PersistFailed          the database failed; the buffer is kept for a retry
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AppendConflict",
+    "ChatClosed",
+    "ChatqlError",
+    "Conflict",
+    "Forbidden",
+    "InvalidArgument",
+    "InvalidCursor",
+    "InvalidDelta",
+    "NotFound",
+    "PayloadTooLarge",
+    "PersistFailed",
+    "StreamActive",
+    "StreamClosed",
+    "StreamError",
+    "StreamNotFound",
+    "Unauthenticated",
+    "WindowTooSmall",
+]
+
+
+class ChatqlError(Exception):
+    """Base class of every expected failure; ``str(error)`` is safe to show a client."""
+
+
+class NotFound(ChatqlError):
+    """The thing asked for does not exist, or the caller may not see it."""
+
+
+class InvalidArgument(ChatqlError):
+    """The input is malformed; nothing was written."""
+
+
+class InvalidCursor(InvalidArgument):
+    """A pagination cursor that was not issued for these arguments."""
+
+
+class InvalidDelta(InvalidArgument):
+    """A delta chunk that cannot be applied to the buffered message."""
+
+
+class WindowTooSmall(InvalidArgument):
+    """The newest complete turn does not fit into the requested model window."""
+
+
+class Conflict(ChatqlError):
+    """The id is already taken (or was closed forever by a purge)."""
+
+
+class AppendConflict(Conflict):
+    """The append id was already used for a batch with different content."""
+
+
+class ChatClosed(ChatqlError):
+    """The chat was purged: it accepts no appends, not even retries."""
+
+
+class StreamError(ChatqlError):
+    """Base class of stream lifecycle failures."""
+
+
+class StreamNotFound(StreamError):
+    """No stream with that id (or no active stream in that chat)."""
+
+
+class StreamClosed(StreamError):
+    """The stream has ended and takes no more input."""
+
+
+class StreamActive(StreamError):
+    """The chat already has an active stream."""
+
+
+class PayloadTooLarge(ChatqlError):
+    """A batch, buffer or request over its configured limit."""
+
+
+class Unauthenticated(ChatqlError):
+    """The request carries no valid identity."""
+
+
+class Forbidden(ChatqlError):
+    """The caller is known but may not do this."""
+
+
+class PersistFailed(ChatqlError):
+    """The database failed while persisting; the data is kept and will be retried."""

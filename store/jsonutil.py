@@ -1,0 +1,40 @@
+"""JSON encoding shared by the store: fast, and canonical where a digest needs it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import orjson
+
+__all__ = ["canonical_digest", "canonical_json", "dumps", "loads"]
+
+
+def dumps(value: Any) -> str:
+    """Encode ``value`` as compact JSON text (orjson, falling back for huge integers)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def loads(text: str | bytes) -> Any:
+    """Decode JSON text."""
+    return orjson.loads(text)
+
+
+def canonical_json(value: Any) -> str:
+    """Canonical JSON: object keys sorted, no insignificant whitespace, text kept as is.
+
+    Numbers keep the spelling Python's JSON encoder gives them (integers exactly,
+    floats in their shortest round-tripping form), so the same value always digests the
+    same.
+    """
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)
+
+
+def canonical_digest(value: Any) -> str:
+    """SHA-256 (hex) of :func:`canonical_json`."""
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()

@@ -1,0 +1,458 @@
+"""Messages: idempotent appends, updates, deletes and keyset pages (SPEC §5, §6).
+
+Sequences are handed out under a lock on the chat row (``SELECT … FOR UPDATE`` on
+Postgres; the single SQLite writer elsewhere), so concurrent appends to one chat get
+consecutive, gap-free numbers. The append receipt is written in the same transaction
+as the batch, so a batch is either wholly accepted with its receipt or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Row, and_, delete, exists, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from store import access
+from store.chats import fetch_visible_chat, now
+from store.database import Database
+from store.errors import (
+    AppendConflict,
+    ChatClosed,
+    Conflict,
+    Forbidden,
+    InvalidArgument,
+    NotFound,
+    PayloadTooLarge,
+)
+from store.ids import check_append_id, check_chat_id, check_message_id, new_id
+from store.jsonutil import canonical_digest
+from store.records import AppendReceipt, Identity, Message, MessagePage
+from store.tables import append_receipts, chats, closed_chats, messages
+
+__all__ = [
+    "DEFAULT_PAGE_SIZE",
+    "MAX_APPEND_BATCH",
+    "MAX_PAGE_SIZE",
+    "MESSAGE_STATUSES",
+    "ROLES",
+    "MessageFilter",
+    "NewMessage",
+    "append_messages",
+    "batch_digest",
+    "check_page_size",
+    "delete_messages",
+    "get_message",
+    "insert_messages",
+    "list_messages",
+    "lock_chat_for_append",
+    "message_from_row",
+    "update_message",
+]
+
+ROLES = ("USER", "ASSISTANT", "SYSTEM", "TOOL")
+MESSAGE_STATUSES = ("COMPLETED", "INTERRUPTED", "FAILED")
+MAX_APPEND_BATCH = 1_000
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 200
+_MAX_NAME = 200
+
+
+@dataclass(frozen=True, slots=True)
+class NewMessage:
+    """A message to be written, as a caller describes it."""
+
+    role: str
+    type: str
+    props: dict[str, Any]
+    id: str | None = None
+    request_id: str | None = None
+    block_id: str | None = None
+    thread_id: str | None = None
+    assistant_id: str | None = None
+    metadata: dict[str, Any] | None = None
+    status: str = "COMPLETED"
+
+    def wire(self) -> dict[str, Any]:
+        """The message as sent on the wire (camelCase, nulls left out), for digests."""
+        fields = {
+            "id": self.id,
+            "role": self.role,
+            "type": self.type,
+            "props": self.props,
+            "requestId": self.request_id,
+            "blockId": self.block_id,
+            "threadId": self.thread_id,
+            "assistantId": self.assistant_id,
+            "metadata": self.metadata,
+        }
+        return {key: value for key, value in fields.items() if value is not None}
+
+    def check(self) -> None:
+        if self.id is not None:
+            check_message_id(self.id)
+        if self.role not in ROLES:
+            raise InvalidArgument(f"role must be one of {', '.join(ROLES)}")
+        if not isinstance(self.type, str) or not 1 <= len(self.type) <= 64:
+            raise InvalidArgument("message type must be 1-64 characters")
+        if self.type == "event":
+            raise InvalidArgument("messages of type 'event' are never stored")
+        if not isinstance(self.props, dict):
+            raise InvalidArgument("props must be a JSON object")
+        if self.metadata is not None and not isinstance(self.metadata, dict):
+            raise InvalidArgument("metadata must be a JSON object")
+        if self.status not in MESSAGE_STATUSES:
+            raise InvalidArgument(f"status must be one of {', '.join(MESSAGE_STATUSES)}")
+        for name in ("request_id", "block_id", "thread_id", "assistant_id"):
+            value = getattr(self, name)
+            if value is not None and len(value) > _MAX_NAME:
+                raise InvalidArgument(f"{name} must be at most {_MAX_NAME} characters")
+
+
+@dataclass(frozen=True, slots=True)
+class MessageFilter:
+    """Narrows a message list; every field given must match."""
+
+    request_id: str | None = None
+    role: str | None = None
+    block_id: str | None = None
+    thread_id: str | None = None
+    type: str | None = None
+
+    def clauses(self) -> list[Any]:
+        pairs = (
+            (messages.c.request_id, self.request_id),
+            (messages.c.role, self.role),
+            (messages.c.block_id, self.block_id),
+            (messages.c.thread_id, self.thread_id),
+            (messages.c.type, self.type),
+        )
+        return [column == value for column, value in pairs if value is not None]
+
+    def key(self) -> str:
+        """A stable text form, so cursors can be bound to the filter."""
+        return "|".join("" if v is None else v for v in (
+            self.request_id, self.role, self.block_id, self.thread_id, self.type
+        ))
+
+
+def message_from_row(row: Row[Any]) -> Message:
+    m = row._mapping
+    return Message(
+        id=m["id"],
+        chat_id=m["chat_id"],
+        sequence=m["sequence"],
+        request_id=m["request_id"],
+        role=m["role"],
+        type=m["type"],
+        props=m["props"],
+        block_id=m["block_id"],
+        thread_id=m["thread_id"],
+        assistant_id=m["assistant_id"],
+        status=m["status"],
+        metadata=m["metadata"],
+        created_at=m["created_at"],
+        updated_at=m["updated_at"],
+    )
+
+
+def batch_digest(batch: Sequence[NewMessage]) -> str:
+    """SHA-256 of the batch's canonical JSON (wire names, nulls left out)."""
+    return canonical_digest([message.wire() for message in batch])
+
+
+async def lock_chat_for_append(conn: AsyncConnection, who: Identity, chat_id: str) -> int:
+    """Lock the chat for appending and return its last handed-out sequence.
+
+    A purged id is CHAT_CLOSED; a deleted, absent or unreadable chat is NOT_FOUND.
+    """
+    closed = await conn.scalar(select(exists().where(closed_chats.c.id == chat_id)))
+    if closed:
+        raise ChatClosed(f"chat {chat_id!r} was purged; it accepts no more messages")
+    row = (
+        await conn.execute(
+            select(chats.c.last_sequence, access.can_write(who, append=True).label("writable"))
+            .where(chats.c.id == chat_id, chats.c.deleted_at.is_(None), access.can_read(who))
+            .with_for_update()
+        )
+    ).first()
+    if row is None:
+        raise NotFound(f"chat {chat_id!r} not found")
+    if not row.writable:
+        raise Forbidden(f"you may read chat {chat_id!r} but not append to it")
+    return int(row.last_sequence)
+
+
+async def insert_messages(
+    conn: AsyncConnection,
+    chat_id: str,
+    batch: Sequence[NewMessage],
+    *,
+    last_sequence: int,
+    default_assistant_id: str | None = None,
+) -> list[Message]:
+    """Write ``batch`` after ``last_sequence`` (the chat must be locked by the caller).
+
+    One multi-row statement for the messages, one update of the chat. Raises CONFLICT
+    when a caller-chosen message id is already in the store.
+    """
+    stamp = now()
+    rows = [
+        {
+            "id": message.id or new_id(),
+            "chat_id": chat_id,
+            "sequence": last_sequence + offset,
+            "request_id": message.request_id,
+            "role": message.role,
+            "type": message.type,
+            "props": message.props,
+            "block_id": message.block_id,
+            "thread_id": message.thread_id,
+            "assistant_id": message.assistant_id or default_assistant_id,
+            "status": message.status,
+            "metadata": message.metadata,
+            "created_at": stamp,
+            "updated_at": stamp,
+        }
+        for offset, message in enumerate(batch, start=1)
+    ]
+    chosen = [message.id for message in batch if message.id is not None]
+    if len(set(chosen)) != len(chosen):
+        raise InvalidArgument("message ids within one batch must be distinct")
+    if chosen:
+        taken = (
+            await conn.scalars(select(messages.c.id).where(messages.c.id.in_(chosen)))
+        ).all()
+        if taken:
+            raise Conflict(f"message id {taken[0]!r} is already taken")
+    await conn.execute(insert(messages), rows)
+    await conn.execute(
+        update(chats)
+        .where(chats.c.id == chat_id)
+        .values(
+            last_sequence=last_sequence + len(rows),
+            last_message_at=stamp,
+            activity_at=stamp,
+        )
+    )
+    return [Message(**row) for row in rows]
+
+
+async def append_messages(
+    db: Database,
+    who: Identity,
+    chat_id: str,
+    append_id: str,
+    batch: Sequence[NewMessage],
+) -> AppendReceipt:
+    """Append ``batch`` atomically, exactly once per ``append_id`` (SPEC §6)."""
+    check_chat_id(chat_id)
+    check_append_id(append_id)
+    if not batch:
+        raise InvalidArgument("messages must not be empty")
+    if len(batch) > MAX_APPEND_BATCH:
+        raise PayloadTooLarge(f"at most {MAX_APPEND_BATCH} messages per append")
+    for message in batch:
+        message.check()
+    digest = batch_digest(batch)
+    try:
+        async with db.write() as conn:
+            last_sequence = await lock_chat_for_append(conn, who, chat_id)
+            earlier = (
+                await conn.execute(
+                    select(append_receipts).where(
+                        append_receipts.c.chat_id == chat_id,
+                        append_receipts.c.append_id == append_id,
+                    )
+                )
+            ).first()
+            if earlier is not None:
+                if earlier.digest != digest:
+                    raise AppendConflict(
+                        f"appendId {append_id!r} was already used for a different batch"
+                    )
+                return AppendReceipt(
+                    chat_id=chat_id,
+                    append_id=append_id,
+                    digest=digest,
+                    message_ids=list(earlier.message_ids),
+                    first_sequence=earlier.first_sequence,
+                    last_sequence=earlier.last_sequence,
+                )
+            written = await insert_messages(conn, chat_id, batch, last_sequence=last_sequence)
+            receipt = AppendReceipt(
+                chat_id=chat_id,
+                append_id=append_id,
+                digest=digest,
+                message_ids=[m.id for m in written],
+                first_sequence=written[0].sequence,
+                last_sequence=written[-1].sequence,
+            )
+            await conn.execute(
+                insert(append_receipts).values(
+                    chat_id=chat_id,
+                    append_id=append_id,
+                    digest=digest,
+                    message_ids=receipt.message_ids,
+                    first_sequence=receipt.first_sequence,
+                    last_sequence=receipt.last_sequence,
+                    created_at=now(),
+                )
+            )
+    except IntegrityError:
+        # Two inserts of one caller-chosen message id racing past the check above.
+        raise Conflict("a message id in this batch is already taken") from None
+    return receipt
+
+
+async def get_message(db: Database, who: Identity, message_id: str) -> Message | None:
+    async with db.read() as conn:
+        row = (
+            await conn.execute(
+                select(messages)
+                .join(chats, chats.c.id == messages.c.chat_id)
+                .where(
+                    messages.c.id == message_id,
+                    chats.c.deleted_at.is_(None),
+                    access.can_read(who),
+                )
+            )
+        ).first()
+    return None if row is None else message_from_row(row)
+
+
+async def update_message(
+    db: Database,
+    who: Identity,
+    message_id: str,
+    *,
+    props: dict[str, Any] | None = None,
+    metadata: dict[str, Any] | None = None,
+    status: str | None = None,
+) -> Message:
+    """Replace a message's props and/or metadata, or set its status."""
+    if props is not None and not isinstance(props, dict):
+        raise InvalidArgument("props must be a JSON object")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise InvalidArgument("metadata must be a JSON object")
+    if status is not None and status not in MESSAGE_STATUSES:
+        raise InvalidArgument(f"status must be one of {', '.join(MESSAGE_STATUSES)}")
+    changes: dict[str, Any] = {"props": props, "metadata": metadata, "status": status}
+    changes = {key: value for key, value in changes.items() if value is not None}
+    async with db.write() as conn:
+        chat_id = await conn.scalar(select(messages.c.chat_id).where(messages.c.id == message_id))
+        if chat_id is None:
+            raise NotFound(f"message {message_id!r} not found")
+        try:
+            await _lock_writable(conn, who, chat_id)
+        except NotFound:
+            raise NotFound(f"message {message_id!r} not found") from None
+        query = update(messages).where(messages.c.id == message_id)
+        row = (
+            await conn.execute(query.values(**changes, updated_at=now()).returning(messages))
+        ).one()
+    return message_from_row(row)
+
+
+async def _lock_writable(conn: AsyncConnection, who: Identity, chat_id: str) -> None:
+    row = (
+        await conn.execute(
+            select(access.can_write(who).label("writable"))
+            .where(chats.c.id == chat_id, chats.c.deleted_at.is_(None), access.can_read(who))
+            .with_for_update()
+        )
+    ).first()
+    if row is None:
+        raise NotFound(f"chat {chat_id!r} not found")
+    if not row.writable:
+        raise Forbidden(f"you may read chat {chat_id!r} but not change it")
+
+
+async def delete_messages(db: Database, who: Identity, chat_id: str, ids: Sequence[str]) -> int:
+    """Delete the given messages of one chat; returns how many existed and went."""
+    check_chat_id(chat_id)
+    if len(ids) > MAX_APPEND_BATCH:
+        raise PayloadTooLarge(f"at most {MAX_APPEND_BATCH} ids per call")
+    async with db.write() as conn:
+        await _lock_writable(conn, who, chat_id)
+        if not ids:
+            return 0
+        result = await conn.execute(
+            delete(messages).where(messages.c.chat_id == chat_id, messages.c.id.in_(list(ids)))
+        )
+    return int(result.rowcount or 0)
+
+
+def check_page_size(value: int | None, name: str) -> int | None:
+    if value is None:
+        return None
+    if value <= 0:
+        raise InvalidArgument(f"{name} must be a positive number")
+    return min(value, MAX_PAGE_SIZE)
+
+
+async def list_messages(
+    db: Database,
+    who: Identity,
+    chat_id: str,
+    *,
+    filter: MessageFilter | None = None,
+    first: int | None = None,
+    after: int | None = None,
+    last: int | None = None,
+    before: int | None = None,
+) -> MessagePage:
+    """A keyset page of a chat's messages, oldest first (SPEC §5).
+
+    ``after``/``before`` are sequence numbers (already checked cursors). With no
+    size, the newest ``DEFAULT_PAGE_SIZE`` before ``before`` (or the end) are returned;
+    ``first`` walks forward from ``after``. Neighbour flags are exact: each is an
+    indexed EXISTS probe, never a guess from a full page.
+    """
+    first = check_page_size(first, "first")
+    last = check_page_size(last, "last")
+    if first is not None and last is not None:
+        raise InvalidArgument("pass either first or last, not both")
+    filter = filter or MessageFilter()
+    async with db.read() as conn:
+        if await fetch_visible_chat(conn, who, chat_id) is None:
+            raise NotFound(f"chat {chat_id!r} not found")
+        base = [messages.c.chat_id == chat_id, *filter.clauses()]
+        bounds = list(base)
+        if after is not None:
+            bounds.append(messages.c.sequence > after)
+        if before is not None:
+            bounds.append(messages.c.sequence < before)
+        forward = first is not None
+        size = first if forward else (last or DEFAULT_PAGE_SIZE)
+        order = messages.c.sequence.asc() if forward else messages.c.sequence.desc()
+        rows = (
+            await conn.execute(select(messages).where(*bounds).order_by(order).limit(size + 1))
+        ).all()
+        more = len(rows) > size
+        items = [message_from_row(row) for row in rows[:size]]
+        if not forward:
+            items.reverse()
+
+        async def any_where(*clauses: Any) -> bool:
+            return bool(await conn.scalar(select(exists().where(and_(*base, *clauses)))))
+
+        if forward:
+            has_next = more
+            if items:
+                has_previous = await any_where(messages.c.sequence < items[0].sequence)
+            else:
+                has_previous = after is not None and await any_where(
+                    messages.c.sequence <= after
+                )
+        else:
+            has_previous = more
+            if items:
+                has_next = await any_where(messages.c.sequence > items[-1].sequence)
+            else:
+                has_next = before is not None and await any_where(messages.c.sequence >= before)
+    return MessagePage(items=items, has_previous=has_previous, has_next=has_next)
+

@@ -1,0 +1,1 @@
+"""Alembic migrations of the chatql schema; they run on SQLite and Postgres alike."""

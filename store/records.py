@@ -1,0 +1,114 @@
+"""Frozen records the store returns; the GraphQL layer turns them into its types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+__all__ = [
+    "AppendReceipt",
+    "Chat",
+    "Identity",
+    "Message",
+    "MessagePage",
+    "ResumeRecord",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who is calling: recorded in owner fields and used for access decisions."""
+
+    user_id: str = "dev"
+    tenant_id: str = "default"
+    team_id: str | None = None
+    roles: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def is_admin(self) -> bool:
+        return "admin" in self.roles
+
+    @property
+    def is_agent(self) -> bool:
+        return "agent" in self.roles
+
+
+@dataclass(frozen=True, slots=True)
+class Chat:
+    id: str
+    title: str | None
+    assistant_id: str
+    mode: str
+    status: str
+    public: bool
+    share: str
+    sort: int
+    last_message_at: datetime | None
+    metadata: dict[str, Any] | None
+    created_at: datetime
+    updated_at: datetime
+    created_by: str | None
+    updated_by: str | None
+    team_id: str | None
+    tenant_id: str
+    deleted_at: datetime | None = None
+    activity_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    id: str
+    chat_id: str
+    sequence: int
+    request_id: str | None
+    role: str
+    type: str
+    props: dict[str, Any]
+    block_id: str | None
+    thread_id: str | None
+    assistant_id: str | None
+    status: str
+    metadata: dict[str, Any] | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class MessagePage:
+    """One page of a chat's messages, oldest first, with exact neighbours."""
+
+    items: list[Message]
+    has_previous: bool
+    has_next: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AppendReceipt:
+    chat_id: str
+    append_id: str
+    digest: str
+    message_ids: list[str]
+    first_sequence: int
+    last_sequence: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeRecord:
+    id: str
+    chat_id: str
+    request_id: str | None
+    assistant_id: str | None
+    stack_id: str | None
+    stack_parent_id: str | None
+    stack_depth: int
+    type: str
+    status: str
+    input: Any
+    output: Any
+    space_snapshot: Any
+    error: str | None
+    sequence: int
+    metadata: Any
+    created_at: datetime
+    updated_at: datetime

@@ -1,0 +1,206 @@
+"""SQLAlchemy Core tables: the single source of the relational schema.
+
+Alembic migrations in ``store/migrations`` create exactly these tables; a test
+compares the migrated database with this metadata so the two never drift.
+
+Times are stored as UTC. JSON columns are ``JSONB`` on Postgres and ``JSON`` (text)
+on SQLite.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Dialect,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+__all__ = [
+    "append_receipts",
+    "chats",
+    "closed_chats",
+    "messages",
+    "metadata",
+    "resume_records",
+    "service_state",
+]
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC timestamp on every backend.
+
+    SQLite has no timezone type, so values are stored naive in UTC and made aware
+    again on the way out; the text form sorts correctly because every value is UTC.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetimes are not stored; pass an aware datetime")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):  # pragma: no cover - raw SQL on SQLite
+            value = datetime.fromisoformat(value)
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+JSONDocument = JSON().with_variant(JSONB(), "postgresql")
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+chats = Table(
+    "chats",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("title", Text),
+    Column("assistant_id", String(200), nullable=False),
+    Column("mode", String(32), nullable=False, server_default="chat"),
+    Column("status", String(16), nullable=False, server_default="ACTIVE"),
+    Column("public", Boolean, nullable=False, server_default="0"),
+    Column("share", String(16), nullable=False, server_default="PRIVATE"),
+    Column("sort", Integer, nullable=False, server_default="0"),
+    Column("last_message_at", UTCDateTime),
+    # What LAST_MESSAGE_AT ordering and grouping sort by: the newest message's time,
+    # or the creation time while the chat has none. Kept as a column so one plain
+    # composite index serves the default chat list on both backends.
+    Column("activity_at", UTCDateTime, nullable=False),
+    # The highest message sequence ever handed out in this chat. Appends lock the
+    # chat row and advance it, which keeps sequences gap-free under concurrency.
+    Column("last_sequence", BigInteger, nullable=False, server_default="0"),
+    Column("metadata", JSONDocument),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("created_by", String(200)),
+    Column("updated_by", String(200)),
+    Column("team_id", String(200)),
+    Column("tenant_id", String(200), nullable=False),
+    Column("deleted_at", UTCDateTime),
+    Index(None, "tenant_id", "activity_at", "id"),
+    Index(None, "tenant_id", "created_at", "id"),
+    Index(None, "tenant_id", "updated_at", "id"),
+    Index(None, "tenant_id", "sort", "id"),
+    Index(None, "tenant_id", "title", "id"),
+    Index(None, "tenant_id", "assistant_id", "activity_at", "id"),
+)
+
+messages = Table(
+    "messages",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column(
+        "chat_id",
+        String(64),
+        ForeignKey("chats.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("sequence", BigInteger, nullable=False),
+    Column("request_id", String(200)),
+    Column("role", String(16), nullable=False),
+    Column("type", String(64), nullable=False),
+    Column("props", JSONDocument, nullable=False),
+    Column("block_id", String(200)),
+    Column("thread_id", String(200)),
+    Column("assistant_id", String(200)),
+    Column("status", String(16), nullable=False, server_default="COMPLETED"),
+    Column("metadata", JSONDocument),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    UniqueConstraint("chat_id", "sequence"),
+    Index(None, "chat_id", "request_id", "sequence"),
+    Index(None, "chat_id", "type", "sequence"),
+)
+
+append_receipts = Table(
+    "append_receipts",
+    metadata,
+    Column(
+        "chat_id",
+        String(64),
+        ForeignKey("chats.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("append_id", String(128), primary_key=True),
+    Column("digest", String(64), nullable=False),
+    Column("message_ids", JSONDocument, nullable=False),
+    Column("first_sequence", BigInteger, nullable=False),
+    Column("last_sequence", BigInteger, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+closed_chats = Table(
+    "closed_chats",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("tenant_id", String(200), nullable=False),
+    Column("closed_at", UTCDateTime, nullable=False),
+)
+
+resume_records = Table(
+    "resume_records",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column(
+        "chat_id",
+        String(64),
+        ForeignKey("chats.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("request_id", String(200)),
+    Column("assistant_id", String(200)),
+    Column("stack_id", String(200)),
+    Column("stack_parent_id", String(200)),
+    Column("stack_depth", Integer, nullable=False, server_default="0"),
+    Column("type", String(32), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("input", JSONDocument),
+    Column("output", JSONDocument),
+    Column("space_snapshot", JSONDocument),
+    Column("error", Text),
+    Column("sequence", Integer, nullable=False),
+    Column("metadata", JSONDocument),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Index(None, "chat_id", "sequence"),
+    Index(None, "stack_id"),
+)
+
+# Small key/value table for service-wide state, such as the cursor signing key
+# generated on first start when CHATQL_SECRET is not set.
+service_state = Table(
+    "service_state",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)

@@ -1,0 +1,227 @@
+"""Shared fixtures: one suite, run on every database backend.
+
+SQLite always runs. Postgres runs against ``CHATQL_TEST_POSTGRES_URL`` (default: the
+local server at 127.0.0.1:5432, database ``test``); each test session creates its own
+fresh database there and drops it at the end, so runs never see each other's data.
+When the server cannot be reached the Postgres cases are skipped with the reason,
+unless ``CHATQL_REQUIRE_POSTGRES=1`` (as in CI), which turns that into a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from gql.app import create_app
+from gql.settings import Settings
+from store.database import Database
+from store.migrate import migrate
+from store.tables import metadata
+
+DEFAULT_PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+TEST_SECRET = "test-secret-0123456789abcdef"
+
+
+def _require_postgres() -> bool:
+    return os.environ.get("CHATQL_REQUIRE_POSTGRES", "") in ("1", "true", "yes")
+
+
+async def _pg_admin(url: str, statement: str) -> None:
+    import asyncpg
+
+    parsed = make_url(url)
+    conn = await asyncpg.connect(
+        host=parsed.host, port=parsed.port or 5432, user=parsed.username,
+        password=parsed.password, database=parsed.database, timeout=5,
+    )
+    try:
+        await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str | None]:
+    """A fresh, migrated Postgres database for this test session (None: unavailable)."""
+    base = os.environ.get("CHATQL_TEST_POSTGRES_URL", DEFAULT_PG_URL)
+    base = base.replace("postgresql://", "postgresql+asyncpg://", 1)
+    name = f"chatql_test_{uuid.uuid4().hex[:12]}"
+    try:
+        asyncio.run(_pg_admin(base, f'CREATE DATABASE "{name}"'))
+    except Exception as error:
+        if _require_postgres():
+            pytest.fail(f"CHATQL_REQUIRE_POSTGRES=1 but Postgres at {base} failed: {error}")
+        yield None
+        return
+    url = make_url(base).set(database=name).render_as_string(hide_password=False)
+
+    async def setup() -> None:
+        db = Database(url)
+        await migrate(db)
+        await db.dispose()
+
+    asyncio.run(setup())
+    try:
+        yield url
+    finally:
+        asyncio.run(_pg_admin(base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file that each test copies instead of migrating again."""
+    path = tmp_path_factory.mktemp("template") / "chatql.db"
+
+    async def setup() -> None:
+        db = Database(f"sqlite+aiosqlite:///{path}")
+        await migrate(db)
+        async with db.engine.connect() as conn:
+            await conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        await db.dispose()
+
+    asyncio.run(setup())
+    return path
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(
+    request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path
+) -> str:
+    """The URL of an empty, migrated database of each backend."""
+    if request.param == "sqlite":
+        path = tmp_path / "chatql.db"
+        shutil.copy(sqlite_template, path)
+        return f"sqlite+aiosqlite:///{path}"
+    url: str | None = request.getfixturevalue("postgres_url")
+    if url is None:
+        pytest.skip("Postgres is not reachable (set CHATQL_TEST_POSTGRES_URL or start it)")
+    tables = ", ".join(table.name for table in metadata.sorted_tables)
+
+    async def truncate() -> None:
+        db = Database(url)
+        async with db.write() as conn:
+            await conn.execute(text(f"TRUNCATE {tables} CASCADE"))
+        await db.dispose()
+
+    asyncio.run(truncate())
+    return url
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    database = Database(database_url)
+    try:
+        yield database
+    finally:
+        await database.dispose()
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url, secret=TEST_SECRET, migrate_on_start=False)
+
+
+@asynccontextmanager
+async def running_app(settings: Settings) -> AsyncIterator[Any]:
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        yield app
+
+
+class GraphQLClient:
+    """Posts GraphQL documents over HTTP to the ASGI app."""
+
+    def __init__(self, http: httpx.AsyncClient) -> None:
+        self.http = http
+
+    async def execute(
+        self,
+        query: str,
+        variables: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        response = await self.http.post(
+            "/graphql", json={"query": query, "variables": variables or {}}, headers=headers
+        )
+        assert response.status_code == 200, response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+    async def data(self, query: str, variables: dict[str, Any] | None = None,
+                   headers: dict[str, str] | None = None) -> dict[str, Any]:
+        body = await self.execute(query, variables, headers)
+        assert "errors" not in body, body["errors"]
+        data: dict[str, Any] = body["data"]
+        return data
+
+    async def error_code(self, query: str, variables: dict[str, Any] | None = None,
+                         headers: dict[str, str] | None = None) -> str:
+        body = await self.execute(query, variables, headers)
+        assert body.get("errors"), body
+        code: str = body["errors"][0]["extensions"]["code"]
+        return code
+
+
+@pytest.fixture
+async def client(settings: Settings) -> AsyncIterator[GraphQLClient]:
+    async with running_app(settings) as app:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://chatql") as http:
+            yield GraphQLClient(http)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+async def live_server(settings: Settings) -> AsyncIterator[str]:
+    """A real uvicorn server on a free loopback port; yields its base URL."""
+    port = free_port()
+    config = uvicorn.Config(
+        create_app(settings), host="127.0.0.1", port=port, log_level="warning",
+        ws="websockets-sansio", ws_per_message_deflate=False, lifespan="on",
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    for _ in range(500):
+        if server.started:
+            break
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+
+
+@pytest.fixture
+def make_headers() -> Callable[..., dict[str, str]]:
+    def build(user: str = "alice", tenant: str = "acme", team: str | None = None,
+              roles: str | None = None) -> dict[str, str]:
+        headers = {"X-User-Id": user, "X-Tenant-Id": tenant}
+        if team:
+            headers["X-Team-Id"] = team
+        if roles:
+            headers["X-Roles"] = roles
+        return headers
+
+    return build

@@ -1,0 +1,205 @@
+"""Appends, idempotency, sequences, updates, deletes and pages, on every backend."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from sqlalchemy import func, select
+
+from store import chats as store_chats
+from store import messages as store_messages
+from store.database import Database
+from store.errors import (
+    AppendConflict,
+    ChatClosed,
+    Conflict,
+    InvalidArgument,
+    NotFound,
+    PayloadTooLarge,
+)
+from store.messages import NewMessage
+from store.records import Identity
+from store.tables import append_receipts, chats, messages
+
+ALICE = Identity(user_id="alice", tenant_id="acme")
+
+
+def text(content: str, **extra: object) -> NewMessage:
+    return NewMessage(role="USER", type="user_input", props={"content": content}, **extra)  # type: ignore[arg-type]
+
+
+async def row_counts(db: Database) -> tuple[int, int, int]:
+    async with db.read() as conn:
+        counts = [
+            await conn.scalar(select(func.count()).select_from(table))
+            for table in (chats, messages, append_receipts)
+        ]
+    return counts[0], counts[1], counts[2]
+
+
+@pytest.fixture
+async def chat_id(db: Database) -> str:
+    chat = await store_chats.create_chat(db, ALICE, id="c1", assistant_id="helper")
+    return chat.id
+
+
+async def test_append_assigns_consecutive_sequences_and_updates_chat(
+    db: Database, chat_id: str
+) -> None:
+    first = await store_messages.append_messages(db, ALICE, chat_id, "a1", [text("hi"), text("x")])
+    second = await store_messages.append_messages(db, ALICE, chat_id, "a2", [text("again")])
+    assert (first.first_sequence, first.last_sequence) == (1, 2)
+    assert (second.first_sequence, second.last_sequence) == (3, 3)
+    chat = await store_chats.get_chat(db, ALICE, chat_id)
+    assert chat is not None and chat.last_message_at is not None
+    page = await store_messages.list_messages(db, ALICE, chat_id)
+    assert [m.props["content"] for m in page.items] == ["hi", "x", "again"]
+    assert [m.id for m in page.items] == first.message_ids + second.message_ids
+
+
+async def test_retry_with_same_content_returns_original_receipt(
+    db: Database, chat_id: str
+) -> None:
+    original = await store_messages.append_messages(db, ALICE, chat_id, "a1", [text("hi")])
+    before = await row_counts(db)
+    retry = await store_messages.append_messages(db, ALICE, chat_id, "a1", [text("hi")])
+    assert retry == original
+    assert await row_counts(db) == before
+
+
+async def test_same_append_id_with_other_content_conflicts(db: Database, chat_id: str) -> None:
+    await store_messages.append_messages(db, ALICE, chat_id, "a1", [text("hi")])
+    before = await row_counts(db)
+    with pytest.raises(AppendConflict):
+        await store_messages.append_messages(db, ALICE, chat_id, "a1", [text("bye")])
+    assert await row_counts(db) == before
+
+
+async def test_digest_is_canonical_json_sha256(db: Database, chat_id: str) -> None:
+    import hashlib
+
+    receipt = await store_messages.append_messages(
+        db, ALICE, chat_id, "a1", [text("héllo", metadata={"b": 1, "a": [1.5, "x"]})]
+    )
+    canonical = (
+        '[{"metadata":{"a":[1.5,"x"],"b":1},"props":{"content":"héllo"},'
+        '"role":"USER","type":"user_input"}]'
+    )
+    assert receipt.digest == hashlib.sha256(canonical.encode()).hexdigest()
+
+
+async def test_purged_chat_rejects_even_retries(db: Database, chat_id: str) -> None:
+    await store_messages.append_messages(db, ALICE, chat_id, "a1", [text("hi")])
+    await store_chats.purge_chat(db, ALICE, chat_id)
+    with pytest.raises(ChatClosed):
+        await store_messages.append_messages(db, ALICE, chat_id, "a1", [text("hi")])
+    with pytest.raises(ChatClosed):
+        await store_messages.append_messages(db, ALICE, chat_id, "a2", [text("new")])
+
+
+@pytest.mark.parametrize(
+    ("append_id", "batch", "error"),
+    [
+        ("", [text("x")], InvalidArgument),
+        ("x" * 129, [text("x")], InvalidArgument),
+        (" lead", [text("x")], InvalidArgument),
+        ("tab\there", [text("x")], InvalidArgument),
+        ("ok", [], InvalidArgument),
+        ("ok", [NewMessage(role="USER", type="text", props=[1])], InvalidArgument),  # type: ignore[arg-type]
+        ("ok", [NewMessage(role="BOSS", type="text", props={})], InvalidArgument),
+        ("ok", [NewMessage(role="USER", type="event", props={})], InvalidArgument),
+        ("ok", [text("x", id="bad id!")], InvalidArgument),
+        ("ok", [text("x", id="same"), text("y", id="same")], InvalidArgument),
+        ("ok", [text("x")] * 1001, PayloadTooLarge),
+    ],
+)
+async def test_bad_appends_write_nothing(
+    db: Database, chat_id: str, append_id: str, batch: list[NewMessage], error: type[Exception]
+) -> None:
+    before = await row_counts(db)
+    with pytest.raises(error):
+        await store_messages.append_messages(db, ALICE, chat_id, append_id, batch)
+    assert await row_counts(db) == before
+
+
+async def test_unknown_chat_is_not_found(db: Database) -> None:
+    with pytest.raises(NotFound):
+        await store_messages.append_messages(db, ALICE, "nope", "a1", [text("x")])
+
+
+async def test_taken_message_id_conflicts_and_writes_nothing(db: Database, chat_id: str) -> None:
+    await store_messages.append_messages(db, ALICE, chat_id, "a1", [text("x", id="m-1")])
+    before = await row_counts(db)
+    with pytest.raises(Conflict):
+        await store_messages.append_messages(
+            db, ALICE, chat_id, "a2", [text("y"), text("z", id="m-1")]
+        )
+    assert await row_counts(db) == before
+
+
+async def test_concurrent_appends_get_gap_free_sequences(db: Database, chat_id: str) -> None:
+    receipts = await asyncio.gather(
+        *(
+            store_messages.append_messages(db, ALICE, chat_id, f"a{i}", [text(str(i)), text("+")])
+            for i in range(20)
+        )
+    )
+    sequences = sorted(
+        s for r in receipts for s in range(r.first_sequence, r.last_sequence + 1)
+    )
+    assert sequences == list(range(1, 41))
+    async with db.read() as conn:
+        stored = (await conn.scalars(
+            select(messages.c.sequence).where(messages.c.chat_id == chat_id)
+            .order_by(messages.c.sequence)
+        )).all()
+    assert list(stored) == list(range(1, 41))
+
+
+async def test_concurrent_retries_write_once(db: Database, chat_id: str) -> None:
+    receipts = await asyncio.gather(
+        *(store_messages.append_messages(db, ALICE, chat_id, "same", [text("x")])
+          for _ in range(20))
+    )
+    assert len({(r.first_sequence, tuple(r.message_ids)) for r in receipts}) == 1
+    assert await row_counts(db) == (1, 1, 1)
+
+
+async def test_update_and_delete_messages(db: Database, chat_id: str) -> None:
+    receipt = await store_messages.append_messages(
+        db, ALICE, chat_id, "a1", [text("a"), text("b"), text("c")]
+    )
+    updated = await store_messages.update_message(
+        db, ALICE, receipt.message_ids[0], props={"content": "A"}, status="FAILED"
+    )
+    assert updated.props == {"content": "A"} and updated.status == "FAILED"
+    assert updated.sequence == 1
+    deleted = await store_messages.delete_messages(
+        db, ALICE, chat_id, [receipt.message_ids[1], "missing"]
+    )
+    assert deleted == 1
+    page = await store_messages.list_messages(db, ALICE, chat_id)
+    assert [m.sequence for m in page.items] == [1, 3]
+    # Deleting leaves a hole; the next append continues after the highest number.
+    later = await store_messages.append_messages(db, ALICE, chat_id, "a2", [text("d")])
+    assert later.first_sequence == 4
+
+
+async def test_pages_walk_both_ways_with_exact_flags(db: Database, chat_id: str) -> None:
+    await store_messages.append_messages(
+        db, ALICE, chat_id, "a1", [text(str(i)) for i in range(10)]
+    )
+    newest = await store_messages.list_messages(db, ALICE, chat_id, last=4)
+    assert [m.sequence for m in newest.items] == [7, 8, 9, 10]
+    assert (newest.has_previous, newest.has_next) == (True, False)
+    older = await store_messages.list_messages(db, ALICE, chat_id, last=4, before=7)
+    assert [m.sequence for m in older.items] == [3, 4, 5, 6]
+    oldest = await store_messages.list_messages(db, ALICE, chat_id, last=4, before=3)
+    assert [m.sequence for m in oldest.items] == [1, 2]
+    assert (oldest.has_previous, oldest.has_next) == (False, True)
+    exact = await store_messages.list_messages(db, ALICE, chat_id, first=5, after=5)
+    assert [m.sequence for m in exact.items] == [6, 7, 8, 9, 10]
+    assert (exact.has_previous, exact.has_next) == (True, False)
+    with pytest.raises(InvalidArgument):
+        await store_messages.list_messages(db, ALICE, chat_id, first=0)

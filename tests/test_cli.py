@@ -1,0 +1,30 @@
+"""The ``chatql`` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+from store.database import Database
+from store.migrate import current_revision, head_revision
+
+
+def test_migrate_and_export_schema(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}"
+    subprocess.run([sys.executable, "-m", "gql.cli", "migrate", "--database-url", url],
+                   check=True)
+
+    async def revision() -> str | None:
+        db = Database(url)
+        try:
+            return await current_revision(db)
+        finally:
+            await db.dispose()
+
+    assert asyncio.run(revision()) == head_revision()
+    out = tmp_path / "schema.graphql"
+    subprocess.run([sys.executable, "-m", "gql.cli", "export-schema", "-o", str(out)],
+                   check=True)
+    assert "type Query" in out.read_text()

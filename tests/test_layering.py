@@ -1,0 +1,16 @@
+"""The store never depends on the GraphQL layer or web frameworks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_store_imports_no_web_code() -> None:
+    code = (
+        "import sys, store, store.migrate, store.cursors\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in "
+        "('strawberry', 'starlette', 'gql', 'uvicorn')]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
