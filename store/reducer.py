@@ -1,0 +1,344 @@
+"""The stream reducer: how chunks merge into messages (SPEC §8), with no I/O.
+
+One set of rules serves the producer side and the subscriber side:
+
+- :func:`apply_chunks` takes a producer's ``pushChunks`` batch, checks it, gives
+  every chunk its ``seq``, a chunk id when it has none and the service message id,
+  and applies it to the buffered :class:`StreamState` — all of the batch or none
+  of it. It returns the chunks to publish (wire-shaped :class:`ChunkEvent` dicts).
+- :func:`apply_event` applies one published chunk to a subscriber's view (a dict of
+  :class:`MessageState` by service id). The broker keeps such a view to answer late
+  joiners with a snapshot, so "the persisted message is what a subscriber shows"
+  holds by construction and is property-tested against an independent client.
+
+Delta rules: a delta chunk edits message ``messageId`` at ``deltaPath`` (dotted;
+digit segments index lists; default ``content``; the empty path is the whole props).
+The value is the chunk's ``props`` entry named by the path's last segment (the whole
+``props`` for the empty path). ``append`` concatenates strings or extends lists —
+string onto string, list onto list, so that queued appends can be coalesced without
+loss — creating the value when missing; ``replace``/``set`` put the value, creating
+missing objects on the way; ``merge`` shallow-merges an object into the object there
+(creating it when missing). Anything else is :class:`~store.errors.InvalidDelta`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+from store.errors import InvalidArgument, InvalidDelta
+from store.ids import new_id
+
+__all__ = [
+    "DELTA_ACTIONS",
+    "ChunkEvent",
+    "ChunkIn",
+    "MessageState",
+    "PushOutcome",
+    "StreamState",
+    "apply_chunks",
+    "apply_delta",
+    "apply_event",
+    "copy_json",
+    "snapshot_events",
+]
+
+DELTA_ACTIONS = ("append", "replace", "merge", "set")
+_ROLES = ("USER", "ASSISTANT", "SYSTEM", "TOOL")
+_MAX_NAME = 200
+_MAX_TYPE = 64
+_DEFAULT_PATH = "content"
+
+
+class ChunkEvent(TypedDict):
+    """One chunk as subscribers receive it (the GraphQL ``Chunk`` in wire names)."""
+
+    streamId: str
+    seq: int
+    chunkId: str
+    messageId: str | None
+    blockId: str | None
+    threadId: str | None
+    type: str
+    role: str | None
+    props: Any
+    delta: bool
+    deltaPath: str | None
+    deltaAction: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkIn:
+    """A chunk as the producer pushes it (``ChunkInput``)."""
+
+    type: str
+    chunk_id: str | None = None
+    message_id: str | None = None
+    block_id: str | None = None
+    thread_id: str | None = None
+    role: str | None = None
+    props: Any = None
+    delta: bool = False
+    delta_path: str | None = None
+    delta_action: str | None = None
+
+
+@dataclass(slots=True)
+class MessageState:
+    """A message as merged so far."""
+
+    id: str
+    type: str
+    role: str
+    props: dict[str, Any]
+    block_id: str | None = None
+    thread_id: str | None = None
+
+    def copy(self) -> MessageState:
+        return MessageState(self.id, self.type, self.role, copy_json(self.props),
+                            self.block_id, self.thread_id)
+
+
+@dataclass(slots=True)
+class StreamState:
+    """Everything the reducer keeps for one stream; messages in first-arrival order."""
+
+    stream_id: str
+    seq: int = 0
+    messages: dict[str, MessageState] = field(default_factory=dict)
+    #: producer message id -> service message id
+    aliases: dict[str, str] = field(default_factory=dict)
+    seen_chunks: set[str] = field(default_factory=set)
+
+    def next_seq(self) -> int:
+        self.seq += 1
+        return self.seq
+
+
+@dataclass(frozen=True, slots=True)
+class PushOutcome:
+    """What one accepted batch did."""
+
+    events: list[ChunkEvent]
+    duplicates: int
+
+    @property
+    def accepted(self) -> int:
+        return len(self.events)
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of a JSON value (much cheaper than :func:`copy.deepcopy`)."""
+    if isinstance(value, dict):
+        return {key: copy_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copy_json(item) for item in value]
+    return value
+
+
+def _check_chunk(chunk: ChunkIn, index: int) -> None:
+    where = f"chunk {index}"
+    if not isinstance(chunk.type, str) or not 1 <= len(chunk.type) <= _MAX_TYPE:
+        raise InvalidArgument(f"{where}: type must be 1-{_MAX_TYPE} characters")
+    if chunk.role is not None and chunk.role not in _ROLES:
+        raise InvalidArgument(f"{where}: role must be one of {', '.join(_ROLES)}")
+    if chunk.props is not None and not isinstance(chunk.props, dict):
+        raise InvalidArgument(f"{where}: props must be a JSON object")
+    for name in ("chunk_id", "message_id", "block_id", "thread_id"):
+        value = getattr(chunk, name)
+        if value is not None and not 1 <= len(value) <= _MAX_NAME:
+            raise InvalidArgument(f"{where}: {name} must be 1-{_MAX_NAME} characters")
+    if chunk.delta and chunk.type != "event":
+        action = chunk.delta_action or "append"
+        if action not in DELTA_ACTIONS:
+            raise InvalidDelta(
+                f"{where}: unknown deltaAction {action!r}; use one of {', '.join(DELTA_ACTIONS)}"
+            )
+
+
+def _split(path: str | None) -> list[str]:
+    if path is None:
+        path = _DEFAULT_PATH
+    return path.split(".") if path else []
+
+
+def _index(container: list[Any], segment: str, path: str) -> int:
+    if not segment.isdigit() or int(segment) >= len(container):
+        raise InvalidDelta(f"deltaPath {path!r}: {segment!r} is not an index of that list")
+    return int(segment)
+
+
+def apply_delta(props: dict[str, Any], path: str | None, action: str | None,
+                chunk_props: dict[str, Any] | None) -> None:
+    """Apply one delta to ``props`` in place; raises InvalidDelta (``props`` may then be
+    half-changed, so callers work on a copy)."""
+    action = action or "append"
+    segments = _split(path)
+    shown = _DEFAULT_PATH if path is None else path
+    chunk_props = chunk_props or {}
+    if not segments:
+        if action == "merge":
+            props.update(chunk_props)
+        elif action in ("replace", "set"):
+            props.clear()
+            props.update(copy_json(chunk_props))
+        else:
+            raise InvalidDelta("append needs a deltaPath: the message props are an object")
+        return
+    last = segments[-1]
+    if last not in chunk_props:
+        raise InvalidDelta(f"deltaPath {shown!r}: the chunk's props have no {last!r} entry")
+    value = copy_json(chunk_props[last])
+    container: Any = props
+    for segment in segments[:-1]:
+        if isinstance(container, dict):
+            child = container.get(segment)
+            if child is None:
+                child = container[segment] = {}
+            container = child
+        elif isinstance(container, list):
+            container = container[_index(container, segment, shown)]
+        else:
+            raise InvalidDelta(f"deltaPath {shown!r} runs through a {type(container).__name__}")
+    key: Any
+    if isinstance(container, dict):
+        key = last
+        current = container.get(last)
+    elif isinstance(container, list):
+        key = _index(container, last, shown)
+        current = container[key]
+    else:
+        raise InvalidDelta(f"deltaPath {shown!r} runs through a {type(container).__name__}")
+    if action == "append":
+        if isinstance(value, str) and (current is None or isinstance(current, str)):
+            container[key] = (current or "") + value
+        elif isinstance(value, list) and (current is None or isinstance(current, list)):
+            container[key] = (current or []) + value
+        else:
+            raise InvalidDelta(
+                f"deltaPath {shown!r}: cannot append a {type(value).__name__}"
+                f" to a {type(current).__name__}"
+            )
+    elif action in ("replace", "set"):
+        container[key] = value
+    elif action == "merge":
+        if not isinstance(value, dict) or not (current is None or isinstance(current, dict)):
+            raise InvalidDelta(f"deltaPath {shown!r}: merge needs an object into an object")
+        container[key] = {**(current or {}), **value}
+    else:
+        raise InvalidDelta(f"unknown deltaAction {action!r}")
+
+
+def _merge_into(message: MessageState | None, event: ChunkEvent) -> MessageState:
+    """``message`` (a private copy, or None when new) after ``event``."""
+    props = event["props"] or {}
+    if message is None:
+        message = MessageState(
+            id=event["messageId"] or "",
+            type=event["type"],
+            role=event["role"] or "ASSISTANT",
+            props={} if event["delta"] else copy_json(props),
+            block_id=event["blockId"],
+            thread_id=event["threadId"],
+        )
+        if not event["delta"]:
+            return message
+    elif not event["delta"]:
+        message.type = event["type"]
+        message.props = copy_json(props)
+        return message
+    apply_delta(message.props, event["deltaPath"], event["deltaAction"], props)
+    return message
+
+
+def apply_event(view: dict[str, MessageState], event: ChunkEvent) -> None:
+    """Apply one published chunk to a subscriber's view (events change nothing).
+
+    On an invalid delta the view is left unchanged and InvalidDelta is raised.
+    """
+    if event["type"] == "event" or event["messageId"] is None:
+        return
+    current = view.get(event["messageId"])
+    view[event["messageId"]] = _merge_into(None if current is None else current.copy(), event)
+
+
+def apply_chunks(
+    state: StreamState,
+    chunks: Sequence[ChunkIn],
+    *,
+    make_id: Callable[[], str] = new_id,
+) -> PushOutcome:
+    """Apply a batch to ``state``: all of it, or (on any error) none of it."""
+    for index, chunk in enumerate(chunks):
+        _check_chunk(chunk, index)
+    seq = state.seq
+    touched: dict[str, MessageState] = {}
+    aliases: dict[str, str] = {}
+    seen: set[str] = set()
+    events: list[ChunkEvent] = []
+    duplicates = 0
+    for chunk in chunks:
+        if chunk.chunk_id is not None:
+            if chunk.chunk_id in state.seen_chunks or chunk.chunk_id in seen:
+                duplicates += 1
+                continue
+            seen.add(chunk.chunk_id)
+        seq += 1
+        message_id: str | None
+        if chunk.message_id is not None:
+            message_id = aliases.get(chunk.message_id) or state.aliases.get(chunk.message_id)
+            if message_id is None and chunk.type != "event":
+                message_id = aliases[chunk.message_id] = make_id()
+        else:
+            message_id = None if chunk.type == "event" else make_id()
+        is_delta = bool(chunk.delta) and chunk.type != "event"
+        event = ChunkEvent(
+            streamId=state.stream_id,
+            seq=seq,
+            chunkId=chunk.chunk_id if chunk.chunk_id is not None else f"{state.stream_id}.{seq}",
+            messageId=message_id,
+            blockId=chunk.block_id,
+            threadId=chunk.thread_id,
+            type=chunk.type,
+            role=chunk.role,
+            props=chunk.props,
+            delta=is_delta,
+            deltaPath=chunk.delta_path if is_delta else None,
+            deltaAction=(chunk.delta_action or "append") if is_delta else None,
+        )
+        if message_id is not None and chunk.type != "event":
+            current = touched.get(message_id)
+            if current is None:
+                existing = state.messages.get(message_id)
+                current = None if existing is None else existing.copy()
+            touched[message_id] = _merge_into(current, event)
+        events.append(event)
+    # Nothing raised: commit the batch.
+    state.seq = seq
+    state.messages.update(touched)
+    state.aliases.update(aliases)
+    state.seen_chunks.update(seen)
+    return PushOutcome(events=events, duplicates=duplicates)
+
+
+def snapshot_events(stream_id: str, seq: int,
+                    messages: Iterable[MessageState]) -> list[ChunkEvent]:
+    """The state so far as one non-delta chunk per message, each carrying ``seq``."""
+    return [
+        ChunkEvent(
+            streamId=stream_id,
+            seq=seq,
+            chunkId=f"{stream_id}.snapshot.{seq}.{index}",
+            messageId=message.id,
+            blockId=message.block_id,
+            threadId=message.thread_id,
+            type=message.type,
+            role=message.role,
+            props=copy_json(message.props),
+            delta=False,
+            deltaPath=None,
+            deltaAction=None,
+        )
+        for index, message in enumerate(messages)
+    ]

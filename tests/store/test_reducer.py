@@ -1,0 +1,278 @@
+"""The stream reducer (SPEC §8 merging rules), including property-based equivalence.
+
+The property tests compare the producer-side buffer with an independent, deliberately
+plain client implementation that only sees the published chunks (with service ids) —
+what a subscriber's front end would do.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from store.errors import InvalidArgument, InvalidDelta
+from store.reducer import (
+    ChunkEvent,
+    ChunkIn,
+    MessageState,
+    StreamState,
+    apply_chunks,
+    apply_event,
+    snapshot_events,
+)
+
+
+def counter_ids() -> Any:
+    numbers = itertools.count(1)
+    return lambda: f"svc{next(numbers)}"
+
+
+def push(state: StreamState, *chunks: ChunkIn) -> list[ChunkEvent]:
+    return apply_chunks(state, chunks, make_id=counter_ids_for(state)).events
+
+
+_ID_SOURCES: dict[int, Any] = {}
+
+
+def counter_ids_for(state: StreamState) -> Any:
+    return _ID_SOURCES.setdefault(id(state), counter_ids())
+
+
+def props_of(state: StreamState) -> list[tuple[str, dict[str, Any]]]:
+    return [(m.type, m.props) for m in state.messages.values()]
+
+
+# ---- examples of each rule -------------------------------------------------------
+
+
+def test_deltas_merge_by_message_id_and_default_path_is_content() -> None:
+    state = StreamState("s1")
+    push(state,
+         ChunkIn(type="text", message_id="M1", props={"content": "Hel"}, delta=True),
+         ChunkIn(type="text", message_id="M1", props={"content": "lo"}, delta=True),
+         ChunkIn(type="text", props={"content": "alone"}))
+    assert props_of(state) == [("text", {"content": "Hello"}), ("text", {"content": "alone"})]
+
+
+def test_service_ids_replace_producer_ids_and_stay_stable() -> None:
+    state = StreamState("s1")
+    first = push(state, ChunkIn(type="text", message_id="M1", props={"content": "a"}))
+    second = push(state, ChunkIn(type="text", message_id="M1", props={"content": "b"},
+                                 delta=True))
+    assert first[0]["messageId"] == second[0]["messageId"] != "M1"
+    assert list(state.messages) == [first[0]["messageId"]]
+
+
+def test_nested_paths_list_indexes_and_actions() -> None:
+    state = StreamState("s1")
+    push(
+        state,
+        ChunkIn(type="tool_call", message_id="T", props={"name": "search", "items": [{"a": 1}]}),
+        ChunkIn(type="tool_call", message_id="T", props={"arguments": '{"q":'}, delta=True,
+                delta_path="arguments"),
+        ChunkIn(type="tool_call", message_id="T", props={"arguments": '"x"}'}, delta=True,
+                delta_path="arguments"),
+        ChunkIn(type="tool_call", message_id="T", props={"a": 2}, delta=True,
+                delta_path="items.0.a", delta_action="replace"),
+        ChunkIn(type="tool_call", message_id="T", props={"deep": 5}, delta=True,
+                delta_path="x.y.deep", delta_action="set"),
+        ChunkIn(type="tool_call", message_id="T", props={"x": {"z": 1}}, delta=True,
+                delta_path="x", delta_action="merge"),
+        ChunkIn(type="tool_call", message_id="T", props={"items": [{"b": 1}]}, delta=True,
+                delta_path="items"),
+    )
+    assert props_of(state) == [("tool_call", {
+        "name": "search", "arguments": '{"q":"x"}', "items": [{"a": 2}, {"b": 1}],
+        "x": {"y": {"deep": 5}, "z": 1}})]
+
+
+def test_empty_path_merges_or_replaces_whole_props() -> None:
+    state = StreamState("s1")
+    push(state,
+         ChunkIn(type="text", message_id="M", props={"a": 1, "b": 1}),
+         ChunkIn(type="text", message_id="M", props={"b": 2, "c": 3}, delta=True,
+                 delta_path="", delta_action="merge"))
+    assert props_of(state) == [("text", {"a": 1, "b": 2, "c": 3})]
+    push(state, ChunkIn(type="text", message_id="M", props={"z": 0}, delta=True,
+                        delta_path="", delta_action="replace"))
+    assert props_of(state) == [("text", {"z": 0})]
+
+
+def test_non_delta_chunk_replaces_type_and_props() -> None:
+    state = StreamState("s1")
+    push(state,
+         ChunkIn(type="loading", message_id="M", props={"content": "wait"}),
+         ChunkIn(type="text", message_id="M", props={"content": "done"}))
+    assert props_of(state) == [("text", {"content": "done"})]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ChunkIn(type="text", message_id="M", props={"content": {"x": 1}}, delta=True),
+        ChunkIn(type="text", message_id="M", props={"content": 5}, delta=True),
+        ChunkIn(type="text", message_id="M", props={"q": "x"}, delta=True,
+                delta_path="content.q"),
+        ChunkIn(type="text", message_id="M", props={"content": "x"}, delta=True,
+                delta_action="explode"),
+        ChunkIn(type="text", message_id="M", props={"other": "x"}, delta=True),
+        ChunkIn(type="text", message_id="M", props={"list": 1}, delta=True,
+                delta_path="list.7", delta_action="set"),
+        ChunkIn(type="text", message_id="M", props={"content": "x"}, delta=True,
+                delta_path="", delta_action="append"),
+        ChunkIn(type="text", message_id="M", props={"content": [1]}, delta=True,
+                delta_action="merge"),
+    ],
+)
+def test_a_delta_that_cannot_apply_rejects_the_whole_batch(bad: ChunkIn) -> None:
+    state = StreamState("s1")
+    push(state, ChunkIn(type="text", message_id="M", chunk_id="c0",
+                        props={"content": "ok", "list": [1]}))
+    before = (state.seq, props_of(state), dict(state.aliases), set(state.seen_chunks))
+    with pytest.raises(InvalidDelta):
+        push(state,
+             ChunkIn(type="text", message_id="M", chunk_id="c1", props={"content": "!"},
+                     delta=True),
+             ChunkIn(type="text", message_id="N", props={"content": "new"}),
+             bad)
+    assert (state.seq, props_of(state), dict(state.aliases), set(state.seen_chunks)) == before
+
+
+def test_invalid_fields_are_invalid_argument() -> None:
+    state = StreamState("s1")
+    for bad in (ChunkIn(type=""), ChunkIn(type="text", role="ROBOT"),
+                ChunkIn(type="text", props=[1])):  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgument):
+            push(state, bad)
+    assert state.seq == 0 and not state.messages
+
+
+def test_duplicates_are_counted_and_not_sequenced() -> None:
+    state = StreamState("s1")
+    state.next_seq()  # stream_start
+    out = apply_chunks(state, [ChunkIn(type="text", chunk_id="a", props={"content": "x"}),
+                               ChunkIn(type="text", chunk_id="a", props={"content": "x"})])
+    again = apply_chunks(state, [ChunkIn(type="text", chunk_id="a", props={"content": "x"}),
+                                 ChunkIn(type="text", props={"content": "y"})])
+    assert (out.accepted, out.duplicates, again.accepted, again.duplicates) == (1, 1, 1, 1)
+    assert [e["seq"] for e in out.events + again.events] == [2, 3]
+    assert again.events[0]["chunkId"]  # generated
+    assert len(state.messages) == 2
+
+
+def test_events_are_delivered_but_never_become_messages() -> None:
+    state = StreamState("s1")
+    events = push(state,
+                  ChunkIn(type="text", message_id="M", props={"content": "x"}),
+                  ChunkIn(type="event", message_id="M", props={"event": "message_end"}))
+    assert len(events) == 2 and events[1]["messageId"] == events[0]["messageId"]
+    assert len(state.messages) == 1
+
+
+# ---- property: buffered state == what a plain subscriber computes ---------------------
+
+
+def client_apply(view: dict[str, dict[str, Any]], event: ChunkEvent) -> None:
+    """An independent client reducer: the rules as a front end would write them."""
+    if event["type"] == "event":
+        return
+    mid = event["messageId"]
+    assert mid is not None
+    props = event["props"] or {}
+    if not event["delta"]:
+        old = view.get(mid)
+        view[mid] = {"type": event["type"], "props": dict(props)} if old is None else {
+            **old, "type": event["type"], "props": dict(props)}
+        return
+    message = view.setdefault(mid, {"type": event["type"], "props": {}})
+    path = "content" if event["deltaPath"] is None else event["deltaPath"]
+    action = event["deltaAction"]
+    if path == "":
+        if action == "merge":
+            message["props"] = {**message["props"], **props}
+        else:
+            message["props"] = dict(props)
+        return
+    parts = path.split(".")
+    node: Any = message["props"]
+    for part in parts[:-1]:
+        node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+    key: Any = int(parts[-1]) if isinstance(node, list) else parts[-1]
+    value = props[parts[-1]]
+    current = node[key] if isinstance(node, list) else node.get(key)
+    if action == "append":
+        node[key] = value if current is None else current + value
+    elif action == "merge":
+        node[key] = {**(current or {}), **value}
+    else:
+        node[key] = value
+
+
+def normalise(view: Any) -> Any:
+    import json
+
+    return json.loads(json.dumps(view))
+
+
+producer_ids = st.sampled_from(["M1", "M2", "M3", None])
+paths = st.sampled_from([None, "content", "arguments", "a.b", "items", "items.0", "", "x"])
+leaf = st.one_of(st.text(max_size=3), st.lists(st.integers(0, 3), max_size=2),
+                 st.dictionaries(st.sampled_from(["p", "q"]), st.integers(0, 3), max_size=2),
+                 st.integers(0, 3))
+
+
+@st.composite
+def chunks(draw: Any) -> ChunkIn:
+    delta = draw(st.booleans())
+    path = draw(paths)
+    action = draw(st.sampled_from([None, "append", "replace", "merge", "set"]))
+    keys = ["content", "arguments", "b", "items", "0", "x", "p"]
+    props = draw(st.dictionaries(st.sampled_from(keys), leaf, max_size=3))
+    kind = draw(st.sampled_from(["text", "thinking", "tool_call", "event"]))
+    return ChunkIn(
+        type=kind,
+        chunk_id=draw(st.one_of(st.none(), st.sampled_from(["c1", "c2", "c3", "c4", "c5"]))),
+        message_id=draw(producer_ids),
+        props=props,
+        delta=delta,
+        delta_path=path,
+        delta_action=action,
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(chunks(), min_size=1, max_size=4), max_size=8))
+def test_persisted_state_equals_what_a_subscriber_applies(batches: list[list[ChunkIn]]) -> None:
+    state = StreamState("s")
+    state.next_seq()
+    client: dict[str, dict[str, Any]] = {}
+    view: dict[str, MessageState] = {}
+    seqs: list[int] = []
+    ids = counter_ids()
+    for batch in batches:
+        before = normalise({k: (m.type, m.props) for k, m in state.messages.items()})
+        try:
+            outcome = apply_chunks(state, batch, make_id=ids)
+        except InvalidDelta:
+            after = normalise({k: (m.type, m.props) for k, m in state.messages.items()})
+            assert after == before  # all or nothing
+            continue
+        for event in outcome.events:
+            seqs.append(event["seq"])
+            client_apply(client, event)
+            apply_event(view, event)
+    buffered = normalise({k: {"type": m.type, "props": m.props}
+                          for k, m in state.messages.items()})
+    assert normalise(client) == buffered
+    assert normalise({k: {"type": m.type, "props": m.props} for k, m in view.items()}) == buffered
+    assert seqs == list(range(2, 2 + len(seqs)))
+    # A late joiner's snapshot rebuilds the same state.
+    late: dict[str, dict[str, Any]] = {}
+    for event in snapshot_events("s", state.seq, state.messages.values()):
+        assert event["seq"] == state.seq
+        client_apply(late, event)
+    assert normalise(late) == buffered
