@@ -21,9 +21,11 @@ from gql.auth import identity_from_credentials
 from gql.context import Context, Services
 from gql.schema import schema
 from gql.settings import Settings
+from store.broker import broker_from_url
 from store.cursors import CursorSigner, load_or_create_secret
 from store.database import Database
 from store.migrate import migrate
+from store.streams import StreamService
 
 __all__ = ["GraphQLEndpoint", "create_app"]
 
@@ -79,8 +81,18 @@ def create_app(settings: Settings | None = None) -> Starlette:
             if settings.migrate_on_start:
                 await migrate(db)
             key = settings.secret.encode() if settings.secret else await load_or_create_secret(db)
-            app.state.services = Services(settings=settings, db=db, cursors=CursorSigner(key))
-            yield
+            broker = broker_from_url(settings.broker_url)
+            streams = StreamService(db, broker, idle_timeout=settings.stream_idle_timeout,
+                                    max_bytes=settings.max_stream_bytes)
+            app.state.services = Services(settings=settings, db=db, cursors=CursorSigner(key),
+                                          broker=broker, streams=streams)
+            await streams.start()
+            try:
+                yield
+            finally:
+                # Shutdown (SIGTERM/SIGINT): end and persist every active stream first.
+                await streams.close()
+                await broker.close()
         finally:
             await db.dispose()
 

@@ -10,9 +10,11 @@ from starlette.websockets import WebSocket
 from strawberry.types import Info as StrawberryInfo
 
 from gql.settings import Settings
+from store.broker import Broker
 from store.cursors import CursorSigner
 from store.database import Database
 from store.records import Identity
+from store.streams import StreamService
 
 __all__ = ["Context", "Info", "Services"]
 
@@ -24,6 +26,9 @@ class Services:
     settings: Settings
     db: Database
     cursors: CursorSigner
+    #: Live-stream fan-out (store.broker) and the active streams' buffers.
+    broker: Broker | None = None
+    streams: StreamService | None = None
 
 
 @dataclass

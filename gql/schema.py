@@ -8,16 +8,19 @@ from strawberry.tools import merge_types
 from gql.chats import ChatMutation, ChatQuery
 from gql.errors import ChatqlSchema
 from gql.messages import MessageMutation, MessageQuery
+from gql.streams import StreamMutation, StreamQuery, StreamSubscription
 
-__all__ = ["Mutation", "Query", "schema"]
+__all__ = ["Mutation", "Query", "Subscription", "schema"]
 
-Query = merge_types("Query", (ChatQuery, MessageQuery))
-Mutation = merge_types("Mutation", (ChatMutation, MessageMutation))
+Query = merge_types("Query", (ChatQuery, MessageQuery, StreamQuery))
+Mutation = merge_types("Mutation", (ChatMutation, MessageMutation, StreamMutation))
+Subscription = merge_types("Subscription", (StreamSubscription,))
 
 # Extensions are built per request; the parse and validation caches they use live at
 # module level (keyed by size), so every request shares them.
 schema = ChatqlSchema(
     query=Query,
     mutation=Mutation,
+    subscription=Subscription,
     extensions=[lambda: ParserCache(maxsize=1024), lambda: ValidationCache(maxsize=1024)],
 )

@@ -1,0 +1,287 @@
+"""Live streams over GraphQL: producer mutations, resume queries, ``chatStream``.
+
+The resolvers only translate: the buffer, reducer and persist live in
+``store.streams``, fan-out in ``store.broker``. ``chatStream`` checks once that the
+caller may read the chat, then relays what the broker queues for it — stream after
+stream, each bracketed by the service's stream_start/stream_end event chunks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from datetime import datetime
+from typing import Any
+
+import strawberry
+from strawberry.scalars import JSON
+
+from gql.context import Info
+from gql.types import Message, MessageInput, Role, StreamStatus
+from store import resume as store_resume
+from store.chats import get_chat
+from store.errors import InvalidArgument, NotFound
+from store.ids import check_chat_id
+from store.reducer import ChunkEvent, ChunkIn
+from store.resume import StepIn
+from store.streams import StreamService
+
+__all__ = [
+    "Chunk",
+    "ChunkInput",
+    "PushResult",
+    "ResumeRecord",
+    "StartStreamInput",
+    "StepInput",
+    "Stream",
+    "StreamMutation",
+    "StreamQuery",
+    "StreamResult",
+    "StreamSubscription",
+]
+
+
+@strawberry.type(description="A live stream: one agent request's output in one chat.")
+class Stream:
+    id: strawberry.ID
+    chat_id: strawberry.ID
+    request_id: str | None
+    status: str = strawberry.field(description="ACTIVE, COMPLETED, INTERRUPTED or FAILED.")
+    started_at: datetime
+
+
+@strawberry.type
+class PushResult:
+    accepted: int
+    duplicates: int
+    last_seq: int
+
+
+@strawberry.type(description="A stored execution step of an interrupted or failed stream.")
+class ResumeRecord:
+    id: strawberry.ID
+    chat_id: strawberry.ID
+    request_id: str | None
+    assistant_id: str | None
+    stack_id: str | None
+    stack_parent_id: str | None
+    stack_depth: int
+    type: str
+    status: str
+    input: JSON | None
+    output: JSON | None
+    space_snapshot: JSON | None
+    error: str | None
+    sequence: int
+    metadata: JSON | None
+    created_at: datetime
+
+
+@strawberry.type(description="What endStream persisted.")
+class StreamResult:
+    stream: Stream
+    messages: list[Message]
+    resume: list[ResumeRecord]
+
+
+@strawberry.type(description="One chunk of a live stream, with the service's message id.")
+class Chunk:
+    stream_id: strawberry.ID
+    seq: int
+    chunk_id: str
+    message_id: strawberry.ID | None
+    block_id: str | None
+    thread_id: str | None
+    type: str
+    role: Role | None
+    props: JSON | None
+    delta: bool
+    delta_path: str | None
+    delta_action: str | None
+
+    @classmethod
+    def from_event(cls, event: ChunkEvent) -> Chunk:
+        role = event["role"]
+        return cls(
+            stream_id=strawberry.ID(event["streamId"]),
+            seq=event["seq"],
+            chunk_id=event["chunkId"],
+            message_id=None if event["messageId"] is None else strawberry.ID(event["messageId"]),
+            block_id=event["blockId"],
+            thread_id=event["threadId"],
+            type=event["type"],
+            role=None if role is None else Role(role),
+            props=event["props"],
+            delta=event["delta"],
+            delta_path=event["deltaPath"],
+            delta_action=event["deltaAction"],
+        )
+
+
+@strawberry.input(description="A chunk as a producer pushes it (SPEC §8 merging rules).")
+class ChunkInput:
+    type: str
+    chunk_id: str | None = None
+    message_id: str | None = None
+    block_id: str | None = None
+    thread_id: str | None = None
+    role: Role | None = None
+    props: JSON | None = None
+    delta: bool | None = False
+    delta_path: str | None = None
+    delta_action: str | None = None
+
+    def to_store(self) -> ChunkIn:
+        return ChunkIn(
+            type=self.type,
+            chunk_id=self.chunk_id,
+            message_id=self.message_id,
+            block_id=self.block_id,
+            thread_id=self.thread_id,
+            role=None if self.role is None else self.role.value,
+            props=self.props,
+            delta=bool(self.delta),
+            delta_path=self.delta_path,
+            delta_action=self.delta_action,
+        )
+
+
+@strawberry.input(description="An execution step, buffered (or updated by id) for resume.")
+class StepInput:
+    id: strawberry.ID
+    type: str
+    status: str = "running"
+    assistant_id: str | None = None
+    stack_id: str | None = None
+    stack_parent_id: str | None = None
+    stack_depth: int = 0
+    input: JSON | None = None
+    output: JSON | None = None
+    space_snapshot: JSON | None = None
+    error: str | None = None
+
+    def to_store(self) -> StepIn:
+        return StepIn(
+            id=str(self.id), type=self.type, status=self.status,
+            assistant_id=self.assistant_id, stack_id=self.stack_id,
+            stack_parent_id=self.stack_parent_id, stack_depth=self.stack_depth,
+            input=self.input, output=self.output, space_snapshot=self.space_snapshot,
+            error=self.error,
+        )
+
+
+@strawberry.input
+class StartStreamInput:
+    chat_id: strawberry.ID
+    request_id: str | None = None
+    assistant_id: str | None = None
+    stream_id: strawberry.ID | None = None
+    input: MessageInput | None = None
+
+
+def _streams(info: Info) -> StreamService:
+    service = info.context.services.streams
+    if service is None:  # pragma: no cover - create_app always sets it
+        raise RuntimeError("the stream service is not running")
+    return service
+
+
+@strawberry.type
+class StreamQuery:
+    @strawberry.field(description="A chat's resume records, oldest first.")
+    async def resume_records(self, info: Info, chat_id: strawberry.ID) -> list[ResumeRecord]:
+        records = await store_resume.resume_records(
+            info.context.db, info.context.identity, str(chat_id))
+        return records  # type: ignore[return-value]
+
+    @strawberry.field(description="The chat's newest resume record: where to resume.")
+    async def last_resume(self, info: Info, chat_id: strawberry.ID) -> ResumeRecord | None:
+        record = await store_resume.last_resume(
+            info.context.db, info.context.identity, str(chat_id))
+        return record  # type: ignore[return-value]
+
+    @strawberry.field(description="The resume records of one stack, oldest first.")
+    async def resume_by_stack(self, info: Info, stack_id: str) -> list[ResumeRecord]:
+        records = await store_resume.resume_by_stack(
+            info.context.db, info.context.identity, stack_id)
+        return records  # type: ignore[return-value]
+
+    @strawberry.field(description="Stack ids from the delegation's root down to this stack.")
+    async def stack_path(self, info: Info, stack_id: str) -> list[str]:
+        return await store_resume.stack_path(info.context.db, info.context.identity, stack_id)
+
+
+@strawberry.type
+class StreamMutation:
+    @strawberry.mutation(description="Open a stream in a chat (at most one active per chat).")
+    async def start_stream(self, info: Info, input: StartStreamInput) -> Stream:
+        stream = await _streams(info).start_stream(
+            info.context.identity,
+            str(input.chat_id),
+            request_id=input.request_id,
+            assistant_id=input.assistant_id,
+            stream_id=None if input.stream_id is None else str(input.stream_id),
+            user_input=None if input.input is None else input.input.to_store(),
+        )
+        return stream  # type: ignore[return-value]
+
+    @strawberry.mutation(description="Push up to 1,000 chunks; accepted whole or not at all.")
+    async def push_chunks(self, info: Info, stream_id: strawberry.ID,
+                          chunks: list[ChunkInput]) -> PushResult:
+        result = await _streams(info).push_chunks(
+            info.context.identity, str(stream_id), [chunk.to_store() for chunk in chunks])
+        return result  # type: ignore[return-value]
+
+    @strawberry.mutation(description="Buffer (or update by id) an execution step for resume.")
+    async def record_step(self, info: Info, stream_id: strawberry.ID, step: StepInput) -> bool:
+        return await _streams(info).record_step(
+            info.context.identity, str(stream_id), step.to_store())
+
+    @strawberry.mutation(description="End the stream and persist it in one write (idempotent).")
+    async def end_stream(self, info: Info, stream_id: strawberry.ID, status: StreamStatus,
+                         error: str | None = None) -> StreamResult:
+        result = await _streams(info).end_stream(
+            info.context.identity, str(stream_id), status.value, error)
+        return result  # type: ignore[return-value]
+
+    @strawberry.mutation(description="Stop the chat's active stream (ends it INTERRUPTED).")
+    async def stop_stream(self, info: Info, chat_id: strawberry.ID) -> bool:
+        return await _streams(info).stop_stream(info.context.identity, str(chat_id))
+
+    @strawberry.mutation(description="Remove a chat's resume records; returns how many.")
+    async def delete_resume(self, info: Info, chat_id: strawberry.ID) -> int:
+        return await store_resume.delete_resume(
+            info.context.db, info.context.identity, str(chat_id))
+
+
+async def open_chat_stream(info: Info, chat_id: str, after_seq: int | None) -> Any:
+    """Check access and subscribe; returns the broker queue."""
+    check_chat_id(chat_id)
+    if after_seq is not None and after_seq < 0:
+        raise InvalidArgument("afterSeq must not be negative")
+    if await get_chat(info.context.db, info.context.identity, chat_id) is None:
+        raise NotFound(f"chat {chat_id!r} not found")
+    broker = info.context.services.broker
+    assert broker is not None
+    return await broker.subscribe(chat_id, after_seq)
+
+
+@strawberry.type
+class StreamSubscription:
+    @strawberry.subscription(
+        description="Every chunk of every stream of the chat, live; afterSeq resumes."
+    )
+    async def chat_stream(self, info: Info, chat_id: strawberry.ID,
+                          after_seq: int | None = None) -> AsyncGenerator[Chunk, None]:
+        queue = await open_chat_stream(info, str(chat_id), after_seq)
+        broker = info.context.services.broker
+        assert broker is not None
+        try:
+            while True:
+                try:
+                    batch = await queue.get()
+                except StopAsyncIteration:
+                    return
+                for event in batch:
+                    yield Chunk.from_event(event)
+        finally:
+            await broker.unsubscribe(str(chat_id), queue)

@@ -1,0 +1,145 @@
+"""Live fan-out of stream chunks behind one small interface, chosen by URL.
+
+A :class:`Broker` carries every chunk published for a chat to that chat's
+subscribers and answers late joiners. ``memory://`` (one process) is
+:mod:`store.broker.memory`; a distributed backend (``redis://`` on Redis Streams)
+implements the same three methods and plugs in through :func:`broker_from_url`
+without any change to the resolvers.
+
+A broker keeps, per chat, the chunks of the current (or last) stream and a reduced
+view of them (:func:`store.reducer.apply_event`), so it can replay exactly the
+chunks after a ``seq`` or hand a snapshot of the state so far. Each subscriber
+reads from its own bounded :class:`SubscriberQueue`, which coalesces queued string
+or list appends to the same message and path without loss and, past its hard
+bound, drops what it queued for a fresh snapshot: a slow reader never slows the
+producer or the other readers and never grows memory without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Callable, Sequence
+
+from store.reducer import ChunkEvent
+
+__all__ = ["DEFAULT_QUEUE_LIMIT", "Broker", "SubscriberQueue", "broker_from_url"]
+
+#: Events a subscriber may have queued before it is resynchronised with a snapshot.
+DEFAULT_QUEUE_LIMIT = 2_048
+
+
+def _coalesced(previous: ChunkEvent, event: ChunkEvent) -> ChunkEvent | None:
+    """``previous`` followed by ``event`` as one chunk, when that loses nothing."""
+    if not (previous["delta"] and event["delta"]):
+        return None
+    if previous["deltaAction"] != "append" or event["deltaAction"] != "append":
+        return None
+    for key in ("streamId", "messageId", "deltaPath", "type", "role", "blockId", "threadId"):
+        if previous[key] != event[key]:  # type: ignore[literal-required]
+            return None
+    before, after = previous["props"], event["props"]
+    if not (isinstance(before, dict) and isinstance(after, dict)):
+        return None
+    path = event["deltaPath"]
+    name = (path or "content").split(".")[-1] if path != "" else None
+    # Only props that hold just the appended entry: anything else in them is shown
+    # to the client as sent, and merging would change what it sees.
+    if name is None or list(before) != [name] or list(after) != [name]:
+        return None
+    a, b = before[name], after[name]
+    if not ((isinstance(a, str) and isinstance(b, str))
+            or (isinstance(a, list) and isinstance(b, list))):
+        return None
+    merged = dict(event)
+    merged["props"] = {name: a + b}
+    return merged  # type: ignore[return-value]
+
+
+class SubscriberQueue:
+    """One subscriber's bounded queue of chunks waiting to be sent."""
+
+    def __init__(self, limit: int, resync: Callable[[], list[ChunkEvent]]) -> None:
+        self._items: deque[ChunkEvent] = deque()
+        self._ready = asyncio.Event()
+        self._limit = limit
+        self._resync = resync
+        self.closed = False
+        #: How many chunks were merged into their predecessor (for tests and metrics).
+        self.coalesced = 0
+        #: How many times the queue overflowed and was replaced by a snapshot.
+        self.resyncs = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def put(self, event: ChunkEvent) -> None:
+        if self.closed:
+            return
+        if self._items:
+            merged = _coalesced(self._items[-1], event)
+            if merged is not None:
+                self._items[-1] = merged
+                self.coalesced += 1
+                self._ready.set()
+                return
+        self._items.append(event)
+        if len(self._items) > self._limit:
+            self._items.clear()
+            self._items.extend(self._resync())
+            self.resyncs += 1
+        self._ready.set()
+
+    def extend(self, events: Sequence[ChunkEvent]) -> None:
+        for event in events:
+            self.put(event)
+
+    async def get(self) -> list[ChunkEvent]:
+        """Everything queued (at least one chunk), waiting when there is nothing."""
+        while not self._items:
+            if self.closed:
+                raise StopAsyncIteration
+            self._ready.clear()
+            await self._ready.wait()
+        items = list(self._items)
+        self._items.clear()
+        return items
+
+    def close(self) -> None:
+        self.closed = True
+        self._ready.set()
+
+
+class Broker(ABC):
+    """Publishes chunks per chat and hands subscribers their queues."""
+
+    @abstractmethod
+    async def publish(self, chat_id: str, events: Sequence[ChunkEvent]) -> None:
+        """Deliver ``events`` (in ``seq`` order) to every subscriber of ``chat_id``.
+
+        A chunk of a stream id not seen before starts that chat's new stream.
+        """
+
+    @abstractmethod
+    async def subscribe(self, chat_id: str, after_seq: int | None = None) -> SubscriberQueue:
+        """A queue that first holds the catch-up for ``after_seq`` (or the late-join
+        snapshot when ``None``), then every chunk published from now on."""
+
+    @abstractmethod
+    async def unsubscribe(self, chat_id: str, queue: SubscriberQueue) -> None:
+        """Stop delivering to ``queue``."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release connections; subscribers' queues are closed."""
+
+
+def broker_from_url(url: str, *, queue_limit: int = DEFAULT_QUEUE_LIMIT) -> Broker:
+    """The backend named by ``url``: ``memory://`` (more can be added here)."""
+    scheme = url.split(":", 1)[0].lower()
+    if scheme == "memory":
+        from store.broker.memory import MemoryBroker
+
+        return MemoryBroker(queue_limit=queue_limit)
+    raise ValueError(f"unsupported broker URL {url!r}: use memory://")
