@@ -21,6 +21,7 @@ from gql.auth import identity_from_credentials
 from gql.context import Context, Services
 from gql.schema import schema
 from gql.settings import Settings
+from gql.websocket import GraphQLTransportWSHandler, GraphQLWSHandler
 from store.broker import broker_from_url
 from store.cursors import CursorSigner, load_or_create_secret
 from store.database import Database
@@ -34,6 +35,9 @@ logger = logging.getLogger("chatql")
 
 class GraphQLEndpoint(GraphQL[Context, None]):
     """Strawberry's ASGI view with chatql's context, identity and JSON encoding."""
+
+    graphql_transport_ws_handler_class = GraphQLTransportWSHandler
+    graphql_ws_handler_class = GraphQLWSHandler
 
     def __init__(self, services_of: Any, settings: Settings) -> None:
         super().__init__(
@@ -66,8 +70,10 @@ class GraphQLEndpoint(GraphQL[Context, None]):
             context.identity = identity_from_credentials(self._settings, params)
         return await super().on_ws_connect(context)
 
-    def encode_json(self, data: object) -> bytes:
-        return orjson.dumps(data)
+    def encode_json(self, data: object) -> str:
+        # Text, not bytes: WebSocket frames must be text (graphql-ws JS clients close
+        # the socket on binary frames), and HTTP encodes str the same way.
+        return orjson.dumps(data).decode()
 
 
 def create_app(settings: Settings | None = None) -> Starlette:

@@ -255,7 +255,12 @@ class StreamService:
         )
         self._streams[stream_id] = stream
         self._by_chat[chat_id] = stream_id
-        start = self._event(stream, {"event": "stream_start", "requestId": request_id})
+        props: dict[str, Any] = {"event": "stream_start", "requestId": request_id}
+        if user_input is not None:
+            # The user's message is not a chunk (it takes no seq), but viewers other
+            # than its sender should be able to show it while the stream runs.
+            props["input"] = {"id": user_input.id, **user_input.wire()}
+        start = self._event(stream, props)
         await self.broker.publish(chat_id, [start])
         return info
 

@@ -24,6 +24,7 @@ from store.reducer import (
     apply_event,
     snapshot_events,
 )
+from tests.client_reducer import client_apply
 
 
 def counter_ids() -> Any:
@@ -174,42 +175,6 @@ def test_events_are_delivered_but_never_become_messages() -> None:
 
 
 # ---- property: buffered state == what a plain subscriber computes ---------------------
-
-
-def client_apply(view: dict[str, dict[str, Any]], event: ChunkEvent) -> None:
-    """An independent client reducer: the rules as a front end would write them."""
-    if event["type"] == "event":
-        return
-    mid = event["messageId"]
-    assert mid is not None
-    props = event["props"] or {}
-    if not event["delta"]:
-        old = view.get(mid)
-        view[mid] = {"type": event["type"], "props": dict(props)} if old is None else {
-            **old, "type": event["type"], "props": dict(props)}
-        return
-    message = view.setdefault(mid, {"type": event["type"], "props": {}})
-    path = "content" if event["deltaPath"] is None else event["deltaPath"]
-    action = event["deltaAction"]
-    if path == "":
-        if action == "merge":
-            message["props"] = {**message["props"], **props}
-        else:
-            message["props"] = dict(props)
-        return
-    parts = path.split(".")
-    node: Any = message["props"]
-    for part in parts[:-1]:
-        node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
-    key: Any = int(parts[-1]) if isinstance(node, list) else parts[-1]
-    value = props[parts[-1]]
-    current = node[key] if isinstance(node, list) else node.get(key)
-    if action == "append":
-        node[key] = value if current is None else current + value
-    elif action == "merge":
-        node[key] = {**(current or {}), **value}
-    else:
-        node[key] = value
 
 
 def normalise(view: Any) -> Any:

@@ -1,0 +1,295 @@
+"""WebSocket protocol handlers: both subprotocols, and a fast path for ``chatStream``.
+
+Strawberry runs a full GraphQL execution for every event of every subscriber. For
+``chatStream`` that is almost all of the cost of a live stream (PERFORMANCE.md), so
+a ``chatStream`` subscription whose selection is plain ``Chunk`` fields takes a
+fast path here:
+
+- the document is parsed and validated against the schema once per distinct text
+  (then cached); anything else — fragments, directives, other root fields, an error
+  of any kind, a chat the caller may not read — goes the ordinary way, so errors
+  look exactly as they always do;
+- each published chunk is projected onto the selection and serialised (orjson, to
+  ``str``) once per distinct document, and that payload is shared by every
+  subscriber that sent the same document: a subscriber only wraps it in its own
+  envelope and sends a text frame.
+
+The legacy ``graphql-ws`` handler also runs queries and mutations (Strawberry's only
+runs subscriptions there), so producers can use either subprotocol (SPEC §8).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from graphql import (
+    DocumentNode,
+    FieldNode,
+    GraphQLError,
+    OperationDefinitionNode,
+    OperationType,
+    ValueNode,
+    VariableNode,
+    parse,
+    validate,
+    value_from_ast_untyped,
+)
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
+    BaseGraphQLTransportWSHandler,
+    Operation,
+)
+from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
+from strawberry.subscriptions.protocols.graphql_ws.types import CompleteMessage, ErrorMessage
+from strawberry.types.execution import PreExecutionError
+
+from gql.context import Context
+from store.broker import SubscriberQueue
+from store.chats import get_chat
+from store.errors import ChatqlError
+from store.ids import check_chat_id
+from store.reducer import ChunkEvent
+
+__all__ = ["ChatStreamPlan", "GraphQLTransportWSHandler", "GraphQLWSHandler", "plan_for"]
+
+_CHUNK_FIELDS = frozenset(ChunkEvent.__annotations__)
+_PLAN_CACHE_SIZE = 512
+_FRAME_CACHE_SIZE = 4_096
+
+
+@dataclass(eq=False)
+class ChatStreamPlan:
+    """A validated ``chatStream`` document reduced to what the fast path needs."""
+
+    response_key: str
+    fields: tuple[tuple[str, str], ...]
+    chat_id: ValueNode
+    after_seq: ValueNode | None
+    defaults: dict[str, Any]
+    #: Serialised payloads by event object, shared by every subscriber of this plan.
+    frames: OrderedDict[int, tuple[ChunkEvent, str]] = field(default_factory=OrderedDict)
+
+    def argument(self, node: ValueNode | None, variables: dict[str, Any]) -> Any:
+        if node is None:
+            return None
+        if isinstance(node, VariableNode):
+            name = node.name.value
+            return variables[name] if name in variables else self.defaults.get(name)
+        return value_from_ast_untyped(node)
+
+    def payload(self, event: ChunkEvent) -> str:
+        """The ``{"data": {...}}`` text for ``event``, serialised once per plan."""
+        key = id(event)
+        cached = self.frames.get(key)
+        if cached is not None and cached[0] is event:
+            return cached[1]
+        projected = {
+            response: "Chunk" if name == "__typename" else event[name]  # type: ignore[literal-required]
+            for response, name in self.fields
+        }
+        try:
+            text = orjson.dumps({"data": {self.response_key: projected}}).decode()
+        except TypeError:  # integers beyond 64 bits in props
+            text = json.dumps({"data": {self.response_key: projected}}, ensure_ascii=False)
+        # Keeping the event referenced makes the id() key safe from reuse.
+        self.frames[key] = (event, text)
+        if len(self.frames) > _FRAME_CACHE_SIZE:
+            self.frames.popitem(last=False)
+        return text
+
+
+_plans: OrderedDict[tuple[str, str | None], ChatStreamPlan | None] = OrderedDict()
+
+
+def _plan(document: DocumentNode, operation_name: str | None) -> ChatStreamPlan | None:
+    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+    if len(operations) != len(document.definitions):
+        return None  # fragments: the ordinary path handles them
+    if operation_name is not None:
+        operations = [o for o in operations if o.name and o.name.value == operation_name]
+    if len(operations) != 1:
+        return None
+    operation = operations[0]
+    if operation.operation != OperationType.SUBSCRIPTION or operation.directives:
+        return None
+    roots = operation.selection_set.selections
+    if len(roots) != 1 or not isinstance(roots[0], FieldNode):
+        return None
+    root = roots[0]
+    if root.name.value != "chatStream" or root.directives or root.selection_set is None:
+        return None
+    fields: list[tuple[str, str]] = []
+    for selection in root.selection_set.selections:
+        if not isinstance(selection, FieldNode) or selection.directives or (
+            selection.arguments or selection.selection_set
+        ):
+            return None
+        name = selection.name.value
+        if name != "__typename" and name not in _CHUNK_FIELDS:
+            return None
+        fields.append(((selection.alias or selection.name).value, name))
+    arguments = {argument.name.value: argument.value for argument in root.arguments}
+    defaults = {
+        definition.variable.name.value: value_from_ast_untyped(definition.default_value)
+        for definition in operation.variable_definitions or ()
+        if definition.default_value is not None
+    }
+    return ChatStreamPlan(
+        response_key=(root.alias or root.name).value,
+        fields=tuple(fields),
+        chat_id=arguments["chatId"],
+        after_seq=arguments.get("afterSeq"),
+        defaults=defaults,
+    )
+
+
+def plan_for(schema: Any, query: str, operation_name: str | None) -> ChatStreamPlan | None:
+    """The fast-path plan for ``query``, or None when it must run the ordinary way."""
+    key = (query, operation_name)
+    if key in _plans:
+        _plans.move_to_end(key)
+        return _plans[key]
+    plan: ChatStreamPlan | None
+    try:
+        document = parse(query)
+        plan = None if validate(schema._schema, document) else _plan(document, operation_name)
+    except GraphQLError:
+        plan = None
+    _plans[key] = plan
+    if len(_plans) > _PLAN_CACHE_SIZE:
+        _plans.popitem(last=False)
+    return plan
+
+
+Send = Callable[[str], Awaitable[None]]
+
+
+async def _open(context: Context, plan: ChatStreamPlan,
+                variables: dict[str, Any] | None) -> tuple[str, SubscriberQueue] | None:
+    """Subscribe when everything checks out; None sends the caller the ordinary way."""
+    services = context.services
+    if services.broker is None:
+        return None
+    try:
+        chat_id = plan.argument(plan.chat_id, variables or {})
+        after_seq = plan.argument(plan.after_seq, variables or {})
+        if isinstance(chat_id, int) and not isinstance(chat_id, bool):
+            chat_id = str(chat_id)
+        if not isinstance(chat_id, str):
+            return None
+        if after_seq is not None and (
+            not isinstance(after_seq, int) or isinstance(after_seq, bool) or after_seq < 0
+        ):
+            return None
+        check_chat_id(chat_id)
+        if await get_chat(services.db, context.identity, chat_id) is None:
+            return None
+    except (ChatqlError, KeyError):
+        return None
+    return chat_id, await services.broker.subscribe(chat_id, after_seq)
+
+
+async def _relay(context: Context, plan: ChatStreamPlan, chat_id: str,
+                 queue: SubscriberQueue, envelope: Callable[[str], str], send: Send) -> None:
+    broker = context.services.broker
+    assert broker is not None
+    try:
+        while True:
+            try:
+                batch = await queue.get()
+            except StopAsyncIteration:
+                return
+            for event in batch:
+                await send(envelope(plan.payload(event)))
+    finally:
+        await broker.unsubscribe(chat_id, queue)
+
+
+def _sender(websocket: Any) -> Send:
+    raw = getattr(websocket, "ws", None)
+    if raw is not None and hasattr(raw, "send_text"):
+        send_text: Send = raw.send_text
+        return send_text
+
+    async def send(text: str) -> None:  # pragma: no cover - other integrations
+        await websocket.send_json(json.loads(text))
+
+    return send
+
+
+class GraphQLTransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
+    """``graphql-transport-ws`` with the ``chatStream`` fast path."""
+
+    async def run_operation(self, operation: Operation[Context, None]) -> None:
+        plan = plan_for(self.schema, operation.query, operation.operation_name)
+        opened = None if plan is None else await _open(self.context, plan, operation.variables)
+        if plan is None or opened is None:
+            await super().run_operation(operation)
+            return
+        chat_id, queue = opened
+        prefix = '{"id":' + orjson.dumps(operation.id).decode() + ',"type":"next","payload":'
+        send = _sender(self.websocket)
+
+        async def send_next(text: str) -> None:
+            if not operation.completed:
+                await send(text)
+
+        await _relay(self.context, plan, chat_id, queue, lambda p: prefix + p + "}", send_next)
+        await operation.send_operation_message({"id": operation.id, "type": "complete"})
+
+
+class GraphQLWSHandler(BaseGraphQLWSHandler[Context, None]):
+    """Legacy ``graphql-ws``: every operation type, and the ``chatStream`` fast path."""
+
+    async def handle_async_results(
+        self,
+        operation_id: str,
+        query: str,
+        operation_name: str | None,
+        variables: dict[str, object] | None,
+    ) -> None:
+        try:
+            plan = plan_for(self.schema, query, operation_name)
+            opened = None if plan is None else await _open(self.context, plan, variables)
+            if plan is not None and opened is not None:
+                chat_id, queue = opened
+                prefix = '{"id":' + orjson.dumps(operation_id).decode() + ',"type":"data",' \
+                    '"payload":'
+                await _relay(self.context, plan, chat_id, queue, lambda p: prefix + p + "}",
+                             _sender(self.websocket))
+            elif not await self._run_ordinary(operation_id, query, operation_name, variables):
+                return
+            await self.send_message(CompleteMessage(type="complete", id=operation_id))
+        except asyncio.CancelledError:
+            await self.send_message(CompleteMessage(type="complete", id=operation_id))
+        finally:
+            self.subscriptions.pop(operation_id, None)
+            self.tasks.pop(operation_id, None)
+
+    async def _run_ordinary(self, operation_id: str, query: str, operation_name: str | None,
+                            variables: dict[str, object] | None) -> bool:
+        """Run any operation; False when it failed before execution (no complete)."""
+        # ``stream`` (unlike ``subscribe``) accepts queries and mutations too.
+        result_source = await self.schema.stream(  # type: ignore[attr-defined]
+            query,
+            variable_values=variables,
+            context_value=self.context,
+            root_value=self.root_value,
+            operation_name=operation_name,
+        )
+        self.subscriptions[operation_id] = result_source
+        first = True
+        async for result in result_source:
+            if first and isinstance(result, PreExecutionError):
+                assert result.errors
+                await self.send_message(ErrorMessage(
+                    type="error", id=operation_id, payload=result.errors[0].formatted))
+                return False
+            await self.send_data_message(result, operation_id)
+            first = False
+        return True

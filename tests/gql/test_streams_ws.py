@@ -1,0 +1,302 @@
+"""Live streams end to end over a real WebSocket and real HTTP (SPEC §8), both backends.
+
+Producers and subscribers talk to a real uvicorn server; every scenario ends by
+comparing what subscribers built from their chunks with what the database holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from gql.app import create_app
+from gql.settings import Settings
+from tests.conftest import free_port
+from tests.gql.wsclient import ChunkView, connect
+
+PROTOCOLS = ["graphql-transport-ws", "graphql-ws"]
+ALICE = {"X-User-Id": "alice", "X-Tenant-Id": "acme"}
+
+CREATE = 'mutation($id: ID!) { createChat(input: {assistantId: "bot", id: $id}) { id } }'
+START = """mutation($input: StartStreamInput!) { startStream(input: $input) { id status } }"""
+PUSH = """mutation($id: ID!, $chunks: [ChunkInput!]!) {
+  pushChunks(streamId: $id, chunks: $chunks) { accepted duplicates lastSeq } }"""
+END = """mutation($id: ID!, $status: StreamStatus!, $error: String) {
+  endStream(streamId: $id, status: $status, error: $error) {
+    stream { id status } messages { id type props status sequence } resume { type status } } }"""
+STOP = "mutation($chat: ID!) { stopStream(chatId: $chat) }"
+STEP = "mutation($id: ID!, $step: StepInput!) { recordStep(streamId: $id, step: $step) }"
+MESSAGES = """query($chat: ID!) { messages(chatId: $chat, first: 200) {
+  edges { node { id role type props status sequence blockId threadId } } } }"""
+
+
+@asynccontextmanager
+async def serve(settings: Settings) -> AsyncIterator[tuple[str, Any]]:
+    """A real uvicorn server for ``settings``; yields its address and the app."""
+    app = create_app(settings)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", ws="websockets-sansio",
+        ws_per_message_deflate=False, lifespan="on",
+    ))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    try:
+        yield f"127.0.0.1:{port}", app
+    finally:
+        server.should_exit = True
+        await task
+
+
+class Http:
+    """GraphQL over real HTTP to the live server."""
+
+    def __init__(self, server: str) -> None:
+        self.url = f"http://{server}/graphql"
+
+    async def execute(self, query: str, variables: dict[str, Any] | None = None) -> Any:
+        async with httpx.AsyncClient(timeout=30) as http:
+            response = await http.post(self.url, json={"query": query,
+                                                       "variables": variables or {}},
+                                       headers=ALICE)
+        return response.json()
+
+    async def data(self, query: str, variables: dict[str, Any] | None = None) -> Any:
+        body = await self.execute(query, variables)
+        assert not body.get("errors"), body
+        return body["data"]
+
+    async def code(self, query: str, variables: dict[str, Any] | None = None) -> str:
+        body = await self.execute(query, variables)
+        assert body.get("errors"), body
+        return str(body["errors"][0]["extensions"]["code"])
+
+    async def messages(self, chat: str) -> list[dict[str, Any]]:
+        data = await self.data(MESSAGES, {"chat": chat})
+        return [edge["node"] for edge in data["messages"]["edges"]]
+
+
+def shown(view: ChunkView) -> dict[str, tuple[str, Any]]:
+    return {mid: (m["type"], m["props"]) for mid, m in view.messages.items()}
+
+
+def persisted(rows: list[dict[str, Any]]) -> dict[str, tuple[str, Any]]:
+    return {m["id"]: (m["type"], m["props"]) for m in rows if m["type"] != "user_input"}
+
+
+def delta(mid: str, text: str, *, kind: str = "text", path: str | None = None,
+          block: str = "B1", thread: str = "T1") -> dict[str, Any]:
+    chunk = {"messageId": mid, "type": kind, "props": {(path or "content"): text},
+             "delta": True, "blockId": block, "threadId": thread}
+    if path:
+        chunk["deltaPath"] = path
+    return chunk
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_two_subscribers_late_join_and_reconnect_end_with_the_persisted_messages(
+    settings: Settings, protocol: str,
+) -> None:
+    async with serve(settings) as (server, _app), \
+            connect(server, protocol, ALICE) as producer, \
+            connect(server, protocol, ALICE) as early:
+        http = Http(server)
+        await producer.execute(CREATE, {"id": "live"})
+        first = await ChunkView.open(early, "live")
+        started = await producer.execute(START, {"input": {
+            "chatId": "live", "requestId": "req", "assistantId": "bot",
+            "input": {"role": "USER", "type": "user_input", "props": {"content": "weather?"}}}})
+        sid = started["startStream"]["id"]
+        start = await first.until_event("stream_start")
+        assert (start["seq"], start["streamId"]) == (1, sid)
+        assert start["props"]["input"]["props"] == {"content": "weather?"}
+
+        async def push(*chunks: dict[str, Any]) -> dict[str, Any]:
+            result: dict[str, Any] = (await producer.execute(
+                PUSH, {"id": sid, "chunks": list(chunks)}))["pushChunks"]
+            return result
+
+        await push({"type": "event", "props": {"event": "block_start"}, "blockId": "B1"},
+                   delta("think", "Let me ", kind="thinking"),
+                   delta("think", "check.", kind="thinking"),
+                   {"messageId": "call", "type": "tool_call", "blockId": "B1", "threadId": "T1",
+                    "props": {"name": "weather", "arguments": ""}})
+        for part in ['{"city"', ': "Oslo', '"}']:
+            await push(delta("call", part, kind="tool_call", path="arguments"))
+        # A subscriber that will drop and reconnect joins mid-stream.
+        async with connect(server, protocol, ALICE) as flaky_socket:
+            flaky = await ChunkView.open(flaky_socket, "live")
+            # stream_start, then the snapshot: one chunk per message, all at seq 8.
+            for _ in range(3):
+                await flaky.next()
+            seen_before_drop = flaky.last_seq
+            flaky_messages = dict(flaky.messages)
+        assert seen_before_drop == 8
+        # Late joiner: gets the state so far as one chunk per message.
+        async with connect(server, protocol, ALICE) as late_socket:
+            late = await ChunkView.open(late_socket, "live")
+            snapshot_start = await late.next()
+            assert snapshot_start["props"]["event"] == "stream_start"
+            snapshot = [await late.next() for _ in range(2)]
+            assert {c["seq"] for c in snapshot} == {8}
+            assert not any(c["delta"] for c in snapshot)
+            assert {c["type"] for c in snapshot} == {"thinking", "tool_call"}
+            await push(delta("t1", "Sunny ", block="B2"),
+                       delta("t2", "Also: ", block="B3", thread="T2"),
+                       delta("t1", "in Oslo.", block="B2"),
+                       delta("t2", "no rain.", block="B3", thread="T2"),
+                       {"type": "event", "props": {"event": "message_end"}, "messageId": "t1"})
+            # Reconnect with afterSeq: exactly the chunks after it, none twice.
+            async with connect(server, protocol, ALICE) as back_socket:
+                back = await ChunkView.open(back_socket, "live", after=seen_before_drop)
+                back.messages.update(flaky_messages)
+                await back.until_seq(13)
+                seqs = [c["seq"] for c in back.chunks]
+                assert seqs[0] > seen_before_drop and seqs == sorted(set(seqs))
+                ended = await producer.execute(END, {"id": sid, "status": "COMPLETED"})
+                end_chunk = await back.until_event("stream_end")
+            await first.until_event("stream_end")
+            await late.until_event("stream_end")
+        props = end_chunk["props"]
+        assert (props["status"], props["messageCount"]) == ("completed", 5)
+        assert isinstance(props["durationMs"], int) and end_chunk["seq"] == 14
+        rows = await http.messages("live")
+        assert [m["id"] for m in rows] == [m["id"] for m in ended["endStream"]["messages"]]
+        stored = persisted(rows)
+        assert stored[next(m["id"] for m in rows if m["type"] == "tool_call")] == (
+            "tool_call", {"name": "weather", "arguments": '{"city": "Oslo"}'})
+        assert [m["type"] for m in rows] == [
+            "user_input", "thinking", "tool_call", "text", "text"]
+        assert {(m["blockId"], m["threadId"]) for m in rows[3:]} == {("B2", "T1"),
+                                                                     ("B3", "T2")}
+        for name, view in (("first", first), ("late", late), ("back", back)):
+            assert shown(view) == stored, (name, view.chunks)
+        # Subscribers saw service ids, never the producer's.
+        assert not {"think", "call", "t1", "t2"} & {c["messageId"] for c in first.chunks}
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_subscription_spans_streams_and_sees_stop(settings: Settings,
+                                                        protocol: str) -> None:
+    async with serve(settings) as (server, _app), connect(server, protocol, ALICE) as ws:
+        http = Http(server)
+        await http.data(CREATE, {"id": "span"})
+        view = await ChunkView.open(ws, "span")
+        await asyncio.sleep(0.05)
+        for round_ in range(2):
+            sid = (await http.data(START, {"input": {"chatId": "span"}}))["startStream"]["id"]
+            await http.data(PUSH, {"id": sid, "chunks": [delta("m", f"part {round_}")]})
+            if round_ == 0:
+                assert (await http.data(STOP, {"chat": "span"}))["stopStream"] is True
+            else:
+                await http.data(END, {"id": sid, "status": "FAILED", "error": "model down"})
+            end = await view.until_event("stream_end")
+            assert end["streamId"] == sid
+            assert end["props"]["status"] == ("interrupted" if round_ == 0 else "failed")
+        rows = await http.messages("span")
+        assert [m["status"] for m in rows] == ["INTERRUPTED", "FAILED"]
+        assert shown(view) == persisted(rows)
+        assert await http.code(PUSH, {"id": sid, "chunks": [delta("m", "x")]}) == "STREAM_CLOSED"
+
+
+async def test_subscribing_to_an_unreadable_chat_is_not_found(settings: Settings) -> None:
+    async with serve(settings) as (server, _app):
+        await Http(server).data(CREATE, {"id": "secret"})
+        async with connect(server, "graphql-transport-ws",
+                           {"X-User-Id": "eve", "X-Tenant-Id": "acme"}) as ws:
+            op = await ws.start("subscription { chatStream(chatId: \"secret\") { seq } }")
+            payload = await ws.receive(op)
+            assert payload is not None
+            assert payload["errors"][0]["extensions"]["code"] == "NOT_FOUND"
+
+
+async def test_idle_stream_ends_interrupted(settings: Settings) -> None:
+    quick = dataclasses.replace(settings, stream_idle_timeout=0.3)
+    async with serve(quick) as (server, _app), \
+            connect(server, "graphql-transport-ws", ALICE) as ws:
+        http = Http(server)
+        await http.data(CREATE, {"id": "idle"})
+        view = await ChunkView.open(ws, "idle")
+        sid = (await http.data(START, {"input": {"chatId": "idle"}}))["startStream"]["id"]
+        await http.data(PUSH, {"id": sid, "chunks": [delta("m", "half a thou")]})
+        end = await view.until_event("stream_end", timeout=5)
+        assert end["props"]["status"] == "interrupted"
+        for _ in range(100):
+            rows = await http.messages("idle")
+            if rows:
+                break
+            await asyncio.sleep(0.05)
+        assert [(m["props"], m["status"]) for m in rows] == [
+            ({"content": "half a thou"}, "INTERRUPTED")]
+        assert await http.code(PUSH, {"id": sid, "chunks": [delta("m", "x")]}) == "STREAM_CLOSED"
+
+
+async def test_database_down_at_end_then_retry_persists_once(
+    settings: Settings, database_url: str
+) -> None:
+    async with serve(settings) as (server, app):
+        http = Http(server)
+        await http.data(CREATE, {"id": "down"})
+        sid = (await http.data(START, {"input": {"chatId": "down", "input": {
+            "role": "USER", "type": "user_input", "props": {"content": "q"}}}}))[
+            "startStream"]["id"]
+        await http.data(PUSH, {"id": sid, "chunks": [delta("m", "kept")]})
+        db = app.state.services.db
+        streams = app.state.services.streams
+        streams.retry_initial = 0.2
+        real_engine = db.engine
+        broken = ("sqlite+aiosqlite:////nonexistent/dir/x.db" if db.is_sqlite
+                  else "postgresql+asyncpg://nobody@127.0.0.1:1/none")
+        db.engine = create_async_engine(broken)
+        try:
+            assert await http.code(END, {"id": sid, "status": "COMPLETED"}) == "PERSIST_FAILED"
+            assert streams.buffered(sid) is not None  # nothing lost
+            assert await http.code(END, {"id": sid, "status": "COMPLETED"}) == "PERSIST_FAILED"
+        finally:
+            await db.engine.dispose()
+            db.engine = real_engine
+        # The service's own retry writes it; endStream then returns that result.
+        for _ in range(100):
+            if streams.buffered(sid) is None:
+                break
+            await asyncio.sleep(0.05)
+        assert streams.buffered(sid) is None
+        again = await http.data(END, {"id": sid, "status": "COMPLETED"})
+        rows = await http.messages("down")
+        assert [(m["type"], m["props"]) for m in rows] == [
+            ("user_input", {"content": "q"}), ("text", {"content": "kept"})]
+        assert [m["id"] for m in again["endStream"]["messages"]] == [m["id"] for m in rows]
+        assert (await http.data(END, {"id": sid, "status": "COMPLETED"})) == again
+
+
+async def test_caller_retry_after_database_recovers(settings: Settings) -> None:
+    async with serve(settings) as (server, app):
+        http = Http(server)
+        await http.data(CREATE, {"id": "down2"})
+        sid = (await http.data(START, {"input": {"chatId": "down2"}}))["startStream"]["id"]
+        await http.data(PUSH, {"id": sid, "chunks": [delta("m", "x")]})
+        db = app.state.services.db
+        app.state.services.streams.retry_initial = 60.0  # only the caller retries here
+        real_engine = db.engine
+        db.engine = create_async_engine(
+            "sqlite+aiosqlite:////nonexistent/dir/x.db" if db.is_sqlite
+            else "postgresql+asyncpg://nobody@127.0.0.1:1/none")
+        try:
+            assert await http.code(END, {"id": sid, "status": "FAILED"}) == "PERSIST_FAILED"
+        finally:
+            await db.engine.dispose()
+            db.engine = real_engine
+        result = (await http.data(END, {"id": sid, "status": "FAILED"}))["endStream"]
+        assert result["stream"]["status"] == "FAILED"
+        assert [m["status"] for m in await http.messages("down2")] == ["FAILED"]
