@@ -66,6 +66,7 @@ class SubscriberQueue:
         self._limit = limit
         self._resync = resync
         self.closed = False
+        self._resync_pending = False
         #: How many chunks were merged into their predecessor (for tests and metrics).
         self.coalesced = 0
         #: How many times the queue overflowed and was replaced by a snapshot.
@@ -74,9 +75,15 @@ class SubscriberQueue:
     def __len__(self) -> int:
         return len(self._items)
 
+    @property
+    def resync_pending(self) -> bool:
+        return self._resync_pending
+
     def put(self, event: ChunkEvent) -> None:
         if self.closed:
             return
+        if self._resync_pending:
+            return  # the snapshot taken when the reader comes back includes it
         if self._items:
             merged = _coalesced(self._items[-1], event)
             if merged is not None:
@@ -86,8 +93,10 @@ class SubscriberQueue:
                 return
         self._items.append(event)
         if len(self._items) > self._limit:
+            # Hopelessly behind: drop what is queued and hold nothing more; the
+            # reader gets the state as a snapshot when it next asks.
             self._items.clear()
-            self._items.extend(self._resync())
+            self._resync_pending = True
             self.resyncs += 1
         self._ready.set()
 
@@ -97,14 +106,20 @@ class SubscriberQueue:
 
     async def get(self) -> list[ChunkEvent]:
         """Everything queued (at least one chunk), waiting when there is nothing."""
-        while not self._items:
+        while True:
+            if self._resync_pending:
+                self._resync_pending = False
+                snapshot = self._resync()
+                if snapshot:
+                    return snapshot
+            if self._items:
+                items = list(self._items)
+                self._items.clear()
+                return items
             if self.closed:
                 raise StopAsyncIteration
             self._ready.clear()
             await self._ready.wait()
-        items = list(self._items)
-        self._items.clear()
-        return items
 
     def close(self) -> None:
         self.closed = True

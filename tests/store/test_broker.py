@@ -1,0 +1,149 @@
+"""The memory broker: exact replay, late-join snapshots, lossless coalescing, resync."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from store.broker import SubscriberQueue, broker_from_url
+from store.broker.memory import MemoryBroker
+from store.reducer import ChunkEvent, ChunkIn, StreamState, apply_chunks
+from tests.client_reducer import client_apply
+
+
+def start_event(stream_id: str) -> ChunkEvent:
+    return ChunkEvent(streamId=stream_id, seq=1, chunkId=f"{stream_id}.1", messageId=None,
+                      blockId=None, threadId=None, type="event", role=None,
+                      props={"event": "stream_start"}, delta=False, deltaPath=None,
+                      deltaAction=None)
+
+
+def end_event(stream_id: str, seq: int) -> ChunkEvent:
+    event = start_event(stream_id)
+    event.update(seq=seq, chunkId=f"{stream_id}.{seq}",
+                 props={"event": "stream_end", "status": "completed"})
+    return event
+
+
+class Producer:
+    def __init__(self, stream_id: str) -> None:
+        self.state = StreamState(stream_id)
+        self.state.next_seq()
+        numbers = itertools.count(1)
+        self.ids = lambda: f"{stream_id}-m{next(numbers)}"
+
+    def push(self, *chunks: ChunkIn) -> list[ChunkEvent]:
+        return apply_chunks(self.state, chunks, make_id=self.ids).events
+
+
+def text(mid: str, value: str, path: str | None = None) -> ChunkIn:
+    return ChunkIn(type="text", message_id=mid, props={(path or "content"): value},
+                   delta=True, delta_path=path)
+
+
+def view_of(events: list[ChunkEvent]) -> dict[str, Any]:
+    view: dict[str, Any] = {}
+    for event in events:
+        client_apply(view, event)
+    return view
+
+
+async def take(queue: SubscriberQueue) -> list[ChunkEvent]:
+    if not len(queue) and not queue.resync_pending:
+        return []
+    return await queue.get()
+
+
+def test_unknown_broker_url_is_refused() -> None:
+    assert isinstance(broker_from_url("memory://"), MemoryBroker)
+    with pytest.raises(ValueError, match="unsupported broker"):
+        broker_from_url("kafka://x")
+
+
+async def test_after_seq_replays_exactly_and_none_joins_with_a_snapshot() -> None:
+    broker = MemoryBroker(queue_limit=10_000)
+    producer = Producer("s1")
+    published = [start_event("s1")]
+    published += producer.push(text("a", "x"), ChunkIn(type="tool_call", message_id="b",
+                                                      props={"name": "f"}))
+    published += producer.push(*(text("a", str(i)) for i in range(5)))
+    await broker.publish("chat", published)
+    for after in range(len(published) + 1):
+        queue = await broker.subscribe("chat", after)
+        got = await take(queue)
+        # Coalescing may merge neighbours, but the result and the last seq are exact.
+        assert view_of(got) == view_of(published[after:])
+        assert (got[-1]["seq"] if got else after) == len(published)
+        assert got == [] or got[0]["seq"] > after
+    late = await broker.subscribe("chat")
+    snapshot = await take(late)
+    assert snapshot[0]["props"]["event"] == "stream_start"
+    assert {e["seq"] for e in snapshot[1:]} == {len(published)}
+    assert view_of(snapshot) == view_of(published)
+
+
+async def test_after_seq_for_an_ended_stream_and_joining_between_streams() -> None:
+    broker = MemoryBroker()
+    producer = Producer("s1")
+    events = [start_event("s1"), *producer.push(text("a", "hi"))]
+    events.append(end_event("s1", 3))
+    await broker.publish("chat", events)
+    assert await take(await broker.subscribe("chat")) == []  # nothing live right now
+    assert await take(await broker.subscribe("chat", 2)) == [events[2]]  # missed the end only
+    # A new stream replaces the old one; a subscriber spans both.
+    queue = await broker.subscribe("chat")
+    await broker.publish("chat", [start_event("s2")])
+    assert [e["streamId"] for e in await take(queue)] == ["s2"]
+
+
+async def test_queued_appends_coalesce_without_loss() -> None:
+    producer = Producer("s")
+    queue = SubscriberQueue(100, list)
+    events = producer.push(text("a", "Hel"), text("a", "lo"), text("a", "[", "args"),
+                           text("a", "1]", "args"), text("b", "x"), text("a", "!"),
+                           ChunkIn(type="text", message_id="a", props={"items": [1]},
+                                   delta=True, delta_path="items"),
+                           ChunkIn(type="text", message_id="a", props={"items": [2]},
+                                   delta=True, delta_path="items"))
+    queue.extend(events)
+    got = await take(queue)
+    assert len(got) == 5 and queue.coalesced == 3
+    assert got[0]["props"] == {"content": "Hello"} and got[0]["seq"] == events[1]["seq"]
+    assert got[-1]["props"] == {"items": [1, 2]}
+    assert view_of(got) == view_of(events)
+
+
+async def test_appends_with_extra_props_or_other_actions_are_not_merged() -> None:
+    producer = Producer("s")
+    queue = SubscriberQueue(100, list)
+    queue.extend(producer.push(
+        ChunkIn(type="text", message_id="a", props={"content": "a", "note": 1}, delta=True),
+        text("a", "b"),
+        ChunkIn(type="text", message_id="a", props={"content": "c"}, delta=True,
+                delta_action="replace"),
+        text("a", "d")))
+    assert len(await take(queue)) == 4 and queue.coalesced == 0
+
+
+async def test_a_hopelessly_slow_subscriber_is_resynchronised_with_a_snapshot() -> None:
+    broker = MemoryBroker(queue_limit=8)
+    producer = Producer("s")
+    await broker.publish("chat", [start_event("s")])
+    slow = await broker.subscribe("chat", 0)
+    fast = await broker.subscribe("chat", 0)
+    assert len(await take(fast)) == 1
+    sent: list[ChunkEvent] = [start_event("s")]
+    for i in range(40):
+        # Different messages, so nothing coalesces: the queue must overflow.
+        events = producer.push(ChunkIn(type="text", message_id=f"m{i}",
+                                       props={"content": str(i)}))
+        sent += events
+        await broker.publish("chat", events)
+        fast_items = await take(fast)
+        assert len(fast_items) == 1
+    assert slow.resyncs >= 1 and len(slow) == 0  # holds nothing while behind
+    got = await take(slow)
+    assert view_of(got) == view_of(sent)
+    assert got[-1]["seq"] == sent[-1]["seq"]
