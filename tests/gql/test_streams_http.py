@@ -157,3 +157,112 @@ async def test_stop_stream_interrupts_and_closes(client: GraphQLClient) -> None:
     assert code == "STREAM_CLOSED"
     end = (await client.data(END, {"id": sid, "status": "COMPLETED"}))["endStream"]
     assert end["stream"]["status"] == "INTERRUPTED"
+
+
+BY_STACK = """query($s: String!) { resumeByStack(stackId: $s) { type status stackId } }"""
+PATH = """query($s: String!) { stackPath(stackId: $s) }"""
+DELETE_RESUME = "mutation($chat: ID!) { deleteResume(chatId: $chat) }"
+
+
+async def test_interrupted_delegation_resumes_from_the_nested_stack(
+    client: GraphQLClient, make_headers: Any,
+) -> None:
+    sid = await start(client, "a2a")
+    steps = [
+        {"id": "1", "type": "input", "status": "completed", "stackId": "root"},
+        {"id": "2", "type": "llm", "status": "completed", "stackId": "root"},
+        {"id": "3", "type": "delegate", "stackId": "root", "input": {"agent": "expense"},
+         "spaceSnapshot": {"choose_prompt": "query"}},
+        {"id": "4", "type": "hook_create", "status": "completed", "stackId": "child",
+         "stackParentId": "root", "stackDepth": 1, "assistantId": "expense"},
+        {"id": "5", "type": "llm", "stackId": "child", "stackParentId": "root",
+         "stackDepth": 1, "assistantId": "expense"},
+    ]
+    for step in steps:
+        await client.data(STEP, {"id": sid, "step": step})
+    assert (await client.data(STOP, {"chat": "a2a"}))["stopStream"] is True
+    last = (await client.data(LAST, {"chat": "a2a"}))["lastResume"]
+    assert last == {"type": "llm", "status": "interrupted", "stackId": "child"}
+    child = (await client.data(BY_STACK, {"s": "child"}))["resumeByStack"]
+    assert [(r["type"], r["status"]) for r in child] == [
+        ("hook_create", "completed"), ("llm", "interrupted")]
+    root = (await client.data(BY_STACK, {"s": "root"}))["resumeByStack"]
+    assert [(r["type"], r["status"]) for r in root] == [
+        ("input", "completed"), ("llm", "completed"), ("delegate", "running")]
+    assert (await client.data(PATH, {"s": "child"}))["stackPath"] == ["root", "child"]
+    assert (await client.data(PATH, {"s": "root"}))["stackPath"] == ["root"]
+    assert (await client.data(PATH, {"s": "nothing"}))["stackPath"] == []
+    # Another tenant sees none of it.
+    stranger = make_headers(user="eve", tenant="other")
+    assert (await client.data(BY_STACK, {"s": "child"}, stranger))["resumeByStack"] == []
+    assert (await client.data(PATH, {"s": "child"}, stranger))["stackPath"] == []
+    assert await client.error_code(LAST, {"chat": "a2a"}, stranger) == "NOT_FOUND"
+    assert await client.error_code(DELETE_RESUME, {"chat": "a2a"}, stranger) == "NOT_FOUND"
+    assert (await client.data(DELETE_RESUME, {"chat": "a2a"}))["deleteResume"] == 5
+    assert (await client.data(RECORDS, {"chat": "a2a"}))["resumeRecords"] == []
+
+
+async def test_bad_steps_are_invalid_argument_and_change_nothing(client: GraphQLClient) -> None:
+    sid = await start(client, "badstep")
+    for step in ({"id": "1", "type": "dance"}, {"id": "1", "type": "llm", "status": "odd"},
+                 {"id": "1", "type": "llm", "stackDepth": -1}):
+        assert await client.error_code(STEP, {"id": sid, "step": step}) == "INVALID_ARGUMENT"
+    result = (await client.data(END, {"id": sid, "status": "FAILED"}))["endStream"]
+    assert result["resume"] == []
+
+
+async def test_producer_mutations_need_append_rights_but_readers_may_stop(
+    client: GraphQLClient, make_headers: Any,
+) -> None:
+    owner = make_headers(user="alice", tenant="acme")
+    reader = make_headers(user="bob", tenant="acme")
+    agent = make_headers(user="bot", tenant="acme", roles="agent")
+    await client.data('mutation { createChat(input: {assistantId: "a", id: "pub",'
+                      " public: true}) { id } }", None, owner)
+    assert await client.error_code(START, {"input": {"chatId": "pub"}}, reader) == "FORBIDDEN"
+    stranger = make_headers(user="eve", tenant="other")
+    assert await client.error_code(START, {"input": {"chatId": "pub"}}, stranger) == "NOT_FOUND"
+    sid = (await client.data(START, {"input": {"chatId": "pub"}}, agent))["startStream"]["id"]
+    chunk = [{"type": "text", "props": {"content": "x"}}]
+    assert await client.error_code(PUSH, {"id": sid, "chunks": chunk}, reader) == "FORBIDDEN"
+    assert await client.error_code(PUSH, {"id": sid, "chunks": chunk},
+                                   stranger) == "STREAM_NOT_FOUND"
+    await client.data(PUSH, {"id": sid, "chunks": chunk}, owner)  # the owner may append
+    assert await client.error_code(STOP, {"chat": "pub"}, stranger) == "NOT_FOUND"
+    assert (await client.data(STOP, {"chat": "pub"}, reader))["stopStream"] is True
+    rows = (await client.data(MESSAGES, {"chat": "pub"}, owner))["messages"]["edges"]
+    assert [e["node"]["status"] for e in rows] == ["INTERRUPTED"]
+
+
+async def test_stream_buffer_bound_is_payload_too_large(settings: Any) -> None:
+    import dataclasses
+
+    import httpx
+
+    from tests.conftest import running_app
+
+    small = dataclasses.replace(settings, max_stream_bytes=4_000)
+    async with running_app(small) as app:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            client = GraphQLClient(http)
+            sid = await start(client, "big")
+            chunk = {"messageId": "m", "type": "text", "props": {"content": "x" * 1_000},
+                     "delta": True}
+            for _ in range(3):
+                await client.data(PUSH, {"id": sid, "chunks": [chunk]})
+            assert await client.error_code(PUSH, {"id": sid, "chunks": [chunk]}) == (
+                "PAYLOAD_TOO_LARGE")
+            small_chunk = {**chunk, "props": {"content": "!"}}
+            assert (await client.data(PUSH, {"id": sid, "chunks": [small_chunk]}))[
+                "pushChunks"]["lastSeq"] == 5
+            result = (await client.data(END, {"id": sid, "status": "COMPLETED"}))["endStream"]
+            assert result["messages"][0]["props"] == {"content": "x" * 3_000 + "!"}
+
+
+async def test_stream_id_reuse_is_conflict(client: GraphQLClient) -> None:
+    sid = await start(client, "reuse", streamId="fixed-id")
+    assert sid == "fixed-id"
+    await client.data(END, {"id": sid, "status": "COMPLETED"})
+    code = await client.error_code(START, {"input": {"chatId": "reuse", "streamId": "fixed-id"}})
+    assert code == "CONFLICT"

@@ -59,6 +59,16 @@ async def serve(settings: Settings) -> AsyncIterator[tuple[str, Any]]:
         await task
 
 
+async def subscribed(app: Any, chat: str, count: int) -> None:
+    """Wait until ``count`` subscriptions of ``chat`` reached the broker."""
+    for _ in range(500):
+        topic = app.state.services.broker.topic(chat)
+        if topic is not None and len(topic.subscribers) >= count:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the subscriptions never arrived")
+
+
 class Http:
     """GraphQL over real HTTP to the live server."""
 
@@ -108,12 +118,13 @@ def delta(mid: str, text: str, *, kind: str = "text", path: str | None = None,
 async def test_two_subscribers_late_join_and_reconnect_end_with_the_persisted_messages(
     settings: Settings, protocol: str,
 ) -> None:
-    async with serve(settings) as (server, _app), \
+    async with serve(settings) as (server, app), \
             connect(server, protocol, ALICE) as producer, \
             connect(server, protocol, ALICE) as early:
         http = Http(server)
         await producer.execute(CREATE, {"id": "live"})
         first = await ChunkView.open(early, "live")
+        await subscribed(app, "live", 1)
         started = await producer.execute(START, {"input": {
             "chatId": "live", "requestId": "req", "assistantId": "bot",
             "input": {"role": "USER", "type": "user_input", "props": {"content": "weather?"}}}})
@@ -189,11 +200,11 @@ async def test_two_subscribers_late_join_and_reconnect_end_with_the_persisted_me
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_subscription_spans_streams_and_sees_stop(settings: Settings,
                                                         protocol: str) -> None:
-    async with serve(settings) as (server, _app), connect(server, protocol, ALICE) as ws:
+    async with serve(settings) as (server, app), connect(server, protocol, ALICE) as ws:
         http = Http(server)
         await http.data(CREATE, {"id": "span"})
         view = await ChunkView.open(ws, "span")
-        await asyncio.sleep(0.05)
+        await subscribed(app, "span", 1)
         for round_ in range(2):
             sid = (await http.data(START, {"input": {"chatId": "span"}}))["startStream"]["id"]
             await http.data(PUSH, {"id": sid, "chunks": [delta("m", f"part {round_}")]})
@@ -300,3 +311,38 @@ async def test_caller_retry_after_database_recovers(settings: Settings) -> None:
         result = (await http.data(END, {"id": sid, "status": "FAILED"}))["endStream"]
         assert result["stream"]["status"] == "FAILED"
         assert [m["status"] for m in await http.messages("down2")] == ["FAILED"]
+
+
+SLOW_STREAM = """subscription($chat: ID!) { chatStream(chatId: $chat) { ...C } }
+fragment C on Chunk {
+  streamId seq chunkId messageId blockId threadId type role props delta deltaPath deltaAction }"""
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_fast_path_frames_equal_full_graphql_execution(settings: Settings,
+                                                             protocol: str) -> None:
+    from gql.schema import schema
+    from gql.websocket import plan_for
+    from tests.gql.wsclient import CHAT_STREAM
+
+    assert plan_for(schema, CHAT_STREAM, None) is not None
+    assert plan_for(schema, SLOW_STREAM, None) is None
+    async with serve(settings) as (server, app), connect(server, protocol, ALICE) as ws:
+        http = Http(server)
+        await http.data(CREATE, {"id": "same"})
+        fast = await ChunkView.open(ws, "same")
+        slow_op = await ws.start(SLOW_STREAM, {"chat": "same"})
+        await subscribed(app, "same", 2)
+        sid = (await http.data(START, {"input": {"chatId": "same"}}))["startStream"]["id"]
+        await http.data(PUSH, {"id": sid, "chunks": [
+            delta("m", "a"), {"type": "event", "props": {"event": "x"}},
+            {"messageId": "t", "type": "tool_call", "role": "TOOL", "props": {"n": 1}}]})
+        await http.data(END, {"id": sid, "status": "COMPLETED"})
+        await fast.until_event("stream_end")
+        slow: list[dict[str, Any]] = []
+        while not slow or slow[-1]["props"].get("event") != "stream_end":
+            payload = await ws.receive(slow_op)
+            assert payload is not None
+            slow.append(payload["data"]["chatStream"])
+        assert slow == fast.chunks
+        assert [c["role"] for c in fast.chunks] == [None, None, None, "TOOL", None]
