@@ -1,0 +1,507 @@
+"""Live-stream benchmark: chatql against raw baselines measured in the same run.
+
+    python -m bench.streams [--quick]
+
+Prints, for K = 1, 10 and 100 subscribers:
+
+- chunks/s delivered through the ``chatStream`` GraphQL subscription, divided by a bare
+  Starlette WebSocket relay of the same chunks (pre-encoded text frames, no GraphQL,
+  no reducer) — both servers are real uvicorn processes (uvloop, websockets-sansio,
+  per-message deflate off), the producer pushes over HTTP in batches, subscribers are
+  ``websockets`` clients in this process;
+- p50/p99 producer→subscriber latency of both, with chunks pushed one by one at a
+  steady pace (the producer stamps each chunk; both processes read the same
+  monotonic clock);
+
+then the server's RSS per idle subscriber and per 1 MiB of buffered stream, and the
+``endStream`` persist time of 10,000 messages divided by asyncpg
+``copy_records_to_table`` of the same rows (Postgres from ``CHATQL_TEST_POSTGRES_URL``
+or the local server; skipped when unreachable).
+
+Every chunk carries a timestamp next to its text, so no two chunks coalesce: the
+comparison is frame for frame.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import websockets
+
+__all__ = ["main"]
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+SUBSCRIBE = ("subscription($chat: ID!) { chatStream(chatId: $chat) { streamId seq chunkId "
+             "messageId blockId threadId type role props delta deltaPath deltaAction } }")
+PUSH = ("mutation($id: ID!, $chunks: [ChunkInput!]!) { pushChunks(streamId: $id, "
+        "chunks: $chunks) { lastSeq } }")
+
+
+# ---- the bare baseline server ---------------------------------------------------------
+
+
+def baseline_app() -> Any:
+    """A bare Starlette relay: POST /push fans pre-encoded text frames out to /ws."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route, WebSocketRoute
+    from starlette.websockets import WebSocket, WebSocketDisconnect
+
+    queues: set[asyncio.Queue[str]] = set()
+
+    async def relay(ws: WebSocket) -> None:
+        await ws.accept()
+        queue: asyncio.Queue[str] = asyncio.Queue()
+        queues.add(queue)
+        await ws.send_text('{"type":"ready"}')
+
+        async def pump() -> None:
+            while True:
+                await ws.send_text(await queue.get())
+
+        sender = asyncio.create_task(pump())
+        try:
+            while (await ws.receive())["type"] != "websocket.disconnect":
+                pass
+        except WebSocketDisconnect:
+            pass
+        finally:
+            sender.cancel()
+            queues.discard(queue)
+
+    async def push(request: Request) -> Response:
+        seq = int(request.query_params.get("seq", "0"))
+        for chunk in orjson.loads(await request.body()):
+            seq += 1
+            frame = orjson.dumps({"id": "1", "type": "next", "payload": {"data": {
+                "chatStream": {**chunk, "seq": seq}}}}).decode()
+            for queue in queues:
+                queue.put_nowait(frame)
+        return Response(orjson.dumps({"lastSeq": seq}), media_type="application/json")
+
+    return Starlette(routes=[WebSocketRoute("/ws", relay), Route("/push", push,
+                                                                 methods=["POST"])])
+
+
+def serve(kind: str, port: int) -> None:
+    import uvicorn
+
+    if kind == "baseline":
+        app: Any = baseline_app()
+        factory = False
+    else:
+        app, factory = "gql.app:create_app", True
+    uvicorn.run(app, factory=factory, host="127.0.0.1", port=port, loop="uvloop",
+                ws="websockets-sansio", ws_per_message_deflate=False, log_level="warning",
+                lifespan="on" if kind == "chatql" else "off", timeout_graceful_shutdown=5)
+
+
+# ---- helpers -----------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+@dataclass
+class Server:
+    kind: str
+    port: int
+    process: subprocess.Popen[bytes]
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+async def start_server(kind: str, env: dict[str, str]) -> Server:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bench.streams", "--serve", kind, "--port", str(port)],
+        cwd=ROOT, env={**os.environ, **env},
+    )
+    async with httpx.AsyncClient() as http:
+        for _ in range(600):
+            if process.poll() is not None:
+                raise RuntimeError(f"{kind} server exited with {process.returncode}")
+            try:
+                await http.get(f"http://127.0.0.1:{port}/healthz")
+                return Server(kind, port, process)
+            except httpx.TransportError:
+                await asyncio.sleep(0.05)
+    process.kill()
+    raise RuntimeError(f"{kind} server did not start")
+
+
+def stop_server(server: Server) -> None:
+    server.process.terminate()
+    try:
+        server.process.wait(30)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait()
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def chunk(index: int) -> dict[str, Any]:
+    # The timestamp rides next to the text: the latency probe, and it keeps the
+    # subscription's lossless coalescing out of a frame-for-frame comparison.
+    return {"messageId": "m", "type": "text", "delta": True,
+            "props": {"content": f"token{index} ", "t": time.perf_counter_ns()}}
+
+
+# ---- subscribers ------------------------------------------------------------------------
+
+
+class Subscriber:
+    """One WebSocket reader; counts chunk frames, optionally records latency."""
+
+    def __init__(self, ws: Any, probe: bool) -> None:
+        self.ws = ws
+        self.probe = probe
+        self.count = 0
+        self.latencies: list[float] = []
+        self.marker = asyncio.Event()
+        self.target = 0
+        self.done = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+
+    def expect(self, frames: int) -> None:
+        self.count = 0
+        self.target = frames
+        self.done.clear()
+
+    async def run(self) -> None:
+        async for frame in self.ws:
+            if '"t":' not in frame:
+                self.marker.set()
+                continue
+            self.count += 1
+            if self.probe:
+                sent = orjson.loads(frame)["payload"]["data"]["chatStream"]["props"]["t"]
+                self.latencies.append((time.perf_counter_ns() - sent) / 1e6)
+            if self.count >= self.target:
+                self.done.set()
+
+
+async def chatql_subscriber(address: str, chat: str, probe: bool) -> Subscriber:
+    ws = await websockets.connect(f"ws://{address}/graphql",
+                                  subprotocols=["graphql-transport-ws"],  # type: ignore[list-item]
+                                  compression=None, max_queue=None)
+    await ws.send(orjson.dumps({"type": "connection_init", "payload": {}}).decode())
+    await ws.recv()
+    await ws.send(orjson.dumps({"id": "1", "type": "subscribe", "payload": {
+        "query": SUBSCRIBE, "variables": {"chat": chat}}}).decode())
+    subscriber = Subscriber(ws, probe)
+    subscriber.task = asyncio.create_task(subscriber.run())
+    return subscriber
+
+
+async def baseline_subscriber(address: str, probe: bool) -> Subscriber:
+    ws = await websockets.connect(f"ws://{address}/ws", compression=None, max_queue=None)
+    await ws.recv()  # ready: registered
+    subscriber = Subscriber(ws, probe)
+    subscriber.task = asyncio.create_task(subscriber.run())
+    return subscriber
+
+
+async def close_all(subscribers: list[Subscriber]) -> None:
+    for subscriber in subscribers:
+        await subscriber.ws.close()
+        if subscriber.task is not None:
+            subscriber.task.cancel()
+
+
+# ---- one K: throughput and latency for both -------------------------------------------
+
+
+@dataclass
+class Figures:
+    rate: float
+    p50: float
+    p99: float
+
+
+class ChatqlTarget:
+    def __init__(self, server: Server, http: httpx.AsyncClient) -> None:
+        self.server = server
+        self.http = http
+        self.url = f"http://{server.address}/graphql"
+        self.stream_id = ""
+        self.seq = 0
+
+    async def gql(self, query: str, variables: dict[str, Any]) -> Any:
+        response = await self.http.post(self.url, content=orjson.dumps(
+            {"query": query, "variables": variables}),
+            headers={"content-type": "application/json"})
+        body = orjson.loads(response.content)
+        if body.get("errors"):
+            raise RuntimeError(body["errors"])
+        return body["data"]
+
+    async def subscribers(self, k: int) -> list[Subscriber]:
+        chat = f"bench-{uuid.uuid4().hex[:10]}"
+        await self.gql("mutation($id: ID!) { createChat(input: {assistantId: \"b\", id: $id})"
+                       " { id } }", {"id": chat})
+        self.chat = chat
+        subs = [await chatql_subscriber(self.server.address, chat, i == 0) for i in range(k)]
+        await self.begin(subs)
+        return subs
+
+    async def begin(self, subs: list[Subscriber]) -> None:
+        for s in subs:
+            s.marker.clear()
+        data = await self.gql("mutation($chat: ID!) { startStream(input: {chatId: $chat}) "
+                              "{ id } }", {"chat": self.chat})
+        self.stream_id = data["startStream"]["id"]
+        # stream_start (live or in the late-join snapshot) proves each is subscribed.
+        await asyncio.gather(*(s.marker.wait() for s in subs))
+
+    async def push(self, chunks: list[dict[str, Any]]) -> None:
+        await self.gql(PUSH, {"id": self.stream_id, "chunks": chunks})
+
+    async def finish(self) -> None:
+        await self.gql("mutation($id: ID!) { endStream(streamId: $id, status: COMPLETED) "
+                       "{ stream { id } } }", {"id": self.stream_id})
+
+
+class BaselineTarget:
+    def __init__(self, server: Server, http: httpx.AsyncClient) -> None:
+        self.server = server
+        self.http = http
+        self.seq = 0
+
+    async def subscribers(self, k: int) -> list[Subscriber]:
+        return [await baseline_subscriber(self.server.address, i == 0) for i in range(k)]
+
+    async def begin(self, subs: list[Subscriber]) -> None:
+        return None
+
+    async def push(self, chunks: list[dict[str, Any]]) -> None:
+        response = await self.http.post(f"http://{self.server.address}/push?seq={self.seq}",
+                                        content=orjson.dumps(chunks))
+        self.seq = orjson.loads(response.content)["lastSeq"]
+
+    async def finish(self) -> None:
+        return None
+
+
+async def measure(target: Any, k: int, chunks: int, batch: int, paced: int) -> Figures:
+    subs = await target.subscribers(k)
+    try:
+        for s in subs:
+            s.expect(chunks)
+        started = time.perf_counter()
+        for offset in range(0, chunks, batch):
+            await target.push([chunk(i) for i in range(offset, min(chunks, offset + batch))])
+        await asyncio.gather(*(s.done.wait() for s in subs))
+        elapsed = time.perf_counter() - started
+        await target.finish()
+        # Latency at a steady pace, one chunk per push.
+        if isinstance(target, ChatqlTarget):
+            await target.begin(subs)
+        probe = subs[0]
+        probe.latencies.clear()
+        for s in subs:
+            s.expect(paced)
+        for i in range(paced):
+            await target.push([chunk(i)])
+            await asyncio.sleep(0.002)
+        await asyncio.gather(*(s.done.wait() for s in subs))
+        await target.finish()
+        return Figures(rate=chunks * k / elapsed, p50=percentile(probe.latencies, 0.5),
+                       p99=percentile(probe.latencies, 0.99))
+    finally:
+        await close_all(subs)
+
+
+# ---- memory ------------------------------------------------------------------------------
+
+
+async def memory_figures(server: Server, http: httpx.AsyncClient, idle: int,
+                         mib: int) -> tuple[float, float]:
+    target = ChatqlTarget(server, http)
+    subs = await target.subscribers(1)
+    await asyncio.sleep(0.3)
+    before = rss_bytes(server.process.pid)
+    more = [await chatql_subscriber(server.address, target.chat, False) for _ in range(idle)]
+    await asyncio.gather(*(s.marker.wait() for s in more))
+    await asyncio.sleep(0.3)
+    per_subscriber = (rss_bytes(server.process.pid) - before) / idle
+    await close_all(more)
+    await close_all(subs)
+    await target.finish()
+    # Buffer: 1 KiB chunks, each its own non-coalescing delta, up to `mib` MiB.
+    await target.subscribers(0)
+    await asyncio.sleep(0.3)
+    before = rss_bytes(server.process.pid)
+    text = "x" * 1000
+    for _ in range(mib * 1024 // 100):
+        await target.push([{"messageId": "m", "type": "text", "delta": True,
+                            "props": {"content": text}} for _ in range(100)])
+    await asyncio.sleep(0.3)
+    per_mib = (rss_bytes(server.process.pid) - before) / mib
+    await target.finish()
+    return per_subscriber, per_mib
+
+
+# ---- persist -----------------------------------------------------------------------------
+
+
+async def persist_figures(messages: int) -> tuple[float, float] | None:
+    """(endStream persist seconds, copy_records_to_table seconds) on Postgres."""
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    from store.broker.memory import MemoryBroker
+    from store.chats import create_chat
+    from store.database import Database
+    from store.migrate import migrate
+    from store.records import Identity
+    from store.reducer import ChunkIn
+    from store.streams import StreamService
+
+    base = os.environ.get("CHATQL_TEST_POSTGRES_URL", DEFAULT_PG_URL).replace(
+        "postgresql://", "postgresql+asyncpg://", 1)
+    parsed = make_url(base)
+    name = f"chatql_bench_{uuid.uuid4().hex[:10]}"
+    connect_args = dict(host=parsed.host, port=parsed.port or 5432, user=parsed.username,
+                        password=parsed.password)
+    try:
+        admin = await asyncpg.connect(database=parsed.database, timeout=5, **connect_args)
+    except Exception as error:  # no Postgres here: say so, measure the rest
+        print(f"persist: skipped, Postgres unreachable ({error})")
+        return None
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    url = parsed.set(database=name).render_as_string(hide_password=False)
+    db = Database(url)
+    who = Identity(user_id="bench", tenant_id="bench")
+    try:
+        await migrate(db)
+        service = StreamService(db, MemoryBroker())
+        await create_chat(db, who, id="persist", title=None, assistant_id="b")
+        await create_chat(db, who, id="copy", title=None, assistant_id="b")
+        stream = await service.start_stream(who, "persist")
+        for offset in range(0, messages, 1000):
+            await service.push_chunks(who, stream.id, [
+                ChunkIn(type="text", props={"content": f"message {i} " * 8})
+                for i in range(offset, min(messages, offset + 1000))])
+        started = time.perf_counter()
+        result = await service.end_stream(who, stream.id, "COMPLETED")
+        persist = time.perf_counter() - started
+        assert len(result.messages) == messages
+        rows = [
+            (f"copy-{m.id}", "copy", m.sequence, None, m.role, m.type, orjson.dumps(m.props)
+             .decode(), None, None, "b", m.status, None, m.created_at, m.updated_at)
+            for m in result.messages
+        ]
+        columns = ["id", "chat_id", "sequence", "request_id", "role", "type", "props",
+                   "block_id", "thread_id", "assistant_id", "status", "metadata",
+                   "created_at", "updated_at"]
+        conn = await asyncpg.connect(database=name, **connect_args)
+        try:
+            started = time.perf_counter()
+            async with conn.transaction():
+                await conn.copy_records_to_table("messages", records=rows, columns=columns)
+            copy = time.perf_counter() - started
+        finally:
+            await conn.close()
+        return persist, copy
+    finally:
+        await db.dispose()
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+# ---- main ---------------------------------------------------------------------------------
+
+
+async def run(quick: bool) -> None:
+    sizes = {1: 500, 10: 200, 100: 50} if quick else {1: 20_000, 10: 5_000, 100: 1_000}
+    paced = 30 if quick else 300
+    tmp = tempfile.mkdtemp(prefix="chatql-bench-")
+    env = {"CHATQL_DATABASE_URL": f"sqlite+aiosqlite:///{tmp}/bench.db",
+           "CHATQL_SECRET": "bench-secret-0123456789", "CHATQL_WS_KEEPALIVE": "0"}
+    chatql = await start_server("chatql", env)
+    baseline = await start_server("baseline", {})
+    limits = httpx.Limits(max_keepalive_connections=4)
+    try:
+        async with httpx.AsyncClient(limits=limits, timeout=120) as http:
+            print(f"{'K':>4} {'chatql chunks/s':>16} {'bare chunks/s':>14} {'ratio':>6}"
+                  f"   latency ms p50/p99 chatql | bare")
+            for k, n in sizes.items():
+                ours = await measure(ChatqlTarget(chatql, http), k, n, 100, paced)
+                bare = await measure(BaselineTarget(baseline, http), k, n, 100, paced)
+                print(f"{k:>4} {ours.rate:>16,.0f} {bare.rate:>14,.0f} "
+                      f"{ours.rate / bare.rate:>6.2f}   {ours.p50:.2f}/{ours.p99:.2f} | "
+                      f"{bare.p50:.2f}/{bare.p99:.2f}")
+            idle, mib = (50, 1) if quick else (500, 8)
+            per_sub, per_mib = await memory_figures(chatql, http, idle, mib)
+            print(f"RSS per idle subscriber: {per_sub / 1024:,.1f} KiB ({idle} subscribers)")
+            print(f"RSS per 1 MiB buffered stream: {per_mib / 2**20:,.2f} MiB ({mib} MiB pushed)")
+    finally:
+        stop_server(chatql)
+        stop_server(baseline)
+    count = 500 if quick else 10_000
+    figures = await persist_figures(count)
+    if figures is not None:
+        persist, copy = figures
+        print(f"endStream persist of {count:,} messages: {persist * 1000:,.1f} ms; "
+              f"asyncpg copy_records_to_table: {copy * 1000:,.1f} ms; "
+              f"ratio {persist / copy:.2f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.streams", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small sizes: a few seconds")
+    parser.add_argument("--serve", choices=["chatql", "baseline"], help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve:
+        serve(args.serve, args.port)
+        return 0
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is not built for every platform
+        asyncio.run(run(args.quick))
+    else:
+        uvloop.run(run(args.quick))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
