@@ -33,10 +33,11 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, update
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
-from store import access
+from store import access, jsonutil
 from store.broker import Broker
 from store.chats import now
 from store.database import Database
@@ -78,6 +79,8 @@ _MAX_NAME = 200
 _CHUNK_OVERHEAD = 160
 # Results of finished streams kept for endStream retries without a database read.
 _FINISHED_KEPT = 10_000
+# Below this many messages a multi-row INSERT is as quick as COPY.
+_COPY_THRESHOLD = 200
 _DB_ERRORS = (DBAPIError, OperationalError, InterfaceError, OSError, ConnectionError,
               asyncio.TimeoutError)
 
@@ -128,6 +131,64 @@ class _Stream:
     result: StreamResult | None = None
     persist_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     retry_task: asyncio.Task[None] | None = None
+
+
+_MESSAGE_COLUMNS = ("id", "chat_id", "sequence", "request_id", "role", "type", "props",
+                    "block_id", "thread_id", "assistant_id", "status", "metadata",
+                    "created_at", "updated_at")
+
+
+async def _copy_messages(conn: AsyncConnection, stream: _Stream,
+                         last_sequence: int) -> list[Message]:
+    """Postgres: write a large stream with COPY inside the caller's transaction.
+
+    The same rows :func:`store.messages.insert_messages` would write, at COPY speed
+    (the asyncpg connection under SQLAlchemy's transaction; JSON columns as text),
+    built straight from the buffer. Only the user input's id can have been chosen by
+    a caller; the service's own ids are unique by construction.
+    """
+    chat_id = stream.info.chat_id
+    status = stream.end_status or "INTERRUPTED"
+    request_id = stream.info.request_id
+    stamp = now()
+    written: list[Message] = []
+    sequence = last_sequence
+    if stream.user_input is not None:
+        m = stream.user_input
+        taken = await conn.scalar(select(messages.c.id).where(messages.c.id == m.id))
+        if taken is not None:
+            raise Conflict(f"message id {m.id!r} is already taken")
+        sequence += 1
+        written.append(Message(
+            id=m.id or new_id(), chat_id=chat_id, sequence=sequence, request_id=m.request_id,
+            role=m.role, type=m.type, props=m.props, block_id=m.block_id,
+            thread_id=m.thread_id, assistant_id=m.assistant_id or stream.assistant_id,
+            status=status, metadata=m.metadata, created_at=stamp, updated_at=stamp,
+        ))
+    first = sequence + 1
+    for number, state in enumerate(stream.state.messages.values(), start=first):
+        written.append(Message(
+            id=state.id, chat_id=chat_id, sequence=number, request_id=request_id,
+            role=state.role, type=state.type, props=state.props, block_id=state.block_id,
+            thread_id=state.thread_id, assistant_id=stream.assistant_id, status=status,
+            metadata=None, created_at=stamp, updated_at=stamp,
+        ))
+    dumps = jsonutil.dumps
+    records = [
+        (m.id, chat_id, m.sequence, m.request_id, m.role, m.type, dumps(m.props),
+         m.block_id, m.thread_id, m.assistant_id, status,
+         None if m.metadata is None else dumps(m.metadata), stamp, stamp)
+        for m in written
+    ]
+    raw = await conn.get_raw_connection()
+    driver: Any = raw.driver_connection
+    await driver.copy_records_to_table("messages", records=records, columns=_MESSAGE_COLUMNS)
+    await conn.execute(
+        update(chats).where(chats.c.id == chat_id).values(
+            last_sequence=last_sequence + len(written), last_message_at=stamp,
+            activity_at=stamp)
+    )
+    return written
 
 
 def _byte_size(chunks: Sequence[ChunkIn]) -> int:
@@ -241,8 +302,13 @@ class StreamService:
                     append_receipts.c.chat_id == chat_id, append_receipts.c.append_id == stream_id
                 )
             )
+            taken = user_input is not None and await conn.scalar(
+                select(messages.c.id).where(messages.c.id == user_input.id))
         if used is not None:
             raise Conflict(f"stream id {stream_id!r} was already used")
+        if taken:
+            # Found now rather than at the end, when the whole stream would be lost.
+            raise Conflict(f"message id {user_input.id!r} is already taken")  # type: ignore[union-attr]
         # Checked again: the reads above awaited, another start may have won.
         if chat_id in self._by_chat:
             raise StreamActive(f"chat {chat_id!r} already has an active stream")
@@ -502,11 +568,17 @@ class StreamService:
 
     async def _write(self, stream: _Stream) -> StreamResult:
         chat_id = stream.info.chat_id
-        batch = self._stored_messages(stream)
+        count = len(stream.state.messages) + (stream.user_input is not None)
+        use_copy = self.db.is_postgres and count >= _COPY_THRESHOLD
+        batch = [] if use_copy else self._stored_messages(stream)
         steps = self._resume_steps(stream)
+        # The receipt marks the stream as written; its ids and status identify the
+        # content (hashing every message's JSON would cost more than the write).
+        ids = ([stream.user_input.id] if stream.user_input is not None else [])
         digest = canonical_digest({
-            "messages": [m.wire() for m in batch],
+            "stream": stream.info.id,
             "status": stream.end_status,
+            "messages": [*ids, *stream.state.messages],
             "steps": len(steps),
         })
         async with self.db.write() as conn:
@@ -521,11 +593,14 @@ class StreamService:
             ).first()
             if earlier is not None:
                 return await self._read_result(conn, stream.info, list(earlier.message_ids))
-            written = (
-                await insert_messages(conn, chat_id, batch, last_sequence=last_sequence,
-                                      default_assistant_id=stream.assistant_id)
-                if batch else []
-            )
+            if use_copy:
+                written = await _copy_messages(conn, stream, last_sequence)
+            elif not batch:
+                written = []
+            else:
+                written = await insert_messages(conn, chat_id, batch,
+                                                last_sequence=last_sequence,
+                                                default_assistant_id=stream.assistant_id)
             resume = await insert_resume(conn, chat_id, steps,
                                          request_id=stream.info.request_id,
                                          assistant_id=stream.assistant_id)

@@ -266,3 +266,34 @@ async def test_stream_id_reuse_is_conflict(client: GraphQLClient) -> None:
     await client.data(END, {"id": sid, "status": "COMPLETED"})
     code = await client.error_code(START, {"input": {"chatId": "reuse", "streamId": "fixed-id"}})
     assert code == "CONFLICT"
+
+
+async def test_a_large_stream_persists_in_one_write_with_exact_sequences(
+    client: GraphQLClient,
+) -> None:
+    # Past the size where Postgres switches to COPY: both paths must write the same.
+    sid = await start(client, "big2", input={"id": "u-1", "role": "USER", "type": "user_input",
+                                              "props": {"content": "go"}, "metadata": {"k": 1}})
+    chunks = [{"type": "text", "blockId": f"b{i % 3}", "props": {"content": f"m{i}", "n": i}}
+              for i in range(260)]
+    await client.data(PUSH, {"id": sid, "chunks": chunks})
+    result = (await client.data(END, {"id": sid, "status": "INTERRUPTED"}))["endStream"]
+    got = result["messages"]
+    assert len(got) == 261 and got[0]["id"] == "u-1"
+    assert [m["sequence"] for m in got] == list(range(1, 262))
+    assert {m["status"] for m in got} == {"INTERRUPTED"}
+    assert got[1]["props"] == {"content": "m0", "n": 0} and got[-1]["blockId"] == "b1"
+    stored_rows = (await client.data(
+        """query { messages(chatId: "big2", last: 200) { edges { node {
+            id sequence props status requestId assistantId } } } }"""))["messages"]["edges"]
+    nodes = [edge["node"] for edge in stored_rows]
+    assert [n["id"] for n in nodes] == [m["id"] for m in got[-200:]]
+    assert nodes[-1]["props"] == {"content": "m259", "n": 259}
+    assert (nodes[-1]["requestId"], nodes[-1]["assistantId"]) == ("r1", "bot")
+    assert (await client.data(END, {"id": sid, "status": "INTERRUPTED"}))["endStream"] == result
+    chat = (await client.data('query { chat(id: "big2") { lastMessageAt } }'))["chat"]
+    assert chat["lastMessageAt"] is not None
+    # The next stream continues the sequence; a taken input id is refused at the start.
+    code = await client.error_code(START, {"input": {"chatId": "big2", "input": {
+        "id": "u-1", "role": "USER", "type": "user_input", "props": {}}}})
+    assert code == "CONFLICT"

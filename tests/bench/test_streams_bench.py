@@ -1,0 +1,30 @@
+"""``python -m bench.streams --quick`` runs end to end and prints every figure."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_streams_bench_quick_prints_all_figures() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "bench.streams", "--quick"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    out = run.stdout
+    rows = re.findall(r"^\s*(1|10|100)\s+([\d,]+)\s+([\d,]+)\s+([\d.]+)\s+"
+                      r"([\d.]+)/([\d.]+) \| ([\d.]+)/([\d.]+)$", out, re.MULTILINE)
+    assert [row[0] for row in rows] == ["1", "10", "100"], out
+    for row in rows:
+        ours, bare = (float(row[i].replace(",", "")) for i in (1, 2))
+        assert ours > 0 and bare > 0
+        assert abs(float(row[3]) - ours / bare) < 0.01 + 0.01 * ours / bare
+    assert re.search(r"RSS per idle subscriber: -?[\d.,]+ KiB", out), out
+    assert re.search(r"RSS per 1 MiB buffered stream: -?[\d.,]+ MiB", out), out
+    assert re.search(r"endStream persist of 500 messages: .* ratio [\d.]+|persist: skipped",
+                     out), out
