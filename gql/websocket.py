@@ -46,7 +46,7 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
 )
 from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
 from strawberry.subscriptions.protocols.graphql_ws.types import CompleteMessage, ErrorMessage
-from strawberry.types.execution import PreExecutionError
+from strawberry.types.execution import ExecutionResult, PreExecutionError
 
 from gql.context import Context
 from store.broker import SubscriberQueue
@@ -133,7 +133,7 @@ def _plan(document: DocumentNode, operation_name: str | None) -> ChatStreamPlan 
         if name != "__typename" and name not in _CHUNK_FIELDS:
             return None
         fields.append(((selection.alias or selection.name).value, name))
-    arguments = {argument.name.value: argument.value for argument in root.arguments}
+    arguments = {argument.name.value: argument.value for argument in root.arguments or ()}
     defaults = {
         definition.variable.name.value: value_from_ast_untyped(definition.default_value)
         for definition in operation.variable_definitions or ()
@@ -275,7 +275,7 @@ class GraphQLWSHandler(BaseGraphQLWSHandler[Context, None]):
                             variables: dict[str, object] | None) -> bool:
         """Run any operation; False when it failed before execution (no complete)."""
         # ``stream`` (unlike ``subscribe``) accepts queries and mutations too.
-        result_source = await self.schema.stream(  # type: ignore[attr-defined]
+        result_source = await self.schema.stream(
             query,
             variable_values=variables,
             context_value=self.context,
@@ -290,6 +290,9 @@ class GraphQLWSHandler(BaseGraphQLWSHandler[Context, None]):
                 await self.send_message(ErrorMessage(
                     type="error", id=operation_id, payload=result.errors[0].formatted))
                 return False
+            if not isinstance(result, ExecutionResult):
+                # @defer/@stream frames have no graphql-ws representation.
+                raise TypeError("incremental delivery is not supported over graphql-ws")
             await self.send_data_message(result, operation_id)
             first = False
         return True

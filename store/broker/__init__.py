@@ -21,6 +21,7 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from store.reducer import ChunkEvent
 
@@ -37,7 +38,7 @@ def _coalesced(previous: ChunkEvent, event: ChunkEvent) -> ChunkEvent | None:
     if previous["deltaAction"] != "append" or event["deltaAction"] != "append":
         return None
     for key in ("streamId", "messageId", "deltaPath", "type", "role", "blockId", "threadId"):
-        if previous[key] != event[key]:  # type: ignore[literal-required]
+        if previous[key] != event[key]:  # type: ignore[literal-required,unused-ignore]
             return None
     before, after = previous["props"], event["props"]
     if not (isinstance(before, dict) and isinstance(after, dict)):
@@ -49,12 +50,17 @@ def _coalesced(previous: ChunkEvent, event: ChunkEvent) -> ChunkEvent | None:
     if name is None or list(before) != [name] or list(after) != [name]:
         return None
     a, b = before[name], after[name]
-    if not ((isinstance(a, str) and isinstance(b, str))
-            or (isinstance(a, list) and isinstance(b, list))):
+    joined: str | list[Any]
+    # Two branches so the type checker sees str + str and list + list.
+    if isinstance(a, str) and isinstance(b, str):  # noqa: SIM114
+        joined = a + b
+    elif isinstance(a, list) and isinstance(b, list):
+        joined = a + b
+    else:
         return None
-    merged = dict(event)
-    merged["props"] = {name: a + b}
-    return merged  # type: ignore[return-value]
+    merged = ChunkEvent(**event)
+    merged["props"] = {name: joined}
+    return merged
 
 
 class SubscriberQueue:
