@@ -16,9 +16,11 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
+from strawberry.types.execution import ExecutionResult
 
 from gql.auth import identity_from_credentials
 from gql.context import Context, Services
+from gql.push_fastpath import fast_push
 from gql.schema import schema
 from gql.settings import Settings
 from gql.websocket import GraphQLTransportWSHandler, GraphQLWSHandler
@@ -69,6 +71,21 @@ class GraphQLEndpoint(GraphQL[Context, None]):
         if params:
             context.identity = identity_from_credentials(self._settings, params)
         return await super().on_ws_connect(context)
+
+    async def execute_single(self, request: Any, request_adapter: Any, sub_response: Any,
+                             context: Context, root_value: Any,
+                             request_data: Any) -> Any:
+        # pushChunks is sent thousands of times per stream: see gql/push_fastpath.py.
+        if request_adapter.method == "POST":
+            pushed = await fast_push(self.schema, context, request_data.query,
+                                     request_data.operation_name, request_data.variables)
+            if pushed is not None:
+                return ExecutionResult(data=pushed["data"], errors=None)
+        return await super().execute_single(request, request_adapter, sub_response, context,
+                                            root_value, request_data)
+
+    def decode_json(self, data: str | bytes) -> object:
+        return orjson.loads(data)
 
     def encode_json(self, data: object) -> str:
         # Text, not bytes: WebSocket frames must be text (graphql-ws JS clients close

@@ -49,6 +49,7 @@ from strawberry.subscriptions.protocols.graphql_ws.types import CompleteMessage,
 from strawberry.types.execution import ExecutionResult, PreExecutionError
 
 from gql.context import Context
+from gql.push_fastpath import fast_push
 from store.broker import SubscriberQueue
 from store.chats import get_chat
 from store.errors import ChatqlError
@@ -226,6 +227,13 @@ class GraphQLTransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
     """``graphql-transport-ws`` with the ``chatStream`` fast path."""
 
     async def run_operation(self, operation: Operation[Context, None]) -> None:
+        pushed = await fast_push(self.schema, self.context, operation.query,
+                                 operation.operation_name, operation.variables)
+        if pushed is not None:
+            message: Any = {"id": operation.id, "type": "next", "payload": pushed}
+            await operation.send_operation_message(message)
+            await operation.send_operation_message({"id": operation.id, "type": "complete"})
+            return
         plan = plan_for(self.schema, operation.query, operation.operation_name)
         opened = None if plan is None else await _open(self.context, plan, operation.variables)
         if plan is None or opened is None:
@@ -254,6 +262,13 @@ class GraphQLWSHandler(BaseGraphQLWSHandler[Context, None]):
         variables: dict[str, object] | None,
     ) -> None:
         try:
+            pushed = await fast_push(self.schema, self.context, query, operation_name,
+                                     variables)
+            if pushed is not None:
+                message: Any = {"type": "data", "id": operation_id, "payload": pushed}
+                await self.send_message(message)
+                await self.send_message(CompleteMessage(type="complete", id=operation_id))
+                return
             plan = plan_for(self.schema, query, operation_name)
             opened = None if plan is None else await _open(self.context, plan, variables)
             if plan is not None and opened is not None:

@@ -252,15 +252,20 @@ def _merge_into(message: MessageState | None, event: ChunkEvent) -> MessageState
     return message
 
 
-def apply_event(view: dict[str, MessageState], event: ChunkEvent) -> None:
+def apply_event(view: dict[str, MessageState], event: ChunkEvent, *,
+                trusted: bool = False) -> None:
     """Apply one published chunk to a subscriber's view (events change nothing).
 
-    On an invalid delta the view is left unchanged and InvalidDelta is raised.
+    On an invalid delta the view is left unchanged and InvalidDelta is raised. A
+    ``trusted`` chunk (one the producer side already applied) is merged in place,
+    without first copying the message: the broker's view does this for every chunk.
     """
     if event["type"] == "event" or event["messageId"] is None:
         return
     current = view.get(event["messageId"])
-    view[event["messageId"]] = _merge_into(None if current is None else current.copy(), event)
+    if current is not None and not trusted:
+        current = current.copy()
+    view[event["messageId"]] = _merge_into(current, event)
 
 
 def apply_chunks(

@@ -297,3 +297,36 @@ async def test_a_large_stream_persists_in_one_write_with_exact_sequences(
     code = await client.error_code(START, {"input": {"chatId": "big2", "input": {
         "id": "u-1", "role": "USER", "type": "user_input", "props": {}}}})
     assert code == "CONFLICT"
+
+
+async def test_push_fast_path_matches_ordinary_execution(client: GraphQLClient) -> None:
+    from gql.push_fastpath import push_plan_for
+    from gql.schema import schema
+
+    aliased = """mutation($id: ID!, $chunks: [ChunkInput!]!) {
+      r: pushChunks(streamId: $id, chunks: $chunks) { n: accepted lastSeq __typename } }"""
+    ordinary = """mutation($id: ID!, $chunks: [ChunkInput!]!) {
+      r: pushChunks(streamId: $id, chunks: $chunks) { ...P } }
+      fragment P on PushResult { n: accepted lastSeq __typename }"""
+    assert push_plan_for(schema, aliased, None) is not None
+    assert push_plan_for(schema, ordinary, None) is None
+    sid = await start(client, "fast")
+    one = [{"messageId": "m", "type": "text", "role": "ASSISTANT", "props": {"content": "a"},
+            "delta": True, "chunkId": "k1"}]
+    fast = await client.data(aliased, {"id": sid, "chunks": one})
+    assert fast == {"r": {"n": 1, "lastSeq": 2, "__typename": "PushResult"}}
+    two = [{**one[0], "chunkId": "k2", "props": {"content": "b"}}]
+    assert await client.data(ordinary, {"id": sid, "chunks": two}) == {
+        "r": {"n": 1, "lastSeq": 3, "__typename": "PushResult"}}
+    # Values the fast path does not take go the ordinary way, with the ordinary errors.
+    for bad in ({"type": 5}, {"type": "text", "role": "ROBOT"}, {"type": "text", "odd": 1},
+                {"type": "text", "delta": "yes"}):
+        body = await client.execute(aliased, {"id": sid, "chunks": [bad]})
+        assert body["errors"][0]["extensions"]["code"] == "INVALID_ARGUMENT", bad
+    assert await client.error_code(aliased, {"id": sid, "chunks": [
+        {"type": "text", "messageId": "m", "props": {"content": 1}, "delta": True}]}) == (
+        "INVALID_DELTA")
+    dup = await client.data(aliased, {"id": sid, "chunks": one})
+    assert dup["r"]["n"] == 0
+    result = (await client.data(END, {"id": sid, "status": "COMPLETED"}))["endStream"]
+    assert [m["props"] for m in result["messages"]] == [{"content": "ab"}]

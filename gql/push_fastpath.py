@@ -1,0 +1,192 @@
+"""A fast path for ``pushChunks``, the one mutation a producer sends thousands of times.
+
+Executing ``pushChunks`` the ordinary way spends most of its time in graphql-core's
+generic variable coercion and Strawberry's argument conversion, not in the stream.
+Here a ``pushChunks`` document is parsed and validated against the schema once per
+distinct text (then cached); each request's ``chunks`` variable is checked against the
+``ChunkInput`` shape by hand and handed straight to the stream service.
+
+Anything unusual — another operation, fragments, directives, literal chunks, a value
+of an unexpected type, or any error from the stream service — returns None and the
+request runs the ordinary way. A failed push changes nothing (batches are accepted
+whole or not at all), so running it again yields exactly the ordinary error.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from graphql import (
+    FieldNode,
+    GraphQLError,
+    OperationDefinitionNode,
+    OperationType,
+    StringValueNode,
+    ValueNode,
+    VariableNode,
+    parse,
+    validate,
+)
+
+from gql.context import Context
+from store.errors import ChatqlError
+from store.reducer import ChunkIn
+
+__all__ = ["PushPlan", "fast_push", "push_plan_for"]
+
+_RESULT_FIELDS = frozenset({"accepted", "duplicates", "lastSeq", "__typename"})
+_TEXT_FIELDS = ("chunkId", "messageId", "blockId", "threadId", "deltaPath", "deltaAction")
+_CHUNK_FIELDS = frozenset({*_TEXT_FIELDS, "type", "role", "props", "delta"})
+_ROLES = frozenset({"USER", "ASSISTANT", "SYSTEM", "TOOL"})
+_PLAN_CACHE_SIZE = 256
+# graphql-core refuses deeper variable values; keep the same limit here.
+_MAX_DEPTH = 64
+
+
+@dataclass(frozen=True, slots=True)
+class PushPlan:
+    response_key: str
+    fields: tuple[tuple[str, str], ...]
+    stream_id: ValueNode
+    chunks_variable: str
+
+
+_plans: OrderedDict[tuple[str, str | None], PushPlan | None] = OrderedDict()
+
+
+def _plan(query: str, operation_name: str | None, schema: Any) -> PushPlan | None:
+    try:
+        document = parse(query)
+    except GraphQLError:
+        return None
+    if not all(isinstance(d, OperationDefinitionNode) for d in document.definitions):
+        return None
+    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+    if operation_name is not None:
+        operations = [o for o in operations if o.name and o.name.value == operation_name]
+    if len(operations) != 1:
+        return None
+    operation = operations[0]
+    if operation.operation != OperationType.MUTATION or operation.directives:
+        return None
+    roots = operation.selection_set.selections
+    if len(roots) != 1 or not isinstance(roots[0], FieldNode):
+        return None
+    root = roots[0]
+    if root.name.value != "pushChunks" or root.directives or root.selection_set is None:
+        return None
+    fields: list[tuple[str, str]] = []
+    for selection in root.selection_set.selections:
+        if not isinstance(selection, FieldNode) or selection.directives or (
+            selection.arguments or selection.selection_set
+        ) or selection.name.value not in _RESULT_FIELDS:
+            return None
+        fields.append(((selection.alias or selection.name).value, selection.name.value))
+    arguments = {argument.name.value: argument.value for argument in root.arguments or ()}
+    chunks = arguments.get("chunks")
+    stream_id = arguments.get("streamId")
+    if not isinstance(chunks, VariableNode) or not isinstance(
+        stream_id, (VariableNode, StringValueNode)
+    ):
+        return None
+    # Validated last: only documents that can take the path pay for it, once.
+    if validate(schema._schema, document):
+        return None
+    return PushPlan(
+        response_key=(root.alias or root.name).value,
+        fields=tuple(fields),
+        stream_id=stream_id,
+        chunks_variable=chunks.name.value,
+    )
+
+
+def push_plan_for(schema: Any, query: str | None, operation_name: str | None) -> PushPlan | None:
+    """The cached plan for a ``pushChunks`` document, or None."""
+    if not query or "pushChunks" not in query:
+        return None
+    key = (query, operation_name)
+    if key in _plans:
+        _plans.move_to_end(key)
+        return _plans[key]
+    plan = _plan(query, operation_name, schema)
+    _plans[key] = plan
+    if len(_plans) > _PLAN_CACHE_SIZE:
+        _plans.popitem(last=False)
+    return plan
+
+
+def _depth(value: Any, limit: int) -> bool:
+    """True when ``value`` nests no deeper than ``limit``."""
+    if limit < 0:
+        return False
+    if isinstance(value, dict):
+        return all(_depth(item, limit - 1) for item in value.values())
+    if isinstance(value, list):
+        return all(_depth(item, limit - 1) for item in value)
+    return True
+
+
+def _chunk(value: Any) -> ChunkIn | None:
+    if not isinstance(value, dict) or not _CHUNK_FIELDS.issuperset(value):
+        return None
+    kind = value.get("type")
+    if not isinstance(kind, str):
+        return None
+    for name in _TEXT_FIELDS:
+        text = value.get(name)
+        if text is not None and not isinstance(text, str):
+            return None
+    role = value.get("role")
+    if role is not None and role not in _ROLES:
+        return None
+    delta = value.get("delta", False)
+    if delta is not None and not isinstance(delta, bool):
+        return None
+    props = value.get("props")
+    if props is not None and not _depth(props, _MAX_DEPTH):
+        return None
+    return ChunkIn(
+        type=kind,
+        chunk_id=value.get("chunkId"),
+        message_id=value.get("messageId"),
+        block_id=value.get("blockId"),
+        thread_id=value.get("threadId"),
+        role=role,
+        props=props,
+        delta=bool(delta),
+        delta_path=value.get("deltaPath"),
+        delta_action=value.get("deltaAction"),
+    )
+
+
+async def fast_push(schema: Any, context: Context, query: str | None,
+                    operation_name: str | None,
+                    variables: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``{"data": …}`` of a ``pushChunks`` done the fast way, or None (run it normally)."""
+    plan = push_plan_for(schema, query, operation_name)
+    streams = context.services.streams
+    if plan is None or streams is None:
+        return None
+    variables = variables or {}
+    if isinstance(plan.stream_id, VariableNode):
+        stream_id = variables.get(plan.stream_id.name.value)
+    else:
+        stream_id = plan.stream_id.value  # type: ignore[attr-defined]
+    if isinstance(stream_id, int) and not isinstance(stream_id, bool):
+        stream_id = str(stream_id)
+    raw = variables.get(plan.chunks_variable)
+    if not isinstance(stream_id, str) or not isinstance(raw, list):
+        return None
+    chunks = [_chunk(item) for item in raw]
+    if any(chunk is None for chunk in chunks):
+        return None
+    try:
+        result = await streams.push_chunks(context.identity, stream_id,
+                                           chunks)  # type: ignore[arg-type]
+    except ChatqlError:
+        return None
+    values = {"accepted": result.accepted, "duplicates": result.duplicates,
+              "lastSeq": result.last_seq, "__typename": "PushResult"}
+    return {"data": {plan.response_key: {key: values[name] for key, name in plan.fields}}}
