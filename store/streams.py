@@ -77,8 +77,11 @@ MAX_PUSH_CHUNKS = 1_000
 _MAX_NAME = 200
 # Rough per-chunk overhead of the buffered copy besides its props (ids, seq, dict).
 _CHUNK_OVERHEAD = 160
-# Results of finished streams kept for endStream retries without a database read.
-_FINISHED_KEPT = 10_000
+# Results of finished streams kept for endStream retries without a database read
+# (older ones are read back from the database), and ids of ended streams kept so a
+# late push is STREAM_CLOSED rather than STREAM_NOT_FOUND.
+_FINISHED_KEPT = 256
+_CLOSED_IDS_KEPT = 100_000
 # Below this many messages a multi-row INSERT is as quick as COPY.
 _COPY_THRESHOLD = 200
 _DB_ERRORS = (DBAPIError, OperationalError, InterfaceError, OSError, ConnectionError,
@@ -225,6 +228,7 @@ class StreamService:
         self._streams: dict[str, _Stream] = {}
         self._by_chat: dict[str, str] = {}
         self._finished: dict[str, StreamResult] = {}
+        self._closed: dict[str, None] = {}
         self._watcher: asyncio.Task[None] | None = None
         self._closing = False
 
@@ -294,7 +298,7 @@ class StreamService:
         if chat_id in self._by_chat:
             raise StreamActive(f"chat {chat_id!r} already has an active stream")
         stream_id = stream_id or new_id()
-        if stream_id in self._streams or stream_id in self._finished:
+        if stream_id in self._streams or stream_id in self._closed:
             raise Conflict(f"stream id {stream_id!r} was already used")
         async with self.db.read() as conn:
             used = await conn.scalar(
@@ -451,7 +455,7 @@ class StreamService:
     async def _producer_stream(self, who: Identity, stream_id: str) -> _Stream:
         stream = self._streams.get(stream_id)
         if stream is None:
-            if stream_id in self._finished:
+            if stream_id in self._closed:
                 raise StreamClosed(f"stream {stream_id!r} has ended")
             raise StreamNotFound(f"stream {stream_id!r} not found")
         await self._check_stream_access(who, stream)
@@ -521,12 +525,18 @@ class StreamService:
                 raise
             stream.result = result
             self._forget(stream)
-            self._finished[stream.info.id] = result
-            while len(self._finished) > _FINISHED_KEPT:
-                del self._finished[next(iter(self._finished))]
+            self._remember(result)
             return result
 
+    def _remember(self, result: StreamResult) -> None:
+        self._finished[result.stream.id] = result
+        while len(self._finished) > _FINISHED_KEPT:
+            del self._finished[next(iter(self._finished))]
+
     def _forget(self, stream: _Stream) -> None:
+        self._closed[stream.info.id] = None
+        while len(self._closed) > _CLOSED_IDS_KEPT:
+            del self._closed[next(iter(self._closed))]
         self._streams.pop(stream.info.id, None)
         if self._by_chat.get(stream.info.chat_id) == stream.info.id:
             del self._by_chat[stream.info.chat_id]
@@ -554,7 +564,7 @@ class StreamService:
                         return
                     result = await self._write(stream)
                     stream.result = result
-                    self._finished[stream.info.id] = result
+                    self._remember(result)
             except _DB_ERRORS as error:
                 logger.warning("retrying stream %s persist failed: %s", stream.info.id, error)
                 continue

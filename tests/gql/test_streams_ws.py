@@ -311,6 +311,13 @@ async def test_caller_retry_after_database_recovers(settings: Settings) -> None:
         result = (await http.data(END, {"id": sid, "status": "FAILED"}))["endStream"]
         assert result["stream"]["status"] == "FAILED"
         assert [m["status"] for m in await http.messages("down2")] == ["FAILED"]
+        # Long after (the in-memory result is gone, as after a restart) the stored
+        # write answers a retried endStream; a late push is still STREAM_CLOSED.
+        app.state.services.streams._finished.clear()
+        again = (await http.data(END, {"id": sid, "status": "FAILED"}))["endStream"]
+        assert again["messages"] == result["messages"]
+        assert again["stream"] == result["stream"]
+        assert await http.code(PUSH, {"id": sid, "chunks": [delta("m", "x")]}) == "STREAM_CLOSED"
 
 
 SLOW_STREAM = """subscription($chat: ID!) { chatStream(chatId: $chat) { ...C } }
