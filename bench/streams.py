@@ -84,6 +84,10 @@ def baseline_app() -> Any:
             queues.discard(queue)
 
     async def push(request: Request) -> Response:
+        if request.query_params.get("end"):
+            for queue in queues:
+                queue.put_nowait('{"type":"end"}')
+            return Response(b"{}", media_type="application/json")
         seq = int(request.query_params.get("seq", "0"))
         for chunk in orjson.loads(await request.body()):
             seq += 1
@@ -196,17 +200,25 @@ class Subscriber:
         self.marker = asyncio.Event()
         self.target = 0
         self.done = asyncio.Event()
+        self.ended = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
 
-    def expect(self, frames: int) -> None:
+    def expect(self, chunks: int) -> None:
         self.count = 0
-        self.target = frames
+        self.target = chunks
         self.done.clear()
+        self.ended.clear()
 
     async def run(self) -> None:
         async for frame in self.ws:
             if '"t":' not in frame:
-                self.marker.set()
+                # stream_start (or a snapshot), and the end of a run: stream_end for
+                # chatql, the relay's end frame for the baseline.
+                if '"stream_end"' in frame or '"type":"end"' in frame:
+                    self.ended.set()
+                    self.done.set()
+                else:
+                    self.marker.set()
                 continue
             self.count += 1
             if self.probe:
@@ -315,33 +327,40 @@ class BaselineTarget:
         self.seq = orjson.loads(response.content)["lastSeq"]
 
     async def finish(self) -> None:
-        return None
+        await self.http.post(f"http://{self.server.address}/push?end=1", content=b"[]")
 
 
 async def measure(target: Any, k: int, chunks: int, batch: int, paced: int) -> Figures:
     subs = await target.subscribers(k)
-    try:
+
+    async def run(count: int, size: int, pause: float) -> float:
         for s in subs:
-            s.expect(chunks)
+            s.expect(count)
         started = time.perf_counter()
-        for offset in range(0, chunks, batch):
-            await target.push([chunk(i) for i in range(offset, min(chunks, offset + batch))])
+        for offset in range(0, count, size):
+            await target.push([chunk(i) for i in range(offset, min(count, offset + size))])
+            if pause:
+                await asyncio.sleep(pause)
+        # Ending the stream (and persisting it) overlaps the wait for the last chunks.
+        finisher = asyncio.create_task(target.finish())
         await asyncio.gather(*(s.done.wait() for s in subs))
         elapsed = time.perf_counter() - started
-        await target.finish()
+        await finisher
+        await asyncio.gather(*(s.ended.wait() for s in subs))
+        return elapsed
+
+    try:
+        elapsed = await run(chunks, batch, 0.0)
+        # A subscriber that fell hopelessly behind is resynchronised with a snapshot:
+        # count only chunks that really arrived as chunks.
+        delivered = sum(s.count for s in subs)
         # Latency at a steady pace, one chunk per push.
         if isinstance(target, ChatqlTarget):
             await target.begin(subs)
         probe = subs[0]
         probe.latencies.clear()
-        for s in subs:
-            s.expect(paced)
-        for i in range(paced):
-            await target.push([chunk(i)])
-            await asyncio.sleep(0.002)
-        await asyncio.gather(*(s.done.wait() for s in subs))
-        await target.finish()
-        return Figures(rate=chunks * k / elapsed, p50=percentile(probe.latencies, 0.5),
+        await run(paced, 1, 0.002)
+        return Figures(rate=delivered / elapsed, p50=percentile(probe.latencies, 0.5),
                        p99=percentile(probe.latencies, 0.99))
     finally:
         await close_all(subs)
