@@ -19,7 +19,9 @@ then the server's RSS per idle subscriber and per 1 MiB of buffered stream, and 
 or the local server; skipped when unreachable).
 
 Every chunk carries a timestamp next to its text, so no two chunks coalesce: the
-comparison is frame for frame.
+comparison is frame for frame. Without ``--quick`` each figure is the best of three
+alternating rounds (chatql, bare, chatql, …): the machine is shared and noise only
+ever slows a run down.
 """
 
 from __future__ import annotations
@@ -366,6 +368,12 @@ async def measure(target: Any, k: int, chunks: int, batch: int, paced: int) -> F
         await close_all(subs)
 
 
+def best(a: Figures | None, b: Figures) -> Figures:
+    if a is None:
+        return b
+    return Figures(rate=max(a.rate, b.rate), p50=min(a.p50, b.p50), p99=min(a.p99, b.p99))
+
+
 # ---- memory ------------------------------------------------------------------------------
 
 
@@ -399,8 +407,8 @@ async def memory_figures(server: Server, http: httpx.AsyncClient, idle: int,
 # ---- persist -----------------------------------------------------------------------------
 
 
-async def persist_figures(messages: int) -> tuple[float, float] | None:
-    """(endStream persist seconds, copy_records_to_table seconds) on Postgres."""
+async def persist_figures(messages: int, repeats: int) -> tuple[float, float] | None:
+    """Best (endStream persist seconds, copy_records_to_table seconds) on Postgres."""
     import asyncpg
     from sqlalchemy.engine import make_url
 
@@ -430,31 +438,37 @@ async def persist_figures(messages: int) -> tuple[float, float] | None:
     try:
         await migrate(db)
         service = StreamService(db, MemoryBroker())
-        await create_chat(db, who, id="persist", title=None, assistant_id="b")
-        await create_chat(db, who, id="copy", title=None, assistant_id="b")
-        stream = await service.start_stream(who, "persist")
-        for offset in range(0, messages, 1000):
-            await service.push_chunks(who, stream.id, [
-                ChunkIn(type="text", props={"content": f"message {i} " * 8})
-                for i in range(offset, min(messages, offset + 1000))])
-        started = time.perf_counter()
-        result = await service.end_stream(who, stream.id, "COMPLETED")
-        persist = time.perf_counter() - started
-        assert len(result.messages) == messages
-        rows = [
-            (f"copy-{m.id}", "copy", m.sequence, None, m.role, m.type, orjson.dumps(m.props)
-             .decode(), None, None, "b", m.status, None, m.created_at, m.updated_at)
-            for m in result.messages
-        ]
         columns = ["id", "chat_id", "sequence", "request_id", "role", "type", "props",
                    "block_id", "thread_id", "assistant_id", "status", "metadata",
                    "created_at", "updated_at"]
         conn = await asyncpg.connect(database=name, **connect_args)
+        persist = copy = float("inf")
         try:
-            started = time.perf_counter()
-            async with conn.transaction():
-                await conn.copy_records_to_table("messages", records=rows, columns=columns)
-            copy = time.perf_counter() - started
+            # Alternating rounds, best of each: the machine is shared, noise is one-sided.
+            for round_ in range(repeats):
+                chat, copy_chat = f"persist-{round_}", f"copy-{round_}"
+                await create_chat(db, who, id=chat, title=None, assistant_id="b")
+                await create_chat(db, who, id=copy_chat, title=None, assistant_id="b")
+                stream = await service.start_stream(who, chat)
+                for offset in range(0, messages, 1000):
+                    await service.push_chunks(who, stream.id, [
+                        ChunkIn(type="text", props={"content": f"message {i} " * 8})
+                        for i in range(offset, min(messages, offset + 1000))])
+                started = time.perf_counter()
+                result = await service.end_stream(who, stream.id, "COMPLETED")
+                persist = min(persist, time.perf_counter() - started)
+                assert len(result.messages) == messages
+                rows = [
+                    (f"c{round_}-{m.id}", copy_chat, m.sequence, None, m.role, m.type,
+                     orjson.dumps(m.props).decode(), None, None, "b", m.status, None,
+                     m.created_at, m.updated_at)
+                    for m in result.messages
+                ]
+                started = time.perf_counter()
+                async with conn.transaction():
+                    await conn.copy_records_to_table("messages", records=rows,
+                                                     columns=columns)
+                copy = min(copy, time.perf_counter() - started)
         finally:
             await conn.close()
         return persist, copy
@@ -481,8 +495,15 @@ async def run(quick: bool) -> None:
             print(f"{'K':>4} {'chatql chunks/s':>16} {'bare chunks/s':>14} {'ratio':>6}"
                   f"   latency ms p50/p99 chatql | bare")
             for k, n in sizes.items():
-                ours = await measure(ChatqlTarget(chatql, http), k, n, 100, paced)
-                bare = await measure(BaselineTarget(baseline, http), k, n, 100, paced)
+                # Alternating rounds, best of each: the machine is shared and noise
+                # only ever makes a run slower.
+                ours = bare = None
+                for _ in range(1 if quick else 3):
+                    ours = best(ours, await measure(ChatqlTarget(chatql, http), k, n, 100,
+                                                    paced))
+                    bare = best(bare, await measure(BaselineTarget(baseline, http), k, n,
+                                                    100, paced))
+                assert ours is not None and bare is not None
                 print(f"{k:>4} {ours.rate:>16,.0f} {bare.rate:>14,.0f} "
                       f"{ours.rate / bare.rate:>6.2f}   {ours.p50:.2f}/{ours.p99:.2f} | "
                       f"{bare.p50:.2f}/{bare.p99:.2f}")
@@ -494,7 +515,7 @@ async def run(quick: bool) -> None:
         stop_server(chatql)
         stop_server(baseline)
     count = 500 if quick else 10_000
-    figures = await persist_figures(count)
+    figures = await persist_figures(count, 1 if quick else 3)
     if figures is not None:
         persist, copy = figures
         print(f"endStream persist of {count:,} messages: {persist * 1000:,.1f} ms; "

@@ -133,6 +133,7 @@ class _Stream:
     end_error: str | None = None
     result: StreamResult | None = None
     persist_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    publish_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     retry_task: asyncio.Task[None] | None = None
 
 
@@ -346,11 +347,16 @@ class StreamService:
             )
         if stream.end_status is not None:  # ended while we awaited the access check
             raise StreamClosed(f"stream {stream_id!r} has ended")
-        outcome = apply_chunks(stream.state, chunks)
-        stream.buffered_bytes += size
-        stream.last_push = time.monotonic()
-        if outcome.events:
-            await self.broker.publish(stream.info.chat_id, outcome.events)
+        # Numbering and publishing under one lock: a broker whose publish really
+        # awaits (a network backend) must still receive chunks in seq order.
+        async with stream.publish_lock:
+            if stream.end_status is not None:
+                raise StreamClosed(f"stream {stream_id!r} has ended")
+            outcome = apply_chunks(stream.state, chunks)
+            stream.buffered_bytes += size
+            stream.last_push = time.monotonic()
+            if outcome.events:
+                await self.broker.publish(stream.info.chat_id, outcome.events)
         return PushResult(accepted=outcome.accepted, duplicates=outcome.duplicates,
                           last_seq=stream.state.seq)
 
@@ -494,14 +500,16 @@ class StreamService:
         stream.end_status = status
         stream.end_error = error
         stream.info = replace(stream.info, status=status)
-        message_count = len(stream.state.messages) + (stream.user_input is not None)
-        end = self._event(stream, {
-            "event": "stream_end",
-            "status": status.lower(),
-            "messageCount": message_count,
-            "durationMs": int((time.monotonic() - stream.started) * 1000),
-        })
-        await self.broker.publish(stream.info.chat_id, [end])
+        async with stream.publish_lock:
+            # Counted under the lock: a push that was publishing has finished.
+            message_count = len(stream.state.messages) + (stream.user_input is not None)
+            end = self._event(stream, {
+                "event": "stream_end",
+                "status": status.lower(),
+                "messageCount": message_count,
+                "durationMs": int((time.monotonic() - stream.started) * 1000),
+            })
+            await self.broker.publish(stream.info.chat_id, [end])
         return await self._persist(stream)
 
     async def _persist(self, stream: _Stream) -> StreamResult:
