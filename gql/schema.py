@@ -5,13 +5,14 @@ from __future__ import annotations
 from strawberry.extensions import ParserCache, ValidationCache
 from strawberry.tools import merge_types
 
+from gql.chat_lists import ChatListQuery
 from gql.chats import ChatMutation, ChatQuery
 from gql.errors import ChatqlSchema
 from gql.messages import MessageMutation, MessageQuery
 
 __all__ = ["Mutation", "Query", "schema"]
 
-Query = merge_types("Query", (ChatQuery, MessageQuery))
+Query = merge_types("Query", (ChatQuery, ChatListQuery, MessageQuery))
 Mutation = merge_types("Mutation", (ChatMutation, MessageMutation))
 
 # Extensions are built per request; the parse and validation caches they use live at
