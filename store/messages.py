@@ -409,8 +409,8 @@ async def list_messages(
 
     ``after``/``before`` are sequence numbers (already checked cursors). With no
     size, the newest ``DEFAULT_PAGE_SIZE`` before ``before`` (or the end) are returned;
-    ``first`` walks forward from ``after``. Neighbour flags are exact: each is an
-    indexed EXISTS probe, never a guess from a full page.
+    ``first`` (or ``after`` alone) walks forward from ``after``. Neighbour flags are
+    exact: each is an indexed EXISTS probe, never a guess from a full page.
     """
     first = check_page_size(first, "first")
     last = check_page_size(last, "last")
@@ -426,8 +426,10 @@ async def list_messages(
             bounds.append(messages.c.sequence > after)
         if before is not None:
             bounds.append(messages.c.sequence < before)
-        size = first if first is not None else (last or DEFAULT_PAGE_SIZE)
-        forward = first is not None
+        # ``after`` alone reads forward from the cursor (Relay's reading of it); with
+        # no size and no ``after`` the newest messages are read, backwards.
+        forward = first is not None or (after is not None and last is None)
+        size = (first if forward else last) or DEFAULT_PAGE_SIZE
         order = messages.c.sequence.asc() if forward else messages.c.sequence.desc()
         rows = (
             await conn.execute(select(messages).where(*bounds).order_by(order).limit(size + 1))
