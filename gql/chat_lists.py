@@ -9,9 +9,11 @@ per-request DataLoader: a page of chats costs one query for all their newest mes
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import strawberry
 from strawberry.dataloader import DataLoader
+from strawberry.types.nodes import SelectedField
 
 from gql.context import Info
 from gql.types import Chat, ChatOrderField, ChatStatus, PageInfo, SortOrder, TimeField, Weekday
@@ -94,6 +96,20 @@ def _cursor_scope(
     return f"chats|{caller}|{filter.key()}|{order_by}|{order}|{timezone}|{week_start}"
 
 
+def _asks_for(info: Info, names: set[str]) -> bool:
+    """Whether this field's selection (fragments included) reads any of ``names``."""
+    pending: list[Any] = list(info.selected_fields)
+    while pending:
+        node = pending.pop()
+        for child in node.selections:
+            if isinstance(child, SelectedField):
+                if child.name in names:
+                    return True
+            else:  # fragment spreads and inline fragments: look inside
+                pending.append(child)
+    return False
+
+
 def last_message_loader(info: Info) -> DataLoader[str, Message | None]:
     """This request's loader of each chat's newest message (one query per batch)."""
     loaders = info.context.loaders
@@ -148,6 +164,7 @@ class ChatListQuery:
             after=None if after is None else signer.decode(scope, after),
             timezone=timezone,
             week_start=week_start.value,
+            with_totals=_asks_for(info, {"totalCount", "groups"}),
         )
         edges = [
             ChatEdge(cursor=signer.encode(scope, position), node=chat)  # type: ignore[arg-type]
@@ -161,6 +178,6 @@ class ChatListQuery:
                 start_cursor=edges[0].cursor if edges else None,
                 end_cursor=edges[-1].cursor if edges else None,
             ),
-            total_count=page.total_count,
+            total_count=page.total_count or 0,
             groups=page.groups,  # type: ignore[arg-type]
         )

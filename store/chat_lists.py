@@ -26,7 +26,18 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from sqlalchemy import ColumnElement, Select, and_, case, func, literal, select, tuple_
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    and_,
+    case,
+    false,
+    func,
+    literal,
+    or_,
+    select,
+    tuple_,
+)
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store import access
@@ -157,7 +168,8 @@ class ChatListPage:
     positions: list[list[Any]]
     has_next: bool
     has_previous: bool
-    total_count: int
+    #: None when the caller did not ask for totals (``with_totals=False``).
+    total_count: int | None
     groups: list[ChatGroupBucket]
 
 
@@ -295,6 +307,8 @@ def _keyset_rows(
         query = base if segment.where is None else base.where(segment.where)
         if start is not None and index == first_segment:
             value, chat_id = start
+            here: ColumnElement[Any]
+            there: ColumnElement[Any]
             if segment.null_values:
                 # Untitled chats tie on the value: only the id orders them.
                 here, there = chats.c.id, literal(chat_id, chats.c.id.type)
@@ -340,12 +354,16 @@ async def list_chats(
     timezone: str = "UTC",
     week_start: str = "MONDAY",
     now: datetime | None = None,
+    with_totals: bool = True,
 ) -> ChatListPage:
     """A keyset page of the chats ``who`` may read, with totals and time groups.
 
     ``after`` is the position from a verified cursor (see ``ChatListPage.positions``);
     ``now`` defaults to the current time and exists so tests can pin bucket edges.
-    ``first`` defaults to 20 and is capped at 100.
+    ``first`` defaults to 20 and is capped at 100. The totals (``total_count`` and
+    the groups) need one aggregate over the whole filter — the only part of a page
+    whose cost grows with the list — so ``with_totals=False`` skips it (and the groups)
+    for callers that asked for neither.
     """
     filter = filter or ChatListFilter()
     filter.check()
@@ -372,30 +390,40 @@ async def list_chats(
         else_="earlier",
     ).label("bucket")
 
-    async with db.read() as conn:
-        rows = await _read_keyset(
-            conn,
-            _keyset_rows(base, order_by, descending, start, inclusive=False, limit=size + 1),
-            size + 1,
-        )
-        has_previous = False
-        if start is not None:
-            # Anything at or before the cursor's position (the cursor's own chat may
-            # have left the list since) means there is a previous page.
-            behind = _keyset_rows(
+    statements = _keyset_rows(base, order_by, descending, start, inclusive=False, limit=size + 1)
+    behind: ColumnElement[bool] = false()
+    if start is not None:
+        # Anything at or before the cursor's position (the cursor's own chat may have
+        # left the list since) means there is a previous page. Asked as "(first id
+        # behind) IS NOT NULL" beside the page's own rows, it costs no round trip.
+        behind = or_(*(
+            probe.scalar_subquery().is_not(None)
+            for probe in _keyset_rows(
                 select(chats.c.id).where(*where), order_by, not descending, start,
                 inclusive=True, limit=1,
             )
-            has_previous = bool(await _read_keyset(conn, behind, 1))
-        totals = {
-            key: count
-            for key, count in (
-                await conn.execute(select(bucket, func.count()).where(*where).group_by(bucket))
-            ).all()
-        }
+        ))
+        statements[0] = statements[0].add_columns(behind.label("_behind"))
+    async with db.read() as conn:
+        rows = await _read_keyset(conn, statements, size + 1)
+        if start is None:
+            has_previous = False
+        elif rows and "_behind" in rows[0]._mapping:
+            has_previous = bool(rows[0]._behind)
+        else:  # the first segment was empty: ask on its own
+            has_previous = bool(await conn.scalar(select(behind)))
+        totals: dict[str, int] = {}
+        if with_totals:
+            totals = {
+                key: count
+                for key, count in (
+                    await conn.execute(
+                        select(bucket, func.count()).where(*where).group_by(bucket))
+                ).all()
+            }
     items = [chat_from_row(row) for row in rows[:size]]
     groups: list[ChatGroupBucket] = []
-    for key, label in BUCKETS:
+    for key, label in BUCKETS if with_totals else ():
         members = [
             chat for chat in items
             if bounds.bucket_of(_time_of(chat, filter.time_field)) == key
@@ -410,7 +438,7 @@ async def list_chats(
         positions=[[_position_value(chat, order_by), chat.id] for chat in items],
         has_next=len(rows) > size,
         has_previous=has_previous,
-        total_count=int(sum(totals.values())),
+        total_count=int(sum(totals.values())) if with_totals else None,
         groups=groups,
     )
 

@@ -158,3 +158,27 @@ async def test_foreign_cursors_are_invalid(client: GraphQLClient, long_chat: str
         code = await client.error_code(MESSAGES, {"chatId": "long", **variables})
         assert code == "INVALID_CURSOR", name
     assert filtered == [1, 2, 4]
+
+
+async def test_empty_pages_still_answer_exactly(client: GraphQLClient, long_chat: str) -> None:
+    end = (await page(client, last=1))[1]["endCursor"]
+    beyond, info = await page(client, first=5, after=end)
+    assert beyond == [] and (info["hasPreviousPage"], info["hasNextPage"]) == (True, False)
+    start = (await page(client, first=1))[1]["startCursor"]
+    before_all, info = await page(client, last=5, before=start)
+    assert before_all == [] and (info["hasPreviousPage"], info["hasNextPage"]) == (False, True)
+    # first + before: the window ends at the cursor, newer rows lie beyond it.
+    window, info = await page(client, first=3, before=(await page(client, first=10))[1][
+        "endCursor"])
+    assert window == [1, 2, 3] and (info["hasPreviousPage"], info["hasNextPage"]) == (
+        False, True)
+    tail, info = await page(client, first=50, after=start, before=end)
+    assert tail == list(range(2, 52)) and info["hasNextPage"] and info["hasPreviousPage"]
+    await client.data("""mutation { createChat(input: {id: "empty", assistantId: "a"}) {
+        id } }""")
+    empty = (await client.data(MESSAGES, {"chatId": "empty"}))["messages"]
+    assert empty == {"edges": [], "pageInfo": {"hasNextPage": False, "hasPreviousPage": False,
+                                               "startCursor": None, "endCursor": None}}
+    assert await client.error_code(MESSAGES, {"chatId": "missing"}) == "NOT_FOUND"
+    hidden = await client.execute(MESSAGES, {"chatId": "long"}, {"X-User-Id": "mallory"})
+    assert hidden["errors"][0]["extensions"]["code"] == "NOT_FOUND"
