@@ -8,6 +8,7 @@ from strawberry.tools import merge_types
 from gql.chat_lists import ChatListQuery
 from gql.chats import ChatMutation, ChatQuery
 from gql.errors import ChatqlSchema
+from gql.execution import LeafFastPathExecutionContext
 from gql.messages import MessageMutation, MessageQuery
 
 __all__ = ["Mutation", "Query", "schema"]
@@ -21,4 +22,5 @@ schema = ChatqlSchema(
     query=Query,
     mutation=Mutation,
     extensions=[lambda: ParserCache(maxsize=1024), lambda: ValidationCache(maxsize=1024)],
+    execution_context_class=LeafFastPathExecutionContext,
 )

@@ -1,0 +1,81 @@
+"""A GraphQL execution context with a short path for plain scalar fields.
+
+A page of 50 messages is ~750 leaf fields, and graphql-core spends most of a request
+on them: for each one it builds a resolve-info tuple, calls Strawberry's default
+resolver (``getattr`` behind three wrappers), then dispatches ``complete_value``.
+For a field that has no resolver, no arguments and a scalar or enum type, all of that
+amounts to ``coerce_output_value(getattr(source, python_name))``; this context does
+just that. Anything else — resolvers, arguments, lists, objects, nulls, coercion
+failures, or any schema extension that hooks field resolution — takes graphql-core's
+ordinary path, so results and errors are exactly what they would have been.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graphql import GraphQLEnumType, GraphQLNonNull, GraphQLScalarType
+from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
+
+__all__ = ["LeafFastPathExecutionContext"]
+
+# (schema id, type name, field name) -> (python attribute, coercer, nullable) or None
+# when the field must take the ordinary path. Filled once per field of the schemas.
+_PLANS: dict[tuple[int, str, str], tuple[str, Any, bool] | None] = {}
+
+
+def _plan(schema: Any, parent_type: Any, name: str) -> tuple[str, Any, bool] | None:
+    field_def = schema.get_field(parent_type, name)
+    if field_def is None or field_def.args:
+        return None
+    resolver = field_def.resolve
+    # Strawberry marks the resolver of a field without a resolver function `_is_default`.
+    if resolver is None or not getattr(resolver, "_is_default", False):
+        return None
+    strawberry_field = field_def.extensions.get("strawberry-definition")
+    python_name = getattr(strawberry_field, "python_name", None)
+    if not python_name or getattr(strawberry_field, "permission_classes", None):
+        return None
+    if getattr(strawberry_field, "extensions", None):
+        return None
+    nullable = not isinstance(field_def.type, GraphQLNonNull)
+    leaf = field_def.type if nullable else field_def.type.of_type
+    if not isinstance(leaf, GraphQLScalarType | GraphQLEnumType):
+        return None
+    return python_name, leaf.coerce_output_value, nullable
+
+
+class LeafFastPathExecutionContext(StrawberryGraphQLCoreExecutionContext):
+    """Strawberry's execution context, minus the per-field ceremony for plain leaves."""
+
+    def execute_field(  # type: ignore[override]
+        self,
+        parent_type: Any,
+        source: Any,
+        field_details_list: Any,
+        path: Any,
+        position_context: Any = None,
+    ) -> Any:
+        node = field_details_list[0].node
+        manager = self.middleware_manager
+        if not node.arguments and (manager is None or not manager.middlewares):
+            key = (id(self.schema), parent_type.name, node.name.value)
+            try:
+                plan = _PLANS[key]
+            except KeyError:
+                plan = _PLANS[key] = _plan(self.schema, parent_type, node.name.value)
+            if plan is not None:
+                try:
+                    value = getattr(source, plan[0])
+                    if value is None:
+                        if plan[2]:
+                            return None
+                    else:
+                        coerced = plan[1](value)
+                        if coerced is not None:
+                            return coerced
+                except Exception:  # the ordinary path below reports it properly
+                    pass
+        return super().execute_field(
+            parent_type, source, field_details_list, path, position_context
+        )
