@@ -5,9 +5,10 @@ on them: for each one it builds a resolve-info tuple, calls Strawberry's default
 resolver (``getattr`` behind three wrappers), then dispatches ``complete_value``.
 For a field that has no resolver, no arguments and a scalar or enum type, all of that
 amounts to ``coerce_output_value(getattr(source, python_name))``; this context does
-just that. Anything else — resolvers, arguments, lists, objects, nulls, coercion
-failures, or any schema extension that hooks field resolution — takes graphql-core's
-ordinary path, so results and errors are exactly what they would have been.
+just that, and builds an object whose selected fields are all such leaves in one
+loop. Anything else — resolvers, arguments, lists, objects, nulls, coercion failures,
+or any schema extension that hooks field resolution — takes graphql-core's ordinary
+path, so results and errors are exactly what they would have been.
 """
 
 from __future__ import annotations
@@ -48,6 +49,53 @@ def _plan(schema: Any, parent_type: Any, name: str) -> tuple[str, Any, bool] | N
 class LeafFastPathExecutionContext(StrawberryGraphQLCoreExecutionContext):
     """Strawberry's execution context, minus the per-field ceremony for plain leaves."""
 
+    def _plan_for(self, parent_type: Any, name: str) -> tuple[str, Any, bool] | None:
+        key = (id(self.schema), parent_type.name, name)
+        try:
+            return _PLANS[key]
+        except KeyError:
+            plan = _PLANS[key] = _plan(self.schema, parent_type, name)
+            return plan
+
+    def execute_fields(  # type: ignore[override]
+        self,
+        parent_type: Any,
+        source_value: Any,
+        path: Any,
+        grouped_field_set: Any,
+        position_context: Any = None,
+    ) -> Any:
+        # An object whose selected fields are all plain leaves (a message node, say) is
+        # built in one loop. At the first field that is not, or that is null where it
+        # may not be, or fails to coerce, the whole object goes the ordinary way.
+        manager = self.middleware_manager
+        if manager is None or not manager.middlewares:
+            results: dict[str, Any] = {}
+            try:
+                for response_name, field_details_list in grouped_field_set.items():
+                    node = field_details_list[0].node
+                    plan = None if node.arguments else self._plan_for(
+                        parent_type, node.name.value)
+                    if plan is None:
+                        break
+                    value = getattr(source_value, plan[0])
+                    if value is None:
+                        if not plan[2]:
+                            break
+                        results[response_name] = None
+                        continue
+                    coerced = plan[1](value)
+                    if coerced is None:
+                        break
+                    results[response_name] = coerced
+                else:
+                    return results
+            except Exception:  # the ordinary path below reports it properly
+                pass
+        return super().execute_fields(
+            parent_type, source_value, path, grouped_field_set, position_context
+        )
+
     def execute_field(  # type: ignore[override]
         self,
         parent_type: Any,
@@ -59,11 +107,7 @@ class LeafFastPathExecutionContext(StrawberryGraphQLCoreExecutionContext):
         node = field_details_list[0].node
         manager = self.middleware_manager
         if not node.arguments and (manager is None or not manager.middlewares):
-            key = (id(self.schema), parent_type.name, node.name.value)
-            try:
-                plan = _PLANS[key]
-            except KeyError:
-                plan = _PLANS[key] = _plan(self.schema, parent_type, node.name.value)
+            plan = self._plan_for(parent_type, node.name.value)
             if plan is not None:
                 try:
                     value = getattr(source, plan[0])

@@ -7,6 +7,7 @@ Nothing here knows about GraphQL or HTTP; every function takes a :class:`Databas
 from __future__ import annotations
 
 from store import errors
+from store.chat_lists import ChatListFilter, list_chats
 from store.chats import create_chat, delete_chat, get_chat, purge_chat, restore_chat, update_chat
 from store.cursors import CursorSigner, load_or_create_secret
 from store.database import DEFAULT_DATABASE_URL, Database
@@ -26,6 +27,7 @@ __all__ = [
     "DEFAULT_DATABASE_URL",
     "AppendReceipt",
     "Chat",
+    "ChatListFilter",
     "CursorSigner",
     "Database",
     "Identity",
@@ -41,6 +43,7 @@ __all__ = [
     "errors",
     "get_chat",
     "get_message",
+    "list_chats",
     "list_messages",
     "load_or_create_secret",
     "migrate",
