@@ -57,7 +57,7 @@ class LeafFastPathExecutionContext(StrawberryGraphQLCoreExecutionContext):
             plan = _PLANS[key] = _plan(self.schema, parent_type, name)
             return plan
 
-    def execute_fields(  # type: ignore[override]
+    def execute_fields(
         self,
         parent_type: Any,
         source_value: Any,
@@ -96,7 +96,7 @@ class LeafFastPathExecutionContext(StrawberryGraphQLCoreExecutionContext):
             parent_type, source_value, path, grouped_field_set, position_context
         )
 
-    def execute_field(  # type: ignore[override]
+    def execute_field(
         self,
         parent_type: Any,
         source: Any,

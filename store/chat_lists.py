@@ -397,7 +397,8 @@ async def list_chats(
         # left the list since) means there is a previous page. Asked as "(first id
         # behind) IS NOT NULL" beside the page's own rows, it costs no round trip.
         behind = or_(*(
-            probe.scalar_subquery().is_not(None)
+            # Never correlated with the page's own FROM chats: the probe is standalone.
+            probe.correlate(None).scalar_subquery().is_not(None)
             for probe in _keyset_rows(
                 select(chats.c.id).where(*where), order_by, not descending, start,
                 inclusive=True, limit=1,
