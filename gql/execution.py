@@ -13,6 +13,7 @@ path, so results and errors are exactly what they would have been.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from graphql import GraphQLEnumType, GraphQLNonNull, GraphQLScalarType
@@ -20,12 +21,16 @@ from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
 __all__ = ["LeafFastPathExecutionContext"]
 
-# (schema id, type name, field name) -> (python attribute, coercer, nullable) or None
-# when the field must take the ordinary path. Filled once per field of the schemas.
-_PLANS: dict[tuple[int, str, str], tuple[str, Any, bool] | None] = {}
+_Plan = tuple[str, Any, bool] | None
+# Per schema: (type name, field name) -> (python attribute, coercer, nullable), or None
+# when the field must take the ordinary path. Filled once per field; weakly keyed so a
+# discarded schema takes its plans with it.
+_PLANS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], _Plan]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-def _plan(schema: Any, parent_type: Any, name: str) -> tuple[str, Any, bool] | None:
+def _plan(schema: Any, parent_type: Any, name: str) -> _Plan:
     field_def = schema.get_field(parent_type, name)
     if field_def is None or field_def.args:
         return None
@@ -49,12 +54,16 @@ def _plan(schema: Any, parent_type: Any, name: str) -> tuple[str, Any, bool] | N
 class LeafFastPathExecutionContext(StrawberryGraphQLCoreExecutionContext):
     """Strawberry's execution context, minus the per-field ceremony for plain leaves."""
 
-    def _plan_for(self, parent_type: Any, name: str) -> tuple[str, Any, bool] | None:
-        key = (id(self.schema), parent_type.name, name)
+    def _plan_for(self, parent_type: Any, name: str) -> _Plan:
         try:
-            return _PLANS[key]
+            plans = _PLANS[self.schema]
         except KeyError:
-            plan = _PLANS[key] = _plan(self.schema, parent_type, name)
+            plans = _PLANS[self.schema] = {}
+        key = (parent_type.name, name)
+        try:
+            return plans[key]
+        except KeyError:
+            plan = plans[key] = _plan(self.schema, parent_type, name)
             return plan
 
     def execute_fields(
