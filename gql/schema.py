@@ -8,10 +8,11 @@ from strawberry.tools import merge_types
 from gql.chats import ChatMutation, ChatQuery
 from gql.errors import ChatqlSchema
 from gql.messages import MessageMutation, MessageQuery
+from gql.search import SearchQuery
 
 __all__ = ["Mutation", "Query", "schema"]
 
-Query = merge_types("Query", (ChatQuery, MessageQuery))
+Query = merge_types("Query", (ChatQuery, MessageQuery, SearchQuery))
 Mutation = merge_types("Mutation", (ChatMutation, MessageMutation))
 
 # Extensions are built per request; the parse and validation caches they use live at

@@ -1,0 +1,61 @@
+"""The search index is kept by the database on every write path (SPEC §9)."""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, update
+
+from store import search as store_search
+from store.chats import create_chat
+from store.database import Database
+from store.messages import NewMessage, insert_messages, lock_chat_for_append
+from store.records import Identity
+from store.tables import chats, messages
+
+ALICE = Identity(user_id="alice", tenant_id="acme")
+
+
+async def found(db: Database, query: str) -> list[str]:
+    return [hit.message.id for hit in await store_search.search_messages(db, ALICE, query)]
+
+
+async def test_raw_inserts_and_cascades_are_indexed(db: Database) -> None:
+    """Writers that bypass append_messages (stream persistence) are indexed too."""
+    await create_chat(db, ALICE, id="c1", assistant_id="a")
+    async with db.write() as conn:
+        last = await lock_chat_for_append(conn, ALICE, "c1")
+        written = await insert_messages(conn, "c1", [
+            NewMessage(role="ASSISTANT", type="text", props={"content": "persisted stream"},
+                       status="INTERRUPTED"),
+        ], last_sequence=last)
+    assert await found(db, "stream") == [written[0].id]
+    async with db.write() as conn:
+        await conn.execute(
+            update(messages).where(messages.c.id == written[0].id)
+            .values(props={"content": "rewritten"})
+        )
+    assert await found(db, "stream") == []
+    assert await found(db, "rewritten") == [written[0].id]
+    # A chat row deleted directly takes its messages (FK cascade) and their index rows.
+    async with db.write() as conn:
+        await conn.execute(delete(chats).where(chats.c.id == "c1"))
+    assert await found(db, "rewritten") == []
+    if db.is_sqlite:
+        async with db.read() as conn:
+            left = await conn.exec_driver_sql(
+                "SELECT (SELECT count(*) FROM message_search),"
+                " (SELECT count(*) FROM message_search_keys)")
+            assert tuple(left.one()) == (0, 0)
+
+
+async def test_rolled_back_writes_leave_no_index_rows(db: Database) -> None:
+    await create_chat(db, ALICE, id="c1", assistant_id="a")
+    try:
+        async with db.write() as conn:
+            last = await lock_chat_for_append(conn, ALICE, "c1")
+            await insert_messages(conn, "c1", [
+                NewMessage(role="USER", type="user_input", props={"content": "ghost words"})
+            ], last_sequence=last)
+            raise RuntimeError("abort")
+    except RuntimeError:
+        pass
+    assert await found(db, "ghost") == []
