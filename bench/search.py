@@ -38,6 +38,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -281,11 +282,11 @@ async def measure_reads(db: Database, total: int, sizes: Sizes) -> tuple[
     per_query = max(1, len(ids) // len(queries))
     # Interleaved, so drift in machine load hits both measurements alike.
     for index, query in enumerate(queries):
-        elapsed, found = await timed(lambda q=query: search_messages(db, reader, q))
+        elapsed, found = await timed(partial(search_messages, db, reader, query))
         search_ms.append(elapsed)
         hits += len(found)
         for message_id in ids[index * per_query:(index + 1) * per_query]:
-            elapsed, _ = await timed(lambda m=message_id: lookup(m))
+            elapsed, _ = await timed(partial(lookup, message_id))
             lookup_ms.append(elapsed)
     return search_ms, lookup_ms, hits / len(queries)
 
@@ -314,8 +315,9 @@ async def sqlite_triggers(db: Database, on: bool, sql: dict[str, str]) -> None:
 
 async def measure_appends_sqlite(db: Database, sizes: Sizes) -> tuple[float, float]:
     async with db.read() as conn:
-        sql = dict((await conn.exec_driver_sql(
-            "SELECT name, sql FROM sqlite_master WHERE type = 'trigger'")).all())
+        rows = (await conn.exec_driver_sql(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'trigger'")).all()
+    sql: dict[str, str] = {str(row.name): str(row.sql) for row in rows}
     await append_rate(db, max(5, sizes.appends // 10), "warm")
     with_rates, without_rates = [], []
     # Alternate rounds: triggers are cheap to drop and re-create on SQLite.

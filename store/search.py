@@ -75,8 +75,8 @@ _CANDIDATE_MARGIN = 20
 
 _fts = table("message_search", column("rowid"), column("body"))
 _fts_keys = table("message_search_keys", column("key"), column("message_id"))
-_SIMPLE = literal_column("'simple'::regconfig")
-_VECTOR = literal_column("messages.search_vector")
+_SIMPLE: ColumnElement[Any] = literal_column("'simple'::regconfig")
+_VECTOR: ColumnElement[Any] = literal_column("messages.search_vector")
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +232,7 @@ async def _rank_postgres(
         math.log(1.0 + (documents - n + 0.5) / (n + 0.5)) for n in frequencies
     ]
     # Normalization 1 divides by 1 + log(length): longer messages weigh each word less.
-    score: ColumnElement[Any] = sum(  # type: ignore[assignment]
+    score: ColumnElement[Any] = sum(
         (literal(weight) * func.ts_rank(_VECTOR, term_query(term), 1)
          for term, weight in zip(terms, weights, strict=True)),
         start=literal(0.0),

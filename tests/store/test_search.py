@@ -59,3 +59,21 @@ async def test_rolled_back_writes_leave_no_index_rows(db: Database) -> None:
     except RuntimeError:
         pass
     assert await found(db, "ghost") == []
+
+
+async def test_upgrade_indexes_messages_written_before_it(db: Database) -> None:
+    from alembic import command
+
+    from store.migrate import alembic_config, migrate
+
+    async with db.engine.begin() as conn:
+        await conn.run_sync(lambda sync: command.downgrade(alembic_config(sync), "0001"))
+    await create_chat(db, ALICE, id="c1", assistant_id="a")
+    async with db.write() as conn:
+        last = await lock_chat_for_append(conn, ALICE, "c1")
+        old, _tool = await insert_messages(conn, "c1", [
+            NewMessage(role="USER", type="user_input", props={"content": "ancient history"}),
+            NewMessage(role="ASSISTANT", type="tool_call", props={"content": "ancient tool"}),
+        ], last_sequence=last)
+    await migrate(db)
+    assert await found(db, "ancient") == [old.id]
