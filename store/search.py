@@ -70,6 +70,10 @@ MAX_QUERY_CHARS = 1_000
 MAX_TERMS = 32
 #: Relative score difference under which two hits count as equally relevant.
 RELEVANCE_TIE_TOLERANCE = 0.02
+#: Postgres tables with fewer (estimated) rows have their word frequencies counted exactly.
+_EXACT_BELOW = 100_000
+#: Bound on an exact per-word count on a large table (see ``_document_frequencies``).
+_COUNT_CAP = 10_000
 #: Candidates ranked in SQL before near-ties are reordered, beyond ``first``.
 _CANDIDATE_MARGIN = 20
 
@@ -211,29 +215,13 @@ async def _rank_postgres(
     if not terms:
         return []  # nothing but punctuation: no word can match
 
-    def term_query(term: str) -> ColumnElement[Any]:
-        return func.plainto_tsquery(_SIMPLE, literal(term))
-
-    # Document frequencies over the whole index, each one GIN probe, in one round trip.
-    counts = (
-        await conn.execute(
-            select(*(
-                select(func.count())
-                .select_from(messages)
-                .where(_VECTOR.op("@@")(term_query(term)))
-                .scalar_subquery()
-                for term in terms
-            ))
-        )
-    ).one()
-    frequencies = [int(count) for count in counts]
-    documents = await _indexed_documents(conn, max(frequencies))
+    documents, frequencies = await _document_frequencies(conn, terms)
     weights = [
         math.log(1.0 + (documents - n + 0.5) / (n + 0.5)) for n in frequencies
     ]
     # Normalization 1 divides by 1 + log(length): longer messages weigh each word less.
     score: ColumnElement[Any] = sum(
-        (literal(weight) * func.ts_rank(_VECTOR, term_query(term), 1)
+        (literal(weight) * func.ts_rank(_VECTOR, _term_query(term), 1)
          for term, weight in zip(terms, weights, strict=True)),
         start=literal(0.0),
     )
@@ -252,18 +240,79 @@ async def _rank_postgres(
     return [(message_from_row(row), float(row.score)) for row in rows]
 
 
-async def _indexed_documents(conn: AsyncConnection, at_least: int) -> int:
-    """How many messages are indexed: the planner's estimate when the table is large."""
+def _term_query(term: str) -> ColumnElement[Any]:
+    return func.plainto_tsquery(_SIMPLE, literal(term))
+
+
+async def _document_frequencies(
+    conn: AsyncConnection, terms: list[str]
+) -> tuple[int, list[int]]:
+    """How many messages are indexed, and how many contain each term.
+
+    Counting a common word exactly would visit tens of thousands of heap rows per
+    search, so on a large table common words take their frequency from the statistics
+    ANALYZE keeps for the column (its most common lexemes, as Postgres' own planner
+    does); the others are counted with the GIN index, bounded by ``_COUNT_CAP`` (a word
+    missing from that list is rarer than every word on it anyway). Small or never
+    analysed tables are counted exactly, which is cheap there.
+    """
     estimate = await conn.scalar(
         select(literal_column("reltuples")).select_from(table("pg_class"))
         .where(literal_column("oid") == literal_column("'messages'::regclass"))
     )
-    if estimate is None or estimate < 100_000:
-        # Small (or never analysed) tables are counted exactly; it is cheap there.
-        estimate = await conn.scalar(
-            select(func.count()).select_from(messages).where(_VECTOR.is_not(None))
-        )
-    return max(int(estimate or 0), at_least, 1)
+    common: dict[str, float] = {}
+    documents = 0
+    if estimate is not None and estimate >= _EXACT_BELOW:
+        stats = (
+            await conn.execute(
+                select(
+                    literal_column("null_frac"),
+                    literal_column("most_common_elems::text::text[]").label("elems"),
+                    literal_column("most_common_elem_freqs").label("freqs"),
+                )
+                .select_from(table("pg_stats"))
+                .where(
+                    literal_column("schemaname") == func.current_schema(),
+                    literal_column("tablename") == "messages",
+                    literal_column("attname") == "search_vector",
+                )
+            )
+        ).first()
+        if stats is not None and stats.elems:
+            # Frequencies are fractions of the non-null (indexed) rows.
+            documents = int(float(estimate) * (1.0 - float(stats.null_frac or 0.0)))
+            wanted = set(terms)
+            common = {
+                elem: float(freq)
+                for elem, freq in zip(stats.elems, stats.freqs, strict=False)
+                if elem in wanted
+            }
+    cap = _COUNT_CAP if documents else None
+    counted: dict[str, int] = {}
+    rare = [term for term in terms if term not in common]
+    # Without usable statistics the indexed rows are counted too (the trailing None).
+    to_count: list[str | None] = [*rare] if documents else [*rare, None]
+    if to_count:
+        counts = (
+            await conn.execute(select(*(_count(term, cap) for term in to_count)))
+        ).one()
+        counted = {term: int(n) for term, n in zip(rare, counts, strict=False)}
+        if not documents:
+            documents = int(counts[-1])
+    frequencies = [
+        round(common[term] * documents) if term in common else counted[term]
+        for term in terms
+    ]
+    return max(documents, *frequencies, 1), frequencies
+
+
+def _count(term: str | None, cap: int | None) -> Any:
+    """A scalar subquery counting messages with ``term`` (None: every indexed message)."""
+    where = _VECTOR.is_not(None) if term is None else _VECTOR.op("@@")(_term_query(term))
+    rows = select(literal(1).label("one")).select_from(messages).where(where)
+    if cap is not None:
+        rows = rows.limit(cap)
+    return select(func.count()).select_from(rows.subquery()).scalar_subquery()
 
 
 def _newest_first_among_near_ties(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import delete, update
 
 from store import search as store_search
@@ -77,3 +78,39 @@ async def test_upgrade_indexes_messages_written_before_it(db: Database) -> None:
         ], last_sequence=last)
     await migrate(db)
     assert await found(db, "ancient") == [old.id]
+
+
+async def test_postgres_statistics_path_ranks_rarer_words_higher(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Large Postgres tables take common words' frequencies from ANALYZE statistics."""
+    if not db.is_postgres:
+        pytest.skip("the statistics path is Postgres only")
+    await create_chat(db, ALICE, id="c1", assistant_id="a")
+    async with db.write() as conn:
+        last = await lock_chat_for_append(conn, ALICE, "c1")
+        written = await insert_messages(conn, "c1", [
+            *[NewMessage(role="USER", type="user_input", props={"content": f"lemon {i}"})
+              for i in range(40)],
+            NewMessage(role="USER", type="user_input", props={"content": "kiwi kiwi lemon"}),
+            NewMessage(role="USER", type="user_input", props={"content": "kiwi lemon lemon"}),
+        ], last_sequence=last)
+    async with db.engine.connect() as conn:
+        await conn.execution_options(isolation_level="AUTOCOMMIT")
+        await conn.exec_driver_sql("ANALYZE messages")
+    monkeypatch.setattr(store_search, "_EXACT_BELOW", 1)
+    counted: list[str | None] = []
+    count = store_search._count
+
+    def spy(term: str | None, cap: int | None) -> object:
+        counted.append(term)
+        return count(term, cap)
+
+    monkeypatch.setattr(store_search, "_count", spy)
+    async with db.read() as conn:
+        documents, frequencies = await store_search._document_frequencies(
+            conn, ["lemon", "kiwi", "absent"])
+    assert documents == 42
+    assert frequencies == [42, 2, 0]
+    assert "lemon" not in counted and "absent" in counted  # common words come from stats
+    assert await found(db, "kiwi lemon") == [written[-2].id, written[-1].id]
