@@ -11,7 +11,7 @@ syntax error.
 
 Ranking is BM25 on both backends. SQLite has it built in (``bm25()``). Postgres has no
 document frequencies in ``ts_rank``, so the rank there is BM25-shaped: for each query
-word its inverse document frequency (counted with the GIN index) times
+word its inverse document frequency (see ``_document_frequencies``) times
 ``ts_rank`` of that word (which grows, saturating, with how often the message says it,
 and is divided by the log of the message's length). A message that says the words
 more often, and says rarer words, ranks higher on both.
