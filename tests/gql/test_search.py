@@ -92,6 +92,20 @@ async def test_near_ties_are_newest_first(client: GraphQLClient) -> None:
     assert len({hit["score"] for hit in hits}) == 1
 
 
+async def test_near_ties_are_newest_first_but_clear_wins_stay_first(
+    client: GraphQLClient,
+) -> None:
+    await create(client, "c1")
+    filler = [f"w{i}" for i in range(60)]
+    [clear_win] = await append(client, "c1", said(" ".join(["budget"] * 3 + filler[:38])))
+    # One word longer makes the newer message score a little (about 1 %) lower.
+    [older] = await append(client, "c1", said(" ".join(["budget", *filler[:40]])))
+    [newer] = await append(client, "c1", said(" ".join(["budget", *filler[:41]])))
+    hits = await search(client, "budget")
+    assert ids(hits) == [clear_win, newer, older]
+    assert hits[1]["score"] < hits[2]["score"] < hits[0]["score"]
+
+
 async def test_subagent_chats_only_when_asked(client: GraphQLClient) -> None:
     await create(client, "talk")
     await create(client, "worker", mode="subagent")
