@@ -114,3 +114,17 @@ async def test_postgres_statistics_path_ranks_rarer_words_higher(
     assert frequencies == [42, 2, 0]
     assert "lemon" not in counted and "absent" in counted  # common words come from stats
     assert await found(db, "kiwi lemon") == [written[-2].id, written[-1].id]
+
+
+async def test_huge_messages_are_written_and_their_start_indexed(db: Database) -> None:
+    """Postgres refuses a tsvector over 1 MiB; a huge message must still be written."""
+    await create_chat(db, ALICE, id="c1", assistant_id="a")
+    words = [f"w{i:06d}x" for i in range(150_000)]  # ~1.35 MB of distinct words
+    content = " ".join(["openingword", *words, "closingword"])
+    async with db.write() as conn:
+        last = await lock_chat_for_append(conn, ALICE, "c1")
+        [huge] = await insert_messages(conn, "c1", [
+            NewMessage(role="USER", type="user_input", props={"content": content})
+        ], last_sequence=last)
+    assert await found(db, "openingword") == [huge.id]
+    assert await found(db, "closingword") == []  # past the indexed prefix

@@ -2,7 +2,8 @@
 
 Only ``props.content`` (or, failing that, ``props.text``) of ``user_input`` and
 ``text`` messages is indexed, and only when it is a JSON string: tool calls,
-retrieval dumps, boundaries and loading states never are.
+retrieval dumps, boundaries and loading states never are. Of a very long text only
+the first ``INDEXED_CHARS`` characters are indexed.
 
 The index is kept by the database, not by application code, so every write path
 (appends, stream persists, updates, deletes, purges, cascades) updates it in the same
@@ -38,6 +39,10 @@ branch_labels = None
 depends_on = None
 
 _SPOKEN_TYPES = "('user_input', 'text')"
+#: Only a message's first characters are indexed. Postgres refuses a tsvector over
+#: 1 MiB (which would fail the whole write), and no character costs more than ~7 bytes
+#: of tsvector; SQLite indexes the same prefix so both backends find the same words.
+INDEXED_CHARS = 100_000
 
 
 def _sqlite_text(row: str) -> str:
@@ -45,16 +50,18 @@ def _sqlite_text(row: str) -> str:
     return (
         f"CASE WHEN {row}.type IN {_SPOKEN_TYPES} THEN CASE"
         f" WHEN json_type({row}.props, '$.content') = 'text'"
-        f" THEN json_extract({row}.props, '$.content')"
+        f" THEN substr(json_extract({row}.props, '$.content'), 1, {INDEXED_CHARS})"
         f" WHEN json_type({row}.props, '$.text') = 'text'"
-        f" THEN json_extract({row}.props, '$.text') END END"
+        f" THEN substr(json_extract({row}.props, '$.text'), 1, {INDEXED_CHARS}) END END"
     )
 
 
 _PG_TEXT = (
     f"CASE WHEN type IN {_SPOKEN_TYPES} THEN CASE"
-    " WHEN jsonb_typeof(props -> 'content') = 'string' THEN props ->> 'content'"
-    " WHEN jsonb_typeof(props -> 'text') = 'string' THEN props ->> 'text' END END"
+    " WHEN jsonb_typeof(props -> 'content') = 'string'"
+    f" THEN left(props ->> 'content', {INDEXED_CHARS})"
+    " WHEN jsonb_typeof(props -> 'text') = 'string'"
+    f" THEN left(props ->> 'text', {INDEXED_CHARS}) END END"
 )
 
 
