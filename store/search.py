@@ -30,8 +30,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
+    ARRAY,
     ColumnElement,
+    Float,
     Select,
+    Text,
     column,
     func,
     literal,
@@ -266,9 +269,10 @@ async def _document_frequencies(
         stats = (
             await conn.execute(
                 select(
-                    literal_column("null_frac"),
-                    literal_column("most_common_elems::text::text[]").label("elems"),
-                    literal_column("most_common_elem_freqs").label("freqs"),
+                    literal_column("null_frac", Float()),
+                    literal_column("most_common_elems::text::text[]", ARRAY(Text())).label(
+                        "elems"),
+                    literal_column("most_common_elem_freqs", ARRAY(Float())).label("freqs"),
                 )
                 .select_from(table("pg_stats"))
                 .where(
