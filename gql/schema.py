@@ -9,12 +9,16 @@ from gql.chat_lists import ChatListQuery
 from gql.chats import ChatMutation, ChatQuery
 from gql.errors import ChatqlSchema
 from gql.execution import LeafFastPathExecutionContext
+from gql.lifecycle import LifecycleMutation, LifecycleQuery
 from gql.messages import MessageMutation, MessageQuery
+from gql.search import SearchQuery
 
 __all__ = ["Mutation", "Query", "schema"]
 
-Query = merge_types("Query", (ChatQuery, ChatListQuery, MessageQuery))
-Mutation = merge_types("Mutation", (ChatMutation, MessageMutation))
+Query = merge_types(
+    "Query", (ChatQuery, ChatListQuery, MessageQuery, SearchQuery, LifecycleQuery)
+)
+Mutation = merge_types("Mutation", (ChatMutation, MessageMutation, LifecycleMutation))
 
 # Extensions are built per request; the parse and validation caches they use live at
 # module level (keyed by size), so every request shares them.

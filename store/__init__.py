@@ -11,6 +11,7 @@ from store.chat_lists import ChatListFilter, list_chats
 from store.chats import create_chat, delete_chat, get_chat, purge_chat, restore_chat, update_chat
 from store.cursors import CursorSigner, load_or_create_secret
 from store.database import DEFAULT_DATABASE_URL, Database
+from store.lifecycle import compact_chat, model_context, start_over
 from store.messages import (
     MessageFilter,
     NewMessage,
@@ -22,6 +23,7 @@ from store.messages import (
 )
 from store.migrate import migrate
 from store.records import AppendReceipt, Chat, Identity, Message, MessagePage, ResumeRecord
+from store.search import SearchHit, search_messages
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
@@ -36,7 +38,9 @@ __all__ = [
     "MessagePage",
     "NewMessage",
     "ResumeRecord",
+    "SearchHit",
     "append_messages",
+    "compact_chat",
     "create_chat",
     "delete_chat",
     "delete_messages",
@@ -47,8 +51,11 @@ __all__ = [
     "list_messages",
     "load_or_create_secret",
     "migrate",
+    "model_context",
     "purge_chat",
     "restore_chat",
+    "search_messages",
+    "start_over",
     "update_chat",
     "update_message",
 ]
