@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -85,7 +86,11 @@ class GraphQLEndpoint(GraphQL[Context, None]):
                                             root_value, request_data)
 
     def decode_json(self, data: str | bytes) -> object:
-        return orjson.loads(data)
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            # Valid JSON orjson refuses, such as an escaped lone surrogate.
+            return json.loads(data)
 
     def encode_json(self, data: object) -> str:
         # Text, not bytes: WebSocket frames must be text (graphql-ws JS clients close

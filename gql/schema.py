@@ -5,15 +5,23 @@ from __future__ import annotations
 from strawberry.extensions import ParserCache, ValidationCache
 from strawberry.tools import merge_types
 
+from gql.chat_lists import ChatListQuery
 from gql.chats import ChatMutation, ChatQuery
 from gql.errors import ChatqlSchema
+from gql.execution import LeafFastPathExecutionContext
+from gql.lifecycle import LifecycleMutation, LifecycleQuery
 from gql.messages import MessageMutation, MessageQuery
+from gql.search import SearchQuery
 from gql.streams import StreamMutation, StreamQuery, StreamSubscription
 
 __all__ = ["Mutation", "Query", "Subscription", "schema"]
 
-Query = merge_types("Query", (ChatQuery, MessageQuery, StreamQuery))
-Mutation = merge_types("Mutation", (ChatMutation, MessageMutation, StreamMutation))
+Query = merge_types(
+    "Query", (ChatQuery, ChatListQuery, MessageQuery, SearchQuery, LifecycleQuery, StreamQuery)
+)
+Mutation = merge_types(
+    "Mutation", (ChatMutation, MessageMutation, LifecycleMutation, StreamMutation)
+)
 Subscription = merge_types("Subscription", (StreamSubscription,))
 
 # Extensions are built per request; the parse and validation caches they use live at
@@ -23,4 +31,5 @@ schema = ChatqlSchema(
     mutation=Mutation,
     subscription=Subscription,
     extensions=[lambda: ParserCache(maxsize=1024), lambda: ValidationCache(maxsize=1024)],
+    execution_context_class=LeafFastPathExecutionContext,
 )
