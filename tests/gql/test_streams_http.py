@@ -330,3 +330,29 @@ async def test_push_fast_path_matches_ordinary_execution(client: GraphQLClient) 
     assert dup["r"]["n"] == 0
     result = (await client.data(END, {"id": sid, "status": "COMPLETED"}))["endStream"]
     assert [m["props"] for m in result["messages"]] == [{"content": "ab"}]
+
+
+async def test_concurrent_starts_on_one_chat_admit_exactly_one(client: GraphQLClient) -> None:
+    import asyncio
+
+    await client.data(CREATE, {"id": "race"})
+    bodies = await asyncio.gather(*(client.execute(START, {"input": {"chatId": "race"}})
+                                    for _ in range(5)))
+    winners = [b for b in bodies if not b.get("errors")]
+    assert len(winners) == 1
+    assert {b["errors"][0]["extensions"]["code"] for b in bodies if b.get("errors")} == {
+        "STREAM_ACTIVE"}
+
+
+async def test_concurrent_pushes_get_distinct_gapless_seqs(client: GraphQLClient) -> None:
+    import asyncio
+
+    sid = await start(client, "pushes")
+    results = await asyncio.gather(*(client.data(PUSH, {"id": sid, "chunks": [
+        {"messageId": f"m{i}", "type": "text", "props": {"content": str(i)}},
+        {"messageId": f"m{i}", "type": "text", "props": {"content": "!"}, "delta": True}]})
+        for i in range(8)))
+    assert sorted(r["pushChunks"]["lastSeq"] for r in results) == list(range(3, 18, 2))
+    result = (await client.data(END, {"id": sid, "status": "COMPLETED"}))["endStream"]
+    assert sorted(m["props"]["content"] for m in result["messages"]) == [
+        f"{i}!" for i in range(8)]
