@@ -145,7 +145,13 @@ def _chunk(value: Any) -> ChunkIn | None:
     if delta is not None and not isinstance(delta, bool):
         return None
     props = value.get("props")
-    if props is not None and not _depth(props, _MAX_DEPTH):
+    # Most props are flat; only nested ones need the (recursive) depth check.
+    if isinstance(props, dict):
+        if any(isinstance(item, (dict, list)) for item in props.values()) and not _depth(
+            props, _MAX_DEPTH
+        ):
+            return None
+    elif props is not None and not _depth(props, _MAX_DEPTH):
         return None
     return ChunkIn(
         type=kind,
