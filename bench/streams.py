@@ -381,10 +381,18 @@ async def memory_figures(server: Server, http: httpx.AsyncClient, idle: int,
                          mib: int) -> tuple[float, float]:
     target = ChatqlTarget(server, http)
     subs = await target.subscribers(1)
+
+    async def connect_idle() -> list[Subscriber]:
+        more = [await chatql_subscriber(server.address, target.chat, False)
+                for _ in range(idle)]
+        await asyncio.gather(*(s.marker.wait() for s in more))
+        return more
+
+    # Measured on a fresh server (before any throughput run), so the heap only
+    # grows: memory freed earlier would be reused and hide the cost.
     await asyncio.sleep(0.3)
     before = rss_bytes(server.process.pid)
-    more = [await chatql_subscriber(server.address, target.chat, False) for _ in range(idle)]
-    await asyncio.gather(*(s.marker.wait() for s in more))
+    more = await connect_idle()
     await asyncio.sleep(0.3)
     per_subscriber = (rss_bytes(server.process.pid) - before) / idle
     await close_all(more)
@@ -402,6 +410,18 @@ async def memory_figures(server: Server, http: httpx.AsyncClient, idle: int,
     per_mib = (rss_bytes(server.process.pid) - before) / mib
     await target.finish()
     return per_subscriber, per_mib
+
+
+async def baseline_idle_rss(server: Server, idle: int) -> float:
+    """RSS per idle WebSocket of the bare relay: what any connection costs."""
+    warm = [await baseline_subscriber(server.address, False)]
+    await asyncio.sleep(0.3)
+    before = rss_bytes(server.process.pid)
+    more = [await baseline_subscriber(server.address, False) for _ in range(idle)]
+    await asyncio.sleep(0.3)
+    per_subscriber = (rss_bytes(server.process.pid) - before) / idle
+    await close_all(more + warm)
+    return per_subscriber
 
 
 # ---- persist -----------------------------------------------------------------------------
@@ -492,6 +512,12 @@ async def run(quick: bool) -> None:
     limits = httpx.Limits(max_keepalive_connections=4)
     try:
         async with httpx.AsyncClient(limits=limits, timeout=120) as http:
+            idle, mib = (50, 1) if quick else (500, 8)
+            per_sub, per_mib = await memory_figures(chatql, http, idle, mib)
+            bare_per_sub = await baseline_idle_rss(baseline, idle)
+            print(f"RSS per idle subscriber: {per_sub / 1024:,.1f} KiB ({idle} subscribers;"
+                  f" bare relay {bare_per_sub / 1024:,.1f} KiB per WebSocket)")
+            print(f"RSS per 1 MiB buffered stream: {per_mib / 2**20:,.2f} MiB ({mib} MiB pushed)")
             print(f"{'K':>4} {'chatql chunks/s':>16} {'bare chunks/s':>14} {'ratio':>6}"
                   f"   latency ms p50/p99 chatql | bare")
             for k, n in sizes.items():
@@ -507,10 +533,6 @@ async def run(quick: bool) -> None:
                 print(f"{k:>4} {ours.rate:>16,.0f} {bare.rate:>14,.0f} "
                       f"{ours.rate / bare.rate:>6.2f}   {ours.p50:.2f}/{ours.p99:.2f} | "
                       f"{bare.p50:.2f}/{bare.p99:.2f}")
-            idle, mib = (50, 1) if quick else (500, 8)
-            per_sub, per_mib = await memory_figures(chatql, http, idle, mib)
-            print(f"RSS per idle subscriber: {per_sub / 1024:,.1f} KiB ({idle} subscribers)")
-            print(f"RSS per 1 MiB buffered stream: {per_mib / 2**20:,.2f} MiB ({mib} MiB pushed)")
     finally:
         stop_server(chatql)
         stop_server(baseline)

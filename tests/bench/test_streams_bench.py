@@ -24,7 +24,8 @@ def test_streams_bench_quick_prints_all_figures() -> None:
         ours, bare = (float(row[i].replace(",", "")) for i in (1, 2))
         assert ours > 0 and bare > 0
         assert abs(float(row[3]) - ours / bare) < 0.01 + 0.01 * ours / bare
-    assert re.search(r"RSS per idle subscriber: -?[\d.,]+ KiB", out), out
+    assert re.search(r"RSS per idle subscriber: -?[\d.,]+ KiB .*bare relay -?[\d.,]+ KiB",
+                     out), out
     assert re.search(r"RSS per 1 MiB buffered stream: -?[\d.,]+ MiB", out), out
     assert re.search(r"endStream persist of 500 messages: .* ratio [\d.]+|persist: skipped",
                      out), out
