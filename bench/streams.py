@@ -93,8 +93,18 @@ def baseline_app() -> Any:
         seq = int(request.query_params.get("seq", "0"))
         for chunk in orjson.loads(await request.body()):
             seq += 1
+            # The same wire form chatql sends (every Chunk field), so both servers and
+            # the clients move frames of the same size.
+            delta = bool(chunk.get("delta"))
             frame = orjson.dumps({"id": "1", "type": "next", "payload": {"data": {
-                "chatStream": {**chunk, "seq": seq}}}}).decode()
+                "chatStream": {
+                    "streamId": "bare", "seq": seq, "chunkId": f"bare.{seq}",
+                    "messageId": chunk.get("messageId"), "blockId": chunk.get("blockId"),
+                    "threadId": chunk.get("threadId"), "type": chunk["type"],
+                    "role": chunk.get("role"), "props": chunk.get("props"), "delta": delta,
+                    "deltaPath": chunk.get("deltaPath"),
+                    "deltaAction": (chunk.get("deltaAction") or "append") if delta else None,
+                }}}}).decode()
             for queue in queues:
                 queue.put_nowait(frame)
         return Response(orjson.dumps({"lastSeq": seq}), media_type="application/json")
