@@ -37,6 +37,7 @@ __all__ = [
     "MessageState",
     "PushOutcome",
     "StreamState",
+    "Undo",
     "apply_chunks",
     "apply_delta",
     "apply_event",
@@ -169,22 +170,66 @@ def _index(container: list[Any], segment: str, path: str) -> int:
     return int(segment)
 
 
+Undo = list[Callable[[], None]]
+_MISSING: Any = object()
+
+
+def _put(container: Any, key: Any, value: Any, undo: Undo | None) -> None:
+    """``container[key] = value``, remembering how to take it back."""
+    if undo is not None:
+        if isinstance(container, dict):
+            old = container.get(key, _MISSING)
+            if old is _MISSING:
+                undo.append(lambda: container.pop(key, None))
+            else:
+                undo.append(lambda: container.__setitem__(key, old))
+        else:
+            old = container[key]
+            undo.append(lambda: container.__setitem__(key, old))
+    container[key] = value
+
+
+def _append_text(container: Any, key: Any, value: str, undo: Undo | None) -> None:
+    """Append in place: with the container's reference dropped first, CPython grows the
+    string where it lies instead of copying it, so a long message built from many
+    small appends costs linear, not quadratic, time."""
+    size = len(container[key])
+    if undo is not None:
+        undo.append(lambda: container.__setitem__(key, container[key][:size]))
+    if isinstance(container, dict):
+        text = container.pop(key)
+    else:
+        text = container[key]
+        container[key] = None
+    text += value
+    container[key] = text
+
+
 def apply_delta(props: dict[str, Any], path: str | None, action: str | None,
-                chunk_props: dict[str, Any] | None) -> None:
-    """Apply one delta to ``props`` in place; raises InvalidDelta (``props`` may then be
-    half-changed, so callers work on a copy)."""
+                chunk_props: dict[str, Any] | None, undo: Undo | None = None) -> None:
+    """Apply one delta to ``props`` in place; raises InvalidDelta.
+
+    Every change is recorded in ``undo`` (when given) so the caller can take a failed
+    batch back; without it ``props`` may be half-changed after an error.
+    """
     action = action or "append"
     segments = _split(path)
     shown = _DEFAULT_PATH if path is None else path
     chunk_props = chunk_props or {}
     if not segments:
-        if action == "merge":
-            props.update(chunk_props)
-        elif action in ("replace", "set"):
-            props.clear()
-            props.update(copy_json(chunk_props))
-        else:
+        if action not in ("merge", "replace", "set"):
             raise InvalidDelta("append needs a deltaPath: the message props are an object")
+        if undo is not None:
+            saved = dict(props)
+
+            def restore() -> None:
+                props.clear()
+                props.update(saved)
+
+            undo.append(restore)
+        if action != "merge":
+            props.clear()
+        props.update(copy_json(chunk_props))
         return
     last = segments[-1]
     if last not in chunk_props:
@@ -195,7 +240,8 @@ def apply_delta(props: dict[str, Any], path: str | None, action: str | None,
         if isinstance(container, dict):
             child = container.get(segment)
             if child is None:
-                child = container[segment] = {}
+                child = {}
+                _put(container, segment, child, undo)
             container = child
         elif isinstance(container, list):
             container = container[_index(container, segment, shown)]
@@ -204,34 +250,50 @@ def apply_delta(props: dict[str, Any], path: str | None, action: str | None,
     key: Any
     if isinstance(container, dict):
         key = last
-        current = container.get(last)
     elif isinstance(container, list):
         key = _index(container, last, shown)
-        current = container[key]
     else:
         raise InvalidDelta(f"deltaPath {shown!r} runs through a {type(container).__name__}")
+    # Only the type is kept: a reference to the current value would stop the in-place
+    # string append below.
+    current_type: type[Any] = type(
+        container.get(key) if isinstance(container, dict) else container[key]
+    )
+    missing = current_type is type(None)
     if action == "append":
-        if isinstance(value, str) and (current is None or isinstance(current, str)):
-            container[key] = (current or "") + value
-        elif isinstance(value, list) and (current is None or isinstance(current, list)):
-            container[key] = (current or []) + value
+        if isinstance(value, str) and (missing or current_type is str):
+            if missing:
+                _put(container, key, value, undo)
+            else:
+                _append_text(container, key, value, undo)
+        elif isinstance(value, list) and (missing or current_type is list):
+            if missing:
+                _put(container, key, value, undo)
+            else:
+                items = container[key]
+                size = len(items)
+                if undo is not None:
+                    undo.append(lambda: items.__delitem__(slice(size, None)))
+                items.extend(value)
         else:
             raise InvalidDelta(
                 f"deltaPath {shown!r}: cannot append a {type(value).__name__}"
-                f" to a {type(current).__name__}"
+                f" to a {current_type.__name__}"
             )
     elif action in ("replace", "set"):
-        container[key] = value
+        _put(container, key, value, undo)
     elif action == "merge":
-        if not isinstance(value, dict) or not (current is None or isinstance(current, dict)):
+        if not isinstance(value, dict) or not (missing or current_type is dict):
             raise InvalidDelta(f"deltaPath {shown!r}: merge needs an object into an object")
-        container[key] = {**(current or {}), **value}
+        current = container.get(key) if isinstance(container, dict) else container[key]
+        _put(container, key, {**(current or {}), **value}, undo)
     else:
         raise InvalidDelta(f"unknown deltaAction {action!r}")
 
 
-def _merge_into(message: MessageState | None, event: ChunkEvent) -> MessageState:
-    """``message`` (a private copy, or None when new) after ``event``."""
+def _merge_into(message: MessageState | None, event: ChunkEvent,
+                undo: Undo | None = None) -> MessageState:
+    """``message`` (changed in place, or None when new) after ``event``."""
     props = event["props"] or {}
     if message is None:
         message = MessageState(
@@ -245,10 +307,18 @@ def _merge_into(message: MessageState | None, event: ChunkEvent) -> MessageState
         if not event["delta"]:
             return message
     elif not event["delta"]:
+        if undo is not None:
+            kept = message
+            old_type, old_props = message.type, message.props
+
+            def restore() -> None:
+                kept.type, kept.props = old_type, old_props
+
+            undo.append(restore)
         message.type = event["type"]
         message.props = copy_json(props)
         return message
-    apply_delta(message.props, event["deltaPath"], event["deltaAction"], props)
+    apply_delta(message.props, event["deltaPath"], event["deltaAction"], props, undo)
     return message
 
 
@@ -268,6 +338,13 @@ def apply_event(view: dict[str, MessageState], event: ChunkEvent, *,
     view[event["messageId"]] = _merge_into(current, event)
 
 
+def _forget_message(messages: dict[str, MessageState], key: str) -> Callable[[], None]:
+    def forget() -> None:
+        messages.pop(key, None)
+
+    return forget
+
+
 def apply_chunks(
     state: StreamState,
     chunks: Sequence[ChunkIn],
@@ -278,7 +355,9 @@ def apply_chunks(
     for index, chunk in enumerate(chunks):
         _check_chunk(chunk, index)
     seq = state.seq
-    touched: dict[str, MessageState] = {}
+    # Changes go straight into the state (no copy: appends stay in place) and are
+    # recorded here, to be taken back if any chunk of the batch fails.
+    undo: Undo = []
     aliases: dict[str, str] = {}
     seen: set[str] = set()
     events: list[ChunkEvent] = []
@@ -313,15 +392,19 @@ def apply_chunks(
             deltaAction=(chunk.delta_action or "append") if is_delta else None,
         )
         if message_id is not None and chunk.type != "event":
-            current = touched.get(message_id)
-            if current is None:
-                existing = state.messages.get(message_id)
-                current = None if existing is None else existing.copy()
-            touched[message_id] = _merge_into(current, event)
+            existing = state.messages.get(message_id)
+            try:
+                merged = _merge_into(existing, event, undo)
+            except BaseException:
+                for step in reversed(undo):
+                    step()
+                raise
+            if existing is None:
+                state.messages[message_id] = merged
+                undo.append(_forget_message(state.messages, message_id))
         events.append(event)
     # Nothing raised: commit the batch.
     state.seq = seq
-    state.messages.update(touched)
     state.aliases.update(aliases)
     state.seen_chunks.update(seen)
     return PushOutcome(events=events, duplicates=duplicates)
