@@ -9,29 +9,56 @@ from datetime import timedelta
 from typing import Any
 
 import orjson
+from cross_web import HTTPException
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.exceptions import ConnectionRejectionError
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 
-from gql.auth import identity_from_credentials
+from gql.auth import CREDENTIAL_KEYS, authenticator_for, identity_from_credentials
+from gql.bodylimit import BodyLimitMiddleware, error_body
 from gql.context import Context, Services
 from gql.schema import schema
 from gql.settings import Settings
+from gql.websocket import KeepAliveTransportWSHandler
 from store.cursors import CursorSigner, load_or_create_secret
 from store.database import Database
+from store.errors import Unauthenticated
 from store.migrate import migrate
+from store.records import Identity
 
 __all__ = ["GraphQLEndpoint", "create_app"]
 
 logger = logging.getLogger("chatql")
 
 
+#: Stands in for the caller until authentication succeeds; never reaches a resolver
+#: (HTTP answers 401 first, a WebSocket is closed with 4403 at ``connection_init``).
+_NOBODY = Identity(user_id="", tenant_id="")
+
+
+class _AuthFailed(Exception):
+    """Raised inside the view when an HTTP request carries no valid identity."""
+
+
 class GraphQLEndpoint(GraphQL[Context, None]):
-    """Strawberry's ASGI view with chatql's context, identity and JSON encoding."""
+    """Strawberry's ASGI view with chatql's context, identity and JSON encoding.
+
+    Authentication failures over HTTP answer **401** with a GraphQL-shaped body
+    (``errors[0].extensions.code == "UNAUTHENTICATED"``) and ``WWW-Authenticate:
+    Bearer``, so HTTP-level clients and proxies see them as what they are. Requests the
+    transport itself refuses (bad JSON, wrong content type or method) keep their 4xx
+    status and get the same error shape with ``INVALID_ARGUMENT``.
+    """
+
+    graphql_transport_ws_handler_class = KeepAliveTransportWSHandler
 
     def __init__(self, services_of: Any, settings: Settings) -> None:
         super().__init__(
@@ -46,31 +73,82 @@ class GraphQLEndpoint(GraphQL[Context, None]):
         self._services_of = services_of
         self._settings = settings
 
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        request = Request(scope=scope, receive=receive)
+        try:
+            response = await self.run(request)
+        except _AuthFailed as failure:
+            response = JSONResponse(
+                error_body(str(failure), "UNAUTHENTICATED"),
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        except HTTPException as error:
+            response = JSONResponse(
+                error_body(error.reason, "INVALID_ARGUMENT"), status_code=error.status_code
+            )
+        await response(scope, receive, send)
+
     async def get_context(self, request: Request | WebSocket, response: Any) -> Context:
         services: Services = self._services_of(request)
-        headers = dict(request.headers)
-        return Context(
-            services=services,
-            identity=identity_from_credentials(self._settings, headers),
-            request=request,
-            response=response,
-        )
+        identity = _NOBODY
+        auth_error: str | None = None
+        try:
+            identity = identity_from_credentials(self._settings, dict(request.headers))
+        except Unauthenticated as error:
+            # Decided later: HTTP refuses before executing (the GraphiQL page itself
+            # needs no identity); a WebSocket may still authenticate in connection_init.
+            auth_error = str(error)
+        request.state.auth_error = auth_error
+        return Context(services=services, identity=identity, request=request, response=response)
+
+    async def execute_operation(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        # The single door from HTTP into the schema: no identity, no execution.
+        auth_error = getattr(request.state, "auth_error", None)
+        if auth_error is not None:
+            raise _AuthFailed(auth_error)
+        return await super().execute_operation(request, *args, **kwargs)
 
     async def on_ws_connect(self, context: Context) -> Any:
         # The connection_init payload names the caller over WebSocket (SPEC §10);
         # the handshake headers stand in only when the payload names no one.
         params = context.connection_params or {}
-        if params:
-            context.identity = identity_from_credentials(self._settings, params)
+        request = context.request
+        if any(str(key).lower() in CREDENTIAL_KEYS for key in params):
+            try:
+                context.identity = identity_from_credentials(self._settings, params)
+            except Unauthenticated:
+                raise ConnectionRejectionError({"message": "invalid credentials"}) from None
+        elif request is not None and getattr(request.state, "auth_error", None) is not None:
+            raise ConnectionRejectionError({"message": "missing credentials"})
         return await super().on_ws_connect(context)
+
+    def parse_json(self, data: str | bytes) -> Any:
+        # orjson is strict about UTF-8 (invalid bytes and lone surrogates are errors, not
+        # a 500), and a body that is JSON but not an object (or a batch list) is refused.
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise HTTPException(400, "Unable to parse request body as JSON") from None
+        if not isinstance(value, dict | list):
+            raise HTTPException(400, "The request body must be a JSON object")
+        return value
 
     def encode_json(self, data: object) -> bytes:
         return orjson.dumps(data)
 
 
 def create_app(settings: Settings | None = None) -> Starlette:
-    """Build the app; with no settings they are read from ``CHATQL_*`` variables."""
+    """Build the app; with no settings they are read from ``CHATQL_*`` variables.
+
+    Settings that cannot work (e.g. ``CHATQL_AUTH=jwt`` without a key) raise
+    :class:`~gql.auth.ConfigurationError` here, so the server refuses to start.
+    """
     settings = settings or Settings.from_env()
+    authenticator_for(settings)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -103,4 +181,15 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/healthz", healthz),
         ],
         lifespan=lifespan,
+        middleware=[
+            # Outermost: preflights are answered before anything reads the body.
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(settings.cors_origins),
+                allow_methods=["GET", "POST", "OPTIONS"],
+                allow_headers=["*"],
+                max_age=600,
+            ),
+            Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes),
+        ],
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from graphql import GraphQLError
+from graphql import GraphQLError, GraphQLSyntaxError
 from strawberry import Schema
 from strawberry.types import ExecutionContext
 
@@ -57,6 +57,9 @@ def _classify(error: GraphQLError) -> tuple[str, str | None]:
     """The code for ``error`` and, for unexpected failures, the message to show instead."""
     original = error.original_error
     if isinstance(error, QueryTooComplex) or isinstance(original, QueryTooComplex):
+        return "QUERY_TOO_COMPLEX", None
+    if isinstance(error, GraphQLSyntaxError) and error.message.endswith("Parsing aborted."):
+        # graphql-core's parser limits (token, comment and nesting budgets, gql/limits.py).
         return "QUERY_TOO_COMPLEX", None
     if original is None:
         # Parse, validation and variable-coercion errors written by graphql-core.

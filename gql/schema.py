@@ -7,6 +7,7 @@ from strawberry.tools import merge_types
 
 from gql.chats import ChatMutation, ChatQuery
 from gql.errors import ChatqlSchema
+from gql.limits import QueryLimits
 from gql.messages import MessageMutation, MessageQuery
 
 __all__ = ["Mutation", "Query", "schema"]
@@ -19,5 +20,7 @@ Mutation = merge_types("Mutation", (ChatMutation, MessageMutation))
 schema = ChatqlSchema(
     query=Query,
     mutation=Mutation,
-    extensions=[lambda: ParserCache(maxsize=1024), lambda: ValidationCache(maxsize=1024)],
+    extensions=[lambda: ParserCache(maxsize=1024), lambda: ValidationCache(maxsize=1024),
+                # Last: it checks variables after ValidationCache has validated.
+                QueryLimits],
 )
