@@ -168,7 +168,7 @@ class Authenticator:
         except jwt.PyJWTError:
             raise Unauthenticated("the bearer token is not a JWT") from None
         key = self._keys.get(algorithm) if isinstance(algorithm, str) else None
-        if key is None:
+        if key is None or not isinstance(algorithm, str):
             raise Unauthenticated(
                 f"tokens must be signed with {' or '.join(sorted(self._keys))}"
             )

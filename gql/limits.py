@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from graphql import (
     ASTValidationRule,
@@ -120,8 +120,10 @@ class QueryLimits(SchemaExtension):
     def on_operation(self) -> Iterator[None]:
         context = self.execution_context
         settings = _settings_of(context.context)
-        context.parse_options["max_lexical_tokens"] = settings.max_query_tokens
-        context.parse_options["max_comments"] = settings.max_query_tokens
+        # graphql-core 3.3 options that Strawberry's ParseOptions type does not list yet.
+        parse_options = cast("dict[str, Any]", context.parse_options)
+        parse_options["max_lexical_tokens"] = settings.max_query_tokens
+        parse_options["max_comments"] = settings.max_query_tokens
         context.validation_rules = (
             *context.validation_rules,
             *limit_rules(settings.max_query_depth, settings.max_query_aliases),

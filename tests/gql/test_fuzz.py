@@ -23,12 +23,16 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import httpx
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from store.database import Database
 from tests.access.snapshot import store_fingerprint
 from tests.conftest import GraphQLClient
+
+# Shrinking a failure over a 300 kB string makes Hypothesis warn about the repr it prints.
+pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
 FUZZ_EXAMPLES = int(os.environ.get("CHATQL_FUZZ_EXAMPLES", "40"))
 REQUEST_SECONDS = 20.0
