@@ -9,14 +9,30 @@ swapped, or null where the field is nullable — and a denied call must leave th
 store byte-for-byte unchanged.
 
 Adding an operation (chats list, search, streams, subscribe, resume …) is one more
-``Operation(...)`` entry below: a document, how to fill its variables from a ``Target``,
-the oracle rule that predicts it, and how hiding shows (``hidden_as``).
+``Operation(...)`` entry in ``OPERATIONS``: a document, how to fill its variables from a
+``Target``, the oracle rule that predicts it (``read_outcome``, ``change_outcome``,
+``append_outcome``, … in the oracle; ``may_stream`` for producers), and how hiding shows
+(``hidden_as``):
+
+- ``"not_found"`` (default): a NOT_FOUND error identical to a never-created id's;
+- ``"null"``: the top-level field is null, as for a never-created id;
+- ``"absent"``: for lists, counts, groups and search — the answer never errs, ``found``
+  says whether the target chat is in it, and a hidden chat's id must not appear
+  anywhere in the response. For example::
+
+      Operation("chats", "query { chats(first: 100) { edges { node { id } } } }",
+                lambda t: {}, read_outcome, hidden_as="absent",
+                found=lambda value, t: t.chat_id in {e["node"]["id"] for e in value["edges"]})
+
+A transport other than HTTP POST (a WebSocket subscription, say) goes in ``send``: an
+async function ``(client, document, variables, headers) -> response body dict``.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +90,16 @@ class Operation:
     deleted_first: bool = False
     #: Extra checks on an allowed answer's top-level field.
     check: Callable[[Any, Target, Caller], bool] = field(default=lambda value, t, c: True)
+    #: For ``hidden_as="absent"``: whether the answer includes the target chat.
+    found: Callable[[Any, Target], bool] | None = None
+    #: How to deliver the document; None: HTTP POST through the ``client`` fixture.
+    send: Callable[[GraphQLClient, str, dict[str, Any], dict[str, str]],
+                   Awaitable[dict[str, Any]]] | None = None
+
+    async def call(self, client: GraphQLClient, target: Target,
+                   caller: Caller) -> dict[str, Any]:
+        send = self.send or (lambda c, d, v, h: c.execute(d, v, h))
+        return await send(client, self.document, self.variables(target), caller.headers())
 
 
 def _chat_vars(target: Target) -> dict[str, Any]:
@@ -85,6 +111,13 @@ OPERATIONS: tuple[Operation, ...] = (
         "chat", "query($chat: ID!) { chat(id: $chat) { id } }", _chat_vars,
         read_outcome, hidden_as="null",
         check=lambda value, t, c: value == {"id": t.chat_id},
+    ),
+    # The "absent" form lists use, here over the aliased lookup of the chat and a ghost.
+    Operation(
+        "chat (as a list)",
+        "query($chat: ID!) { chat(id: $chat) { id } ghost: chat(id: \"ghost-chat\") { id } }",
+        _chat_vars, read_outcome, hidden_as="absent",
+        found=lambda value, t: value is not None and value["id"] == t.chat_id,
     ),
     Operation(
         "Chat.messages",
@@ -199,12 +232,19 @@ async def _outcome(
 ) -> tuple[Outcome | str, Any]:
     """Classify the answer: OK, HIDDEN (indistinguishable from a ghost), FORBIDDEN."""
     name = _field(operation)
-    body = await client.execute(operation.document, operation.variables(target),
-                                caller.headers())
+    body = await operation.call(client, target, caller)
+    if operation.hidden_as == "absent":
+        assert operation.found is not None, operation.name
+        if "errors" in body:
+            return f"unexpected errors: {body['errors']}", None
+        value = body["data"][name]
+        if operation.found(value, target):
+            return Outcome.OK, value
+        if target.chat_id in json.dumps(body):
+            return "hidden chat's id appears in the answer", None
+        return Outcome.HIDDEN, None
     if caller not in ghosts:
-        ghost_body = await client.execute(operation.document, operation.variables(GHOST),
-                                          caller.headers())
-        ghosts[caller] = _normalised(ghost_body, GHOST)
+        ghosts[caller] = _normalised(await operation.call(client, GHOST, caller), GHOST)
     seen = _normalised(body, target)
     errors = body.get("errors")
     if errors:
