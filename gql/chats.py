@@ -39,7 +39,7 @@ class ChatMutation:
             share=input.share.value,
             public=input.public,
             sort=input.sort,
-            metadata=input.metadata,  # type: ignore[arg-type]
+            metadata=input.metadata,
         )
         return chat  # type: ignore[return-value]
 

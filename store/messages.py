@@ -241,7 +241,7 @@ async def insert_messages(
             activity_at=stamp,
         )
     )
-    return [Message(**row) for row in rows]
+    return [Message(**row) for row in rows]  # type: ignore[arg-type]
 
 
 async def append_messages(
@@ -429,8 +429,8 @@ async def list_messages(
             bounds.append(messages.c.sequence > after)
         if before is not None:
             bounds.append(messages.c.sequence < before)
+        size = first if first is not None else (last or DEFAULT_PAGE_SIZE)
         forward = first is not None
-        size = first if forward else (last or DEFAULT_PAGE_SIZE)
         order = messages.c.sequence.asc() if forward else messages.c.sequence.desc()
         rows = (
             await conn.execute(select(messages).where(*bounds).order_by(order).limit(size + 1))

@@ -65,7 +65,8 @@ class UTCDateTime(TypeDecorator[datetime]):
             return None
         if isinstance(value, str):  # pragma: no cover - raw SQL on SQLite
             value = datetime.fromisoformat(value)
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        moment: datetime = value
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 JSONDocument = JSON().with_variant(JSONB(), "postgresql")
