@@ -114,6 +114,7 @@ def _bad_tokens() -> list[tuple[str, dict[str, str]]]:
         ("not bearer", {"Authorization": f"Basic {token()}"}),
         ("garbage", bearer("not-a-jwt")),
         ("expired", bearer(token({"exp": int(time.time()) - 10}))),
+        ("not yet valid", bearer(token({"nbf": int(time.time()) + 600}))),
         ("wrong HS secret", bearer(token(key="another-secret-of-sufficient-length-123"))),
         ("wrong RSA key", bearer(token(key=other_key, algorithm="RS256"))),
         ("alg none", bearer(jwt.encode({"sub": "a", "tenant_id": "t",
@@ -295,3 +296,17 @@ async def test_legacy_protocol_bad_token_is_refused(jwt_server: str) -> None:
         assert json.loads(await ws.recv())["type"] == "connection_error"
         await ws.wait_closed()
     assert ws.close_code == 1011
+
+
+async def test_websocket_handshake_header_stands_in_for_an_empty_payload(
+    jwt_server: str,
+) -> None:
+    async with websockets.connect(
+        f"ws://{jwt_server}/graphql", subprotocols=["graphql-transport-ws"],  # type: ignore[list-item]
+        additional_headers=bearer(token({"sub": "header-user"})),
+    ) as ws:
+        await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
+        assert json.loads(await ws.recv()) == {"type": "connection_ack"}
+        await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": {"query": WHO}}))
+        answer = json.loads(await ws.recv())
+        assert answer["payload"]["data"]["createChat"]["createdBy"] == "header-user"
