@@ -199,7 +199,7 @@ class Authenticator:
 
 def _claim(claims: Mapping[str, Any], name: str, *, required: bool) -> Any:
     value = claims.get(name)
-    if value is None and not required:
+    if not required and (value is None or value == ""):
         return None
     if not isinstance(value, str) or not value.strip() or len(value) > _MAX_CLAIM_CHARS:
         raise Unauthenticated(f"the {name!r} claim must be a non-empty string")

@@ -89,6 +89,15 @@ async def test_valid_token_names_the_caller(jwt_client: httpx.AsyncClient,
         "createdBy": "alice", "teamId": "red", "tenantId": "acme"}}}
 
 
+async def test_optional_claims_may_be_left_out(jwt_client: httpx.AsyncClient) -> None:
+    for claims in ({"team_id": ""}, {"team_id": None, "roles": None}):
+        response = await _post(jwt_client, WHO, bearer(token(claims)))
+        assert response.json()["data"]["createChat"] == {
+            "createdBy": "alice", "teamId": None, "tenantId": "acme"}
+    response = await _post(jwt_client, WHO, bearer(token(drop=("team_id", "roles"))))
+    assert response.json()["data"]["createChat"]["teamId"] is None
+
+
 @pytest.mark.parametrize("roles", [["admin"], "agent, admin", "admin"])
 async def test_roles_claim_as_list_or_comma_string(
     jwt_client: httpx.AsyncClient, roles: Any
