@@ -27,7 +27,7 @@ from gql.bodylimit import BodyLimitMiddleware, error_body
 from gql.context import Context, Services
 from gql.schema import schema
 from gql.settings import Settings
-from gql.websocket import KeepAliveTransportWSHandler
+from gql.websocket import ChatqlLegacyWSHandler, ChatqlTransportWSHandler
 from store.cursors import CursorSigner, load_or_create_secret
 from store.database import Database
 from store.errors import Unauthenticated
@@ -58,7 +58,8 @@ class GraphQLEndpoint(GraphQL[Context, None]):
     status and get the same error shape with ``INVALID_ARGUMENT``.
     """
 
-    graphql_transport_ws_handler_class = KeepAliveTransportWSHandler
+    graphql_transport_ws_handler_class = ChatqlTransportWSHandler
+    graphql_ws_handler_class = ChatqlLegacyWSHandler
 
     def __init__(self, services_of: Any, settings: Settings) -> None:
         super().__init__(

@@ -14,6 +14,7 @@ from typing import Any
 
 from graphql import GraphQLError, GraphQLSyntaxError
 from strawberry import Schema
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types import ExecutionContext
 
 from store import errors as store_errors
@@ -67,6 +68,10 @@ def _classify(error: GraphQLError) -> tuple[str, str | None]:
     code = code_for(original)
     if code is not None:
         return code, None
+    if isinstance(original, CannotGetOperationTypeError | InvalidOperationTypeError):
+        # An unknown operationName or a disallowed operation type (reaches here over
+        # WebSocket; HTTP answers these with 400 before executing).
+        return "INVALID_ARGUMENT", None
     if isinstance(original, GraphQLError):
         return "INVALID_ARGUMENT", None
     return "INTERNAL", "Internal server error"

@@ -1,9 +1,9 @@
 """The graphql-transport-ws protocol rules on a real socket (uvicorn + websockets).
 
 Close codes: 4408 init timeout, 4429 duplicate init, 4401 subscribe before ack, 4409
-duplicate operation id, 4403 rejected credentials (see tests/access/test_auth.py for
-jwt mode; here a dev-mode payload that is not an object), plus ping/pong, server
-keep-alive pings and the per-connection operation limit.
+duplicate operation id, 4400 malformed messages (on both protocols; 4403 for rejected
+credentials is in tests/access/test_auth.py, which runs in jwt mode), plus ping/pong,
+server keep-alive pings, the per-connection operation limit and a fuzz of random frames.
 """
 
 from __future__ import annotations
@@ -166,3 +166,84 @@ async def test_operation_errors_over_the_socket_carry_codes(connect: Any) -> Non
         message = await _recv(ws)
     errors = message["payload"] if message["type"] == "error" else message["payload"]["errors"]
     assert errors[0]["extensions"]["code"] == "QUERY_TOO_COMPLEX"
+
+
+MALFORMED = [
+    5, "text", [1, 2], None, {}, {"type": ["x"]}, {"type": "unknown"},
+    {"type": "subscribe", "id": {"a": 1}, "payload": {"query": "{ __typename }"}},
+    {"type": "subscribe", "id": "1"},
+    {"type": "subscribe", "id": "1", "payload": "x"},
+    {"type": "subscribe", "id": "1", "payload": {"query": 5}},
+    {"type": "subscribe", "id": "1", "payload": {"query": "{ __typename }", "variables": [1]}},
+    {"type": "subscribe", "id": "1", "payload": {"query": "{ __typename }",
+                                                 "operationName": {"a": 1}}},
+    {"type": "subscribe", "id": "1", "payload": {"query": "{ __typename }", "extensions": 5}},
+    {"type": "complete", "id": [1]},
+]
+
+
+@pytest.mark.parametrize("frame", MALFORMED, ids=[json.dumps(f)[:40] for f in MALFORMED])
+async def test_malformed_messages_close_4400(connect: Any, frame: Any) -> None:
+    for protocol in ("graphql-transport-ws", "graphql-ws"):
+        ws = await connect(protocol)
+        await _init(ws)
+        await ws.send(json.dumps(frame))
+        if protocol == "graphql-ws" and isinstance(frame, dict) and frame.get("type") in (
+            "unknown",
+        ):
+            continue  # the legacy protocol ignores unknown message types
+        assert await _closed_with(ws) == 4400, protocol
+
+
+async def test_unknown_operation_name_over_the_socket(connect: Any) -> None:
+    ws = await connect()
+    await _init(ws)
+    await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": {
+        "query": "query A { __typename }", "operationName": "B"}}))
+    assert await _closed_with(ws) == 4400
+
+
+async def test_fuzz_random_frames_never_crash_the_handler(live_server: str) -> None:
+    """Random frames after the handshake: an answer, or a 44xx close — never 1006/1011."""
+    from hypothesis import HealthCheck, given
+    from hypothesis import settings as hypothesis_settings
+    from hypothesis import strategies as st
+
+    from tests.gql.test_fuzz import FUZZ_EXAMPLES, OPERATIONS, json_values
+
+    loop = asyncio.get_running_loop()
+    frames = st.one_of(
+        json_values,
+        st.fixed_dictionaries(
+            {"type": st.sampled_from(["subscribe", "complete", "ping", "pong",
+                                      "connection_init"]) | json_values},
+            optional={"id": st.sampled_from(["1", "2"]) | json_values,
+                      "payload": json_values | st.fixed_dictionaries(
+                          {"query": st.sampled_from(OPERATIONS) | json_values},
+                          optional={"variables": json_values,
+                                    "operationName": json_values})}),
+    ).map(lambda frame: json.dumps(frame))
+
+    async def exchange(frame: str) -> int | None:
+        async with websockets.connect(
+            f"ws://{live_server}/graphql", subprotocols=["graphql-transport-ws"],  # type: ignore[list-item]
+        ) as ws:
+            await _init(ws)
+            await ws.send(frame)
+            await ws.send(json.dumps({"type": "ping"}))
+            try:
+                while (await _recv(ws))["type"] != "pong":
+                    pass
+            except websockets.ConnectionClosed:
+                pass
+            code: int | None = ws.close_code
+            return code
+
+    @hypothesis_settings(max_examples=FUZZ_EXAMPLES, deadline=None, database=None,
+                         suppress_health_check=list(HealthCheck))
+    @given(frames)
+    def run(frame: str) -> None:
+        code = asyncio.run_coroutine_threadsafe(exchange(frame), loop).result(20)
+        assert code is None or 4400 <= code < 4500, (code, frame[:300])
+
+    await asyncio.to_thread(run)
