@@ -27,7 +27,11 @@ from gql.bodylimit import BodyLimitMiddleware, error_body
 from gql.context import Context, Services
 from gql.schema import schema
 from gql.settings import Settings
-from gql.websocket import ChatqlLegacyWSHandler, ChatqlTransportWSHandler
+from gql.websocket import (
+    ChatqlLegacyWSHandler,
+    ChatqlTransportWSHandler,
+    ChatqlWebSocketAdapter,
+)
 from store.cursors import CursorSigner, load_or_create_secret
 from store.database import Database
 from store.errors import Unauthenticated
@@ -60,6 +64,7 @@ class GraphQLEndpoint(GraphQL[Context, None]):
 
     graphql_transport_ws_handler_class = ChatqlTransportWSHandler
     graphql_ws_handler_class = ChatqlLegacyWSHandler
+    websocket_adapter_class = ChatqlWebSocketAdapter
 
     def __init__(self, services_of: Any, settings: Settings) -> None:
         super().__init__(

@@ -13,6 +13,10 @@
   payload with a string ``query`` and, when present, an object ``variables`` /
   ``extensions`` and a string ``operationName``. Anything else closes the socket with
   4400 and the reason, on both protocols.
+- **Close reasons fit the frame.** A close reason may hold at most 123 bytes (RFC 6455
+  §5.5); Strawberry puts caller text in some (``Unknown message type: …``,
+  ``Subscriber for … already exists``), and a longer one broke the close itself. The
+  socket adapter cuts every reason to fit.
 """
 
 from __future__ import annotations
@@ -21,13 +25,23 @@ import asyncio
 from contextlib import suppress
 from typing import Any
 
+from strawberry.asgi import ASGIWebSocketAdapter
 from strawberry.http.exceptions import WebSocketDisconnected
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
 )
 from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
 
-__all__ = ["ChatqlLegacyWSHandler", "ChatqlTransportWSHandler", "message_problem"]
+__all__ = [
+    "ChatqlLegacyWSHandler",
+    "ChatqlTransportWSHandler",
+    "ChatqlWebSocketAdapter",
+    "fit_close_reason",
+    "message_problem",
+]
+
+#: RFC 6455 §5.5: control frames carry at most 125 bytes, 2 of them the close code.
+MAX_CLOSE_REASON_BYTES = 123
 
 _OPERATION_TYPES = frozenset({"subscribe", "complete", "start", "stop"})
 _STARTS = frozenset({"subscribe", "start"})
@@ -55,6 +69,21 @@ def message_problem(message: Any) -> str | None:
         if name is not None and not isinstance(name, str):
             return "payload.operationName must be a string"
     return None
+
+
+def fit_close_reason(reason: str) -> str:
+    """``reason`` cut (on a character boundary) to fit in a close frame."""
+    encoded = reason.encode()
+    if len(encoded) <= MAX_CLOSE_REASON_BYTES:
+        return reason
+    return encoded[: MAX_CLOSE_REASON_BYTES - 3].decode(errors="ignore") + "..."
+
+
+class ChatqlWebSocketAdapter(ASGIWebSocketAdapter):
+    """Strawberry's Starlette socket adapter with close reasons that always fit."""
+
+    async def close(self, code: int, reason: str) -> None:
+        await super().close(code, fit_close_reason(reason))
 
 
 class ChatqlTransportWSHandler(BaseGraphQLTransportWSHandler[Any, None]):

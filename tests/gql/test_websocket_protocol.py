@@ -9,6 +9,7 @@ server keep-alive pings, the per-connection operation limit and a fuzz of random
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -247,3 +248,21 @@ async def test_fuzz_random_frames_never_crash_the_handler(live_server: str) -> N
         assert code is None or 4400 <= code < 4500, (code, frame[:300])
 
     await asyncio.to_thread(run)
+
+
+async def test_long_close_reasons_are_cut_to_fit(connect: Any) -> None:
+    ws = await connect()
+    await _init(ws)
+    await ws.send(json.dumps({"type": "é" * 200}))
+    assert await _closed_with(ws) == 4400
+    assert len(ws.close_reason.encode()) <= 123
+    ws = await connect()
+    await _init(ws)
+    long_id = "i" * 500
+    subscribe = json.dumps({"id": long_id, "type": "subscribe", "payload": {"query": READ}})
+    await ws.send(subscribe)
+    await ws.send(subscribe)
+    with contextlib.suppress(websockets.ConnectionClosed):
+        while True:
+            await _recv(ws)
+    assert ws.close_code == 4409
