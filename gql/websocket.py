@@ -72,10 +72,11 @@ def message_problem(message: Any) -> str | None:
 
 
 def fit_close_reason(reason: str) -> str:
-    """``reason`` cut (on a character boundary) to fit in a close frame."""
-    encoded = reason.encode()
+    """``reason`` made encodable (lone surrogates become ``?``) and cut, on a character
+    boundary, to fit in a close frame."""
+    encoded = reason.encode("utf-8", "replace")
     if len(encoded) <= MAX_CLOSE_REASON_BYTES:
-        return reason
+        return encoded.decode()
     return encoded[: MAX_CLOSE_REASON_BYTES - 3].decode(errors="ignore") + "..."
 
 

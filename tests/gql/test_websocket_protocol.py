@@ -258,6 +258,10 @@ async def test_long_close_reasons_are_cut_to_fit(connect: Any) -> None:
     assert len(ws.close_reason.encode()) <= 123
     ws = await connect()
     await _init(ws)
+    await ws.send(json.dumps({"type": "\ud800"}))  # a lone surrogate cannot be UTF-8
+    assert await _closed_with(ws) == 4400
+    ws = await connect()
+    await _init(ws)
     long_id = "i" * 500
     subscribe = json.dumps({"id": long_id, "type": "subscribe", "payload": {"query": READ}})
     await ws.send(subscribe)
