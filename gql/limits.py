@@ -9,8 +9,8 @@ so the module-level schema serves apps built with different settings.
   plus the same budget for comments), so an oversized document is abandoned early
   instead of being parsed in full first. ``gql/errors.py`` gives the parser's
   "Parsing aborted." errors the ``QUERY_TOO_COMPLEX`` code.
-- Depth and aliases reuse Strawberry's validation rules; what they report is re-raised
-  as ``QueryTooComplex`` so the code does not depend on their message wording.
+- Depth and aliases are measured by one validation rule of this module (memoised per
+  fragment, so fragment bombs cost linear time) that reports ``QueryTooComplex``.
   Introspection fields do not count towards depth, so GraphiQL's schema query works.
 
 The same extension refuses NUL characters in any string the caller sends (document
@@ -26,14 +26,18 @@ from typing import Any, cast
 
 from graphql import (
     ASTValidationRule,
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
     GraphQLError,
+    InlineFragmentNode,
+    OperationDefinitionNode,
+    SelectionSetNode,
     StringValueNode,
     ValidationContext,
     ValidationRule,
 )
 from strawberry.extensions import SchemaExtension
-from strawberry.extensions.max_aliases import create_validator as alias_validator
-from strawberry.extensions.query_depth_limiter import create_validator as depth_validator
 
 from gql.errors import QueryTooComplex
 from gql.settings import Settings
@@ -44,29 +48,74 @@ __all__ = ["NoNulStrings", "QueryLimits", "limit_rules"]
 _DEFAULTS = Settings()
 
 
-def _reporting_too_complex(rule: type[ASTValidationRule]) -> type[ASTValidationRule]:
-    """``rule`` with every error it reports turned into QueryTooComplex.
+def _limit_rule(max_depth: int, max_aliases: int) -> type[ASTValidationRule]:
+    """A rule measuring each operation's depth and the document's aliases.
 
-    Strawberry's depth and alias rules do all their work in ``__init__``, reporting
-    straight to the validation context, so the context's reporter is swapped for the
-    duration of that call.
+    Strawberry's own depth and alias rules walk a fragment again at every spread, so a
+    "fragment bomb" (each fragment spreading the next twice) costs 2^n steps, and its
+    depth rule crashes on the empty selection sets graphql-core 3.3 accepts. Here every
+    fragment is measured once (memoised), which keeps the walk linear in the document;
+    aliases are still counted once per spread, so a bomb is caught by the alias limit.
+    Introspection fields (``__schema`` …) do not count towards depth. Fragment cycles
+    and unknown fragments are left to graphql-core's own rules.
     """
 
-    class TooComplexRule(rule):  # type: ignore[misc, valid-type]
+    class DocumentLimits(ValidationRule):
         def __init__(self, context: ValidationContext) -> None:
-            report = context.report_error
+            super().__init__(context)
+            definitions = context.document.definitions
+            fragments = {d.name.value: d for d in definitions
+                         if isinstance(d, FragmentDefinitionNode)}
+            measured: dict[str, tuple[int, int]] = {}
 
-            def too_complex(error: GraphQLError) -> None:
-                report(QueryTooComplex(error.message, error.nodes))
+            def measure(selection_set: SelectionSetNode | None,
+                        visiting: frozenset[str]) -> tuple[int, int]:
+                depth = aliases = 0
+                if selection_set is None:
+                    return depth, aliases
+                for node in selection_set.selections:
+                    if isinstance(node, FieldNode):
+                        aliases += node.alias is not None
+                        inner, inner_aliases = measure(node.selection_set, visiting)
+                        aliases += inner_aliases
+                        if node.selection_set is not None and not node.name.value.startswith(
+                            "__"
+                        ):
+                            depth = max(depth, 1 + inner)
+                    elif isinstance(node, InlineFragmentNode):
+                        inner, inner_aliases = measure(node.selection_set, visiting)
+                        depth, aliases = max(depth, inner), aliases + inner_aliases
+                    elif isinstance(node, FragmentSpreadNode):
+                        name = node.name.value
+                        if name in visiting or name not in fragments:
+                            continue
+                        if name not in measured:
+                            measured[name] = measure(fragments[name].selection_set,
+                                                     visiting | {name})
+                        inner, inner_aliases = measured[name]
+                        depth, aliases = max(depth, inner), aliases + inner_aliases
+                return depth, aliases
 
-            context.report_error = too_complex  # type: ignore[method-assign]
+            total_aliases = 0
             try:
-                super().__init__(context)
-            finally:
-                del context.report_error
+                for definition in definitions:
+                    if isinstance(definition, OperationDefinitionNode):
+                        depth, aliases = measure(definition.selection_set, frozenset())
+                        total_aliases += aliases
+                        if depth > max_depth:
+                            name = definition.name.value if definition.name else "anonymous"
+                            self.report_error(QueryTooComplex(
+                                f"operation {name!r} is nested {depth} levels deep; "
+                                f"at most {max_depth} are allowed", [definition]))
+            except RecursionError:
+                self.report_error(QueryTooComplex("the document is nested too deeply"))
+                return
+            if total_aliases > max_aliases:
+                self.report_error(QueryTooComplex(
+                    f"the document uses {total_aliases} aliases; at most {max_aliases} "
+                    "are allowed"))
 
-    TooComplexRule.__name__ = f"TooComplex{rule.__name__}"
-    return TooComplexRule
+    return DocumentLimits
 
 
 _NUL_MESSAGE = "strings must not contain NUL (U+0000) characters"
@@ -101,11 +150,7 @@ def _has_nul(value: Any) -> bool:
 @functools.lru_cache(maxsize=16)
 def limit_rules(max_depth: int, max_aliases: int) -> tuple[type[ASTValidationRule], ...]:
     """The validation rules for these limits (cached: the validation cache keys on them)."""
-    return (
-        _reporting_too_complex(depth_validator(max_depth, None, None)),
-        _reporting_too_complex(alias_validator(max_aliases)),
-        NoNulStrings,
-    )
+    return (_limit_rule(max_depth, max_aliases), NoNulStrings)
 
 
 def _settings_of(context: Any) -> Settings:

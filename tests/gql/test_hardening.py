@@ -3,6 +3,7 @@ CORS, transport errors shaped like GraphQL, and no internals in any error."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -47,7 +48,7 @@ async def test_depth_limit(settings: Settings) -> None:
         at = await http.post("/graphql", json={"query": '{ chat(id: "c") { messages { '
                                                         "pageInfo { hasNextPage } } } }"})
     assert over.status_code == 200 and _code(over) == "QUERY_TOO_COMPLEX"
-    assert "depth" in over.json()["errors"][0]["message"]
+    assert "4 levels deep" in over.json()["errors"][0]["message"]
     assert at.json() == {"data": {"chat": None}}
 
 
@@ -57,6 +58,41 @@ async def test_depth_limit_counts_fragments(settings: Settings) -> None:
     async with http_for(settings, max_query_depth=3) as http:
         response = await http.post("/graphql", json={"query": query})
     assert _code(response) == "QUERY_TOO_COMPLEX"
+
+
+async def test_empty_selection_sets_are_measured_not_crashed_on(
+    client: GraphQLClient,
+) -> None:
+    # graphql-core 3.3 accepts empty selection sets; Strawberry's depth rule crashed.
+    for query in ("{}", "{ ...on Query { } }", "query A { } query B { __typename }"):
+        body = await client.execute(query, {} if "B" not in query else None)
+        assert "errors" not in body or body["errors"][0]["extensions"]["code"] != "INTERNAL"
+    assert await client.data("{ ...on Query { } }") == {}
+
+
+def _fragment_bomb(levels: int, leaf: str) -> str:
+    fragments = [f"fragment F{i} on Query {{ ...F{i + 1} ...F{i + 1} }}" for i in range(levels)]
+    return "{ ...F0 } " + " ".join([*fragments, f"fragment F{levels} on Query {{ {leaf} }}"])
+
+
+async def test_fragment_bombs_are_measured_in_linear_time(client: GraphQLClient) -> None:
+    # 2^60 spreads of one alias: counted (memoised per fragment) and refused at once.
+    body = await asyncio.wait_for(
+        client.execute(_fragment_bomb(60, "a: __typename")), timeout=10)
+    assert body["errors"][0]["extensions"]["code"] == "QUERY_TOO_COMPLEX"
+    assert str(2**60) in body["errors"][0]["message"]
+    plain = await asyncio.wait_for(client.execute(_fragment_bomb(60, "__typename")), 10)
+    assert plain == {"data": {"__typename": "Query"}}
+
+
+async def test_long_fragment_chains_cannot_exhaust_the_stack(settings: Settings) -> None:
+    chain = " ".join(f"fragment F{i} on Query {{ ...F{i + 1} }}" for i in range(3000))
+    query = f"{{ ...F0 }} {chain} fragment F3000 on Query {{ __typename }}"
+    async with http_for(settings, max_query_tokens=100_000) as http:
+        response = await http.post("/graphql", json={"query": query})
+    assert response.status_code == 200
+    codes = {error["extensions"]["code"] for error in response.json()["errors"]}
+    assert "QUERY_TOO_COMPLEX" in codes and "INTERNAL" not in codes
 
 
 async def test_token_limit_stops_a_mutation_before_it_runs(
