@@ -5,15 +5,21 @@ from __future__ import annotations
 from strawberry.extensions import ParserCache, ValidationCache
 from strawberry.tools import merge_types
 
+from gql.chat_lists import ChatListQuery
 from gql.chats import ChatMutation, ChatQuery
 from gql.errors import ChatqlSchema
+from gql.execution import LeafFastPathExecutionContext
+from gql.lifecycle import LifecycleMutation, LifecycleQuery
 from gql.limits import QueryLimits
 from gql.messages import MessageMutation, MessageQuery
+from gql.search import SearchQuery
 
 __all__ = ["Mutation", "Query", "schema"]
 
-Query = merge_types("Query", (ChatQuery, MessageQuery))
-Mutation = merge_types("Mutation", (ChatMutation, MessageMutation))
+Query = merge_types(
+    "Query", (ChatQuery, ChatListQuery, MessageQuery, SearchQuery, LifecycleQuery)
+)
+Mutation = merge_types("Mutation", (ChatMutation, MessageMutation, LifecycleMutation))
 
 # Extensions are built per request; the parse and validation caches they use live at
 # module level (keyed by size), so every request shares them.
@@ -23,4 +29,5 @@ schema = ChatqlSchema(
     extensions=[lambda: ParserCache(maxsize=1024), lambda: ValidationCache(maxsize=1024),
                 # Last: it checks variables after ValidationCache has validated.
                 QueryLimits],
+    execution_context_class=LeafFastPathExecutionContext,
 )

@@ -193,6 +193,13 @@ class Chat:
             info, str(self.id), filter=filter, first=first, after=after, last=last, before=before
         )
 
+    @strawberry.field(description="The newest message, or null while the chat has none.")
+    async def last_message(self, info: Info) -> Message | None:
+        from gql.chat_lists import last_message_loader  # batched per request
+
+        message = await last_message_loader(info).load(str(self.id))
+        return message  # type: ignore[return-value]
+
 
 @strawberry.type(description="What an accepted append wrote (or had written before).")
 class AppendReceipt:

@@ -7,9 +7,11 @@ Nothing here knows about GraphQL or HTTP; every function takes a :class:`Databas
 from __future__ import annotations
 
 from store import errors
+from store.chat_lists import ChatListFilter, list_chats
 from store.chats import create_chat, delete_chat, get_chat, purge_chat, restore_chat, update_chat
 from store.cursors import CursorSigner, load_or_create_secret
 from store.database import DEFAULT_DATABASE_URL, Database
+from store.lifecycle import compact_chat, model_context, start_over
 from store.messages import (
     MessageFilter,
     NewMessage,
@@ -21,11 +23,13 @@ from store.messages import (
 )
 from store.migrate import migrate
 from store.records import AppendReceipt, Chat, Identity, Message, MessagePage, ResumeRecord
+from store.search import SearchHit, search_messages
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
     "AppendReceipt",
     "Chat",
+    "ChatListFilter",
     "CursorSigner",
     "Database",
     "Identity",
@@ -34,18 +38,24 @@ __all__ = [
     "MessagePage",
     "NewMessage",
     "ResumeRecord",
+    "SearchHit",
     "append_messages",
+    "compact_chat",
     "create_chat",
     "delete_chat",
     "delete_messages",
     "errors",
     "get_chat",
     "get_message",
+    "list_chats",
     "list_messages",
     "load_or_create_secret",
     "migrate",
+    "model_context",
     "purge_chat",
     "restore_chat",
+    "search_messages",
+    "start_over",
     "update_chat",
     "update_message",
 ]

@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, and_, delete, exists, insert, select, update
+from sqlalchemy import ColumnElement, Row, delete, exists, false, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store import access
-from store.chats import fetch_visible_chat, now
+from store.chats import now
 from store.database import Database
 from store.errors import (
     AppendConflict,
@@ -183,6 +183,10 @@ async def lock_chat_for_append(conn: AsyncConnection, who: Identity, chat_id: st
         )
     ).first()
     if row is None:
+        # A purge that held the chat lock while we waited has committed its tombstone
+        # by now: report the closure, not a mere absence.
+        if await conn.scalar(select(exists().where(closed_chats.c.id == chat_id))):
+            raise ChatClosed(f"chat {chat_id!r} was purged; it accepts no more messages")
         raise NotFound(f"chat {chat_id!r} not found")
     if not row.writable:
         raise Forbidden(f"you may read chat {chat_id!r} but not append to it")
@@ -412,50 +416,70 @@ async def list_messages(
 
     ``after``/``before`` are sequence numbers (already checked cursors). With no
     size, the newest ``DEFAULT_PAGE_SIZE`` before ``before`` (or the end) are returned;
-    ``first`` walks forward from ``after``. Neighbour flags are exact: each is an
-    indexed EXISTS probe, never a guess from a full page.
+    ``first`` (or ``after`` alone) walks forward from ``after``. Neighbour flags are
+    exact (never a guess from a full page): each is an index probe next to the
+    cursor, folded with the access check into the page's one statement.
     """
     first = check_page_size(first, "first")
     last = check_page_size(last, "last")
     if first is not None and last is not None:
         raise InvalidArgument("pass either first or last, not both")
     filter = filter or MessageFilter()
+    base = [messages.c.chat_id == chat_id, *filter.clauses()]
+    # ``after`` alone reads forward from the cursor (Relay's reading of it); with
+    # no size and no ``after`` the newest messages are read, backwards.
+    forward = first is not None or (after is not None and last is None)
+    size = (first if forward else last) or DEFAULT_PAGE_SIZE
+
+    def neighbour(*clauses: Any, newest: bool) -> ColumnElement[bool]:
+        # "(SELECT sequence … ORDER BY sequence LIMIT 1) IS NOT NULL" rather than
+        # EXISTS: Postgres strips ORDER BY/LIMIT from EXISTS, and a cached generic
+        # plan may then pick a sequential scan over a long chat to find one row.
+        order = messages.c.sequence.desc() if newest else messages.c.sequence.asc()
+        nearest = select(messages.c.sequence).where(*base, *clauses).order_by(order).limit(1)
+        return nearest.scalar_subquery().is_not(None)
+
+    # Rows older than the page exist when something sits at or before ``after``
+    # (forward pages start at the first row past it), newer rows when something sits
+    # at or after ``before``; the other side is the extra row the page read.
+    older = false() if after is None else neighbour(messages.c.sequence <= after, newest=True)
+    newer = false() if before is None else neighbour(messages.c.sequence >= before, newest=False)
+    visible = (
+        select(chats.c.id)
+        .where(chats.c.id == chat_id, chats.c.deleted_at.is_(None), access.can_read(who))
+        .exists()
+    )
+    bounds = list(base)
+    if after is not None:
+        bounds.append(messages.c.sequence > after)
+    if before is not None:
+        bounds.append(messages.c.sequence < before)
+    order = messages.c.sequence.asc() if forward else messages.c.sequence.desc()
+    # One statement for a non-empty page: rows, access check and neighbour flags.
+    page_query = (
+        select(messages, older.label("_older"), newer.label("_newer"))
+        .where(*bounds, visible)
+        .order_by(order)
+        .limit(size + 1)
+    )
     async with db.read() as conn:
-        if await fetch_visible_chat(conn, who, chat_id) is None:
-            raise NotFound(f"chat {chat_id!r} not found")
-        base = [messages.c.chat_id == chat_id, *filter.clauses()]
-        bounds = list(base)
-        if after is not None:
-            bounds.append(messages.c.sequence > after)
-        if before is not None:
-            bounds.append(messages.c.sequence < before)
-        size = first if first is not None else (last or DEFAULT_PAGE_SIZE)
-        forward = first is not None
-        order = messages.c.sequence.asc() if forward else messages.c.sequence.desc()
-        rows = (
-            await conn.execute(select(messages).where(*bounds).order_by(order).limit(size + 1))
-        ).all()
-        more = len(rows) > size
-        items = [message_from_row(row) for row in rows[:size]]
-        if not forward:
-            items.reverse()
-
-        async def any_where(*clauses: Any) -> bool:
-            return bool(await conn.scalar(select(exists().where(and_(*base, *clauses)))))
-
-        if forward:
-            has_next = more
-            if items:
-                has_previous = await any_where(messages.c.sequence < items[0].sequence)
-            else:
-                has_previous = after is not None and await any_where(
-                    messages.c.sequence <= after
-                )
+        rows = (await conn.execute(page_query)).all()
+        if rows:
+            has_older, has_newer = bool(rows[0]._older), bool(rows[0]._newer)
         else:
-            has_previous = more
-            if items:
-                has_next = await any_where(messages.c.sequence > items[-1].sequence)
-            else:
-                has_next = before is not None and await any_where(messages.c.sequence >= before)
+            # Empty: tell an invisible chat from an empty page, and still answer exactly.
+            flags = (
+                await conn.execute(select(visible.label("visible"), older, newer))
+            ).one()
+            if not flags[0]:
+                raise NotFound(f"chat {chat_id!r} not found")
+            has_older, has_newer = bool(flags[1]), bool(flags[2])
+    more = len(rows) > size
+    items = [message_from_row(row) for row in rows[:size]]
+    if forward:
+        has_previous, has_next = has_older, more or has_newer
+    else:
+        items.reverse()
+        has_previous, has_next = more or has_older, has_newer
     return MessagePage(items=items, has_previous=has_previous, has_next=has_next)
 

@@ -1,0 +1,473 @@
+"""Pagination benchmark: keyset pages at depth, OFFSET, and GraphQL vs a bare JSON route.
+
+``python -m bench.pagination [--quick] [--postgres-url URL] [--sqlite]``
+
+For each backend it creates a fresh database (dropped afterwards), bulk-loads one chat
+with 1,000,000 messages on Postgres (100,000 on SQLite; COPY on Postgres, executemany
+on SQLite) and 100,000 chats for one user, then prints, all measured in the same run:
+
+- messages: keyset page of 50 at depth ÷ the first page (target ≤ 1.2), and an OFFSET
+  page at the same depth ÷ the keyset page at depth (the baseline keyset beats);
+- chats: keyset page of 20 at depth ÷ the first page, and OFFSET ÷ keyset likewise;
+- HTTP throughput of a GraphQL ``messages`` page of 50 (all 14 fields, cursors,
+  pageInfo) served by uvicorn ÷ the same store call served by a bare Starlette route
+  that writes the same JSON with orjson (target ≥ 0.5), several concurrent clients.
+
+With neither ``--sqlite`` nor ``--postgres-url`` both backends run (Postgres at
+``CHATQL_TEST_POSTGRES_URL`` or the local default; skipped with a note when down).
+``--quick`` uses tiny sizes and short runs so it finishes in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+DEFAULT_PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+SECRET = "bench-secret-0123456789abcdef"
+TENANT, USER = "bench", "reader"
+LONG_CHAT = "long"
+PAGE = 50
+FIELDS = ("id chatId requestId role type props blockId threadId assistantId sequence "
+          "status metadata createdAt updatedAt")
+GRAPHQL_PAGE = (
+    "query($chatId: ID!, $last: Int, $before: String) { messages(chatId: $chatId, "
+    "last: $last, before: $before) { edges { cursor node { " + FIELDS + " } } "
+    "pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }"
+)
+BASE_TIME = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    messages: int
+    chats: int
+    repeats: int
+    seconds: float
+    clients: int
+
+
+def sizes_for(backend: str, quick: bool) -> Sizes:
+    if quick:
+        return Sizes(messages=2_000, chats=500, repeats=10, seconds=0.7, clients=4)
+    return Sizes(
+        messages=1_000_000 if backend == "postgresql" else 100_000,
+        chats=100_000, repeats=100, seconds=6.0, clients=8,
+    )
+
+
+# --- seeding ------------------------------------------------------------------------
+
+
+def message_rows(count: int) -> Iterator[tuple[Any, ...]]:
+    """(id, chat_id, sequence, role, type, props, status, created_at, updated_at)."""
+    for n in range(1, count + 1):
+        at = BASE_TIME + timedelta(milliseconds=n)
+        role = "USER" if n % 2 else "ASSISTANT"
+        kind = "user_input" if n % 2 else "text"
+        props = f'{{"content": "message number {n} of a long conversation"}}'
+        yield (f"m{n:09d}", LONG_CHAT, n, role, kind, props, "COMPLETED", at, at)
+
+
+def chat_rows(count: int) -> Iterator[tuple[Any, ...]]:
+    """(id, title, assistant_id, activity_at, created_at, updated_at, created_by, tenant)."""
+    yield (LONG_CHAT, "the long one", "bench", BASE_TIME, BASE_TIME, BASE_TIME, USER, TENANT)
+    for n in range(1, count):
+        # Ties on purpose: ten chats share each activity time.
+        at = BASE_TIME - timedelta(seconds=n // 10)
+        yield (f"c{n:07d}", f"chat {n}", "bench", at, at, at, USER, TENANT)
+
+
+_MESSAGE_COLUMNS = ("id", "chat_id", "sequence", "role", "type", "props", "status",
+                    "created_at", "updated_at")
+_CHAT_COLUMNS = ("id", "title", "assistant_id", "activity_at", "created_at", "updated_at",
+                 "created_by", "tenant_id")
+
+
+async def seed_postgres(url: str, sizes: Sizes) -> None:
+    import asyncpg
+
+    parsed = make_url(url)
+    conn = await asyncpg.connect(host=parsed.host, port=parsed.port or 5432,
+                                 user=parsed.username, password=parsed.password,
+                                 database=parsed.database)
+    try:
+        await conn.copy_records_to_table("chats", records=chat_rows(sizes.chats),
+                                         columns=_CHAT_COLUMNS)
+        await conn.copy_records_to_table("messages", records=message_rows(sizes.messages),
+                                         columns=_MESSAGE_COLUMNS)
+        last = BASE_TIME + timedelta(milliseconds=sizes.messages)
+        await conn.execute(
+            "UPDATE chats SET last_sequence = $1, last_message_at = $2, activity_at = $2 "
+            "WHERE id = $3", sizes.messages, last, LONG_CHAT)
+        await conn.execute("ANALYZE")
+    finally:
+        await conn.close()
+
+
+def _sqlite_time(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def seed_sqlite(path: Path, sizes: Sizes) -> None:
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA synchronous=OFF")
+        with conn:
+            conn.executemany(
+                f"INSERT INTO chats ({', '.join(_CHAT_COLUMNS)}) VALUES (?,?,?,?,?,?,?,?)",
+                ((*r[:3], *(_sqlite_time(t) for t in r[3:6]), *r[6:])
+                 for r in chat_rows(sizes.chats)))
+            conn.executemany(
+                f"INSERT INTO messages ({', '.join(_MESSAGE_COLUMNS)}) "
+                "VALUES (?,?,?,?,?,?,?,?,?)",
+                ((*r[:7], _sqlite_time(r[7]), _sqlite_time(r[8]))
+                 for r in message_rows(sizes.messages)))
+            last = _sqlite_time(BASE_TIME + timedelta(milliseconds=sizes.messages))
+            conn.execute(
+                "UPDATE chats SET last_sequence = ?, last_message_at = ?, activity_at = ? "
+                "WHERE id = ?", (sizes.messages, last, last, LONG_CHAT))
+        conn.execute("ANALYZE")
+    finally:
+        conn.close()
+
+
+# --- timing -------------------------------------------------------------------------
+
+
+async def medians(repeats: int, *calls: Callable[[], Awaitable[Any]]) -> list[float]:
+    """Median seconds of each call, run in turn so load on the machine hits all alike."""
+    for call in calls:
+        for _ in range(3):
+            await call()
+    samples: list[list[float]] = [[] for _ in calls]
+    for _ in range(repeats):
+        for call, taken in zip(calls, samples, strict=True):
+            start = time.perf_counter()
+            await call()
+            taken.append(time.perf_counter() - start)
+    return [statistics.median(taken) for taken in samples]
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.3f} ms"
+
+
+async def measure_sql(url: str, sizes: Sizes) -> None:
+    from store import chat_lists
+    from store import messages as store_messages
+    from store.database import Database
+    from store.records import Identity
+
+    who = Identity(user_id=USER, tenant_id=TENANT)
+    db = Database(url)
+    try:
+        depth = sizes.messages // 2
+        before = sizes.messages - depth + 1  # the page that ends `depth` rows back
+
+        async def first_page() -> Any:
+            return await store_messages.list_messages(db, who, LONG_CHAT)
+
+        async def deep_page() -> Any:
+            page = await store_messages.list_messages(
+                db, who, LONG_CHAT, last=PAGE, before=before)
+            assert page.items[-1].sequence == before - 1
+            return page
+
+        keyset_sql = text(
+            "SELECT * FROM messages WHERE chat_id = :chat AND sequence < :before "
+            "ORDER BY sequence DESC LIMIT :size")
+        offset_sql = text(
+            "SELECT * FROM messages WHERE chat_id = :chat "
+            "ORDER BY sequence DESC LIMIT :size OFFSET :skip")
+
+        async def run(statement: Any, **params: Any) -> Any:
+            async with db.read() as conn:
+                return (await conn.execute(statement, params)).all()
+
+        first, deep = await medians(sizes.repeats, first_page, deep_page)
+        keyset_raw, offset_raw = await medians(
+            max(3, sizes.repeats // 5),
+            lambda: run(keyset_sql, chat=LONG_CHAT, before=before, size=PAGE),
+            lambda: run(offset_sql, chat=LONG_CHAT, skip=depth - 1, size=PAGE),
+        )
+        print(f"  messages ({sizes.messages:,} in one chat), page of {PAGE}, depth {depth:,}:")
+        print(f"    keyset first page {ms(first)}, at depth {ms(deep)}"
+              f"  -> depth / first = {deep / first:.2f}  (target <= 1.2)")
+        print(f"    same SQL without probes: keyset {ms(keyset_raw)}, OFFSET {ms(offset_raw)}"
+              f"  -> OFFSET / keyset at depth = {offset_raw / keyset_raw:.1f}")
+
+        chat_depth = sizes.chats // 2
+        async with db.read() as conn:
+            row = (await conn.execute(text(
+                "SELECT activity_at, id FROM chats WHERE tenant_id = :t "
+                "ORDER BY activity_at DESC, id DESC LIMIT 1 OFFSET :skip"),
+                {"t": TENANT, "skip": chat_depth - 1})).one()
+        at = row[0] if isinstance(row[0], datetime) else datetime.fromisoformat(row[0])
+        position = [at.replace(tzinfo=at.tzinfo or UTC).isoformat(), row[1]]
+
+        async def chats_first() -> Any:
+            return await chat_lists.list_chats(db, who)
+
+        async def chats_deep() -> Any:
+            page = await chat_lists.list_chats(db, who, after=position)
+            assert len(page.items) == chat_lists.DEFAULT_CHAT_PAGE_SIZE
+            return page
+
+        async def chats_rows_only(after: Any) -> Any:
+            return await chat_lists.list_chats(db, who, after=after, with_totals=False)
+
+        chats_offset_sql = text(
+            "SELECT * FROM chats WHERE tenant_id = :t AND deleted_at IS NULL "
+            "ORDER BY activity_at DESC, id DESC LIMIT 20 OFFSET :skip")
+        c_first, c_deep = await medians(max(3, sizes.repeats // 5), chats_first, chats_deep)
+        r_first, r_deep = await medians(
+            sizes.repeats, lambda: chats_rows_only(None), lambda: chats_rows_only(position))
+        (c_offset,) = await medians(max(3, sizes.repeats // 5), lambda: run(
+            chats_offset_sql, t=TENANT, skip=chat_depth))
+        print(f"  chats ({sizes.chats:,} for one user), page of 20, depth {chat_depth:,}:")
+        print(f"    with totalCount + groups: first {ms(c_first)}, at depth {ms(c_deep)}"
+              f"  -> depth / first = {c_deep / c_first:.2f}")
+        print(f"    page only (no totals asked): first {ms(r_first)}, at depth {ms(r_deep)}"
+              f"  -> depth / first = {r_deep / r_first:.2f}"
+              f"; OFFSET {ms(c_offset)} -> OFFSET / keyset = {c_offset / r_deep:.1f}")
+    finally:
+        await db.dispose()
+
+
+# --- HTTP: GraphQL vs bare route ------------------------------------------------------
+
+
+def server_app() -> Any:
+    """uvicorn factory: the chatql app plus ``/bare``, the same page without GraphQL."""
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from gql.app import create_app
+    from gql.messages import _cursor_scope
+    from gql.settings import Settings
+    from store import messages as store_messages
+    from store.records import Identity
+
+    app = create_app(Settings.from_env())
+    who = Identity(user_id=USER, tenant_id=TENANT)
+    no_filter = store_messages.MessageFilter()
+
+    async def bare(request: Request) -> Response:
+        services = request.app.state.services
+        body = orjson.loads(await request.body())
+        chat_id = body["chatId"]
+        scope = _cursor_scope(chat_id, no_filter)
+        before = services.cursors.decode(scope, body["before"])
+        page = await store_messages.list_messages(
+            services.db, who, chat_id, last=body["last"], before=before)
+        edges = [
+            {"cursor": services.cursors.encode(scope, m.sequence), "node": {
+                "id": m.id, "chatId": m.chat_id, "requestId": m.request_id, "role": m.role,
+                "type": m.type, "props": m.props, "blockId": m.block_id,
+                "threadId": m.thread_id, "assistantId": m.assistant_id,
+                "sequence": m.sequence, "status": m.status, "metadata": m.metadata,
+                "createdAt": m.created_at.isoformat(), "updatedAt": m.updated_at.isoformat(),
+            }}
+            for m in page.items
+        ]
+        payload = {"data": {"messages": {"edges": edges, "pageInfo": {
+            "hasNextPage": page.has_next, "hasPreviousPage": page.has_previous,
+            "startCursor": edges[0]["cursor"] if edges else None,
+            "endCursor": edges[-1]["cursor"] if edges else None,
+        }}}}
+        return Response(orjson.dumps(payload), media_type="application/json")
+
+    app.router.routes.append(Route("/bare", bare, methods=["POST"]))
+    return app
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def throughput(base: str, path: str, body: dict[str, Any], headers: dict[str, str],
+                     sizes: Sizes) -> tuple[float, bytes]:
+    """Completed requests per second with ``sizes.clients`` concurrent keep-alive clients."""
+    limits = httpx.Limits(max_connections=sizes.clients, max_keepalive_connections=sizes.clients)
+    payload = orjson.dumps(body)
+    send_headers = {**headers, "content-type": "application/json"}
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as http:
+        sample = (await http.post(path, content=payload, headers=send_headers)).content
+        done = 0
+        deadline = time.perf_counter() + sizes.seconds
+
+        async def client() -> None:
+            nonlocal done
+            while time.perf_counter() < deadline:
+                response = await http.post(path, content=payload, headers=send_headers)
+                assert response.status_code == 200
+                done += 1
+
+        start = time.perf_counter()
+        await asyncio.gather(*(client() for _ in range(sizes.clients)))
+        return done / (time.perf_counter() - start), sample
+
+
+async def measure_http(url: str, sizes: Sizes) -> None:
+    from gql.messages import _cursor_scope
+    from store.cursors import CursorSigner
+    from store.messages import MessageFilter
+
+    port = free_port()
+    env = {**os.environ, "CHATQL_DATABASE_URL": url, "CHATQL_SECRET": SECRET,
+           "CHATQL_MIGRATE_ON_START": "false", "CHATQL_PLAYGROUND": "false"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "bench.pagination:server_app", "--factory",
+         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+         "--no-access-log", "--loop", "auto", "--http", "auto"],
+        env=env,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx.AsyncClient(base_url=base) as http:
+            for _ in range(300):
+                try:
+                    if (await http.get("/healthz")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if server.poll() is not None:
+                    raise RuntimeError("the benchmark server exited")
+                await asyncio.sleep(0.05)
+        depth = sizes.messages // 2
+        cursor = CursorSigner(SECRET.encode()).encode(
+            _cursor_scope(LONG_CHAT, MessageFilter()), sizes.messages - depth + 1)
+        variables = {"chatId": LONG_CHAT, "last": PAGE, "before": cursor}
+        headers = {"X-User-Id": USER, "X-Tenant-Id": TENANT}
+        # Alternate the two in three rounds so drifting load on the machine hits both.
+        rounds = 3
+        slice_sizes = Sizes(sizes.messages, sizes.chats, sizes.repeats,
+                            sizes.seconds / rounds, sizes.clients)
+        bare_runs, gql_runs = [], []
+        for _ in range(rounds):
+            bare_rps, bare_body = await throughput(
+                base, "/bare", variables, headers, slice_sizes)
+            gql_rps, gql_body = await throughput(
+                base, "/graphql", {"query": GRAPHQL_PAGE, "variables": variables}, headers,
+                slice_sizes)
+            bare_runs.append(bare_rps)
+            gql_runs.append(gql_rps)
+        bare_rps, gql_rps = statistics.mean(bare_runs), statistics.mean(gql_runs)
+        same = orjson.loads(bare_body) == orjson.loads(gql_body)
+        print(f"  HTTP page of {PAGE} at depth {depth:,}, {sizes.clients} concurrent clients, "
+              f"{sizes.seconds:g} s each in {rounds} alternating rounds "
+              f"(responses identical: {same}):")
+        print(f"    GraphQL {gql_rps:,.0f} req/s, bare Starlette+orjson {bare_rps:,.0f} req/s"
+              f"  -> GraphQL / bare = {gql_rps / bare_rps:.2f}  (target >= 0.5)")
+        if not same:
+            raise RuntimeError("the GraphQL and bare responses differ")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+# --- driver -------------------------------------------------------------------------
+
+
+async def pg_admin(url: str, statement: str) -> None:
+    import asyncpg
+
+    parsed = make_url(url)
+    conn = await asyncpg.connect(host=parsed.host, port=parsed.port or 5432,
+                                 user=parsed.username, password=parsed.password,
+                                 database=parsed.database, timeout=5)
+    try:
+        await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+async def migrate_url(url: str) -> None:
+    from store.database import Database
+    from store.migrate import migrate
+
+    db = Database(url)
+    try:
+        await migrate(db)
+    finally:
+        await db.dispose()
+
+
+async def run_postgres(base_url: str, quick: bool) -> None:
+    base_url = base_url.replace("postgresql://", "postgresql+asyncpg://", 1)
+    name = f"chatql_bench_{uuid.uuid4().hex[:10]}"
+    try:
+        await pg_admin(base_url, f'CREATE DATABASE "{name}"')
+    except (OSError, Exception) as error:
+        print(f"postgres: skipped ({base_url} unreachable: {error})")
+        return
+    url = make_url(base_url).set(database=name).render_as_string(hide_password=False)
+    sizes = sizes_for("postgresql", quick)
+    try:
+        await migrate_url(url)
+        start = time.perf_counter()
+        await seed_postgres(url, sizes)
+        print(f"postgres: seeded {sizes.messages:,} messages + {sizes.chats:,} chats "
+              f"in {time.perf_counter() - start:.1f} s (COPY)")
+        await measure_sql(url, sizes)
+        await measure_http(url, sizes)
+    finally:
+        await pg_admin(base_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+async def run_sqlite(quick: bool) -> None:
+    sizes = sizes_for("sqlite", quick)
+    with tempfile.TemporaryDirectory(prefix="chatql-bench-") as folder:
+        path = Path(folder) / "bench.db"
+        url = f"sqlite+aiosqlite:///{path}"
+        await migrate_url(url)
+        start = time.perf_counter()
+        seed_sqlite(path, sizes)
+        print(f"sqlite: seeded {sizes.messages:,} messages + {sizes.chats:,} chats "
+              f"in {time.perf_counter() - start:.1f} s (executemany)")
+        await measure_sql(url, sizes)
+        await measure_http(url, sizes)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.pagination", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, a few seconds")
+    parser.add_argument("--postgres-url", help="server to create the bench database on")
+    parser.add_argument("--sqlite", action="store_true", help="run the SQLite backend")
+    args = parser.parse_args(argv)
+    both = not args.sqlite and not args.postgres_url
+    pg_url = args.postgres_url or (
+        os.environ.get("CHATQL_TEST_POSTGRES_URL", DEFAULT_PG_URL) if both else None)
+    if pg_url:
+        asyncio.run(run_postgres(pg_url, args.quick))
+    if args.sqlite or both:
+        asyncio.run(run_sqlite(args.quick))
+
+
+if __name__ == "__main__":
+    main()

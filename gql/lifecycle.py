@@ -1,0 +1,55 @@
+"""Conversation lifecycle: ``startOver``, ``compactChat`` and ``modelContext`` (SPEC §7)."""
+
+from __future__ import annotations
+
+import strawberry
+
+from gql.context import Info
+from gql.types import Message
+from store import lifecycle as store_lifecycle
+
+__all__ = ["LifecycleMutation", "LifecycleQuery"]
+
+
+@strawberry.type
+class LifecycleQuery:
+    @strawberry.field(
+        description=(
+            "What an agent should send its model: the newest boundary's summary first "
+            "(as a SYSTEM message), then the newest complete user-led turns that fit in "
+            "`limit` messages (the summary counts). UI-only types (loading, action, "
+            "error) and FAILED messages are left out. WINDOW_TOO_SMALL when the newest "
+            "turn alone does not fit."
+        )
+    )
+    async def model_context(self, info: Info, chat_id: strawberry.ID, limit: int) -> list[Message]:
+        context = await store_lifecycle.model_context(
+            info.context.db, info.context.identity, str(chat_id), limit
+        )
+        return context  # type: ignore[return-value]
+
+
+@strawberry.type
+class LifecycleMutation:
+    @strawberry.mutation(
+        description=(
+            "Draw a boundary (role SYSTEM, type boundary): people still see what came "
+            "before, the model does not. When the newest message already is a boundary, "
+            "that one is returned."
+        )
+    )
+    async def start_over(self, info: Info, chat_id: strawberry.ID) -> Message:
+        boundary = await store_lifecycle.start_over(
+            info.context.db, info.context.identity, str(chat_id)
+        )
+        return boundary  # type: ignore[return-value]
+
+    @strawberry.mutation(
+        description="Draw a boundary carrying `summary` (props.summary), a recap that stands "
+        "in for everything before it."
+    )
+    async def compact_chat(self, info: Info, chat_id: strawberry.ID, summary: str) -> Message:
+        boundary = await store_lifecycle.compact_chat(
+            info.context.db, info.context.identity, str(chat_id), summary
+        )
+        return boundary  # type: ignore[return-value]

@@ -1,0 +1,367 @@
+"""Full-text search over what people and assistants said (SPEC §9).
+
+The index itself is kept by the database (migration ``0002``: FTS5 + triggers on
+SQLite, a generated ``tsvector`` + GIN on Postgres), so this module only reads.
+
+Query text is never parsed as a query language. On SQLite every whitespace-separated
+token is quoted as an FTS5 string; on Postgres the text goes through
+``plainto_tsquery``. Either way the words must all occur (AND), operators such as
+``"``, ``*``, ``-``, ``AND`` or ``OR`` are plain text, and no user input can cause a
+syntax error.
+
+Ranking is BM25 on both backends. SQLite has it built in (``bm25()``). Postgres has no
+document frequencies in ``ts_rank``, so the rank there is BM25-shaped: for each query
+word its inverse document frequency (see ``_document_frequencies``) times
+``ts_rank`` of that word (which grows, saturating, with how often the message says it,
+and is divided by the log of the message's length). A message that says the words
+more often, and says rarer words, ranks higher on both.
+
+Scores within ``RELEVANCE_TIE_TOLERANCE`` of each other are near-ties and are put
+newest first: relevance decides, and recency breaks what relevance cannot tell apart
+instead of incidental row order.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import (
+    ARRAY,
+    ColumnElement,
+    Float,
+    Select,
+    Text,
+    column,
+    func,
+    literal,
+    literal_column,
+    select,
+    table,
+    union_all,
+)
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from store import access
+from store.chats import chat_from_row, fetch_visible_chat
+from store.database import Database
+from store.errors import InvalidArgument, NotFound
+from store.ids import check_chat_id
+from store.messages import message_from_row
+from store.records import Chat, Identity, Message
+from store.tables import chats, messages
+
+__all__ = [
+    "DEFAULT_FIRST",
+    "DEFAULT_WINDOW",
+    "MAX_FIRST",
+    "MAX_WINDOW",
+    "RELEVANCE_TIE_TOLERANCE",
+    "SearchHit",
+    "search_messages",
+]
+
+DEFAULT_FIRST = 20
+MAX_FIRST = 100
+DEFAULT_WINDOW = 2
+MAX_WINDOW = 20
+MAX_QUERY_CHARS = 1_000
+#: More words than this are ignored: each one costs an index probe.
+MAX_TERMS = 32
+#: Relative score difference under which two hits count as equally relevant.
+RELEVANCE_TIE_TOLERANCE = 0.02
+#: Postgres tables with fewer (estimated) rows have their word frequencies counted exactly.
+_EXACT_BELOW = 100_000
+#: Bound on an exact per-word count on a large table (see ``_document_frequencies``).
+_COUNT_CAP = 10_000
+#: Candidates ranked in SQL before near-ties are reordered, beyond ``first``.
+_CANDIDATE_MARGIN = 20
+
+_fts = table("message_search", column("rowid"), column("body"))
+_fts_keys = table("message_search_keys", column("key"), column("message_id"))
+_SIMPLE: ColumnElement[Any] = literal_column("'simple'::regconfig")
+_VECTOR: ColumnElement[Any] = literal_column("messages.search_vector")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One matching message, its chat, its relevance and the messages around it."""
+
+    message: Message
+    chat: Chat
+    score: float
+    #: Up to ``window`` messages before and after the hit in its chat, oldest first
+    #: (the hit itself is not repeated here).
+    window: list[Message]
+
+
+def clean_query(query: str) -> str:
+    """The query with control characters and unencodable code points made spaces."""
+    # Lone surrogates (valid in JSON, not in UTF-8) and NUL would fail in the driver.
+    query = query.encode("utf-8", "replace").decode("utf-8")
+    query = "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in query)
+    query = query.strip()
+    if not query:
+        raise InvalidArgument("query must contain at least one non-blank character")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidArgument(f"query must be at most {MAX_QUERY_CHARS} characters")
+    return query
+
+
+def fts5_match(query: str) -> str:
+    """An FTS5 expression matching every token of ``query`` as plain text."""
+    tokens = query.split()[:MAX_TERMS]
+    return " ".join('"' + token.replace('"', '""') + '"' for token in tokens)
+
+
+async def search_messages(
+    db: Database,
+    who: Identity,
+    query: str,
+    *,
+    first: int | None = DEFAULT_FIRST,
+    chat_id: str | None = None,
+    assistant_id: str | None = None,
+    include_subagents: bool = False,
+    window: int | None = DEFAULT_WINDOW,
+) -> list[SearchHit]:
+    """The best-matching spoken messages in chats ``who`` may read, best first.
+
+    ``first`` is capped at ``MAX_FIRST`` and ``window`` at ``MAX_WINDOW``. With
+    ``chat_id`` only that chat is searched (a subagent chat too: it was asked for by
+    name); an absent or unreadable chat is NOT_FOUND. Otherwise subagent chats are
+    left out unless ``include_subagents``.
+    """
+    text = clean_query(query)
+    first = DEFAULT_FIRST if first is None else first
+    if first <= 0:
+        raise InvalidArgument("first must be a positive number")
+    first = min(first, MAX_FIRST)
+    window = DEFAULT_WINDOW if window is None else window
+    if window < 0:
+        raise InvalidArgument("window must not be negative")
+    window = min(window, MAX_WINDOW)
+    if chat_id is not None:
+        check_chat_id(chat_id)
+
+    conditions: list[ColumnElement[bool]] = [
+        chats.c.deleted_at.is_(None),
+        access.can_read(who),
+    ]
+    if chat_id is not None:
+        conditions.append(messages.c.chat_id == chat_id)
+    elif not include_subagents:
+        conditions.append(chats.c.mode != "subagent")
+    if assistant_id is not None:
+        conditions.append(chats.c.assistant_id == assistant_id)
+
+    limit = first + _CANDIDATE_MARGIN
+    async with db.read() as conn:
+        if chat_id is not None and await fetch_visible_chat(conn, who, chat_id) is None:
+            raise NotFound(f"chat {chat_id!r} not found")
+        if db.is_sqlite:
+            ranked = await _rank_sqlite(conn, text, conditions, limit)
+        else:
+            ranked = await _rank_postgres(conn, text, conditions, limit)
+        ranked = _newest_first_among_near_ties(ranked)[:first]
+        if not ranked:
+            return []
+        chat_ids = sorted({message.chat_id for message, _ in ranked})
+        chat_rows = (await conn.execute(select(chats).where(chats.c.id.in_(chat_ids)))).all()
+        chats_by_id = {row.id: chat_from_row(row) for row in chat_rows}
+        windows = await _windows(conn, [message for message, _ in ranked], window)
+    return [
+        SearchHit(message=message, chat=chats_by_id[message.chat_id], score=score,
+                  window=windows[index])
+        for index, (message, score) in enumerate(ranked)
+    ]
+
+
+def _hits_query(score: ColumnElement[Any], conditions: list[ColumnElement[bool]]) -> Select[Any]:
+    return select(*messages.c, score.label("score")).where(*conditions)
+
+
+async def _rank_sqlite(
+    conn: AsyncConnection, text: str, conditions: list[ColumnElement[bool]], limit: int
+) -> list[tuple[Message, float]]:
+    match = fts5_match(text)
+    # bm25() is negative, lower is better; the API reports higher-is-better scores.
+    bm25 = func.bm25(literal_column("message_search"))
+    query = (
+        _hits_query(-bm25, conditions)
+        .select_from(
+            _fts.join(_fts_keys, _fts_keys.c.key == _fts.c.rowid)
+            .join(messages, messages.c.id == _fts_keys.c.message_id)
+            .join(chats, chats.c.id == messages.c.chat_id)
+        )
+        .where(literal_column("message_search").op("MATCH")(match))
+        .order_by(bm25.asc(), messages.c.created_at.desc(), messages.c.sequence.desc())
+        .limit(limit)
+    )
+    rows = (await conn.execute(query)).all()
+    return [(message_from_row(row), float(row.score)) for row in rows]
+
+
+async def _rank_postgres(
+    conn: AsyncConnection, text: str, conditions: list[ColumnElement[bool]], limit: int
+) -> list[tuple[Message, float]]:
+    terms = list(
+        (
+            await conn.scalars(
+                select(func.unnest(func.tsvector_to_array(func.to_tsvector(_SIMPLE, text))))
+            )
+        ).all()
+    )[:MAX_TERMS]
+    if not terms:
+        return []  # nothing but punctuation: no word can match
+
+    documents, frequencies = await _document_frequencies(conn, terms)
+    weights = [
+        math.log(1.0 + (documents - n + 0.5) / (n + 0.5)) for n in frequencies
+    ]
+    # Normalization 1 divides by 1 + log(length): longer messages weigh each word less.
+    score: ColumnElement[Any] = sum(
+        (literal(weight) * func.ts_rank(_VECTOR, _term_query(term), 1)
+         for term, weight in zip(terms, weights, strict=True)),
+        start=literal(0.0),
+    )
+    query = (
+        _hits_query(score, conditions)
+        .select_from(messages.join(chats, chats.c.id == messages.c.chat_id))
+        .where(_VECTOR.op("@@")(func.plainto_tsquery(_SIMPLE, text)))
+        .order_by(
+            literal_column("score").desc(),
+            messages.c.created_at.desc(),
+            messages.c.sequence.desc(),
+        )
+        .limit(limit)
+    )
+    rows = (await conn.execute(query)).all()
+    return [(message_from_row(row), float(row.score)) for row in rows]
+
+
+def _term_query(term: str) -> ColumnElement[Any]:
+    return func.plainto_tsquery(_SIMPLE, literal(term))
+
+
+async def _document_frequencies(
+    conn: AsyncConnection, terms: list[str]
+) -> tuple[int, list[int]]:
+    """How many messages are indexed, and how many contain each term.
+
+    Counting a common word exactly would visit tens of thousands of heap rows per
+    search, so on a large table common words take their frequency from the statistics
+    ANALYZE keeps for the column (its most common lexemes, as Postgres' own planner
+    does); the others are counted with the GIN index, bounded by ``_COUNT_CAP`` (a word
+    missing from that list is rarer than every word on it anyway). Small or never
+    analysed tables are counted exactly, which is cheap there.
+    """
+    estimate = await conn.scalar(
+        select(literal_column("reltuples")).select_from(table("pg_class"))
+        .where(literal_column("oid") == literal_column("'messages'::regclass"))
+    )
+    common: dict[str, float] = {}
+    documents = 0
+    if estimate is not None and estimate >= _EXACT_BELOW:
+        stats = (
+            await conn.execute(
+                select(
+                    literal_column("null_frac", Float()),
+                    literal_column("most_common_elems::text::text[]", ARRAY(Text())).label(
+                        "elems"),
+                    literal_column("most_common_elem_freqs", ARRAY(Float())).label("freqs"),
+                )
+                .select_from(table("pg_stats"))
+                .where(
+                    literal_column("schemaname") == func.current_schema(),
+                    literal_column("tablename") == "messages",
+                    literal_column("attname") == "search_vector",
+                )
+            )
+        ).first()
+        if stats is not None and stats.elems:
+            # Frequencies are fractions of the non-null (indexed) rows.
+            documents = int(float(estimate) * (1.0 - float(stats.null_frac or 0.0)))
+            wanted = set(terms)
+            common = {
+                elem: float(freq)
+                for elem, freq in zip(stats.elems, stats.freqs, strict=False)
+                if elem in wanted
+            }
+    cap = _COUNT_CAP if documents else None
+    counted: dict[str, int] = {}
+    rare = [term for term in terms if term not in common]
+    # Without usable statistics the indexed rows are counted too (the trailing None).
+    to_count: list[str | None] = [*rare] if documents else [*rare, None]
+    if to_count:
+        counts = (
+            await conn.execute(select(*(_count(term, cap) for term in to_count)))
+        ).one()
+        counted = {term: int(n) for term, n in zip(rare, counts, strict=False)}
+        if not documents:
+            documents = int(counts[-1])
+    frequencies = [
+        round(common[term] * documents) if term in common else counted[term]
+        for term in terms
+    ]
+    return max(documents, *frequencies, 1), frequencies
+
+
+def _count(term: str | None, cap: int | None) -> Any:
+    """A scalar subquery counting messages with ``term`` (None: every indexed message)."""
+    where = _VECTOR.is_not(None) if term is None else _VECTOR.op("@@")(_term_query(term))
+    rows = select(literal(1).label("one")).select_from(messages).where(where)
+    if cap is not None:
+        rows = rows.limit(cap)
+    return select(func.count()).select_from(rows.subquery()).scalar_subquery()
+
+
+def _newest_first_among_near_ties(
+    ranked: list[tuple[Message, float]],
+) -> list[tuple[Message, float]]:
+    """Reorder runs of near-equal scores newest first; ``ranked`` is best first."""
+    ordered: list[tuple[Message, float]] = []
+    start = 0
+    while start < len(ranked):
+        lead = ranked[start][1]
+        end = start + 1
+        while end < len(ranked) and lead - ranked[end][1] <= (
+            RELEVANCE_TIE_TOLERANCE * abs(lead) + 1e-12
+        ):
+            end += 1
+        run = ranked[start:end]
+        run.sort(key=lambda hit: (hit[0].created_at, hit[0].sequence), reverse=True)
+        ordered.extend(run)
+        start = end
+    return ordered
+
+
+async def _windows(
+    conn: AsyncConnection, hits: list[Message], size: int
+) -> list[list[Message]]:
+    """The ``size`` messages before and after each hit, all hits in one statement."""
+    if size == 0:
+        return [[] for _ in hits]
+    parts = []
+    for index, hit in enumerate(hits):
+        same_chat = messages.c.chat_id == hit.chat_id
+        for newer in (False, True):
+            side = messages.c.sequence > hit.sequence if newer else (
+                messages.c.sequence < hit.sequence)
+            order = messages.c.sequence.asc() if newer else messages.c.sequence.desc()
+            part = (
+                select(*messages.c, literal(index).label("hit_index"))
+                .where(same_chat, side)
+                .order_by(order)
+                .limit(size)
+                .subquery()
+            )
+            parts.append(select(part))
+    rows = (await conn.execute(union_all(*parts))).all()
+    grouped: dict[int, list[Message]] = defaultdict(list)
+    for row in rows:
+        grouped[int(row.hit_index)].append(message_from_row(row))
+    return [sorted(grouped[index], key=lambda m: m.sequence) for index in range(len(hits))]

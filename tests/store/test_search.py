@@ -1,0 +1,130 @@
+"""The search index is kept by the database on every write path (SPEC §9)."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import delete, update
+
+from store import search as store_search
+from store.chats import create_chat
+from store.database import Database
+from store.messages import NewMessage, insert_messages, lock_chat_for_append
+from store.records import Identity
+from store.tables import chats, messages
+
+ALICE = Identity(user_id="alice", tenant_id="acme")
+
+
+async def found(db: Database, query: str) -> list[str]:
+    return [hit.message.id for hit in await store_search.search_messages(db, ALICE, query)]
+
+
+async def test_raw_inserts_and_cascades_are_indexed(db: Database) -> None:
+    """Writers that bypass append_messages (stream persistence) are indexed too."""
+    await create_chat(db, ALICE, id="c1", assistant_id="a")
+    async with db.write() as conn:
+        last = await lock_chat_for_append(conn, ALICE, "c1")
+        written = await insert_messages(conn, "c1", [
+            NewMessage(role="ASSISTANT", type="text", props={"content": "persisted stream"},
+                       status="INTERRUPTED"),
+        ], last_sequence=last)
+    assert await found(db, "stream") == [written[0].id]
+    async with db.write() as conn:
+        await conn.execute(
+            update(messages).where(messages.c.id == written[0].id)
+            .values(props={"content": "rewritten"})
+        )
+    assert await found(db, "stream") == []
+    assert await found(db, "rewritten") == [written[0].id]
+    # A chat row deleted directly takes its messages (FK cascade) and their index rows.
+    async with db.write() as conn:
+        await conn.execute(delete(chats).where(chats.c.id == "c1"))
+    assert await found(db, "rewritten") == []
+    if db.is_sqlite:
+        async with db.read() as conn:
+            left = await conn.exec_driver_sql(
+                "SELECT (SELECT count(*) FROM message_search),"
+                " (SELECT count(*) FROM message_search_keys)")
+            assert tuple(left.one()) == (0, 0)
+
+
+async def test_rolled_back_writes_leave_no_index_rows(db: Database) -> None:
+    await create_chat(db, ALICE, id="c1", assistant_id="a")
+    try:
+        async with db.write() as conn:
+            last = await lock_chat_for_append(conn, ALICE, "c1")
+            await insert_messages(conn, "c1", [
+                NewMessage(role="USER", type="user_input", props={"content": "ghost words"})
+            ], last_sequence=last)
+            raise RuntimeError("abort")
+    except RuntimeError:
+        pass
+    assert await found(db, "ghost") == []
+
+
+async def test_upgrade_indexes_messages_written_before_it(db: Database) -> None:
+    from alembic import command
+
+    from store.migrate import alembic_config, migrate
+
+    async with db.engine.begin() as conn:
+        await conn.run_sync(lambda sync: command.downgrade(alembic_config(sync), "0001"))
+    await create_chat(db, ALICE, id="c1", assistant_id="a")
+    async with db.write() as conn:
+        last = await lock_chat_for_append(conn, ALICE, "c1")
+        old, _tool = await insert_messages(conn, "c1", [
+            NewMessage(role="USER", type="user_input", props={"content": "ancient history"}),
+            NewMessage(role="ASSISTANT", type="tool_call", props={"content": "ancient tool"}),
+        ], last_sequence=last)
+    await migrate(db)
+    assert await found(db, "ancient") == [old.id]
+
+
+async def test_postgres_statistics_path_ranks_rarer_words_higher(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Large Postgres tables take common words' frequencies from ANALYZE statistics."""
+    if not db.is_postgres:
+        pytest.skip("the statistics path is Postgres only")
+    await create_chat(db, ALICE, id="c1", assistant_id="a")
+    async with db.write() as conn:
+        last = await lock_chat_for_append(conn, ALICE, "c1")
+        written = await insert_messages(conn, "c1", [
+            *[NewMessage(role="USER", type="user_input", props={"content": f"lemon {i}"})
+              for i in range(40)],
+            NewMessage(role="USER", type="user_input", props={"content": "kiwi kiwi lemon"}),
+            NewMessage(role="USER", type="user_input", props={"content": "kiwi lemon lemon"}),
+        ], last_sequence=last)
+    async with db.engine.connect() as conn:
+        await conn.execution_options(isolation_level="AUTOCOMMIT")
+        await conn.exec_driver_sql("ANALYZE messages")
+    monkeypatch.setattr(store_search, "_EXACT_BELOW", 1)
+    counted: list[str | None] = []
+    count = store_search._count
+
+    def spy(term: str | None, cap: int | None) -> object:
+        counted.append(term)
+        return count(term, cap)
+
+    monkeypatch.setattr(store_search, "_count", spy)
+    async with db.read() as conn:
+        documents, frequencies = await store_search._document_frequencies(
+            conn, ["lemon", "kiwi", "absent"])
+    assert documents == 42
+    assert frequencies == [42, 2, 0]
+    assert "lemon" not in counted and "absent" in counted  # common words come from stats
+    assert await found(db, "kiwi lemon") == [written[-2].id, written[-1].id]
+
+
+async def test_huge_messages_are_written_and_their_start_indexed(db: Database) -> None:
+    """Postgres refuses a tsvector over 1 MiB; a huge message must still be written."""
+    await create_chat(db, ALICE, id="c1", assistant_id="a")
+    words = [f"w{i:06d}x" for i in range(150_000)]  # ~1.35 MB of distinct words
+    content = " ".join(["openingword", *words, "closingword"])
+    async with db.write() as conn:
+        last = await lock_chat_for_append(conn, ALICE, "c1")
+        [huge] = await insert_messages(conn, "c1", [
+            NewMessage(role="USER", type="user_input", props={"content": content})
+        ], last_sequence=last)
+    assert await found(db, "openingword") == [huge.id]
+    assert await found(db, "closingword") == []  # past the indexed prefix
