@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import math
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -133,18 +136,77 @@ class GraphQLEndpoint(GraphQL[Context, None]):
         return await super().on_ws_connect(context)
 
     def parse_json(self, data: str | bytes) -> Any:
-        # orjson is strict about UTF-8 (invalid bytes and lone surrogates are errors, not
-        # a 500), and a body that is JSON but not an object (or a batch list) is refused.
+        # Invalid UTF-8, NaN/Infinity, runaway nesting and bodies that are JSON but not an
+        # object (or a batch list) are 400s, never a 500.
         try:
             value = orjson.loads(data)
         except orjson.JSONDecodeError:
-            raise HTTPException(400, "Unable to parse request body as JSON") from None
+            value = _lenient_json(data)
         if not isinstance(value, dict | list):
             raise HTTPException(400, "The request body must be a JSON object")
         return value
 
     def encode_json(self, data: object) -> bytes:
         return orjson.dumps(data)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _bounded_int(text: str) -> int:
+    # The same range orjson (and so the store's JSON reader) accepts.
+    value = int(text)
+    if not -(2**63) <= value < 2**64:
+        raise ValueError("integer out of range")
+    return value
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError("number out of range")
+    return value
+
+
+def _lenient_json(data: str | bytes) -> Any:
+    """JSON that orjson refused only for lone surrogate escapes (``"\\ud800"``).
+
+    The JSON grammar allows them and browsers send them, but they are not Unicode text
+    and no database driver can encode them; each becomes U+FFFD, as a decoder would
+    replace invalid UTF-8. Everything else orjson refused (invalid UTF-8, NaN,
+    numbers out of its range, deep nesting) stays refused.
+    """
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        value = json.loads(text, parse_constant=_reject_constant, parse_int=_bounded_int,
+                           parse_float=_finite_float)
+    except (ValueError, RecursionError):
+        raise HTTPException(400, "Unable to parse request body as JSON") from None
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            for index, element in enumerate(item):
+                if isinstance(element, str):
+                    item[index] = _LONE_SURROGATE.sub("\ufffd", element)
+                else:
+                    stack.append(element)
+        elif isinstance(item, dict):
+            for key in list(item):
+                element = item.pop(key)
+                clean_key = _LONE_SURROGATE.sub("\ufffd", key)
+                if isinstance(element, str):
+                    element = _LONE_SURROGATE.sub("\ufffd", element)
+                else:
+                    stack.append(element)
+                item[clean_key] = element
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    return value
 
 
 def create_app(settings: Settings | None = None) -> Starlette:

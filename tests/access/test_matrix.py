@@ -90,8 +90,9 @@ class Operation:
     deleted_first: bool = False
     #: Extra checks on an allowed answer's top-level field.
     check: Callable[[Any, Target, Caller], bool] = field(default=lambda value, t, c: True)
-    #: For ``hidden_as="absent"``: whether the answer includes the target chat.
-    found: Callable[[Any, Target], bool] | None = None
+    #: For ``hidden_as="absent"``: whether the answer includes the target chat (or a
+    #: text saying why the answer is inconsistent, e.g. a count that gives it away).
+    found: Callable[[Any, Target], bool | str] | None = None
     #: How to deliver the document; None: HTTP POST through the ``client`` fixture.
     send: Callable[[GraphQLClient, str, dict[str, Any], dict[str, str]],
                    Awaitable[dict[str, Any]]] | None = None
@@ -104,6 +105,29 @@ class Operation:
 
 def _chat_vars(target: Target) -> dict[str, Any]:
     return {"chat": target.chat_id}
+
+
+def marker(chat_id: str) -> str:
+    """A word only this chat's messages contain, for search."""
+    return f"marker{chat_id}"
+
+
+def _listed(value: Any, target: Target) -> bool | str:
+    """A chats connection filtered to the target's unique title: all or nothing."""
+    ids = [edge["node"]["id"] for edge in value["edges"]]
+    grouped = sum(group["totalCount"] for group in value["groups"])
+    if ids == [target.chat_id] and value["totalCount"] == 1 and grouped == 1:
+        return True
+    if ids == [] and value["totalCount"] == 0 and value["groups"] == []:
+        return False
+    return f"inconsistent list, counts or groups: {value}"
+
+
+def _hits(value: Any, target: Target) -> bool | str:
+    chats = {hit["chat"]["id"] for hit in value} | {hit["message"]["chatId"] for hit in value}
+    if chats == {target.chat_id}:
+        return True
+    return False if not value else f"hits from other chats: {chats}"
 
 
 OPERATIONS: tuple[Operation, ...] = (
@@ -130,6 +154,41 @@ OPERATIONS: tuple[Operation, ...] = (
         "query($chat: ID!) { messages(chatId: $chat) { edges { node { id chatId } } } }",
         _chat_vars, read_outcome,
         check=lambda value, t, c: [e["node"]["chatId"] for e in value["edges"]] == [t.chat_id] * 2,
+    ),
+    Operation(
+        "chats (edges, totalCount, groups)",
+        "query($kw: String!) { chats(filter: {keywords: $kw}) { totalCount "
+        "edges { node { id } } groups { count totalCount chats { id } } } }",
+        lambda t: {"kw": f"[{t.chat_id}]"}, read_outcome, hidden_as="absent", found=_listed,
+    ),
+    Operation(
+        "searchMessages",
+        "query($q: String!) { searchMessages(query: $q) { chat { id } message { chatId } "
+        "window { chatId } } }",
+        lambda t: {"q": marker(t.chat_id)}, read_outcome, hidden_as="absent", found=_hits,
+    ),
+    Operation(
+        "searchMessages(chatId)",
+        "query($chat: ID!, $q: String!) { searchMessages(chatId: $chat, query: $q) "
+        "{ chat { id } } }",
+        lambda t: {"chat": t.chat_id, "q": marker(t.chat_id)}, read_outcome,
+        check=lambda value, t, c: {hit["chat"]["id"] for hit in value} == {t.chat_id},
+    ),
+    Operation(
+        "modelContext",
+        "query($chat: ID!) { modelContext(chatId: $chat, limit: 10) { chatId } }",
+        _chat_vars, read_outcome,
+        check=lambda value, t, c: value == [{"chatId": t.chat_id}] * 2,
+    ),
+    Operation(
+        "startOver", "mutation($chat: ID!) { startOver(chatId: $chat) { chatId type } }",
+        _chat_vars, append_outcome,
+        check=lambda value, t, c: value == {"chatId": t.chat_id, "type": "boundary"},
+    ),
+    Operation(
+        "compactChat",
+        'mutation($chat: ID!) { compactChat(chatId: $chat, summary: "recap") { chatId } }',
+        _chat_vars, append_outcome,
     ),
     Operation(
         "createChat",
@@ -189,10 +248,10 @@ OPERATIONS: tuple[Operation, ...] = (
 CREATE = """
 mutation($input: CreateChatInput!) { createChat(input: $input) { id } }"""
 APPEND = """
-mutation($chat: ID!, $append: String!) {
+mutation($chat: ID!, $append: String!, $text: String!) {
   appendMessages(chatId: $chat, appendId: $append, messages: [
-    {role: USER, type: "user_input", props: {content: "hi"}},
-    {role: ASSISTANT, type: "text", props: {content: "hello"}}]) { messageIds }
+    {role: USER, type: "user_input", props: {content: $text}},
+    {role: ASSISTANT, type: "text", props: {content: $text}}]) { messageIds }
 }"""
 
 
@@ -200,8 +259,10 @@ async def _make_chat(client: GraphQLClient, spec: ChatSpec, *, deleted: bool) ->
     owner = spec.owner.headers()
     chat_id = f"c{next(_serial)}"
     await client.data(CREATE, {"input": {
-        "id": chat_id, "assistantId": "a", "share": spec.share, "public": spec.public}}, owner)
-    data = await client.data(APPEND, {"chat": chat_id, "append": "setup"}, owner)
+        "id": chat_id, "title": f"[{chat_id}]", "assistantId": "a", "share": spec.share,
+        "public": spec.public}}, owner)
+    data = await client.data(APPEND, {"chat": chat_id, "append": "setup",
+                                      "text": f"hello {marker(chat_id)}"}, owner)
     if deleted:
         await client.data("mutation($chat: ID!) { deleteChat(id: $chat) }", {"chat": chat_id},
                           owner)
@@ -238,7 +299,10 @@ async def _outcome(
         if "errors" in body:
             return f"unexpected errors: {body['errors']}", None
         value = body["data"][name]
-        if operation.found(value, target):
+        found = operation.found(value, target)
+        if isinstance(found, str):
+            return found, None
+        if found:
             return Outcome.OK, value
         if target.chat_id in json.dumps(body):
             return "hidden chat's id appears in the answer", None

@@ -256,6 +256,23 @@ async def test_transport_errors_are_graphql_shaped(
     assert "Traceback" not in response.text
 
 
+async def test_lone_surrogates_become_replacement_characters(client: GraphQLClient) -> None:
+    # Valid JSON escapes but not Unicode text: stored as U+FFFD on both backends.
+    body = ('{"query": "mutation($t: String) { createChat(input: {id: \\"s\\", '
+            'assistantId: \\"a\\", title: $t}) { title } }", '
+            '"variables": {"t": "x\\ud800y\\udc00"}}')
+    response = await client.http.post("/graphql", content=body.encode(),
+                                      headers={"content-type": "application/json"})
+    assert response.json() == {"data": {"createChat": {"title": "x\ufffdy\ufffd"}}}
+    assert (await client.data('{ chat(id: "s") { title } }'))["chat"]["title"] == "x\ufffdy\ufffd"
+    for refused in (b'{"query": "{ __typename }", "variables": {"a": "\\ud800", "n": NaN}}',
+                    b'{"query": "{ __typename }", "variables": {"a": "\\ud800", "n": 1e999}}',
+                    b'{"query": "\\ud800 \xff"}'):
+        response = await client.http.post("/graphql", content=refused,
+                                          headers={"content-type": "application/json"})
+        assert response.status_code == 400, refused
+
+
 async def test_wrong_method_is_shaped_too(client: GraphQLClient) -> None:
     response = await client.http.put("/graphql", json={"query": "{ __typename }"})
     assert response.status_code == 405
