@@ -60,6 +60,14 @@ OPERATIONS = (
     "mutation($id: ID!) { deleteChat(id: $id) }",
     "mutation($id: ID!) { restoreChat(id: $id) { id } }",
     "mutation($id: ID!) { purgeChat(id: $id) }",
+    "query($flt: ChatFilter, $f: Int, $a: String, $b: String, $l: Int) { chats(filter: $flt, "
+    "first: $f, after: $a, timezone: $b, orderBy: LAST_MESSAGE_AT) { totalCount edges { cursor "
+    "node { id } } groups { key count totalCount } pageInfo { endCursor } } }",
+    "query($b: String!, $f: Int, $c: ID, $l: Int) { searchMessages(query: $b, first: $f, "
+    "chatId: $c, window: $l) { score chat { id } message { id } window { id } } }",
+    "query($c: ID!, $l: Int!) { modelContext(chatId: $c, limit: $l) { id } }",
+    "mutation($c: ID!) { startOver(chatId: $c) { id } }",
+    "mutation($c: ID!, $b: String!) { compactChat(chatId: $c, summary: $b) { id } }",
 )
 VARIABLE_NAMES = ("id", "c", "f", "a", "l", "b", "flt", "in", "m", "ids")
 TOKENS = (
