@@ -147,6 +147,13 @@ def append_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
     return Outcome.OK if may_append(caller, chat) else Outcome.FORBIDDEN
 
 
+def stream_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
+    """The producer mutations (start/push/record/end a stream)."""
+    if not may_read(caller, chat):
+        return Outcome.HIDDEN
+    return Outcome.OK if may_stream(caller, chat) else Outcome.FORBIDDEN
+
+
 def deleted_change_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
     """A soft-deleted chat is hidden everywhere; only those who may change it see it."""
     return Outcome.OK if may_change(caller, chat) else Outcome.HIDDEN

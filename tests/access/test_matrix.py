@@ -11,8 +11,8 @@ store byte-for-byte unchanged.
 Adding an operation (chats list, search, streams, subscribe, resume …) is one more
 ``Operation(...)`` entry in ``OPERATIONS``: a document, how to fill its variables from a
 ``Target``, the oracle rule that predicts it (``read_outcome``, ``change_outcome``,
-``append_outcome``, … in the oracle; ``may_stream`` for producers), and how hiding shows
-(``hidden_as``):
+``append_outcome``, ``stream_outcome`` for producer mutations, … in the oracle), and
+how hiding shows (``hidden_as``):
 
 - ``"not_found"`` (default): a NOT_FOUND error identical to a never-created id's;
 - ``"null"``: the top-level field is null, as for a never-created id;

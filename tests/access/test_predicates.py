@@ -21,10 +21,12 @@ from tests.access.oracle import (
     VISIBILITIES,
     Caller,
     ChatSpec,
+    Outcome,
     may_append,
     may_change,
     may_read,
     may_stream,
+    stream_outcome,
 )
 
 
@@ -59,3 +61,15 @@ async def test_predicates_match_the_oracle(db: Database) -> None:
                     wrong.append(f"{name} for {caller.label()}: extra {sorted(got - want)}, "
                                  f"missing {sorted(want - got)}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_stream_outcome_follows_spec_roles() -> None:
+    """Producers: agent/admin of the tenant; readers without the role are FORBIDDEN."""
+    owner = OWNERS[0]
+    chat = ChatSpec(owner, "PRIVATE", True)
+    by_role = {caller.roles: stream_outcome(caller, chat) for caller in CALLERS
+               if caller.tenant == owner.tenant and caller.user == owner.user
+               and caller.team == owner.team}
+    assert by_role == {(): Outcome.FORBIDDEN, ("agent",): Outcome.OK, ("admin",): Outcome.OK}
+    stranger = next(c for c in CALLERS if c.tenant != owner.tenant and "admin" in c.roles)
+    assert stream_outcome(stranger, chat) is Outcome.HIDDEN
