@@ -4,31 +4,45 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
 import orjson
+from cross_web import HTTPException
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.exceptions import ConnectionRejectionError
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 from strawberry.types.execution import ExecutionResult
 
-from gql.auth import identity_from_credentials
+from gql.auth import CREDENTIAL_KEYS, authenticator_for, identity_from_credentials
+from gql.bodylimit import BodyLimitMiddleware, error_body
 from gql.context import Context, Services
 from gql.push_fastpath import fast_push
 from gql.schema import schema
 from gql.settings import Settings
-from gql.websocket import GraphQLTransportWSHandler, GraphQLWSHandler
+from gql.websocket import (
+    ChatqlLegacyWSHandler,
+    ChatqlTransportWSHandler,
+    ChatqlWebSocketAdapter,
+)
 from store.broker import broker_from_url
 from store.cursors import CursorSigner, load_or_create_secret
 from store.database import Database
+from store.errors import Unauthenticated
 from store.migrate import migrate
+from store.records import Identity
 from store.streams import StreamService
 
 __all__ = ["GraphQLEndpoint", "create_app"]
@@ -36,11 +50,28 @@ __all__ = ["GraphQLEndpoint", "create_app"]
 logger = logging.getLogger("chatql")
 
 
-class GraphQLEndpoint(GraphQL[Context, None]):
-    """Strawberry's ASGI view with chatql's context, identity and JSON encoding."""
+#: Stands in for the caller until authentication succeeds; never reaches a resolver
+#: (HTTP answers 401 first, a WebSocket is closed with 4403 at ``connection_init``).
+_NOBODY = Identity(user_id="", tenant_id="")
 
-    graphql_transport_ws_handler_class = GraphQLTransportWSHandler
-    graphql_ws_handler_class = GraphQLWSHandler
+
+class _AuthFailed(Exception):
+    """Raised inside the view when an HTTP request carries no valid identity."""
+
+
+class GraphQLEndpoint(GraphQL[Context, None]):
+    """Strawberry's ASGI view with chatql's context, identity and JSON encoding.
+
+    Authentication failures over HTTP answer **401** with a GraphQL-shaped body
+    (``errors[0].extensions.code == "UNAUTHENTICATED"``) and ``WWW-Authenticate:
+    Bearer``, so HTTP-level clients and proxies see them as what they are. Requests the
+    transport itself refuses (bad JSON, wrong content type or method) keep their 4xx
+    status and get the same error shape with ``INVALID_ARGUMENT``.
+    """
+
+    graphql_transport_ws_handler_class = ChatqlTransportWSHandler
+    graphql_ws_handler_class = ChatqlLegacyWSHandler
+    websocket_adapter_class = ChatqlWebSocketAdapter
 
     def __init__(self, services_of: Any, settings: Settings) -> None:
         super().__init__(
@@ -55,23 +86,69 @@ class GraphQLEndpoint(GraphQL[Context, None]):
         self._services_of = services_of
         self._settings = settings
 
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        request = Request(scope=scope, receive=receive)
+        try:
+            response = await self.run(request)
+        except _AuthFailed as failure:
+            response = JSONResponse(
+                error_body(str(failure), "UNAUTHENTICATED"),
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        except HTTPException as error:
+            response = JSONResponse(
+                error_body(error.reason, "INVALID_ARGUMENT"), status_code=error.status_code
+            )
+        await response(scope, receive, send)
+
     async def get_context(self, request: Request | WebSocket, response: Any) -> Context:
         services: Services = self._services_of(request)
-        headers = dict(request.headers)
-        return Context(
-            services=services,
-            identity=identity_from_credentials(self._settings, headers),
-            request=request,
-            response=response,
-        )
+        identity = _NOBODY
+        auth_error: str | None = None
+        try:
+            identity = identity_from_credentials(self._settings, dict(request.headers))
+        except Unauthenticated as error:
+            # Decided later: HTTP refuses before executing (the GraphiQL page itself
+            # needs no identity); a WebSocket may still authenticate in connection_init.
+            auth_error = str(error)
+        request.state.auth_error = auth_error
+        return Context(services=services, identity=identity, request=request, response=response)
+
+    async def execute_operation(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        # The single door from HTTP into the schema: no identity, no execution.
+        auth_error = getattr(request.state, "auth_error", None)
+        if auth_error is not None:
+            raise _AuthFailed(auth_error)
+        return await super().execute_operation(request, *args, **kwargs)
 
     async def on_ws_connect(self, context: Context) -> Any:
         # The connection_init payload names the caller over WebSocket (SPEC §10);
         # the handshake headers stand in only when the payload names no one.
         params = context.connection_params or {}
-        if params:
-            context.identity = identity_from_credentials(self._settings, params)
+        request = context.request
+        if any(str(key).lower() in CREDENTIAL_KEYS for key in params):
+            try:
+                context.identity = identity_from_credentials(self._settings, params)
+            except Unauthenticated:
+                raise ConnectionRejectionError({"message": "invalid credentials"}) from None
+        elif request is not None and getattr(request.state, "auth_error", None) is not None:
+            raise ConnectionRejectionError({"message": "missing credentials"})
         return await super().on_ws_connect(context)
+
+    def parse_json(self, data: str | bytes) -> Any:
+        # Invalid UTF-8, NaN/Infinity, runaway nesting and bodies that are JSON but not an
+        # object (or a batch list) are 400s, never a 500.
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            value = _lenient_json(data)
+        if not isinstance(value, dict | list):
+            raise HTTPException(400, "The request body must be a JSON object")
+        return value
 
     async def execute_single(self, request: Any, request_adapter: Any, sub_response: Any,
                              context: Context, root_value: Any,
@@ -85,22 +162,79 @@ class GraphQLEndpoint(GraphQL[Context, None]):
         return await super().execute_single(request, request_adapter, sub_response, context,
                                             root_value, request_data)
 
-    def decode_json(self, data: str | bytes) -> object:
-        try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError:
-            # Valid JSON orjson refuses, such as an escaped lone surrogate.
-            return json.loads(data)
-
     def encode_json(self, data: object) -> str:
         # Text, not bytes: WebSocket frames must be text (graphql-ws JS clients close
         # the socket on binary frames), and HTTP encodes str the same way.
         return orjson.dumps(data).decode()
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _bounded_int(text: str) -> int:
+    # The same range orjson (and so the store's JSON reader) accepts.
+    value = int(text)
+    if not -(2**63) <= value < 2**64:
+        raise ValueError("integer out of range")
+    return value
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError("number out of range")
+    return value
+
+
+def _lenient_json(data: str | bytes) -> Any:
+    """JSON that orjson refused only for lone surrogate escapes (``"\\ud800"``).
+
+    The JSON grammar allows them and browsers send them, but they are not Unicode text
+    and no database driver can encode them; each becomes U+FFFD, as a decoder would
+    replace invalid UTF-8. Everything else orjson refused (invalid UTF-8, NaN,
+    numbers out of its range, deep nesting) stays refused.
+    """
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        value = json.loads(text, parse_constant=_reject_constant, parse_int=_bounded_int,
+                           parse_float=_finite_float)
+    except (ValueError, RecursionError):
+        raise HTTPException(400, "Unable to parse request body as JSON") from None
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            for index, element in enumerate(item):
+                if isinstance(element, str):
+                    item[index] = _LONE_SURROGATE.sub("\ufffd", element)
+                else:
+                    stack.append(element)
+        elif isinstance(item, dict):
+            for key in list(item):
+                element = item.pop(key)
+                clean_key = _LONE_SURROGATE.sub("\ufffd", key)
+                if isinstance(element, str):
+                    element = _LONE_SURROGATE.sub("\ufffd", element)
+                else:
+                    stack.append(element)
+                item[clean_key] = element
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    return value
+
+
 def create_app(settings: Settings | None = None) -> Starlette:
-    """Build the app; with no settings they are read from ``CHATQL_*`` variables."""
+    """Build the app; with no settings they are read from ``CHATQL_*`` variables.
+
+    Settings that cannot work (e.g. ``CHATQL_AUTH=jwt`` without a key) raise
+    :class:`~gql.auth.ConfigurationError` here, so the server refuses to start.
+    """
     settings = settings or Settings.from_env()
+    authenticator_for(settings)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -143,4 +277,15 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/healthz", healthz),
         ],
         lifespan=lifespan,
+        middleware=[
+            # Outermost: preflights are answered before anything reads the body.
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(settings.cors_origins),
+                allow_methods=["GET", "POST", "OPTIONS"],
+                allow_headers=["*"],
+                max_age=600,
+            ),
+            Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes),
+        ],
     )

@@ -13,6 +13,8 @@ __all__ = ["main"]
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from gql.settings import Settings
+
     try:
         import uvloop  # noqa: F401
 
@@ -28,6 +30,8 @@ def _serve(args: argparse.Namespace) -> int:
         ws="websockets-sansio",
         # Stream frames are small and frequent: compression costs more than it saves.
         ws_per_message_deflate=False,
+        # A WebSocket message is held to the same limit as an HTTP request body.
+        ws_max_size=Settings.from_env().max_body_bytes,
         log_level=args.log_level,
         timeout_graceful_shutdown=30,
     )

@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from graphql import GraphQLError
+from graphql import GraphQLError, GraphQLSyntaxError
 from strawberry import Schema
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types import ExecutionContext
 
 from store import errors as store_errors
@@ -58,12 +59,19 @@ def _classify(error: GraphQLError) -> tuple[str, str | None]:
     original = error.original_error
     if isinstance(error, QueryTooComplex) or isinstance(original, QueryTooComplex):
         return "QUERY_TOO_COMPLEX", None
+    if isinstance(error, GraphQLSyntaxError) and error.message.endswith("Parsing aborted."):
+        # graphql-core's parser limits (token, comment and nesting budgets, gql/limits.py).
+        return "QUERY_TOO_COMPLEX", None
     if original is None:
         # Parse, validation and variable-coercion errors written by graphql-core.
         return "INVALID_ARGUMENT", None
     code = code_for(original)
     if code is not None:
         return code, None
+    if isinstance(original, CannotGetOperationTypeError | InvalidOperationTypeError):
+        # An unknown operationName or a disallowed operation type (reaches here over
+        # WebSocket; HTTP answers these with 400 before executing).
+        return "INVALID_ARGUMENT", None
     if isinstance(original, GraphQLError):
         return "INVALID_ARGUMENT", None
     return "INTERNAL", "Internal server error"

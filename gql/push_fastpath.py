@@ -34,13 +34,15 @@ from gql.context import Context
 from store.errors import ChatqlError
 from store.reducer import ChunkIn
 
-__all__ = ["PushPlan", "fast_push", "push_plan_for"]
+__all__ = ["MAX_FAST_DOCUMENT", "PushPlan", "fast_push", "push_plan_for"]
 
 _RESULT_FIELDS = frozenset({"accepted", "duplicates", "lastSeq", "__typename"})
 _TEXT_FIELDS = ("chunkId", "messageId", "blockId", "threadId", "deltaPath", "deltaAction")
 _CHUNK_FIELDS = frozenset({*_TEXT_FIELDS, "type", "role", "props", "delta"})
 _ROLES = frozenset({"USER", "ASSISTANT", "SYSTEM", "TOOL"})
 _PLAN_CACHE_SIZE = 256
+#: Longest document either fast path takes (far below the token limit's reach).
+MAX_FAST_DOCUMENT = 1_000
 # graphql-core refuses deeper variable values; keep the same limit here.
 _MAX_DEPTH = 64
 
@@ -104,7 +106,9 @@ def _plan(query: str, operation_name: str | None, schema: Any) -> PushPlan | Non
 
 def push_plan_for(schema: Any, query: str | None, operation_name: str | None) -> PushPlan | None:
     """The cached plan for a ``pushChunks`` document, or None."""
-    if not query or "pushChunks" not in query:
+    # A real pushChunks document is ~150 characters; long ones (comments, padding) go
+    # the ordinary way, through the document limits, and never fill the cache.
+    if not query or len(query) > MAX_FAST_DOCUMENT or "pushChunks" not in query:
         return None
     key = (query, operation_name)
     if key in _plans:
@@ -126,6 +130,22 @@ def _depth(value: Any, limit: int) -> bool:
     if isinstance(value, list):
         return all(_depth(item, limit - 1) for item in value)
     return True
+
+
+def _has_nul(value: Any) -> bool:
+    """Whether any string (key or value) in ``value`` holds NUL."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def _chunk(value: Any) -> ChunkIn | None:
@@ -186,7 +206,9 @@ async def fast_push(schema: Any, context: Context, query: str | None,
     if not isinstance(stream_id, str) or not isinstance(raw, list):
         return None
     chunks = [_chunk(item) for item in raw]
-    if any(chunk is None for chunk in chunks):
+    if any(chunk is None for chunk in chunks) or _has_nul(raw) or "\x00" in stream_id:
+        # NUL is refused with INVALID_ARGUMENT by the document limits (Postgres cannot
+        # store it): the ordinary path says so.
         return None
     try:
         result = await streams.push_chunks(context.identity, stream_id,

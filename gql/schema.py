@@ -10,6 +10,7 @@ from gql.chats import ChatMutation, ChatQuery
 from gql.errors import ChatqlSchema
 from gql.execution import LeafFastPathExecutionContext
 from gql.lifecycle import LifecycleMutation, LifecycleQuery
+from gql.limits import QueryLimits
 from gql.messages import MessageMutation, MessageQuery
 from gql.search import SearchQuery
 from gql.streams import StreamMutation, StreamQuery, StreamSubscription
@@ -30,6 +31,8 @@ schema = ChatqlSchema(
     query=Query,
     mutation=Mutation,
     subscription=Subscription,
-    extensions=[lambda: ParserCache(maxsize=1024), lambda: ValidationCache(maxsize=1024)],
+    extensions=[lambda: ParserCache(maxsize=1024), lambda: ValidationCache(maxsize=1024),
+                # Last: it checks variables after ValidationCache has validated.
+                QueryLimits],
     execution_context_class=LeafFastPathExecutionContext,
 )

@@ -30,8 +30,17 @@ class Settings:
     migrate_on_start: bool = True
     #: Identity source: ``dev`` headers or ``jwt`` bearer tokens.
     auth: str = "dev"
+    #: HS256 key (at least 32 bytes) for ``jwt`` mode.
     jwt_secret: str = ""
+    #: RS256 public key for ``jwt`` mode: PEM text or the path of a PEM file.
     jwt_public_key: str = ""
+    #: When set, tokens must carry this ``aud`` / ``iss``.
+    jwt_audience: str = ""
+    jwt_issuer: str = ""
+    #: Limits on a GraphQL document (beyond them: QUERY_TOO_COMPLEX).
+    max_query_depth: int = 12
+    max_query_tokens: int = 5_000
+    max_query_aliases: int = 50
     #: Seconds a WebSocket may wait before sending ``connection_init``.
     ws_init_timeout: float = 10.0
     #: Seconds between server keep-alive pings on idle WebSockets (0 turns them off).

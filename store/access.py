@@ -9,6 +9,14 @@ One place for the rule, so every query that touches chats applies the same one:
 - ``public`` lets the rest of the tenant read (never write).
 
 A chat the caller may not read is treated exactly as if it did not exist.
+
+How operations use it (new operations pick the predicate of their kind):
+
+- reads, subscriptions, ``stopStream``, search, lists and counts: ``can_read``;
+- changes (update, delete, restore, purge, message edits): ``can_read`` to see the chat
+  at all (else NOT_FOUND), then ``can_write`` (else FORBIDDEN);
+- appends: ``can_write(append=True)``;
+- producer mutations (start/push/record/end a stream): ``can_stream``.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from sqlalchemy import ColumnElement, and_, false, or_, true
 from store.records import Identity
 from store.tables import chats
 
-__all__ = ["can_read", "can_write"]
+__all__ = ["can_read", "can_stream", "can_write"]
 
 
 def _owner_clause(who: Identity) -> ColumnElement[bool]:
@@ -44,3 +52,10 @@ def can_write(who: Identity, *, append: bool = False) -> ColumnElement[bool]:
     if who.is_admin or (append and who.is_agent):
         return and_(same_tenant, true())
     return and_(same_tenant, _owner_clause(who))
+
+
+def can_stream(who: Identity) -> ColumnElement[bool]:
+    """Rows of ``chats`` the caller may stream into: producers are ``agent`` or ``admin``."""
+    if who.is_admin or who.is_agent:
+        return chats.c.tenant_id == who.tenant_id
+    return false()

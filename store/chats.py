@@ -121,9 +121,15 @@ async def create_chat(
     }
     try:
         async with db.write() as conn:
-            closed = await conn.scalar(select(exists().where(closed_chats.c.id == chat_id)))
-            if closed:
+            closed_in = await conn.scalar(
+                select(closed_chats.c.tenant_id).where(closed_chats.c.id == chat_id)
+            )
+            if closed_in == who.tenant_id:
                 raise Conflict(f"chat id {chat_id!r} was purged and can never be used again")
+            if closed_in is not None:
+                # Chat ids are global; another tenant's purge must not show through, so
+                # it reads like any other taken id.
+                raise Conflict(f"chat id {chat_id!r} is already taken")
             row = (await conn.execute(insert(chats).values(values).returning(chats))).one()
     except IntegrityError:
         raise Conflict(f"chat id {chat_id!r} is already taken") from None
@@ -163,6 +169,9 @@ async def _writable_chat(
     if row is None:
         raise NotFound(f"chat {chat_id!r} not found")
     if not row.writable:
+        if row.deleted_at is not None:
+            # A deleted chat is hidden from everyone who could not restore it.
+            raise NotFound(f"chat {chat_id!r} not found")
         raise Forbidden(f"you may read chat {chat_id!r} but not change it")
     return chat_from_row(row)
 

@@ -169,7 +169,10 @@ async def lock_chat_for_append(conn: AsyncConnection, who: Identity, chat_id: st
 
     A purged id is CHAT_CLOSED; a deleted, absent or unreadable chat is NOT_FOUND.
     """
-    closed = await conn.scalar(select(exists().where(closed_chats.c.id == chat_id)))
+    # Scoped to the caller's tenant: another tenant's purged id reads as absent.
+    closed = await conn.scalar(select(exists().where(
+        closed_chats.c.id == chat_id, closed_chats.c.tenant_id == who.tenant_id
+    )))
     if closed:
         raise ChatClosed(f"chat {chat_id!r} was purged; it accepts no more messages")
     row = (
@@ -182,7 +185,9 @@ async def lock_chat_for_append(conn: AsyncConnection, who: Identity, chat_id: st
     if row is None:
         # A purge that held the chat lock while we waited has committed its tombstone
         # by now: report the closure, not a mere absence.
-        if await conn.scalar(select(exists().where(closed_chats.c.id == chat_id))):
+        if await conn.scalar(select(exists().where(
+            closed_chats.c.id == chat_id, closed_chats.c.tenant_id == who.tenant_id
+        ))):
             raise ChatClosed(f"chat {chat_id!r} was purged; it accepts no more messages")
         raise NotFound(f"chat {chat_id!r} not found")
     if not row.writable:

@@ -6,7 +6,11 @@ import asyncio
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from gql.cli import main
 from store.database import Database
 from store.migrate import current_revision, head_revision
 
@@ -28,3 +32,15 @@ def test_migrate_and_export_schema(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "gql.cli", "export-schema", "-o", str(out)],
                    check=True)
     assert "type Query" in out.read_text()
+
+
+def test_serve_holds_websocket_messages_to_the_body_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import uvicorn
+
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: seen.update(kwargs))
+    monkeypatch.setenv("CHATQL_MAX_BODY_BYTES", "12345")
+    assert main(["serve"]) == 0
+    assert seen["ws_max_size"] == 12345

@@ -1,0 +1,1 @@
+"""Access control: the SPEC §10 matrix, predicates and authentication."""

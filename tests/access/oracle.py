@@ -1,0 +1,164 @@
+"""An independent reading of SPEC §10 in plain Python, and the callers it is tried on.
+
+The service decides access in SQL (``store/access.py``); this module decides it again
+from the SPEC's sentences, one rule per sentence, so the two can be compared:
+
+- "Tenants never see each other, anywhere."
+- "a PRIVATE chat is its creator's; a TEAM chat is its team's"
+- "public: true lets the rest of the tenant read it (read only)"
+- "its creator (and its team, when TEAM) may also append, update and delete"
+- "agent reads, appends to and streams into every chat of its tenant (the producer
+  mutations need agent or admin)"; "admin may do everything within its tenant"
+- "A chat the caller may not read behaves exactly as if it did not exist."
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from enum import Enum
+
+__all__ = [
+    "CALLERS",
+    "OWNERS",
+    "VISIBILITIES",
+    "Caller",
+    "ChatSpec",
+    "Outcome",
+    "may_append",
+    "may_change",
+    "may_read",
+    "may_stream",
+]
+
+
+class Outcome(Enum):
+    """What a caller should see."""
+
+    OK = "ok"
+    #: Exactly what a chat that does not exist looks like (null, or NOT_FOUND).
+    HIDDEN = "hidden"
+    FORBIDDEN = "forbidden"
+
+
+@dataclass(frozen=True)
+class Caller:
+    tenant: str
+    team: str | None
+    user: str
+    roles: tuple[str, ...] = ()
+
+    def headers(self) -> dict[str, str]:
+        headers = {"X-Tenant-Id": self.tenant, "X-User-Id": self.user}
+        if self.team is not None:
+            headers["X-Team-Id"] = self.team
+        if self.roles:
+            headers["X-Roles"] = ",".join(self.roles)
+        return headers
+
+    def label(self) -> str:
+        return f"{self.tenant}/{self.team or '-'}/{self.user}/{'+'.join(self.roles) or 'user'}"
+
+
+@dataclass(frozen=True)
+class ChatSpec:
+    owner: Caller
+    share: str  # PRIVATE or TEAM
+    public: bool
+
+    def label(self) -> str:
+        return f"{self.share}{'+public' if self.public else ''} of {self.owner.label()}"
+
+
+# Every combination of these dimensions is a caller: same or other tenant, same, other
+# or no team, same or other user id, and each role.
+TENANTS = ("t1", "t2")
+TEAMS = ("red", "blue", None)
+USERS = ("u1", "u2")
+ROLES: tuple[tuple[str, ...], ...] = ((), ("agent",), ("admin",))
+
+CALLERS: tuple[Caller, ...] = tuple(
+    Caller(tenant, team, user, roles)
+    for tenant, team, user, roles in itertools.product(TENANTS, TEAMS, USERS, ROLES)
+)
+
+# Owners are callers too. Roles never change what a creator owns, and the tenants,
+# user ids and named teams are symmetric, so one owner per distinct situation is
+# enough: a creator in a team, and a creator in none (whose TEAM chat has no team).
+OWNERS: tuple[Caller, ...] = tuple(
+    caller for caller in CALLERS
+    if caller.tenant == "t1" and caller.user == "u1" and not caller.roles
+    and caller.team in ("red", None)
+)
+
+VISIBILITIES: tuple[tuple[str, bool], ...] = tuple(
+    itertools.product(("PRIVATE", "TEAM"), (False, True))
+)
+
+
+def _same_tenant(caller: Caller, chat: ChatSpec) -> bool:
+    return caller.tenant == chat.owner.tenant
+
+
+def _owns(caller: Caller, chat: ChatSpec) -> bool:
+    """Creator, or a member of the chat's team when it is shared with the team."""
+    if caller.user == chat.owner.user:
+        return True
+    return chat.share == "TEAM" and caller.team is not None and caller.team == chat.owner.team
+
+
+def may_read(caller: Caller, chat: ChatSpec) -> bool:
+    if not _same_tenant(caller, chat):
+        return False
+    if "admin" in caller.roles or "agent" in caller.roles:
+        return True
+    return _owns(caller, chat) or chat.public
+
+
+def may_change(caller: Caller, chat: ChatSpec) -> bool:
+    """Update, delete, restore, purge, edit and delete messages."""
+    if not _same_tenant(caller, chat):
+        return False
+    return "admin" in caller.roles or _owns(caller, chat)
+
+
+def may_append(caller: Caller, chat: ChatSpec) -> bool:
+    return may_change(caller, chat) or (_same_tenant(caller, chat) and "agent" in caller.roles)
+
+
+def may_stream(caller: Caller, chat: ChatSpec) -> bool:
+    """The producer mutations: agent or admin, in the chat's tenant."""
+    return _same_tenant(caller, chat) and bool({"agent", "admin"} & set(caller.roles))
+
+
+def read_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
+    return Outcome.OK if may_read(caller, chat) else Outcome.HIDDEN
+
+
+def change_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
+    if not may_read(caller, chat):
+        return Outcome.HIDDEN
+    return Outcome.OK if may_change(caller, chat) else Outcome.FORBIDDEN
+
+
+def append_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
+    if not may_read(caller, chat):
+        return Outcome.HIDDEN
+    return Outcome.OK if may_append(caller, chat) else Outcome.FORBIDDEN
+
+
+def stream_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
+    """The producer mutations (start/push/record/end a stream)."""
+    if not may_read(caller, chat):
+        return Outcome.HIDDEN
+    return Outcome.OK if may_stream(caller, chat) else Outcome.FORBIDDEN
+
+
+def deleted_change_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
+    """A soft-deleted chat is hidden everywhere; only those who may change it see it."""
+    return Outcome.OK if may_change(caller, chat) else Outcome.HIDDEN
+
+
+def create_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
+    """Anyone may create a chat; it belongs to the caller, whoever else exists."""
+    return Outcome.OK

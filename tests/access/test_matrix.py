@@ -1,0 +1,376 @@
+"""The SPEC §10 access matrix over HTTP, generated from the oracle.
+
+For every operation in ``OPERATIONS``, every owner in ``OWNERS``, every chat visibility
+(PRIVATE/TEAM x public false/true) and every caller in ``CALLERS`` (all combinations of
+tenant, team, user and role), the call's outcome must be what ``tests/access/oracle.py``
+says. "Hidden" is checked strictly: the answer must equal the answer for a chat (or
+message) id that was never created — same error code and same message text with the id
+swapped, or null where the field is nullable — and a denied call must leave the whole
+store byte-for-byte unchanged.
+
+Adding an operation (chats list, search, streams, subscribe, resume …) is one more
+``Operation(...)`` entry in ``OPERATIONS``: a document, how to fill its variables from a
+``Target``, the oracle rule that predicts it (``read_outcome``, ``change_outcome``,
+``append_outcome``, ``stream_outcome`` for producer mutations, … in the oracle), and
+how hiding shows (``hidden_as``):
+
+- ``"not_found"`` (default): a NOT_FOUND error identical to a never-created id's;
+- ``"null"``: the top-level field is null, as for a never-created id;
+- ``"absent"``: for lists, counts, groups and search — the answer never errs, ``found``
+  says whether the target chat is in it, and a hidden chat's id must not appear
+  anywhere in the response. For example::
+
+      Operation("chats", "query { chats(first: 100) { edges { node { id } } } }",
+                lambda t: {}, read_outcome, hidden_as="absent",
+                found=lambda value, t: t.chat_id in {e["node"]["id"] for e in value["edges"]})
+
+A transport other than HTTP POST (a WebSocket subscription, say) goes in ``send``: an
+async function ``(client, document, variables, headers) -> response body dict``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from store.database import Database
+from tests.access.oracle import (
+    CALLERS,
+    OWNERS,
+    VISIBILITIES,
+    Caller,
+    ChatSpec,
+    Outcome,
+    append_outcome,
+    change_outcome,
+    create_outcome,
+    deleted_change_outcome,
+    read_outcome,
+)
+from tests.access.snapshot import store_fingerprint
+from tests.conftest import GraphQLClient
+
+_serial = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What an operation acts on: a chat and one of its messages."""
+
+    chat_id: str
+    message_id: str
+
+    @staticmethod
+    def unique() -> str:
+        return f"n{next(_serial)}"
+
+
+GHOST = Target(chat_id="ghost-chat", message_id="ghost-message")
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One row of the matrix."""
+
+    name: str
+    document: str
+    variables: Callable[[Target], dict[str, Any]]
+    expect: Callable[[Caller, ChatSpec], Outcome]
+    #: ``"null"``: a hidden chat answers ``data.<field> == null`` (nullable fields);
+    #: ``"not_found"``: it answers a NOT_FOUND error.
+    hidden_as: str = "not_found"
+    #: An allowed call uses the chat up (delete, purge): the next caller gets a new one.
+    consumes: bool = False
+    #: Soft-delete the chat (as its owner) before calling.
+    deleted_first: bool = False
+    #: Extra checks on an allowed answer's top-level field.
+    check: Callable[[Any, Target, Caller], bool] = field(default=lambda value, t, c: True)
+    #: For ``hidden_as="absent"``: whether the answer includes the target chat (or a
+    #: text saying why the answer is inconsistent, e.g. a count that gives it away).
+    found: Callable[[Any, Target], bool | str] | None = None
+    #: How to deliver the document; None: HTTP POST through the ``client`` fixture.
+    send: Callable[[GraphQLClient, str, dict[str, Any], dict[str, str]],
+                   Awaitable[dict[str, Any]]] | None = None
+
+    async def call(self, client: GraphQLClient, target: Target,
+                   caller: Caller) -> dict[str, Any]:
+        send = self.send or (lambda c, d, v, h: c.execute(d, v, h))
+        return await send(client, self.document, self.variables(target), caller.headers())
+
+
+def _chat_vars(target: Target) -> dict[str, Any]:
+    return {"chat": target.chat_id}
+
+
+def marker(chat_id: str) -> str:
+    """A word only this chat's messages contain, for search."""
+    return f"marker{chat_id}"
+
+
+def _listed(value: Any, target: Target) -> bool | str:
+    """A chats connection filtered to the target's unique title: all or nothing."""
+    ids = [edge["node"]["id"] for edge in value["edges"]]
+    grouped = sum(group["totalCount"] for group in value["groups"])
+    if ids == [target.chat_id] and value["totalCount"] == 1 and grouped == 1:
+        return True
+    if ids == [] and value["totalCount"] == 0 and value["groups"] == []:
+        return False
+    return f"inconsistent list, counts or groups: {value}"
+
+
+def _hits(value: Any, target: Target) -> bool | str:
+    chats = {hit["chat"]["id"] for hit in value} | {hit["message"]["chatId"] for hit in value}
+    if chats == {target.chat_id}:
+        return True
+    return False if not value else f"hits from other chats: {chats}"
+
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation(
+        "chat", "query($chat: ID!) { chat(id: $chat) { id } }", _chat_vars,
+        read_outcome, hidden_as="null",
+        check=lambda value, t, c: value == {"id": t.chat_id},
+    ),
+    # The "absent" form lists use, here over the aliased lookup of the chat and a ghost.
+    Operation(
+        "chat (as a list)",
+        "query($chat: ID!) { chat(id: $chat) { id } ghost: chat(id: \"ghost-chat\") { id } }",
+        _chat_vars, read_outcome, hidden_as="absent",
+        found=lambda value, t: value is not None and value["id"] == t.chat_id,
+    ),
+    Operation(
+        "Chat.messages",
+        "query($chat: ID!) { chat(id: $chat) { messages(last: 10) { edges { node { id } } } } }",
+        _chat_vars, read_outcome, hidden_as="null",
+        check=lambda value, t, c: len(value["messages"]["edges"]) == 2,
+    ),
+    Operation(
+        "messages",
+        "query($chat: ID!) { messages(chatId: $chat) { edges { node { id chatId } } } }",
+        _chat_vars, read_outcome,
+        check=lambda value, t, c: [e["node"]["chatId"] for e in value["edges"]] == [t.chat_id] * 2,
+    ),
+    Operation(
+        "chats (edges, totalCount, groups)",
+        "query($kw: String!) { chats(filter: {keywords: $kw}) { totalCount "
+        "edges { node { id } } groups { count totalCount chats { id } } } }",
+        lambda t: {"kw": f"[{t.chat_id}]"}, read_outcome, hidden_as="absent", found=_listed,
+    ),
+    Operation(
+        "searchMessages",
+        "query($q: String!) { searchMessages(query: $q) { chat { id } message { chatId } "
+        "window { chatId } } }",
+        lambda t: {"q": marker(t.chat_id)}, read_outcome, hidden_as="absent", found=_hits,
+    ),
+    Operation(
+        "searchMessages(chatId)",
+        "query($chat: ID!, $q: String!) { searchMessages(chatId: $chat, query: $q) "
+        "{ chat { id } } }",
+        lambda t: {"chat": t.chat_id, "q": marker(t.chat_id)}, read_outcome,
+        check=lambda value, t, c: {hit["chat"]["id"] for hit in value} == {t.chat_id},
+    ),
+    Operation(
+        "modelContext",
+        "query($chat: ID!) { modelContext(chatId: $chat, limit: 10) { chatId } }",
+        _chat_vars, read_outcome,
+        check=lambda value, t, c: value == [{"chatId": t.chat_id}] * 2,
+    ),
+    Operation(
+        "startOver", "mutation($chat: ID!) { startOver(chatId: $chat) { chatId type } }",
+        _chat_vars, append_outcome,
+        check=lambda value, t, c: value == {"chatId": t.chat_id, "type": "boundary"},
+    ),
+    Operation(
+        "compactChat",
+        'mutation($chat: ID!) { compactChat(chatId: $chat, summary: "recap") { chatId } }',
+        _chat_vars, append_outcome,
+    ),
+    Operation(
+        "createChat",
+        'mutation($id: ID!) { createChat(input: {id: $id, assistantId: "a"}) '
+        "{ createdBy teamId tenantId } }",
+        lambda t: {"id": Target.unique()}, create_outcome,
+        check=lambda value, t, c: value == {
+            "createdBy": c.user, "teamId": c.team, "tenantId": c.tenant},
+    ),
+    Operation(
+        "updateChat",
+        'mutation($chat: ID!) { updateChat(id: $chat, input: {title: "renamed"}) { title } }',
+        _chat_vars, change_outcome, check=lambda value, t, c: value == {"title": "renamed"},
+    ),
+    Operation(
+        "deleteChat", "mutation($chat: ID!) { deleteChat(id: $chat) }", _chat_vars,
+        change_outcome, consumes=True, check=lambda value, t, c: value is True,
+    ),
+    Operation(
+        "restoreChat", "mutation($chat: ID!) { restoreChat(id: $chat) { id } }", _chat_vars,
+        change_outcome,
+    ),
+    Operation(
+        "restoreChat(deleted)", "mutation($chat: ID!) { restoreChat(id: $chat) { id } }",
+        _chat_vars, deleted_change_outcome, consumes=True, deleted_first=True,
+    ),
+    Operation(
+        "deleteChat(deleted)", "mutation($chat: ID!) { deleteChat(id: $chat) }",
+        _chat_vars, deleted_change_outcome, deleted_first=True,
+    ),
+    Operation(
+        "purgeChat", "mutation($chat: ID!) { purgeChat(id: $chat) }", _chat_vars,
+        change_outcome, consumes=True,
+    ),
+    Operation(
+        "appendMessages",
+        "mutation($chat: ID!, $append: String!) { appendMessages(chatId: $chat, "
+        'appendId: $append, messages: [{role: ASSISTANT, type: "text", props: {}}]) '
+        "{ chatId firstSequence } }",
+        lambda t: {"chat": t.chat_id, "append": Target.unique()}, append_outcome,
+        check=lambda value, t, c: value["chatId"] == t.chat_id and value["firstSequence"] > 2,
+    ),
+    Operation(
+        "updateMessage",
+        'mutation($message: ID!) { updateMessage(id: $message, input: {props: {x: 1}}) '
+        "{ id props } }",
+        lambda t: {"message": t.message_id}, change_outcome,
+        check=lambda value, t, c: value == {"id": t.message_id, "props": {"x": 1}},
+    ),
+    Operation(
+        "deleteMessages",
+        "mutation($chat: ID!, $ids: [ID!]!) { deleteMessages(chatId: $chat, ids: $ids) }",
+        lambda t: {"chat": t.chat_id, "ids": [t.message_id]}, change_outcome,
+    ),
+)
+
+CREATE = """
+mutation($input: CreateChatInput!) { createChat(input: $input) { id } }"""
+APPEND = """
+mutation($chat: ID!, $append: String!, $text: String!) {
+  appendMessages(chatId: $chat, appendId: $append, messages: [
+    {role: USER, type: "user_input", props: {content: $text}},
+    {role: ASSISTANT, type: "text", props: {content: $text}}]) { messageIds }
+}"""
+
+
+async def _make_chat(client: GraphQLClient, spec: ChatSpec, *, deleted: bool) -> Target:
+    owner = spec.owner.headers()
+    chat_id = f"c{next(_serial)}"
+    await client.data(CREATE, {"input": {
+        "id": chat_id, "title": f"[{chat_id}]", "assistantId": "a", "share": spec.share,
+        "public": spec.public}}, owner)
+    data = await client.data(APPEND, {"chat": chat_id, "append": "setup",
+                                      "text": f"hello {marker(chat_id)}"}, owner)
+    if deleted:
+        await client.data("mutation($chat: ID!) { deleteChat(id: $chat) }", {"chat": chat_id},
+                          owner)
+    return Target(chat_id=chat_id, message_id=data["appendMessages"]["messageIds"][0])
+
+
+def _field(operation: Operation) -> str:
+    """The top-level field an operation's document selects."""
+    body = operation.document.split("{", 1)[1]
+    return body.split("(", 1)[0].strip()
+
+
+def _normalised(body: dict[str, Any], target: Target) -> Any:
+    """The answer with the target's ids replaced, to compare with the ghost's."""
+    errors = body.get("errors")
+    if not errors:
+        return ("data", body["data"])
+    error = errors[0]
+    message = error["message"]
+    for placeholder, real in (("<chat>", target.chat_id), ("<message>", target.message_id)):
+        message = message.replace(repr(real), placeholder)
+    return ("error", error["extensions"]["code"], message)
+
+
+async def _outcome(
+    client: GraphQLClient, operation: Operation, target: Target, caller: Caller,
+    ghosts: dict[Caller, Any],
+) -> tuple[Outcome | str, Any]:
+    """Classify the answer: OK, HIDDEN (indistinguishable from a ghost), FORBIDDEN."""
+    name = _field(operation)
+    body = await operation.call(client, target, caller)
+    if operation.hidden_as == "absent":
+        assert operation.found is not None, operation.name
+        if "errors" in body:
+            return f"unexpected errors: {body['errors']}", None
+        value = body["data"][name]
+        found = operation.found(value, target)
+        if isinstance(found, str):
+            return found, None
+        if found:
+            return Outcome.OK, value
+        if target.chat_id in json.dumps(body):
+            return "hidden chat's id appears in the answer", None
+        return Outcome.HIDDEN, None
+    if caller not in ghosts:
+        ghosts[caller] = _normalised(await operation.call(client, GHOST, caller), GHOST)
+    seen = _normalised(body, target)
+    errors = body.get("errors")
+    if errors:
+        code = errors[0]["extensions"]["code"]
+        if code == "FORBIDDEN":
+            return Outcome.FORBIDDEN, None
+        if code == "NOT_FOUND" and operation.hidden_as == "not_found":
+            return (Outcome.HIDDEN, None) if seen == ghosts[caller] else (
+                f"NOT_FOUND unlike a ghost: {seen} vs {ghosts[caller]}", None)
+        return f"unexpected {code}: {errors[0]['message']}", None
+    value = body["data"][name]
+    if value is None and operation.hidden_as == "null":
+        return (Outcome.HIDDEN, None) if seen == ghosts[caller] else (
+            f"null unlike a ghost: {ghosts[caller]}", None)
+    return Outcome.OK, value
+
+
+@pytest.mark.parametrize("operation", OPERATIONS, ids=lambda op: op.name)
+async def test_access_matrix(
+    client: GraphQLClient, db: Database, operation: Operation
+) -> None:
+    failures: list[str] = []
+    ghosts: dict[Caller, Any] = {}
+    calls = 0
+    for owner in OWNERS:
+        for share, public in VISIBILITIES:
+            spec = ChatSpec(owner, share, public)
+            expected = {caller: operation.expect(caller, spec) for caller in CALLERS}
+            # Denied callers first, between two fingerprints of the whole store: any
+            # change by any of them shows (timestamps make changes never cancel out).
+            denied = [c for c in CALLERS if expected[c] is not Outcome.OK]
+            allowed = [c for c in CALLERS if expected[c] is Outcome.OK]
+            target: Target | None = await _make_chat(
+                client, spec, deleted=operation.deleted_first)
+            before = await store_fingerprint(db)
+            for index, caller in enumerate(denied + allowed):
+                if index == len(denied) and await store_fingerprint(db) != before:
+                    failures.append(f"{operation.name} on {spec.label()}: "
+                                    "a denied call changed the store")
+                if target is None:
+                    target = await _make_chat(client, spec, deleted=operation.deleted_first)
+                actual, value = await _outcome(client, operation, target, caller, ghosts)
+                calls += 1
+                where = f"{operation.name} by {caller.label()} on {spec.label()}"
+                if actual != expected[caller]:
+                    failures.append(f"{where}: expected {expected[caller]}, got {actual}")
+                elif actual is Outcome.OK and not operation.check(value, target, caller):
+                    failures.append(f"{where}: allowed but answered {value!r}")
+                if actual is Outcome.OK and operation.consumes:
+                    target = None
+    assert calls == len(OWNERS) * len(VISIBILITIES) * len(CALLERS)
+    assert not failures, f"{len(failures)} of {calls} calls wrong:\n" + "\n".join(failures[:30])
+
+
+def test_matrix_covers_every_outcome() -> None:
+    """The generated callers reach OK, HIDDEN and FORBIDDEN for the rules that have them."""
+    for operation in OPERATIONS:
+        outcomes = {
+            operation.expect(caller, ChatSpec(owner, share, public))
+            for owner in OWNERS for share, public in VISIBILITIES for caller in CALLERS
+        }
+        wanted = {Outcome.OK} if operation.expect is create_outcome else (
+            {Outcome.OK, Outcome.HIDDEN} if operation.expect in (
+                read_outcome, deleted_change_outcome) else set(Outcome))
+        assert outcomes == wanted, operation.name
