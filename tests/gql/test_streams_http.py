@@ -356,3 +356,14 @@ async def test_concurrent_pushes_get_distinct_gapless_seqs(client: GraphQLClient
     result = (await client.data(END, {"id": sid, "status": "COMPLETED"}))["endStream"]
     assert sorted(m["props"]["content"] for m in result["messages"]) == [
         f"{i}!" for i in range(8)]
+
+
+async def test_push_with_nul_is_invalid_argument_on_the_fast_path_too(
+    client: GraphQLClient,
+) -> None:
+    sid = await start(client, "nul")
+    code = await client.error_code(PUSH, {"id": sid, "chunks": [
+        {"type": "text", "props": {"content": "a\x00b"}}]})
+    assert code == "INVALID_ARGUMENT"
+    result = (await client.data(END, {"id": sid, "status": "COMPLETED"}))["endStream"]
+    assert result["messages"] == []
