@@ -42,6 +42,8 @@ import orjson
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
+from store.database import connect_asyncpg, execute_on_server
+
 DEFAULT_PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 SECRET = "bench-secret-0123456789abcdef"
 TENANT, USER = "bench", "reader"
@@ -104,12 +106,7 @@ _CHAT_COLUMNS = ("id", "title", "assistant_id", "activity_at", "created_at", "up
 
 
 async def seed_postgres(url: str, sizes: Sizes) -> None:
-    import asyncpg
-
-    parsed = make_url(url)
-    conn = await asyncpg.connect(host=parsed.host, port=parsed.port or 5432,
-                                 user=parsed.username, password=parsed.password,
-                                 database=parsed.database)
+    conn = await connect_asyncpg(url)
     try:
         await conn.copy_records_to_table("chats", records=chat_rows(sizes.chats),
                                          columns=_CHAT_COLUMNS)
@@ -393,18 +390,6 @@ async def measure_http(url: str, sizes: Sizes) -> None:
 # --- driver -------------------------------------------------------------------------
 
 
-async def pg_admin(url: str, statement: str) -> None:
-    import asyncpg
-
-    parsed = make_url(url)
-    conn = await asyncpg.connect(host=parsed.host, port=parsed.port or 5432,
-                                 user=parsed.username, password=parsed.password,
-                                 database=parsed.database, timeout=5)
-    try:
-        await conn.execute(statement)
-    finally:
-        await conn.close()
-
 
 async def migrate_url(url: str) -> None:
     from store.database import Database
@@ -421,7 +406,7 @@ async def run_postgres(base_url: str, quick: bool) -> None:
     base_url = base_url.replace("postgresql://", "postgresql+asyncpg://", 1)
     name = f"chatql_bench_{uuid.uuid4().hex[:10]}"
     try:
-        await pg_admin(base_url, f'CREATE DATABASE "{name}"')
+        await execute_on_server(base_url, f'CREATE DATABASE "{name}"')
     except (OSError, Exception) as error:
         print(f"postgres: skipped ({base_url} unreachable: {error})")
         return
@@ -436,7 +421,7 @@ async def run_postgres(base_url: str, quick: bool) -> None:
         await measure_sql(url, sizes)
         await measure_http(url, sizes)
     finally:
-        await pg_admin(base_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await execute_on_server(base_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 async def run_sqlite(quick: bool) -> None:

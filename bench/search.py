@@ -45,7 +45,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
-from store.database import Database
+from store.database import Database, connect_asyncpg, execute_on_server
 from store.messages import NewMessage, append_messages
 from store.migrate import migrate
 from store.records import Identity
@@ -195,15 +195,9 @@ def seed_sqlite(path: Path, total: int) -> None:
 
 
 async def seed_postgres(url: str, total: int) -> None:
-    import asyncpg
-
     corpus = Corpus()
     start = datetime.now(UTC) - timedelta(seconds=total + 1000)
-    parsed = make_url(url)
-    conn = await asyncpg.connect(
-        host=parsed.host, port=parsed.port or 5432, user=parsed.username,
-        password=parsed.password, database=parsed.database,
-    )
+    conn = await connect_asyncpg(url)
     try:
         await conn.execute("SET synchronous_commit = off")
         await conn.execute("SET maintenance_work_mem = '512MB'")
@@ -235,19 +229,6 @@ async def seed_postgres(url: str, total: int) -> None:
     finally:
         await conn.close()
 
-
-async def _pg_admin(base: str, statement: str) -> None:
-    import asyncpg
-
-    parsed = make_url(base)
-    conn = await asyncpg.connect(
-        host=parsed.host, port=parsed.port or 5432, user=parsed.username,
-        password=parsed.password, database=parsed.database, timeout=10,
-    )
-    try:
-        await conn.execute(statement)
-    finally:
-        await conn.close()
 
 
 # --- measuring ----------------------------------------------------------------------------
@@ -363,7 +344,7 @@ async def run_sqlite(total: int, sizes: Sizes) -> Result:
 async def run_postgres(base: str, total: int, sizes: Sizes) -> Result:
     base = base.replace("postgresql://", "postgresql+asyncpg://", 1)
     name = f"chatql_bench_{uuid.uuid4().hex[:10]}"
-    await _pg_admin(base, f'CREATE DATABASE "{name}"')
+    await execute_on_server(base, f'CREATE DATABASE "{name}"')
     url = make_url(base).set(database=name).render_as_string(hide_password=False)
     try:
         db = Database(url)
@@ -377,7 +358,7 @@ async def run_postgres(base: str, total: int, sizes: Sizes) -> Result:
         finally:
             await db.dispose()
     finally:
-        await _pg_admin(base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await execute_on_server(base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     return Result("postgres", total, seeded, search_ms, lookup_ms, with_index, without_index,
                   hits)
 

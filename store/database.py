@@ -20,7 +20,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from store import jsonutil
 
-__all__ = ["DEFAULT_DATABASE_URL", "Database", "normalize_url"]
+__all__ = [
+    "DEFAULT_DATABASE_URL",
+    "Database",
+    "connect_asyncpg",
+    "execute_on_server",
+    "normalize_url",
+]
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./chatql.db"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -110,3 +116,27 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     def _on_begin(conn: Any) -> None:
         immediate = conn.get_execution_options().get("chatql_immediate", False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+async def connect_asyncpg(url: str, *, timeout: float = 10) -> Any:
+    """A bare asyncpg connection to the Postgres database ``url`` names.
+
+    For work SQLAlchemy has no word for: ``COPY`` bulk loads, and statements that
+    must run outside a transaction such as ``CREATE DATABASE``.
+    """
+    import asyncpg
+
+    parsed = make_url(url)
+    return await asyncpg.connect(
+        host=parsed.host, port=parsed.port or 5432, user=parsed.username,
+        password=parsed.password, database=parsed.database, timeout=timeout,
+    )
+
+
+async def execute_on_server(url: str, statement: str) -> None:
+    """Run one statement outside any transaction (``CREATE``/``DROP DATABASE``)."""
+    conn = await connect_asyncpg(url)
+    try:
+        await conn.execute(statement)
+    finally:
+        await conn.close()

@@ -27,7 +27,7 @@ from sqlalchemy.engine import make_url
 
 from gql.app import create_app
 from gql.settings import Settings
-from store.database import Database
+from store.database import Database, execute_on_server
 from store.migrate import migrate
 from store.tables import metadata
 
@@ -39,19 +39,6 @@ def _require_postgres() -> bool:
     return os.environ.get("CHATQL_REQUIRE_POSTGRES", "") in ("1", "true", "yes")
 
 
-async def _pg_admin(url: str, statement: str) -> None:
-    import asyncpg
-
-    parsed = make_url(url)
-    conn = await asyncpg.connect(
-        host=parsed.host, port=parsed.port or 5432, user=parsed.username,
-        password=parsed.password, database=parsed.database, timeout=5,
-    )
-    try:
-        await conn.execute(statement)
-    finally:
-        await conn.close()
-
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str | None]:
@@ -60,7 +47,7 @@ def postgres_url() -> Iterator[str | None]:
     base = base.replace("postgresql://", "postgresql+asyncpg://", 1)
     name = f"chatql_test_{uuid.uuid4().hex[:12]}"
     try:
-        asyncio.run(_pg_admin(base, f'CREATE DATABASE "{name}"'))
+        asyncio.run(execute_on_server(base, f'CREATE DATABASE "{name}"'))
     except Exception as error:
         if _require_postgres():
             pytest.fail(f"CHATQL_REQUIRE_POSTGRES=1 but Postgres at {base} failed: {error}")
@@ -77,7 +64,7 @@ def postgres_url() -> Iterator[str | None]:
     try:
         yield url
     finally:
-        asyncio.run(_pg_admin(base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        asyncio.run(execute_on_server(base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 @pytest.fixture(scope="session")
