@@ -211,26 +211,35 @@ def _path_found(value: Any, target: Target) -> bool | str:
 
 
 async def _subscribe_first(client: GraphQLClient, document: str, variables: dict[str, Any],
-                           headers: dict[str, str]) -> dict[str, Any]:
-    """``document`` as a graphql-transport-ws subscription on the client's live server:
+                           headers: dict[str, str], *,
+                           protocol: str = "graphql-transport-ws") -> dict[str, Any]:
+    """``document`` as a subscription over ``protocol`` on the client's live server:
     the first result (or the error) it answers, as a response body."""
     server = client.http.base_url.netloc.decode()
+    legacy = protocol == "graphql-ws"
     async with websockets.connect(f"ws://{server}/graphql",
-                                  subprotocols=["graphql-transport-ws"],  # type: ignore[list-item]
+                                  subprotocols=[protocol],  # type: ignore[list-item]
                                   compression=None) as ws:
         await ws.send(json.dumps({"type": "connection_init", "payload": headers}))
         while json.loads(await asyncio.wait_for(ws.recv(), 10))["type"] != "connection_ack":
             pass
-        await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": {
-            "query": document, "variables": variables}}))
+        await ws.send(json.dumps({"id": "1", "type": "start" if legacy else "subscribe",
+                                  "payload": {"query": document, "variables": variables}}))
         while True:
             message = json.loads(await asyncio.wait_for(ws.recv(), 10))
-            if message["type"] == "next":
+            if message["type"] in ("next", "data"):
                 body: dict[str, Any] = message["payload"]
                 return body
             if message["type"] == "error":
-                return {"errors": message["payload"]}
-            assert message["type"] in ("ping", "pong"), message
+                payload = message["payload"]
+                return {"errors": payload if isinstance(payload, list) else [payload]}
+            assert message["type"] in ("ping", "pong", "ka"), message
+
+
+async def _subscribe_first_legacy(client: GraphQLClient, document: str,
+                                  variables: dict[str, Any],
+                                  headers: dict[str, str]) -> dict[str, Any]:
+    return await _subscribe_first(client, document, variables, headers, protocol="graphql-ws")
 
 
 OPERATIONS: tuple[Operation, ...] = (
@@ -431,6 +440,12 @@ OPERATIONS: tuple[Operation, ...] = (
         "chatStream",
         "subscription($chat: ID!) { chatStream(chatId: $chat) { streamId type } }",
         _chat_vars, read_outcome, setup=_live_stream, send=_subscribe_first,
+        check=lambda value, t, c: value["streamId"] == t.stream_id,
+    ),
+    Operation(
+        "chatStream(graphql-ws)",
+        "subscription($chat: ID!) { chatStream(chatId: $chat) { streamId type } }",
+        _chat_vars, read_outcome, setup=_live_stream, send=_subscribe_first_legacy,
         check=lambda value, t, c: value["streamId"] == t.stream_id,
     ),
 )
