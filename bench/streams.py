@@ -289,7 +289,8 @@ class ChatqlTarget:
     async def gql(self, query: str, variables: dict[str, Any]) -> Any:
         response = await self.http.post(self.url, content=orjson.dumps(
             {"query": query, "variables": variables}),
-            headers={"content-type": "application/json"})
+            # The producer mutations need the agent (or admin) role (SPEC §10).
+            headers={"content-type": "application/json", "X-Roles": "agent"})
         body = orjson.loads(response.content)
         if body.get("errors"):
             raise RuntimeError(body["errors"])
@@ -464,7 +465,7 @@ async def persist_figures(messages: int, repeats: int) -> tuple[float, float] | 
     await admin.execute(f'CREATE DATABASE "{name}"')
     url = parsed.set(database=name).render_as_string(hide_password=False)
     db = Database(url)
-    who = Identity(user_id="bench", tenant_id="bench")
+    who = Identity(user_id="bench", tenant_id="bench", roles=frozenset({"agent"}))
     try:
         await migrate(db)
         service = StreamService(db, MemoryBroker())

@@ -229,7 +229,9 @@ class StreamService:
         self._streams: dict[str, _Stream] = {}
         self._by_chat: dict[str, str] = {}
         self._finished: dict[str, StreamResult] = {}
-        self._closed: dict[str, None] = {}
+        # Ended stream id -> its chat id, so a late push is checked against the chat's
+        # access rule before it learns the stream existed (STREAM_CLOSED).
+        self._closed: dict[str, str] = {}
         self._watcher: asyncio.Task[None] | None = None
         self._closing = False
 
@@ -386,13 +388,15 @@ class StreamService:
             raise InvalidArgument(f"status must be one of {', '.join(END_STATUSES)}")
         finished = self._finished.get(stream_id)
         if finished is not None:
-            await self._check_producer(who, finished.stream.chat_id)
+            await self._check_stream_chat(who, stream_id, finished.stream.chat_id)
             return finished
         stream = self._streams.get(stream_id)
         if stream is None:
             stored = await self._stored_result(who, stream_id)
             if stored is None:
                 raise StreamNotFound(f"stream {stream_id!r} not found")
+            # Readers find the stored stream, but ending it is for producers.
+            await self._check_stream_chat(who, stream_id, stored.stream.chat_id)
             return stored
         await self._check_stream_access(who, stream)
         if stream.end_status is not None:
@@ -437,7 +441,8 @@ class StreamService:
         async with self.db.read() as conn:
             row = (
                 await conn.execute(
-                    select(access.can_write(who, append=True).label("writable")).where(
+                    # SPEC §10: the producer mutations need ``agent`` or ``admin``.
+                    select(access.can_stream(who).label("writable")).where(
                         chats.c.id == chat_id, chats.c.deleted_at.is_(None),
                         access.can_read(who),
                     )
@@ -448,20 +453,27 @@ class StreamService:
         if not row.writable:
             raise Forbidden(f"you may read chat {chat_id!r} but not stream into it")
 
+    async def _check_stream_chat(self, who: Identity, stream_id: str, chat_id: str) -> None:
+        """The producer rule on a stream's chat; a hidden chat's stream does not exist."""
+        try:
+            await self._check_producer(who, chat_id)
+        except NotFound:
+            raise StreamNotFound(f"stream {stream_id!r} not found") from None
+
     async def _check_stream_access(self, who: Identity, stream: _Stream) -> None:
         # The starter (and anyone checked once) skips the database on every push.
         if who in stream.allowed:
             return
-        try:
-            await self._check_producer(who, stream.info.chat_id)
-        except NotFound:
-            raise StreamNotFound(f"stream {stream.info.id!r} not found") from None
+        await self._check_stream_chat(who, stream.info.id, stream.info.chat_id)
         stream.allowed.add(who)
 
     async def _producer_stream(self, who: Identity, stream_id: str) -> _Stream:
         stream = self._streams.get(stream_id)
         if stream is None:
-            if stream_id in self._closed:
+            closed_chat = self._closed.get(stream_id)
+            if closed_chat is not None:
+                # Only those who could have pushed learn that it ended.
+                await self._check_stream_chat(who, stream_id, closed_chat)
                 raise StreamClosed(f"stream {stream_id!r} has ended")
             raise StreamNotFound(f"stream {stream_id!r} not found")
         await self._check_stream_access(who, stream)
@@ -542,7 +554,7 @@ class StreamService:
             del self._finished[next(iter(self._finished))]
 
     def _forget(self, stream: _Stream) -> None:
-        self._closed[stream.info.id] = None
+        self._closed[stream.info.id] = stream.info.chat_id
         while len(self._closed) > _CLOSED_IDS_KEPT:
             del self._closed[next(iter(self._closed))]
         self._streams.pop(stream.info.id, None)

@@ -30,13 +30,16 @@ async function ``(client, document, variables, headers) -> response body dict``.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+import httpx
 import pytest
+import websockets
 
 from store.database import Database
 from tests.access.oracle import (
@@ -51,6 +54,7 @@ from tests.access.oracle import (
     create_outcome,
     deleted_change_outcome,
     read_outcome,
+    stream_outcome,
 )
 from tests.access.snapshot import store_fingerprint
 from tests.conftest import GraphQLClient
@@ -60,17 +64,21 @@ _serial = itertools.count(1)
 
 @dataclass(frozen=True)
 class Target:
-    """What an operation acts on: a chat and one of its messages."""
+    """What an operation acts on: a chat, one of its messages, and what setup made."""
 
     chat_id: str
     message_id: str
+    #: A stream in the chat (``Operation.setup``), and the stack of its resume records.
+    stream_id: str = ""
+    stack_id: str = ""
 
     @staticmethod
     def unique() -> str:
         return f"n{next(_serial)}"
 
 
-GHOST = Target(chat_id="ghost-chat", message_id="ghost-message")
+GHOST = Target(chat_id="ghost-chat", message_id="ghost-message", stream_id="ghost-stream",
+               stack_id="ghost-stack")
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,11 @@ class Operation:
     #: How to deliver the document; None: HTTP POST through the ``client`` fixture.
     send: Callable[[GraphQLClient, str, dict[str, Any], dict[str, str]],
                    Awaitable[dict[str, Any]]] | None = None
+    #: Run after the chat is made, by an authorised producer (start a stream, seed
+    #: resume records); returns the target with what it made.
+    setup: Callable[[GraphQLClient, Target, ChatSpec], Awaitable[Target]] | None = None
+    #: An error code an allowed call answers (a push to a stream that has ended).
+    allowed_error: str | None = None
 
     async def call(self, client: GraphQLClient, target: Target,
                    caller: Caller) -> dict[str, Any]:
@@ -128,6 +141,105 @@ def _hits(value: Any, target: Target) -> bool | str:
     if chats == {target.chat_id}:
         return True
     return False if not value else f"hits from other chats: {chats}"
+
+# ---- streams and resume: an authorised producer prepares the target -------------
+
+START = """
+mutation($chat: ID!, $stream: ID!) {
+  startStream(input: {chatId: $chat, streamId: $stream, requestId: "r"}) { id } }"""
+PUSH = """
+mutation($stream: ID!, $chunks: [ChunkInput!]!) {
+  pushChunks(streamId: $stream, chunks: $chunks) { accepted } }"""
+RECORD = """
+mutation($stream: ID!, $step: StepInput!) { recordStep(streamId: $stream, step: $step) }"""
+END = """
+mutation($stream: ID!, $status: StreamStatus!) {
+  endStream(streamId: $stream, status: $status) { stream { status } } }"""
+TEXT_CHUNK = {"type": "text", "messageId": "m1", "role": "ASSISTANT", "props": {"content": "hi"}}
+
+
+def producer(spec: ChatSpec) -> Caller:
+    """An agent of the chat's tenant and team: may stream into any chat of the tenant."""
+    return Caller(spec.owner.tenant, spec.owner.team, "producer", ("agent",))
+
+
+async def _live_stream(client: GraphQLClient, target: Target, spec: ChatSpec) -> Target:
+    """An active stream in the chat with one message pushed."""
+    headers = producer(spec).headers()
+    stream_id = f"s-{target.chat_id}"
+    await client.data(START, {"chat": target.chat_id, "stream": stream_id}, headers)
+    await client.data(PUSH, {"stream": stream_id, "chunks": [TEXT_CHUNK]}, headers)
+    return replace(target, stream_id=stream_id)
+
+
+async def _ended_stream(client: GraphQLClient, target: Target, spec: ChatSpec) -> Target:
+    target = await _live_stream(client, target, spec)
+    await client.data(END, {"stream": target.stream_id, "status": "COMPLETED"},
+                      producer(spec).headers())
+    return target
+
+
+def _stack(chat_id: str) -> tuple[str, str]:
+    """The root and the nested stack of the chat's resume record."""
+    return f"root-{chat_id}", f"stack-{chat_id}"
+
+
+async def _resume_records(client: GraphQLClient, target: Target, spec: ChatSpec) -> Target:
+    """A stream interrupted with one recorded step: one resume record in the chat."""
+    target = await _live_stream(client, target, spec)
+    root, stack = _stack(target.chat_id)
+    headers = producer(spec).headers()
+    await client.data(RECORD, {"stream": target.stream_id, "step": {
+        "id": "step-1", "type": "llm", "stackId": stack, "stackParentId": root,
+        "stackDepth": 1}}, headers)
+    await client.data(END, {"stream": target.stream_id, "status": "INTERRUPTED"}, headers)
+    return replace(target, stack_id=stack)
+
+
+def _stream_vars(target: Target) -> dict[str, Any]:
+    return {"stream": target.stream_id}
+
+
+def _stack_vars(target: Target) -> dict[str, Any]:
+    return {"stack": target.stack_id}
+
+
+def _path_found(value: Any, target: Target) -> bool | str:
+    if value == list(_stack(target.chat_id)):
+        return True
+    return False if value == [] else f"unexpected stack path {value}"
+
+
+async def _subscribe_first(client: GraphQLClient, document: str, variables: dict[str, Any],
+                           headers: dict[str, str], *,
+                           protocol: str = "graphql-transport-ws") -> dict[str, Any]:
+    """``document`` as a subscription over ``protocol`` on the client's live server:
+    the first result (or the error) it answers, as a response body."""
+    server = client.http.base_url.netloc.decode()
+    legacy = protocol == "graphql-ws"
+    async with websockets.connect(f"ws://{server}/graphql",
+                                  subprotocols=[protocol],  # type: ignore[list-item]
+                                  compression=None) as ws:
+        await ws.send(json.dumps({"type": "connection_init", "payload": headers}))
+        while json.loads(await asyncio.wait_for(ws.recv(), 10))["type"] != "connection_ack":
+            pass
+        await ws.send(json.dumps({"id": "1", "type": "start" if legacy else "subscribe",
+                                  "payload": {"query": document, "variables": variables}}))
+        while True:
+            message = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            if message["type"] in ("next", "data"):
+                body: dict[str, Any] = message["payload"]
+                return body
+            if message["type"] == "error":
+                payload = message["payload"]
+                return {"errors": payload if isinstance(payload, list) else [payload]}
+            assert message["type"] in ("ping", "pong", "ka"), message
+
+
+async def _subscribe_first_legacy(client: GraphQLClient, document: str,
+                                  variables: dict[str, Any],
+                                  headers: dict[str, str]) -> dict[str, Any]:
+    return await _subscribe_first(client, document, variables, headers, protocol="graphql-ws")
 
 
 OPERATIONS: tuple[Operation, ...] = (
@@ -243,6 +355,99 @@ OPERATIONS: tuple[Operation, ...] = (
         "mutation($chat: ID!, $ids: [ID!]!) { deleteMessages(chatId: $chat, ids: $ids) }",
         lambda t: {"chat": t.chat_id, "ids": [t.message_id]}, change_outcome,
     ),
+    Operation(
+        "startStream",
+        'mutation($chat: ID!) { startStream(input: {chatId: $chat, requestId: "r"}) '
+        "{ chatId status } }",
+        _chat_vars, stream_outcome, consumes=True,
+        check=lambda value, t, c: value == {"chatId": t.chat_id, "status": "ACTIVE"},
+    ),
+    Operation(
+        "pushChunks",
+        "mutation($stream: ID!) { pushChunks(streamId: $stream, chunks: "
+        '[{type: "text", messageId: "m1", delta: true, props: {content: "!"}}]) '
+        "{ accepted duplicates } }",
+        _stream_vars, stream_outcome, setup=_live_stream,
+        check=lambda value, t, c: value == {"accepted": 1, "duplicates": 0},
+    ),
+    Operation(
+        "pushChunks(ended)",
+        "mutation($stream: ID!) { pushChunks(streamId: $stream, chunks: "
+        '[{type: "text"}]) { accepted } }',
+        _stream_vars, stream_outcome, setup=_ended_stream, allowed_error="STREAM_CLOSED",
+    ),
+    Operation(
+        "recordStep",
+        'mutation($stream: ID!) { recordStep(streamId: $stream, step: {id: "x", type: "tool"}) }',
+        _stream_vars, stream_outcome, setup=_live_stream,
+        check=lambda value, t, c: value is True,
+    ),
+    Operation(
+        "endStream",
+        "mutation($stream: ID!) { endStream(streamId: $stream, status: INTERRUPTED) "
+        "{ stream { id status } messages { chatId } } }",
+        _stream_vars, stream_outcome, setup=_live_stream, consumes=True,
+        check=lambda value, t, c: value == {
+            "stream": {"id": t.stream_id, "status": "INTERRUPTED"},
+            "messages": [{"chatId": t.chat_id}]},
+    ),
+    # A retried endStream (after a lost answer) is answered from what was persisted.
+    Operation(
+        "endStream(ended)",
+        "mutation($stream: ID!) { endStream(streamId: $stream, status: COMPLETED) "
+        "{ stream { id status } } }",
+        _stream_vars, stream_outcome, setup=_ended_stream,
+        check=lambda value, t, c: value == {"stream": {"id": t.stream_id, "status": "COMPLETED"}},
+    ),
+    # SPEC §10: "Whoever may read a chat may subscribe to it and press stopStream".
+    Operation(
+        "stopStream", "mutation($chat: ID!) { stopStream(chatId: $chat) }", _chat_vars,
+        read_outcome, setup=_live_stream, consumes=True, check=lambda value, t, c: value is True,
+    ),
+    Operation(
+        "resumeRecords",
+        "query($chat: ID!) { resumeRecords(chatId: $chat) { chatId stackId status } }",
+        _chat_vars, read_outcome, setup=_resume_records,
+        check=lambda value, t, c: value == [
+            {"chatId": t.chat_id, "stackId": t.stack_id, "status": "interrupted"}],
+    ),
+    Operation(
+        "lastResume", "query($chat: ID!) { lastResume(chatId: $chat) { chatId stackId } }",
+        _chat_vars, read_outcome, setup=_resume_records,
+        check=lambda value, t, c: value == {"chatId": t.chat_id, "stackId": t.stack_id},
+    ),
+    Operation(
+        "resumeByStack",
+        "query($stack: String!) { resumeByStack(stackId: $stack) { chatId stackId } }",
+        _stack_vars, read_outcome, setup=_resume_records, hidden_as="absent",
+        found=lambda value, t: value == [{"chatId": t.chat_id, "stackId": t.stack_id}] or (
+            False if value == [] else f"unexpected records {value}"),
+    ),
+    Operation(
+        "stackPath", "query($stack: String!) { stackPath(stackId: $stack) }",
+        _stack_vars, read_outcome, setup=_resume_records, hidden_as="absent",
+        found=_path_found,
+    ),
+    # The store lets whoever may append clear the records (an agent resuming).
+    Operation(
+        "deleteResume", "mutation($chat: ID!) { deleteResume(chatId: $chat) }", _chat_vars,
+        append_outcome, setup=_resume_records, consumes=True,
+        check=lambda value, t, c: value == 1,
+    ),
+    # SPEC §10: "Whoever may read a chat may subscribe to it"; over a real WebSocket,
+    # joining the stream the setup started (the late-join snapshot comes first).
+    Operation(
+        "chatStream",
+        "subscription($chat: ID!) { chatStream(chatId: $chat) { streamId type } }",
+        _chat_vars, read_outcome, setup=_live_stream, send=_subscribe_first,
+        check=lambda value, t, c: value["streamId"] == t.stream_id,
+    ),
+    Operation(
+        "chatStream(graphql-ws)",
+        "subscription($chat: ID!) { chatStream(chatId: $chat) { streamId type } }",
+        _chat_vars, read_outcome, setup=_live_stream, send=_subscribe_first_legacy,
+        check=lambda value, t, c: value["streamId"] == t.stream_id,
+    ),
 )
 
 CREATE = """
@@ -255,7 +460,7 @@ mutation($chat: ID!, $append: String!, $text: String!) {
 }"""
 
 
-async def _make_chat(client: GraphQLClient, spec: ChatSpec, *, deleted: bool) -> Target:
+async def _make_chat(client: GraphQLClient, spec: ChatSpec, operation: Operation) -> Target:
     owner = spec.owner.headers()
     chat_id = f"c{next(_serial)}"
     await client.data(CREATE, {"input": {
@@ -263,10 +468,13 @@ async def _make_chat(client: GraphQLClient, spec: ChatSpec, *, deleted: bool) ->
         "public": spec.public}}, owner)
     data = await client.data(APPEND, {"chat": chat_id, "append": "setup",
                                       "text": f"hello {marker(chat_id)}"}, owner)
-    if deleted:
+    target = Target(chat_id=chat_id, message_id=data["appendMessages"]["messageIds"][0])
+    if operation.setup is not None:
+        target = await operation.setup(client, target, spec)
+    if operation.deleted_first:
         await client.data("mutation($chat: ID!) { deleteChat(id: $chat) }", {"chat": chat_id},
                           owner)
-    return Target(chat_id=chat_id, message_id=data["appendMessages"]["messageIds"][0])
+    return target
 
 
 def _field(operation: Operation) -> str:
@@ -282,8 +490,10 @@ def _normalised(body: dict[str, Any], target: Target) -> Any:
         return ("data", body["data"])
     error = errors[0]
     message = error["message"]
-    for placeholder, real in (("<chat>", target.chat_id), ("<message>", target.message_id)):
-        message = message.replace(repr(real), placeholder)
+    for placeholder, real in (("<stream>", target.stream_id), ("<stack>", target.stack_id),
+                              ("<chat>", target.chat_id), ("<message>", target.message_id)):
+        if real:
+            message = message.replace(repr(real), placeholder)
     return ("error", error["extensions"]["code"], message)
 
 
@@ -315,7 +525,10 @@ async def _outcome(
         code = errors[0]["extensions"]["code"]
         if code == "FORBIDDEN":
             return Outcome.FORBIDDEN, None
-        if code == "NOT_FOUND" and operation.hidden_as == "not_found":
+        if code == operation.allowed_error:
+            return Outcome.OK, None
+        # A stream id answers STREAM_NOT_FOUND where a chat id answers NOT_FOUND.
+        if code in ("NOT_FOUND", "STREAM_NOT_FOUND") and operation.hidden_as == "not_found":
             return (Outcome.HIDDEN, None) if seen == ghosts[caller] else (
                 f"NOT_FOUND unlike a ghost: {seen} vs {ghosts[caller]}", None)
         return f"unexpected {code}: {errors[0]['message']}", None
@@ -326,10 +539,24 @@ async def _outcome(
     return Outcome.OK, value
 
 
-@pytest.mark.parametrize("operation", OPERATIONS, ids=lambda op: op.name)
+@pytest.mark.parametrize("operation", [op for op in OPERATIONS if op.send is None],
+                         ids=lambda op: op.name)
 async def test_access_matrix(
     client: GraphQLClient, db: Database, operation: Operation
 ) -> None:
+    await _run_matrix(client, db, operation)
+
+
+@pytest.mark.parametrize("operation", [op for op in OPERATIONS if op.send is not None],
+                         ids=lambda op: op.name)
+async def test_access_matrix_live(live_server: str, db: Database, operation: Operation) -> None:
+    """Another transport needs a real server; setup and calls all go to it, so the
+    in-memory state (streams) is the one the calls see."""
+    async with httpx.AsyncClient(base_url=f"http://{live_server}") as http:
+        await _run_matrix(GraphQLClient(http), db, operation)
+
+
+async def _run_matrix(client: GraphQLClient, db: Database, operation: Operation) -> None:
     failures: list[str] = []
     ghosts: dict[Caller, Any] = {}
     calls = 0
@@ -341,15 +568,14 @@ async def test_access_matrix(
             # change by any of them shows (timestamps make changes never cancel out).
             denied = [c for c in CALLERS if expected[c] is not Outcome.OK]
             allowed = [c for c in CALLERS if expected[c] is Outcome.OK]
-            target: Target | None = await _make_chat(
-                client, spec, deleted=operation.deleted_first)
+            target: Target | None = await _make_chat(client, spec, operation)
             before = await store_fingerprint(db)
             for index, caller in enumerate(denied + allowed):
                 if index == len(denied) and await store_fingerprint(db) != before:
                     failures.append(f"{operation.name} on {spec.label()}: "
                                     "a denied call changed the store")
                 if target is None:
-                    target = await _make_chat(client, spec, deleted=operation.deleted_first)
+                    target = await _make_chat(client, spec, operation)
                 actual, value = await _outcome(client, operation, target, caller, ghosts)
                 calls += 1
                 where = f"{operation.name} by {caller.label()} on {spec.label()}"

@@ -141,7 +141,8 @@ class Fuzzer:
     def run(self, make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
         return asyncio.run_coroutine_threadsafe(make(), self.loop).result(REQUEST_SECONDS)
 
-    def check(self, send: Callable[[], Coroutine[Any, Any, httpx.Response]]) -> None:
+    def check(self, send: Callable[[], Coroutine[Any, Any, httpx.Response]]) -> Any:
+        """Send, check the invariants, and return the answer's body."""
         before = self.run(lambda: store_fingerprint(self.db))
         response: httpx.Response = self.run(send)
         assert response.status_code < 500, response.text[:500]
@@ -152,7 +153,7 @@ class Fuzzer:
         errors = body.get("errors") if isinstance(body, dict) else None
         if not errors:
             assert response.status_code == 200
-            return
+            return body
         for error in errors:
             code = (error.get("extensions") or {}).get("code")
             assert code in SPEC_CODES, (code, error)
@@ -160,11 +161,13 @@ class Fuzzer:
         if data is None or all(value is None for value in data.values()):
             after = self.run(lambda: store_fingerprint(self.db))
             assert after == before, f"a rejected request changed the store: {errors}"
+        return body
 
-    def post_json(self, payload: Any) -> None:
+    def post_json(self, payload: Any, headers: dict[str, str] | None = None) -> Any:
         text = json.dumps(payload)  # NaN/Infinity and lone surrogates are sent as they come
-        self.check(lambda: self.http.post("/graphql", content=text.encode(),
-                                          headers={"content-type": "application/json"}))
+        return self.check(lambda: self.http.post(
+            "/graphql", content=text.encode(),
+            headers={"content-type": "application/json", **(headers or {})}))
 
     def post_bytes(self, body: bytes) -> None:
         self.check(lambda: self.http.post("/graphql", content=body,
@@ -232,6 +235,106 @@ async def test_fuzz_random_bodies(client: GraphQLClient, db: Database) -> None:
         ))
         def run(raw: bytes) -> None:
             fuzzer.post_bytes(raw)
+
+        run()
+
+    await _fuzz(client, db, body)
+
+
+# ---- live streams -------------------------------------------------------------------
+
+#: The seed chat's creator with the agent role: the producer mutations need it.
+PRODUCER = {"X-User-Id": "dev", "X-Tenant-Id": "default", "X-Roles": "agent"}
+CURRENT = "@current"  # stands for the stream the fuzzer keeps open on "seed"
+STREAM_OPERATIONS = (
+    "mutation($s: ID!, $k: [ChunkInput!]!) { pushChunks(streamId: $s, chunks: $k) "
+    "{ accepted duplicates lastSeq } }",
+    "mutation($s: ID!, $st: StepInput!) { recordStep(streamId: $s, step: $st) }",
+    "mutation($s: ID!, $e: StreamStatus!, $b: String) { endStream(streamId: $s, status: $e, "
+    "error: $b) { stream { id status } messages { id props } resume { id } } }",
+    "mutation($in: StartStreamInput!) { startStream(input: $in) { id } }",
+    "mutation($c: ID!) { stopStream(chatId: $c) }",
+)
+PROBE = "mutation($s: ID!) { pushChunks(streamId: $s, chunks: []) { lastSeq } }"
+stream_ids = st.sampled_from([CURRENT, CURRENT, CURRENT, "ghost"]) | ids
+chunk_inputs = st.fixed_dictionaries(
+    {"type": st.sampled_from(["text", "event", "tool_call", "", "x" * 65]) | scalars},
+    optional={
+        "chunkId": st.sampled_from(["k1", "k2"]) | ids | scalars,
+        "messageId": st.sampled_from(["m1", "m2"]) | ids | scalars,
+        "blockId": scalars, "threadId": scalars, "role": roles | scalars,
+        "props": json_values | st.fixed_dictionaries({}, optional={
+            "content": scalars | json_values, "items": json_values, "a": json_values}),
+        "delta": st.booleans() | scalars,
+        "deltaPath": st.sampled_from(["content", "a.b", "items.0", "items.9", "", "a..b",
+                                      "content.x"]) | scalars,
+        "deltaAction": st.sampled_from(["append", "replace", "merge", "set", "bogus"]) | scalars,
+    },
+)
+step_inputs = st.fixed_dictionaries(
+    {"id": ids | scalars, "type": st.sampled_from(["llm", "tool", "delegate", "bogus"]) | scalars},
+    optional={"status": st.sampled_from(["running", "completed", "failed", "nope"]) | scalars,
+              "stackId": ids | scalars, "stackParentId": ids | scalars,
+              "stackDepth": scalars, "input": json_values, "spaceSnapshot": json_values,
+              "error": scalars},
+)
+stream_variables = st.fixed_dictionaries({}, optional={
+    "s": stream_ids | scalars,
+    "k": st.lists(chunk_inputs, max_size=5) | json_values,
+    "st": step_inputs | json_values,
+    "e": st.sampled_from(["COMPLETED", "INTERRUPTED", "FAILED", "completed", "BOGUS"]) | scalars,
+    "b": scalars,
+    "in": json_values | st.fixed_dictionaries({"chatId": st.sampled_from(["seed"]) | ids},
+                                              optional={"requestId": scalars,
+                                                        "assistantId": scalars,
+                                                        "streamId": ids | scalars,
+                                                        "input": message_inputs}),
+    "c": st.sampled_from(["seed"]) | ids,
+})
+
+
+async def test_fuzz_stream_operations(client: GraphQLClient, db: Database) -> None:
+    """Random chunks, steps, statuses and ids against an open stream on "seed".
+
+    Besides the usual invariants (no 5xx or INTERNAL, rejected requests leave the
+    database as it was), a rejected request leaves the open stream as it was: its
+    ``lastSeq`` (probed with an empty push) does not move.
+    """
+    serial = iter(range(10**6))
+    current: list[str] = []
+
+    def body(fuzzer: Fuzzer) -> None:
+        def probe() -> int | None:
+            """The open stream's lastSeq; None when it has ended."""
+            answer = fuzzer.post_json({"query": PROBE, "variables": {"s": current[0]}},
+                                      PRODUCER)
+            return None if answer.get("errors") else answer["data"]["pushChunks"]["lastSeq"]
+
+        def reopen() -> None:
+            # Whatever the fuzzer started or left open on "seed" is stopped first.
+            fuzzer.post_json({"query": "mutation { stopStream(chatId: \"seed\") }"},
+                             PRODUCER)
+            current[:] = [f"fz{next(serial)}"]
+            answer = fuzzer.post_json({"query": STREAM_OPERATIONS[3], "variables": {
+                "in": {"chatId": "seed", "streamId": current[0], "requestId": "r"}}},
+                PRODUCER)
+            assert not answer.get("errors"), answer
+            assert probe() == 1, "the probe must see the new stream (seq 1: stream_start)"
+
+        reopen()
+
+        @_hypothesis()
+        @given(st.sampled_from(STREAM_OPERATIONS), stream_variables)
+        def run(query: str, variables: dict[str, Any]) -> None:
+            if probe() is None:
+                reopen()
+            if variables.get("s") == CURRENT:
+                variables = {**variables, "s": current[0]}
+            seq = probe()
+            answer = fuzzer.post_json({"query": query, "variables": variables}, PRODUCER)
+            data = answer.get("data")
+            if answer.get("errors") and (data is None or all(v is None for v in data.values())):
+                assert probe() == seq, f"a rejected request moved the stream: {answer}"
 
         run()
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.conftest import GraphQLClient
 
 CREATE = 'mutation($id: ID!) { createChat(input: {assistantId: "bot", id: $id}) { id } }'
@@ -23,6 +25,22 @@ MESSAGES = """query($chat: ID!) { messages(chatId: $chat, first: 200) {
   edges { node { id role type props status sequence } } } }"""
 LAST = """query($chat: ID!) { lastResume(chatId: $chat) { type status stackId } }"""
 RECORDS = """query($chat: ID!) { resumeRecords(chatId: $chat) { type status stackId sequence } }"""
+
+AGENT = {"X-User-Id": "dev", "X-Tenant-Id": "default", "X-Roles": "agent"}
+
+
+class AgentClient(GraphQLClient):
+    """Calls without headers come from the default user with the agent role: the
+    producer mutations need ``agent`` or ``admin`` (SPEC §10)."""
+
+    async def execute(self, query: str, variables: dict[str, Any] | None = None,
+                      headers: dict[str, str] | None = None) -> dict[str, Any]:
+        return await super().execute(query, variables, AGENT if headers is None else headers)
+
+
+@pytest.fixture
+def client(client: GraphQLClient) -> GraphQLClient:
+    return AgentClient(client.http)
 
 
 async def stored(client: GraphQLClient, chat: str) -> list[dict[str, Any]]:
@@ -211,7 +229,7 @@ async def test_bad_steps_are_invalid_argument_and_change_nothing(client: GraphQL
     assert result["resume"] == []
 
 
-async def test_producer_mutations_need_append_rights_but_readers_may_stop(
+async def test_producer_mutations_need_agent_or_admin_but_readers_may_stop(
     client: GraphQLClient, make_headers: Any,
 ) -> None:
     owner = make_headers(user="alice", tenant="acme")
@@ -227,7 +245,10 @@ async def test_producer_mutations_need_append_rights_but_readers_may_stop(
     assert await client.error_code(PUSH, {"id": sid, "chunks": chunk}, reader) == "FORBIDDEN"
     assert await client.error_code(PUSH, {"id": sid, "chunks": chunk},
                                    stranger) == "STREAM_NOT_FOUND"
-    await client.data(PUSH, {"id": sid, "chunks": chunk}, owner)  # the owner may append
+    # The creator may append but is no producer (SPEC §10: agent or admin).
+    assert await client.error_code(PUSH, {"id": sid, "chunks": chunk}, owner) == "FORBIDDEN"
+    admin = make_headers(user="root", tenant="acme", roles="admin")
+    await client.data(PUSH, {"id": sid, "chunks": chunk}, admin)
     assert await client.error_code(STOP, {"chat": "pub"}, stranger) == "NOT_FOUND"
     assert (await client.data(STOP, {"chat": "pub"}, reader))["stopStream"] is True
     rows = (await client.data(MESSAGES, {"chat": "pub"}, owner))["messages"]["edges"]
@@ -245,7 +266,7 @@ async def test_stream_buffer_bound_is_payload_too_large(settings: Any) -> None:
     async with running_app(small) as app:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
-            client = GraphQLClient(http)
+            client = AgentClient(http)
             sid = await start(client, "big")
             chunk = {"messageId": "m", "type": "text", "props": {"content": "x" * 1_000},
                      "delta": True}

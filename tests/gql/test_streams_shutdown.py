@@ -20,7 +20,8 @@ from tests.conftest import TEST_SECRET, free_port, running_app
 from tests.gql.wsclient import ChunkView, connect
 
 ROOT = Path(__file__).resolve().parents[2]
-HEADERS = {"X-User-Id": "alice", "X-Tenant-Id": "acme"}
+# An agent: the producer mutations need the agent (or admin) role (SPEC §10).
+HEADERS = {"X-User-Id": "alice", "X-Tenant-Id": "acme", "X-Roles": "agent"}
 CREATE = 'mutation($id: ID!) { createChat(input: {assistantId: "bot", id: $id}) { id } }'
 START = "mutation($chat: ID!) { startStream(input: {chatId: $chat, requestId: \"r\"}) { id } }"
 PUSH = """mutation($id: ID!, $chunks: [ChunkInput!]!) {

@@ -23,7 +23,8 @@ from tests.conftest import free_port
 from tests.gql.wsclient import ChunkView, connect
 
 PROTOCOLS = ["graphql-transport-ws", "graphql-ws"]
-ALICE = {"X-User-Id": "alice", "X-Tenant-Id": "acme"}
+# An agent: the producer mutations need the agent (or admin) role (SPEC §10).
+ALICE = {"X-User-Id": "alice", "X-Tenant-Id": "acme", "X-Roles": "agent"}
 
 CREATE = 'mutation($id: ID!) { createChat(input: {assistantId: "bot", id: $id}) { id } }'
 START = """mutation($input: StartStreamInput!) { startStream(input: $input) { id status } }"""
