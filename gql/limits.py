@@ -39,6 +39,7 @@ from graphql import (
 )
 from strawberry.extensions import SchemaExtension
 
+from gql.document_shapes import has_nul
 from gql.errors import QueryTooComplex
 from gql.settings import Settings
 from store.errors import InvalidArgument
@@ -131,20 +132,6 @@ class NoNulStrings(ValidationRule):
             )
 
 
-def _has_nul(value: Any) -> bool:
-    """Whether a decoded JSON value holds NUL in any string (iterative: no recursion limit)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if "\x00" in item:
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
 
 
 @functools.lru_cache(maxsize=16)
@@ -180,7 +167,7 @@ class QueryLimits(SchemaExtension):
         # is listed last); a document that is valid but whose variables carry NUL is
         # refused here, before anything executes.
         context = self.execution_context
-        if not context.pre_execution_errors and _has_nul(context.variables):
+        if not context.pre_execution_errors and has_nul(context.variables):
             error = GraphQLError(_NUL_MESSAGE, original_error=InvalidArgument(_NUL_MESSAGE))
             context.pre_execution_errors = [error]
         yield

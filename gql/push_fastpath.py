@@ -19,9 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphql import (
-    FieldNode,
     GraphQLError,
-    OperationDefinitionNode,
     OperationType,
     StringValueNode,
     ValueNode,
@@ -31,18 +29,17 @@ from graphql import (
 )
 
 from gql.context import Context
+from gql.document_shapes import MAX_FAST_DOCUMENT, has_nul, leaf_selections, sole_root_field
 from store.errors import ChatqlError
 from store.reducer import ChunkIn
 
-__all__ = ["MAX_FAST_DOCUMENT", "PushPlan", "fast_push", "push_plan_for"]
+__all__ = ["PushPlan", "fast_push", "push_plan_for"]
 
 _RESULT_FIELDS = frozenset({"accepted", "duplicates", "lastSeq", "__typename"})
 _TEXT_FIELDS = ("chunkId", "messageId", "blockId", "threadId", "deltaPath", "deltaAction")
 _CHUNK_FIELDS = frozenset({*_TEXT_FIELDS, "type", "role", "props", "delta"})
 _ROLES = frozenset({"USER", "ASSISTANT", "SYSTEM", "TOOL"})
 _PLAN_CACHE_SIZE = 256
-#: Longest document either fast path takes (far below the token limit's reach).
-MAX_FAST_DOCUMENT = 1_000
 # graphql-core refuses deeper variable values; keep the same limit here.
 _MAX_DEPTH = 64
 
@@ -63,29 +60,13 @@ def _plan(query: str, operation_name: str | None, schema: Any) -> PushPlan | Non
         document = parse(query)
     except GraphQLError:
         return None
-    if not all(isinstance(d, OperationDefinitionNode) for d in document.definitions):
+    shape = sole_root_field(document, operation_name, OperationType.MUTATION, "pushChunks")
+    if shape is None:
         return None
-    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
-    if operation_name is not None:
-        operations = [o for o in operations if o.name and o.name.value == operation_name]
-    if len(operations) != 1:
+    _, root = shape
+    fields = leaf_selections(root, _RESULT_FIELDS, max_fields=len(_RESULT_FIELDS))
+    if fields is None:
         return None
-    operation = operations[0]
-    if operation.operation != OperationType.MUTATION or operation.directives:
-        return None
-    roots = operation.selection_set.selections
-    if len(roots) != 1 or not isinstance(roots[0], FieldNode):
-        return None
-    root = roots[0]
-    if root.name.value != "pushChunks" or root.directives or root.selection_set is None:
-        return None
-    fields: list[tuple[str, str]] = []
-    for selection in root.selection_set.selections:
-        if not isinstance(selection, FieldNode) or selection.directives or (
-            selection.arguments or selection.selection_set
-        ) or selection.name.value not in _RESULT_FIELDS:
-            return None
-        fields.append(((selection.alias or selection.name).value, selection.name.value))
     arguments = {argument.name.value: argument.value for argument in root.arguments or ()}
     chunks = arguments.get("chunks")
     stream_id = arguments.get("streamId")
@@ -98,7 +79,7 @@ def _plan(query: str, operation_name: str | None, schema: Any) -> PushPlan | Non
         return None
     return PushPlan(
         response_key=(root.alias or root.name).value,
-        fields=tuple(fields),
+        fields=fields,
         stream_id=stream_id,
         chunks_variable=chunks.name.value,
     )
@@ -132,20 +113,6 @@ def _depth(value: Any, limit: int) -> bool:
     return True
 
 
-def _has_nul(value: Any) -> bool:
-    """Whether any string (key or value) in ``value`` holds NUL."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if "\x00" in item:
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
 
 
 def _chunk(value: Any) -> ChunkIn | None:
@@ -206,7 +173,7 @@ async def fast_push(schema: Any, context: Context, query: str | None,
     if not isinstance(stream_id, str) or not isinstance(raw, list):
         return None
     chunks = [_chunk(item) for item in raw]
-    if any(chunk is None for chunk in chunks) or _has_nul(raw) or "\x00" in stream_id:
+    if any(chunk is None for chunk in chunks) or has_nul(raw) or "\x00" in stream_id:
         # NUL is refused with INVALID_ARGUMENT by the document limits (Postgres cannot
         # store it): the ordinary path says so.
         return None

@@ -43,9 +43,7 @@ from typing import Any
 import orjson
 from graphql import (
     DocumentNode,
-    FieldNode,
     GraphQLError,
-    OperationDefinitionNode,
     OperationType,
     ValueNode,
     VariableNode,
@@ -64,7 +62,8 @@ from strawberry.subscriptions.protocols.graphql_ws.types import CompleteMessage,
 from strawberry.types.execution import ExecutionResult, PreExecutionError
 
 from gql.context import Context
-from gql.push_fastpath import MAX_FAST_DOCUMENT, fast_push
+from gql.document_shapes import MAX_FAST_DOCUMENT, leaf_selections, sole_root_field
+from gql.push_fastpath import fast_push
 from store.broker import SubscriberQueue
 from store.chats import get_chat
 from store.errors import ChatqlError
@@ -122,6 +121,7 @@ def fit_close_reason(reason: str) -> str:
 
 
 _CHUNK_FIELDS = frozenset(ChunkEvent.__annotations__)
+_SELECTABLE = _CHUNK_FIELDS | {"__typename"}
 _PLAN_CACHE_SIZE = 512
 _FRAME_CACHE_SIZE = 4_096
 
@@ -171,32 +171,13 @@ _plans: OrderedDict[tuple[str, str | None], ChatStreamPlan | None] = OrderedDict
 
 
 def _plan(document: DocumentNode, operation_name: str | None) -> ChatStreamPlan | None:
-    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
-    if len(operations) != len(document.definitions):
-        return None  # fragments: the ordinary path handles them
-    if operation_name is not None:
-        operations = [o for o in operations if o.name and o.name.value == operation_name]
-    if len(operations) != 1:
+    shape = sole_root_field(document, operation_name, OperationType.SUBSCRIPTION, "chatStream")
+    if shape is None:
         return None
-    operation = operations[0]
-    if operation.operation != OperationType.SUBSCRIPTION or operation.directives:
+    operation, root = shape
+    fields = leaf_selections(root, _SELECTABLE, max_fields=len(_SELECTABLE))
+    if fields is None:
         return None
-    roots = operation.selection_set.selections
-    if len(roots) != 1 or not isinstance(roots[0], FieldNode):
-        return None
-    root = roots[0]
-    if root.name.value != "chatStream" or root.directives or root.selection_set is None:
-        return None
-    fields: list[tuple[str, str]] = []
-    for selection in root.selection_set.selections:
-        if not isinstance(selection, FieldNode) or selection.directives or (
-            selection.arguments or selection.selection_set
-        ):
-            return None
-        name = selection.name.value
-        if name != "__typename" and name not in _CHUNK_FIELDS:
-            return None
-        fields.append(((selection.alias or selection.name).value, name))
     arguments = {argument.name.value: argument.value for argument in root.arguments or ()}
     defaults = {
         definition.variable.name.value: value_from_ast_untyped(definition.default_value)
@@ -205,7 +186,7 @@ def _plan(document: DocumentNode, operation_name: str | None) -> ChatStreamPlan 
     }
     return ChatStreamPlan(
         response_key=(root.alias or root.name).value,
-        fields=tuple(fields),
+        fields=fields,
         chat_id=arguments["chatId"],
         after_seq=arguments.get("afterSeq"),
         defaults=defaults,

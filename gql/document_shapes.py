@@ -1,0 +1,78 @@
+"""Recognising the narrow documents the fast paths serve (``pushChunks``, ``chatStream``).
+
+A fast path only takes a document that is one operation of the expected type with one
+root field of the expected name whose selection is plain leaf fields (no fragments,
+directives, arguments or nested selections). Everything else returns None here and
+runs the ordinary way, where every limit and error applies. Documents are short (at
+most :data:`MAX_FAST_DOCUMENT` characters), so a fast path never parses more than the
+ordinary path would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container
+
+from graphql import DocumentNode, FieldNode, OperationDefinitionNode, OperationType
+
+__all__ = ["MAX_FAST_DOCUMENT", "has_nul", "leaf_selections", "sole_root_field"]
+
+#: Longer documents are left to the ordinary path (and its limits).
+MAX_FAST_DOCUMENT = 1_000
+
+
+def sole_root_field(
+    document: DocumentNode,
+    operation_name: str | None,
+    kind: OperationType,
+    field_name: str,
+) -> tuple[OperationDefinitionNode, FieldNode] | None:
+    """The operation and its only root field, when the document has exactly that shape."""
+    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+    if len(operations) != len(document.definitions):
+        return None  # fragments: the ordinary path handles them
+    if operation_name is not None:
+        operations = [o for o in operations if o.name and o.name.value == operation_name]
+    if len(operations) != 1:
+        return None
+    operation = operations[0]
+    if operation.operation != kind or operation.directives:
+        return None
+    roots = operation.selection_set.selections
+    if len(roots) != 1 or not isinstance(roots[0], FieldNode):
+        return None
+    root = roots[0]
+    if root.name.value != field_name or root.directives or root.selection_set is None:
+        return None
+    return operation, root
+
+
+def leaf_selections(
+    root: FieldNode, allowed: Container[str], *, max_fields: int
+) -> tuple[tuple[str, str], ...] | None:
+    """``(response key, field name)`` of every selected field, when all are plain leaves
+    among ``allowed`` and there are at most ``max_fields`` (aliases count)."""
+    assert root.selection_set is not None
+    fields: list[tuple[str, str]] = []
+    for selection in root.selection_set.selections:
+        if not isinstance(selection, FieldNode) or selection.directives or (
+            selection.arguments or selection.selection_set
+        ) or selection.name.value not in allowed:
+            return None
+        fields.append(((selection.alias or selection.name).value, selection.name.value))
+    return tuple(fields) if len(fields) <= max_fields else None
+
+
+def has_nul(value: object) -> bool:
+    """Whether any string (key or value) in ``value`` holds NUL (refused everywhere)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
