@@ -534,7 +534,8 @@ class StreamService:
             stream.result = result
             self._forget(stream)
             self._remember(result)
-            return result
+        await self._persisted(stream)
+        return result
 
     def _remember(self, result: StreamResult) -> None:
         self._finished[result.stream.id] = result
@@ -583,6 +584,15 @@ class StreamService:
         stream.retry_task = None
         if stream.result is not None or not self._closing:
             self._forget(stream)
+        if stream.result is not None:
+            await self._persisted(stream)
+
+    async def _persisted(self, stream: _Stream) -> None:
+        # Only shortens how long the broker keeps the chunks: never fails the write.
+        try:
+            await self.broker.stream_persisted(stream.info.chat_id, stream.info.id)
+        except Exception as error:  # a broker outage must not undo a persist
+            logger.warning("broker could not retire stream %s: %s", stream.info.id, error)
 
     async def _write(self, stream: _Stream) -> StreamResult:
         chat_id = stream.info.chat_id
