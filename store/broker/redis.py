@@ -169,6 +169,10 @@ class RedisBroker(Broker):
         return sum(1 for f in self._followers.values()
                    if f.task is not None and not f.task.done())
 
+    def subscriber_count(self, chat_id: str) -> int:
+        """Local subscribers of ``chat_id`` (for tests and metrics)."""
+        return len(self._subscribers.get(chat_id, ()))
+
     async def publish(self, chat_id: str, events: Sequence[ChunkEvent]) -> None:
         if not events:
             return
