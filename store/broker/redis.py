@@ -226,7 +226,8 @@ class RedisBroker(Broker):
     async def _follow(self, chat_id: str, follower: _Follower) -> None:
         key = self.key(chat_id)
         try:
-            entries = await self.redis.xrange(key, "-", "+")
+            # redis-py's reply types are unions of every decode mode: bytes here.
+            entries: Any = await self.redis.xrange(key, "-", "+")
         except (RedisError, OSError) as error:
             follower.error = error
             follower.ready.set()
@@ -236,7 +237,7 @@ class RedisBroker(Broker):
         delay = 0.05
         while not follower.stopped:
             try:
-                reply = await self.redis.xread({key: follower.last_id}, count=_READ_COUNT,
+                reply: Any = await self.redis.xread({key: follower.last_id}, count=_READ_COUNT,
                                                block=_BLOCK_MS)
             except (RedisError, OSError) as error:
                 if follower.stopped:
@@ -250,8 +251,8 @@ class RedisBroker(Broker):
             delay = 0.05
             if not reply:
                 continue
-            for _name, entries in reply:
-                events = follower.add(entries)
+            for _name, batch in reply:
+                events = follower.add(batch)
                 for queue in self._subscribers.get(chat_id, ()):
                     queue.extend(events)
 
