@@ -185,16 +185,21 @@ class RedisBroker(Broker):
         await self._persisted(keys=[self.key(chat_id)], args=[stream_id, self._retain_ms])
 
     async def subscribe(self, chat_id: str, after_seq: int | None = None) -> SubscriberQueue:
-        follower = self._followers.get(chat_id)
-        if follower is None:
-            follower = self._followers[chat_id] = _Follower()
-            self._subscribers[chat_id] = set()
-            follower.task = asyncio.create_task(self._follow(chat_id, follower),
-                                                name=f"chatql-redis-{chat_id}")
-        await follower.ready.wait()
-        if follower.error is not None:
-            await self._drop(chat_id, follower)
-            raise follower.error
+        while True:
+            follower = self._followers.get(chat_id)
+            if follower is None:
+                follower = self._followers[chat_id] = _Follower()
+                self._subscribers[chat_id] = set()
+                follower.task = asyncio.create_task(self._follow(chat_id, follower),
+                                                    name=f"chatql-redis-{chat_id}")
+            await follower.ready.wait()
+            if follower.error is not None:
+                await self._drop(chat_id, follower)
+                raise follower.error
+            # While this waited for the load, every other subscriber may have come
+            # and gone, taking that reader with it: then start a fresh one.
+            if self._followers.get(chat_id) is follower:
+                break
         topic = follower.topic
         # No await between the catch-up and joining: the reader adds nothing in between.
         queue = SubscriberQueue(self._queue_limit, topic.snapshot)

@@ -166,3 +166,23 @@ async def test_a_hopelessly_slow_subscriber_is_resynchronised_with_a_snapshot(
     got = await slow.get()
     assert view_of(got) == view_of(sent)
     assert got[-1]["seq"] == sent[-1]["seq"]
+
+
+async def test_a_subscriber_whose_reader_left_while_loading_gets_a_fresh_one(
+        make_broker: Callable[..., RedisBroker], chat: str) -> None:
+    broker = make_broker()
+    await broker.publish(chat, [start_event("s")])
+
+    async def come_and_go() -> None:
+        # Leaves in the same step it joined: the reader stops before the other
+        # subscriber, woken by the same load, runs.
+        await broker.unsubscribe(chat, await broker.subscribe(chat, 0))
+
+    gone = asyncio.create_task(come_and_go())
+    second = asyncio.create_task(broker.subscribe(chat, 0))
+    await gone
+    queue = await second
+    assert broker.subscriber_count(chat) == 1 and broker.reader_count == 1
+    assert [e["seq"] for e in await queued(queue)] == [1]
+    await broker.publish(chat, Producer("s").push(text("a", "x")))
+    assert [e["seq"] for e in await until(queue, 2)] == [2]
