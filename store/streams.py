@@ -332,7 +332,7 @@ class StreamService:
             # than its sender should be able to show it while the stream runs.
             props["input"] = {"id": user_input.id, **user_input.wire()}
         start = self._event(stream, props)
-        await self.broker.publish(chat_id, [start])
+        await self._publish(stream, [start])
         return info
 
     async def push_chunks(self, who: Identity, stream_id: str,
@@ -356,7 +356,7 @@ class StreamService:
             stream.buffered_bytes += size
             stream.last_push = time.monotonic()
             if outcome.events:
-                await self.broker.publish(stream.info.chat_id, outcome.events)
+                await self._publish(stream, outcome.events)
         return PushResult(accepted=outcome.accepted, duplicates=outcome.duplicates,
                           last_seq=stream.state.seq)
 
@@ -424,6 +424,11 @@ class StreamService:
         return True
 
     # ---- internals -----------------------------------------------------------------
+
+    async def _publish(self, stream: _Stream, events: list[ChunkEvent]) -> None:
+        # One seam for every publish: a shared-state service (store.shared_streams)
+        # saves the buffer in the same atomic step.
+        await self.broker.publish(stream.info.chat_id, events)
 
     def _event(self, stream: _Stream, props: dict[str, Any]) -> ChunkEvent:
         seq = stream.state.next_seq()
@@ -509,7 +514,7 @@ class StreamService:
                 "messageCount": message_count,
                 "durationMs": int((time.monotonic() - stream.started) * 1000),
             })
-            await self.broker.publish(stream.info.chat_id, [end])
+            await self._publish(stream, [end])
         return await self._persist(stream)
 
     async def _persist(self, stream: _Stream) -> StreamResult:

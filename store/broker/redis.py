@@ -176,10 +176,20 @@ class RedisBroker(Broker):
     async def publish(self, chat_id: str, events: Sequence[ChunkEvent]) -> None:
         if not events:
             return
+        await self._publish(keys=[self.key(chat_id)], args=self._publish_args(events))
+
+    def _publish_args(self, events: Sequence[ChunkEvent]) -> list[Any]:
         args: list[Any] = [self._active_ttl_ms]
         for event in events:
             args += [event["seq"], jsonutil.dumps(event), "1" if _starts_stream(event) else "0"]
-        await self._publish(keys=[self.key(chat_id)], args=args)
+        return args
+
+    async def publish_in(self, pipe: Any, chat_id: str, events: Sequence[ChunkEvent]) -> None:
+        """Queue the publish of ``events`` in ``pipe`` (a MULTI pipeline), so it lands
+        atomically with whatever else the caller queues there."""
+        if events:
+            await self._publish(keys=[self.key(chat_id)], args=self._publish_args(events),
+                                client=pipe)
 
     async def stream_persisted(self, chat_id: str, stream_id: str) -> None:
         await self._persisted(keys=[self.key(chat_id)], args=[stream_id, self._retain_ms])
