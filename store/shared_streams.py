@@ -41,6 +41,7 @@ from store.errors import (
     ChatqlError,
     Conflict,
     InvalidArgument,
+    PersistFailed,
     StreamActive,
     StreamClosed,
     StreamNotFound,
@@ -221,6 +222,11 @@ class SharedStreamService(StreamService):
         return StreamNotFound(f"stream {stream_id!r} not found")
 
     async def _persisted(self, stream: _Stream) -> None:
+        await self._retire(stream)
+        await super()._persisted(stream)
+
+    async def _retire(self, stream: _Stream) -> None:
+        """Forget the stream in Redis: written, or never writable (chat gone)."""
         sid, chat_id = stream.info.id, stream.info.chat_id
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.set(self._k("closed", sid), 1, ex=_CLOSED_TTL)
@@ -231,7 +237,6 @@ class SharedStreamService(StreamService):
         await self._unlock(keys=[self._k("active", chat_id)], args=[sid])
         self._versions.pop(sid, None)
         self._wall_started.pop(sid, None)
-        await super()._persisted(stream)
 
     # ---- producer operations -----------------------------------------------------------
 
@@ -319,8 +324,12 @@ class SharedStreamService(StreamService):
                         await self._end(stream, "INTERRUPTED", "the producer went silent")
                     else:
                         await self._persist(stream)
-                except ChatqlError as error:
+                except PersistFailed as error:
                     logger.warning("orphaned stream %s: %s", stream_id, error)
+                except ChatqlError as error:
+                    # The chat went away: nothing can ever be written.
+                    logger.warning("orphaned stream %s dropped: %s", stream_id, error)
+                    await self._retire(stream)
         return taken
 
     async def _watch_idle(self) -> None:
@@ -333,33 +342,28 @@ class SharedStreamService(StreamService):
             await asyncio.sleep(interval)
 
     async def close(self) -> None:
-        """Shutdown: this instance's streams end INTERRUPTED as in memory, each under
-        its lock and from its latest saved state."""
+        """Shutdown: active streams are NOT ended here, unlike in memory: their buffers
+        are in Redis and their producers may carry on with another instance (if none
+        does, a sweeper ends them after the idle timeout). Ended streams whose write
+        is pending get a last attempt, under their locks."""
         self._closing = True
         if self._watcher is not None:
             self._watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watcher
             self._watcher = None
-        for stream_id in list(self._streams):
+        for stream_id, local in list(self._streams.items()):
+            if local.retry_task is not None:
+                local.retry_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await local.retry_task
             try:
-                async with self._locked(stream_id):
-                    stream = await self._load(stream_id)
-                    if stream is None:
-                        continue
-                    if stream.retry_task is not None:
-                        stream.retry_task.cancel()
-                        with contextlib.suppress(asyncio.CancelledError):
-                            await stream.retry_task
-                    if stream.end_status is None:
-                        await self._end(stream, "INTERRUPTED", "the service shut down")
-                    else:
+                async with self._locked(stream_id, wait=False) as mine:
+                    stream = await self._load(stream_id) if mine else None
+                    if stream is not None and stream.end_status is not None:
                         await self._persist(stream)
-            except ChatqlError as error:
-                logger.error("stream %s could not be persisted at shutdown: %s",
-                             stream_id, error)
-            except Exception as error:  # Redis down: the sweeper of another instance
-                logger.error("stream %s left to the sweepers: %s", stream_id, error)
+            except Exception as error:  # the sweepers of other instances finish it
+                logger.warning("stream %s left to the sweepers: %s", stream_id, error)
 
 
 def stream_service_for(db: Database, broker: Any, **options: Any) -> StreamService:

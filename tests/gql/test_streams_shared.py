@@ -209,3 +209,24 @@ async def test_an_orphan_of_a_sigkilled_instance_is_persisted_once_interrupted(
             other.stop()
     assert await stored_rows(database_url, chat) == [
         ("text", {"content": "half done"}, "INTERRUPTED")]
+
+
+async def test_sigterm_hands_active_streams_over_instead_of_ending_them(
+        database_url: str, redis_url: str) -> None:
+    chat = new_chat()
+    a, b = Instance(database_url, redis_url, 300), Instance(database_url, redis_url, 300)
+    try:
+        await asyncio.gather(a.ready(), b.ready())
+        await a.http.data(CREATE, {"id": chat})
+        sid = (await a.http.data(START, {"input": {"chatId": chat}}))["startStream"]["id"]
+        await a.http.data(PUSH, {"id": sid, "chunks": [text("m", "rolling ")]})
+        a.process.terminate()  # a rolling deploy
+        assert await asyncio.to_thread(a.process.wait, 30) in (0, -signal.SIGTERM)
+        assert await stored_rows(database_url, chat) == []
+        await b.http.data(PUSH, {"id": sid, "chunks": [text("m", "restart")]})
+        await b.http.data(END, {"id": sid, "status": "COMPLETED"})
+    finally:
+        a.stop()
+        b.stop()
+    assert await stored_rows(database_url, chat) == [
+        ("text", {"content": "rolling restart"}, "COMPLETED")]
