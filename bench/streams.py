@@ -18,6 +18,13 @@ then the server's RSS per idle subscriber and per 1 MiB of buffered stream, and 
 ``copy_records_to_table`` of the same rows (Postgres from ``CHATQL_TEST_POSTGRES_URL``
 or the local server; skipped when unreachable).
 
+``--two-instance`` instead runs two chatql processes on one database with the
+``redis://`` broker (Redis from ``CHATQL_TEST_REDIS_URL`` or 127.0.0.1:6379) and prints
+the p50/p99 latency of a subscriber on the OTHER instance than the producer divided by
+one in-process (``memory://``) server's, and chunks/s delivered to K subscribers
+spread over both instances divided by all K on one instance (both on Redis; the
+single in-process server's rate is printed too).
+
 Every chunk carries a timestamp next to its text, so no two chunks coalesce: the
 comparison is frame for frame. Without ``--quick`` each figure is the best of three
 alternating rounds (chatql, bare, chatql, …): the machine is shared and noise only
@@ -385,6 +392,77 @@ def best(a: Figures | None, b: Figures) -> Figures:
     return Figures(rate=max(a.rate, b.rate), p50=min(a.p50, b.p50), p99=min(a.p99, b.p99))
 
 
+class SpreadTarget(ChatqlTarget):
+    """The producer on the first server, subscribers round-robin over ``servers``
+    starting with the LAST one (so the latency probe reads from another instance)."""
+
+    def __init__(self, servers: list[Server], http: httpx.AsyncClient) -> None:
+        super().__init__(servers[0], http)
+        self.servers = servers
+
+    async def subscribers(self, k: int) -> list[Subscriber]:
+        chat = f"bench-{uuid.uuid4().hex[:10]}"
+        await self.gql("mutation($id: ID!) { createChat(input: {assistantId: \"b\", id: $id})"
+                       " { id } }", {"id": chat})
+        self.chat = chat
+        order = self.servers[::-1]
+        subs = [await chatql_subscriber(order[i % len(order)].address, chat, i == 0)
+                for i in range(k)]
+        await self.begin(subs)
+        return subs
+
+
+async def two_instances(quick: bool) -> None:
+    """Cross-instance latency and spread throughput over the Redis broker."""
+    import redis.asyncio as aioredis
+
+    base = os.environ.get("CHATQL_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    try:
+        client = aioredis.Redis.from_url(base, socket_connect_timeout=2)
+        await client.ping()
+        await client.aclose()
+    except Exception as error:  # any failure means: no Redis here
+        print(f"two instances: skipped (Redis at {base}: {error})")
+        return
+    prefix = f"chatql-bench-{uuid.uuid4().hex[:8]}:"
+    broker = f"{base}{'&' if '?' in base else '?'}prefix={prefix}"
+    k, n = (10, 300) if quick else (20, 5_000)
+    paced = 30 if quick else 300
+    tmp = tempfile.mkdtemp(prefix="chatql-bench-")
+    env = {"CHATQL_DATABASE_URL": f"sqlite+aiosqlite:///{tmp}/bench.db",
+           "CHATQL_SECRET": "bench-secret-0123456789", "CHATQL_WS_KEEPALIVE": "0"}
+    memory = await start_server("chatql", env)
+    # The first migrates; the second starts after it on the same database.
+    a = await start_server("chatql", {**env, "CHATQL_BROKER_URL": broker})
+    b = await start_server("chatql", {**env, "CHATQL_BROKER_URL": broker,
+                                      "CHATQL_MIGRATE_ON_START": "false"})
+    limits = httpx.Limits(max_keepalive_connections=4)
+    try:
+        async with httpx.AsyncClient(limits=limits, timeout=120) as http:
+            local = one = spread = None
+            for _ in range(1 if quick else 3):
+                local = best(local, await measure(ChatqlTarget(memory, http), k, n, 100, paced))
+                one = best(one, await measure(SpreadTarget([a], http), k, n, 100, paced))
+                spread = best(spread, await measure(SpreadTarget([a, b], http), k, n, 100,
+                                                    paced))
+            assert local is not None and one is not None and spread is not None
+            print(f"two instances, K={k}: cross-instance latency ms p50/p99 "
+                  f"{spread.p50:.2f}/{spread.p99:.2f}, in-process {local.p50:.2f}/"
+                  f"{local.p99:.2f}, ratio {spread.p50 / local.p50:.2f}/"
+                  f"{spread.p99 / local.p99:.2f}")
+            print(f"two instances, K={k}: chunks/s spread over two {spread.rate:,.0f}, "
+                  f"all on one {one.rate:,.0f}, ratio {spread.rate / one.rate:.2f} "
+                  f"(in-process memory:// {local.rate:,.0f})")
+    finally:
+        for server in (b, a, memory):
+            stop_server(server)
+        client = aioredis.Redis.from_url(base)
+        keys = [key async for key in client.scan_iter(match=f"{prefix}*")]
+        if keys:
+            await client.delete(*keys)
+        await client.aclose()
+
+
 # ---- memory ------------------------------------------------------------------------------
 
 
@@ -560,18 +638,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.streams", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes: a few seconds")
+    parser.add_argument("--two-instance", action="store_true",
+                        help="two chatql instances on the redis:// broker (needs Redis)")
     parser.add_argument("--serve", choices=["chatql", "baseline"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
         serve(args.serve, args.port)
         return 0
+    job = two_instances(args.quick) if args.two_instance else run(args.quick)
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is not built for every platform
-        asyncio.run(run(args.quick))
+        asyncio.run(job)
     else:
-        uvloop.run(run(args.quick))
+        uvloop.run(job)
     return 0
 
 

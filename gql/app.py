@@ -43,7 +43,7 @@ from store.database import Database
 from store.errors import Unauthenticated
 from store.migrate import migrate
 from store.records import Identity
-from store.streams import StreamService
+from store.shared_streams import stream_service_for
 
 __all__ = ["GraphQLEndpoint", "create_app"]
 
@@ -244,8 +244,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 await migrate(db)
             key = settings.secret.encode() if settings.secret else await load_or_create_secret(db)
             broker = broker_from_url(settings.broker_url)
-            streams = StreamService(db, broker, idle_timeout=settings.stream_idle_timeout,
-                                    max_bytes=settings.max_stream_bytes)
+            streams = stream_service_for(db, broker,
+                                         idle_timeout=settings.stream_idle_timeout,
+                                         max_bytes=settings.max_stream_bytes)
             app.state.services = Services(settings=settings, db=db, cursors=CursorSigner(key),
                                           broker=broker, streams=streams)
             await streams.start()

@@ -334,7 +334,7 @@ class StreamService:
             # than its sender should be able to show it while the stream runs.
             props["input"] = {"id": user_input.id, **user_input.wire()}
         start = self._event(stream, props)
-        await self.broker.publish(chat_id, [start])
+        await self._publish(stream, [start])
         return info
 
     async def push_chunks(self, who: Identity, stream_id: str,
@@ -358,7 +358,7 @@ class StreamService:
             stream.buffered_bytes += size
             stream.last_push = time.monotonic()
             if outcome.events:
-                await self.broker.publish(stream.info.chat_id, outcome.events)
+                await self._publish(stream, outcome.events)
         return PushResult(accepted=outcome.accepted, duplicates=outcome.duplicates,
                           last_seq=stream.state.seq)
 
@@ -428,6 +428,11 @@ class StreamService:
         return True
 
     # ---- internals -----------------------------------------------------------------
+
+    async def _publish(self, stream: _Stream, events: list[ChunkEvent]) -> None:
+        # One seam for every publish: a shared-state service (store.shared_streams)
+        # saves the buffer in the same atomic step.
+        await self.broker.publish(stream.info.chat_id, events)
 
     def _event(self, stream: _Stream, props: dict[str, Any]) -> ChunkEvent:
         seq = stream.state.next_seq()
@@ -521,7 +526,7 @@ class StreamService:
                 "messageCount": message_count,
                 "durationMs": int((time.monotonic() - stream.started) * 1000),
             })
-            await self.broker.publish(stream.info.chat_id, [end])
+            await self._publish(stream, [end])
         return await self._persist(stream)
 
     async def _persist(self, stream: _Stream) -> StreamResult:
@@ -546,7 +551,8 @@ class StreamService:
             stream.result = result
             self._forget(stream)
             self._remember(result)
-            return result
+        await self._persisted(stream)
+        return result
 
     def _remember(self, result: StreamResult) -> None:
         self._finished[result.stream.id] = result
@@ -595,6 +601,15 @@ class StreamService:
         stream.retry_task = None
         if stream.result is not None or not self._closing:
             self._forget(stream)
+        if stream.result is not None:
+            await self._persisted(stream)
+
+    async def _persisted(self, stream: _Stream) -> None:
+        # Only shortens how long the broker keeps the chunks: never fails the write.
+        try:
+            await self.broker.stream_persisted(stream.info.chat_id, stream.info.id)
+        except Exception as error:  # a broker outage must not undo a persist
+            logger.warning("broker could not retire stream %s: %s", stream.info.id, error)
 
     async def _write(self, stream: _Stream) -> StreamResult:
         chat_id = stream.info.chat_id

@@ -67,6 +67,54 @@ def postgres_url() -> Iterator[str | None]:
         asyncio.run(execute_on_server(base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+def _require_redis() -> bool:
+    return os.environ.get("CHATQL_REQUIRE_REDIS", "") in ("1", "true", "yes")
+
+
+async def _redis_keys(url: str, prefix: str, delete: bool = False) -> int:
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(url, socket_connect_timeout=5)
+    try:
+        keys = [key async for key in client.scan_iter(match=f"{prefix}*")]
+        if delete and keys:
+            await client.delete(*keys)
+        await client.ping()
+        return len(keys)
+    finally:
+        await client.aclose()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[str | None]:
+    """Redis for this session: a broker URL with a key prefix unique to the run."""
+    base = os.environ.get("CHATQL_TEST_REDIS_URL", DEFAULT_REDIS_URL)
+    prefix = f"chatql-test-{uuid.uuid4().hex[:12]}:"
+    try:
+        asyncio.run(_redis_keys(base, prefix))
+    except Exception as error:
+        if _require_redis():
+            pytest.fail(f"CHATQL_REQUIRE_REDIS=1 but Redis at {base} failed: {error}")
+        yield None
+        return
+    separator = "&" if "?" in base else "?"
+    try:
+        yield f"{base}{separator}prefix={prefix}"
+    finally:
+        asyncio.run(_redis_keys(base, prefix, delete=True))
+
+
+@pytest.fixture
+def redis_url(redis_server: str | None) -> str:
+    """The session's Redis broker URL; skips (or fails under CHATQL_REQUIRE_REDIS=1)."""
+    if redis_server is None:
+        pytest.skip("Redis is not reachable (set CHATQL_TEST_REDIS_URL or start it)")
+    return redis_server
+
+
 @pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A migrated SQLite file that each test copies instead of migrating again."""

@@ -151,16 +151,28 @@ class Broker(ABC):
     async def unsubscribe(self, chat_id: str, queue: SubscriberQueue) -> None:
         """Stop delivering to ``queue``."""
 
+    async def stream_persisted(self, chat_id: str, stream_id: str) -> None:
+        """``stream_id`` is written to the database: its chunks may be trimmed soon.
+
+        The memory broker needs nothing (it expires ended topics by itself); a
+        distributed backend shortens how long it keeps the stream's entries.
+        """
+        return None
+
     @abstractmethod
     async def close(self) -> None:
         """Release connections; subscribers' queues are closed."""
 
 
 def broker_from_url(url: str, *, queue_limit: int = DEFAULT_QUEUE_LIMIT) -> Broker:
-    """The backend named by ``url``: ``memory://`` (more can be added here)."""
+    """The backend named by ``url``: ``memory://`` or ``redis://host:port/db``."""
     scheme = url.split(":", 1)[0].lower()
     if scheme == "memory":
         from store.broker.memory import MemoryBroker
 
         return MemoryBroker(queue_limit=queue_limit)
-    raise ValueError(f"unsupported broker URL {url!r}: use memory://")
+    if scheme in ("redis", "rediss", "unix"):
+        from store.broker.redis import RedisBroker
+
+        return RedisBroker(url, queue_limit=queue_limit)
+    raise ValueError(f"unsupported broker URL {url!r}: use memory:// or redis://")

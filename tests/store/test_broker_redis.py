@@ -1,0 +1,188 @@
+"""The Redis broker: the memory broker's guarantees, across instances, from Redis Streams.
+
+Each ``RedisBroker`` here stands for one chatql instance; two of them on the same
+Redis (and key prefix) are two instances sharing it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from store.broker import SubscriberQueue, broker_from_url
+from store.broker.redis import RedisBroker, split_prefix
+from store.reducer import ChunkEvent, ChunkIn
+from tests.store.test_broker import Producer, end_event, start_event, text, view_of
+
+
+@pytest.fixture
+async def make_broker(redis_url: str) -> AsyncIterator[Callable[..., RedisBroker]]:
+    made: list[RedisBroker] = []
+
+    def make(**options: Any) -> RedisBroker:
+        broker = RedisBroker(redis_url, **options)
+        made.append(broker)
+        return broker
+
+    yield make
+    for broker in made:
+        await broker.close()
+
+
+@pytest.fixture
+def chat() -> str:
+    return f"chat-{uuid.uuid4().hex[:10]}"
+
+
+async def until(queue: SubscriberQueue, seq: int, stream_id: str | None = None
+                ) -> list[ChunkEvent]:
+    """Everything the queue delivers up to and including ``seq`` (of ``stream_id``)."""
+    got: list[ChunkEvent] = []
+    async with asyncio.timeout(5):
+        while not got or got[-1]["seq"] < seq or (
+                stream_id is not None and got[-1]["streamId"] != stream_id):
+            got += await queue.get()
+    return got
+
+
+async def queued(queue: SubscriberQueue) -> list[ChunkEvent]:
+    """What the queue holds right now, without waiting."""
+    if not len(queue) and not queue.resync_pending:
+        return []
+    return await queue.get()
+
+
+def test_redis_urls_pick_the_redis_broker_and_keep_the_prefix_out_of_the_url() -> None:
+    assert split_prefix("redis://h:1/2?prefix=x:&socket_timeout=3") == (
+        "redis://h:1/2?socket_timeout=3", "x:")
+    assert split_prefix("redis://h:1/0")[1] == "chatql:"
+    broker = broker_from_url("redis://127.0.0.1:1/0?prefix=p:")
+    assert isinstance(broker, RedisBroker) and broker.key("c") == "p:chat:c"
+
+
+async def test_after_seq_replays_exactly_and_none_joins_with_a_snapshot(
+        make_broker: Callable[..., RedisBroker], chat: str) -> None:
+    publisher, broker = make_broker(), make_broker(queue_limit=10_000)
+    producer = Producer("s1")
+    published = [start_event("s1")]
+    published += producer.push(text("a", "x"), ChunkIn(type="tool_call", message_id="b",
+                                                      props={"name": "f"}))
+    published += producer.push(*(text("a", str(i)) for i in range(5)))
+    await publisher.publish(chat, published)
+    for after in range(len(published) + 1):
+        queue = await broker.subscribe(chat, after)
+        got = await queued(queue)
+        assert view_of(got) == view_of(published[after:])
+        assert (got[-1]["seq"] if got else after) == len(published)
+        assert got == [] or got[0]["seq"] > after
+    assert broker.reader_count == 1  # however many subscribers
+    late = await make_broker().subscribe(chat)
+    snapshot = await queued(late)
+    assert snapshot[0]["props"]["event"] == "stream_start"
+    assert {e["seq"] for e in snapshot[1:]} == {len(published)}
+    assert view_of(snapshot) == view_of(published)
+
+
+async def test_live_chunks_reach_subscribers_on_every_instance_in_order(
+        make_broker: Callable[..., RedisBroker], chat: str) -> None:
+    a, b = make_broker(), make_broker()
+    producer = Producer("s1")
+    await a.publish(chat, [start_event("s1")])
+    on_a = await a.subscribe(chat, 0)
+    on_b = [await b.subscribe(chat, 0) for _ in range(3)]
+    assert (a.reader_count, b.reader_count) == (1, 1)
+    sent = [start_event("s1")]
+    for i in range(30):
+        events = producer.push(ChunkIn(type="text", message_id=f"m{i % 4}",
+                                       props={"content": str(i)}, delta=True))
+        sent += events
+        await a.publish(chat, events)
+    last = sent[-1]["seq"]
+    for queue in (on_a, *on_b):
+        got = await until(queue, last)
+        seqs = [e["seq"] for e in got]
+        assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+        assert view_of(got) == view_of(sent)
+    # A reconnect on B with afterSeq replays exactly what it missed.
+    again = await b.subscribe(chat, 10)
+    assert view_of(await queued(again)) == view_of(sent[10:])
+    # The last local subscriber leaving stops that instance's reader.
+    for queue in (*on_b, again):
+        await b.unsubscribe(chat, queue)
+    assert b.reader_count == 0 and a.reader_count == 1
+
+
+async def test_after_seq_for_an_ended_stream_and_joining_between_streams(
+        make_broker: Callable[..., RedisBroker], chat: str) -> None:
+    publisher = make_broker()
+    producer = Producer("s1")
+    events = [start_event("s1"), *producer.push(text("a", "hi"))]
+    events.append(end_event("s1", 3))
+    await publisher.publish(chat, events)
+    broker = make_broker()
+    assert await queued(await broker.subscribe(chat)) == []  # nothing live right now
+    assert await queued(await broker.subscribe(chat, 2)) == [events[2]]  # missed the end
+    # A new stream replaces the old one (in Redis too); a subscriber spans both.
+    queue = await broker.subscribe(chat)
+    await publisher.publish(chat, [start_event("s2")])
+    assert [e["streamId"] for e in await until(queue, 1, "s2")] == ["s2"]
+    assert await publisher.redis.xlen(publisher.key(chat)) == 1
+
+
+async def test_a_persisted_stream_is_trimmed_after_the_retention(
+        make_broker: Callable[..., RedisBroker], chat: str) -> None:
+    broker = make_broker(retain_seconds=0.2)
+    key = broker.key(chat)
+    await broker.publish(chat, [start_event("s1"), end_event("s1", 2)])
+    assert await broker.redis.pttl(key) > 60_000  # the long safety TTL while live
+    await broker.stream_persisted(chat, "other-stream")  # not this chat's stream: kept
+    assert await broker.redis.pttl(key) > 60_000
+    await broker.stream_persisted(chat, "s1")
+    assert 0 < await broker.redis.pttl(key) <= 200
+    await asyncio.sleep(0.4)
+    assert await broker.redis.exists(key) == 0
+
+
+async def test_a_hopelessly_slow_subscriber_is_resynchronised_with_a_snapshot(
+        make_broker: Callable[..., RedisBroker], chat: str) -> None:
+    publisher, broker = make_broker(), make_broker(queue_limit=8)
+    producer = Producer("s")
+    await publisher.publish(chat, [start_event("s")])
+    slow = await broker.subscribe(chat, 0)
+    fast = await broker.subscribe(chat, 0)
+    assert len(await queued(fast)) == 1
+    sent: list[ChunkEvent] = [start_event("s")]
+    for i in range(40):
+        events = producer.push(ChunkIn(type="text", message_id=f"m{i}",
+                                       props={"content": str(i)}))
+        sent += events
+        await publisher.publish(chat, events)
+        assert [e["seq"] for e in await until(fast, events[-1]["seq"])] == [events[-1]["seq"]]
+    assert slow.resyncs >= 1 and len(slow) == 0
+    got = await slow.get()
+    assert view_of(got) == view_of(sent)
+    assert got[-1]["seq"] == sent[-1]["seq"]
+
+
+async def test_a_subscriber_whose_reader_left_while_loading_gets_a_fresh_one(
+        make_broker: Callable[..., RedisBroker], chat: str) -> None:
+    broker = make_broker()
+    await broker.publish(chat, [start_event("s")])
+
+    async def come_and_go() -> None:
+        # Leaves in the same step it joined: the reader stops before the other
+        # subscriber, woken by the same load, runs.
+        await broker.unsubscribe(chat, await broker.subscribe(chat, 0))
+
+    gone = asyncio.create_task(come_and_go())
+    second = asyncio.create_task(broker.subscribe(chat, 0))
+    await gone
+    queue = await second
+    assert broker.subscriber_count(chat) == 1 and broker.reader_count == 1
+    assert [e["seq"] for e in await queued(queue)] == [1]
+    await broker.publish(chat, Producer("s").push(text("a", "x")))
+    assert [e["seq"] for e in await until(queue, 2)] == [2]
