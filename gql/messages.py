@@ -66,12 +66,8 @@ async def message_connection(
     ]
     return MessageConnection(
         edges=edges,
-        page_info=PageInfo(
-            has_next_page=page.has_next,
-            has_previous_page=page.has_previous,
-            start_cursor=edges[0].cursor if edges else None,
-            end_cursor=edges[-1].cursor if edges else None,
-        ),
+        page_info=PageInfo.of([edge.cursor for edge in edges], has_next=page.has_next,
+                              has_previous=page.has_previous),
     )
 
 

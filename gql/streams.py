@@ -302,12 +302,7 @@ class StreamSubscription:
         broker = info.context.services.broker
         assert broker is not None
         try:
-            while True:
-                try:
-                    batch = await queue.get()
-                except StopAsyncIteration:
-                    return
-                for event in batch:
-                    yield Chunk.from_event(event)
+            async for event in queue.events():
+                yield Chunk.from_event(event)
         finally:
             await broker.unsubscribe(str(chat_id), queue)

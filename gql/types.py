@@ -127,6 +127,16 @@ class PageInfo:
     start_cursor: str | None
     end_cursor: str | None
 
+    @classmethod
+    def of(cls, cursors: list[str], *, has_next: bool, has_previous: bool) -> PageInfo:
+        """Relay page info for a page whose edges carry ``cursors`` in order."""
+        return cls(
+            has_next_page=has_next,
+            has_previous_page=has_previous,
+            start_cursor=cursors[0] if cursors else None,
+            end_cursor=cursors[-1] if cursors else None,
+        )
+
 
 @strawberry.type
 class MessageEdge:

@@ -246,13 +246,8 @@ async def _relay(context: Context, plan: ChatStreamPlan, chat_id: str,
     broker = context.services.broker
     assert broker is not None
     try:
-        while True:
-            try:
-                batch = await queue.get()
-            except StopAsyncIteration:
-                return
-            for event in batch:
-                await send(envelope(plan.payload(event)))
+        async for event in queue.events():
+            await send(envelope(plan.payload(event)))
     finally:
         await broker.unsubscribe(chat_id, queue)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from store.reducer import ChunkEvent
@@ -109,6 +109,16 @@ class SubscriberQueue:
     def extend(self, events: Sequence[ChunkEvent]) -> None:
         for event in events:
             self.put(event)
+
+    async def events(self) -> AsyncIterator[ChunkEvent]:
+        """Every queued chunk in order, waiting for more, until the queue is closed."""
+        while True:
+            try:
+                batch = await self.get()
+            except StopAsyncIteration:
+                return
+            for event in batch:
+                yield event
 
     async def get(self) -> list[ChunkEvent]:
         """Everything queued (at least one chunk), waiting when there is nothing."""
