@@ -320,10 +320,7 @@ class SharedStreamService(StreamService):
                     continue
                 taken += 1
                 try:
-                    if stream.end_status is None:
-                        await self._end(stream, "INTERRUPTED", "the producer went silent")
-                    else:
-                        await self._persist(stream)
+                    await self._finish(stream, "the producer went silent")
                 except PersistFailed as error:
                     logger.warning("orphaned stream %s: %s", stream_id, error)
                 except ChatqlError as error:

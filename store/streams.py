@@ -256,10 +256,7 @@ class StreamService:
                 with contextlib.suppress(asyncio.CancelledError):
                     await stream.retry_task
             try:
-                if stream.end_status is None:
-                    await self._end(stream, "INTERRUPTED", "the service shut down")
-                else:
-                    await self._persist(stream)
+                await self._finish(stream, "the service shut down")
             except ChatqlError as error:
                 logger.error("stream %s could not be persisted at shutdown: %s",
                              stream.info.id, error)
@@ -512,6 +509,12 @@ class StreamService:
                 error=steps[newest].error or stream.end_error,
             )
         return steps
+
+    async def _finish(self, stream: _Stream, reason: str) -> StreamResult:
+        """End ``stream`` INTERRUPTED for ``reason``, or persist it if it already ended."""
+        if stream.end_status is None:
+            return await self._end(stream, "INTERRUPTED", reason)
+        return await self._persist(stream)
 
     async def _end(self, stream: _Stream, status: str, error: str | None) -> StreamResult:
         stream.end_status = status
