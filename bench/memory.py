@@ -11,9 +11,9 @@ counters filled in), then measures in the same run, interleaved:
 - divided by the median latency of a primary-key lookup of one memory entry (the raw
   baseline). Targets: recent <= 3x, search <= 20x.
 
-Default sizes: 200,000 entries over 2,000 subjects on Postgres, 50,000 over 500 on
-SQLite (100 per subject either way). ``--quick`` seeds 2,000 entries in seconds (used
-by the test suite)::
+Default sizes: 200,000 entries on Postgres, 50,000 on SQLite, over 2,000 subjects on
+both. ``--quick`` seeds 2,000 entries over 20 subjects in seconds (used by the test
+suite)::
 
     .venv/bin/python -m bench.memory                  # both backends, full size
     .venv/bin/python -m bench.memory --backend sqlite
@@ -54,7 +54,7 @@ from store.records import Identity
 from store.tables import memory_entries
 
 DEFAULT_PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
-ENTRIES_PER_SUBJECT = 100
+DEFAULT_SUBJECTS = 2_000
 TENANTS = 10
 SCOPES = (GLOBAL_SCOPE, "ws0", "ws1", "ws2", "ws3")
 SEED = 20261201
@@ -63,6 +63,7 @@ SEED = 20261201
 @dataclass(frozen=True)
 class Sizes:
     entries: int
+    subjects: int
     reads: int
     lookups: int
 
@@ -100,12 +101,13 @@ def subject_of(index: int) -> tuple[str, str]:
     return f"t{index % TENANTS}", f"s{index}"
 
 
-def entry_rows(total: int, start: datetime) -> Iterator[tuple[Any, ...]]:
+def entry_rows(total: int, subjects: int, start: datetime) -> Iterator[tuple[Any, ...]]:
     """(id, tenant, subject, scope, content, pinned, created_at) for ``total`` entries."""
+    per_subject = -(-total // subjects)
     pick = random.Random(SEED)
     texts = Corpus(SEED).sentences(total)
     for index in range(total):
-        tenant, subject = subject_of(index // ENTRIES_PER_SUBJECT)
+        tenant, subject = subject_of(index // per_subject)
         stamp = start + timedelta(seconds=index)
         yield (f"e{index}", tenant, subject, pick.choice(SCOPES), next(texts),
                pick.random() < 0.05, stamp)
@@ -118,10 +120,10 @@ def counter_rows(rows: list[tuple[Any, ...]]) -> list[tuple[str, str, str, int]]
     return [(*key, chars) for key, chars in sums.items()]
 
 
-def seed_sqlite(path: Path, total: int) -> None:
+def seed_sqlite(path: Path, total: int, subjects: int) -> None:
     start = datetime.now(UTC).replace(tzinfo=None) - timedelta(seconds=total + 1000)
     text = "%Y-%m-%d %H:%M:%S.%f"
-    rows = list(entry_rows(total, start))
+    rows = list(entry_rows(total, subjects, start))
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
@@ -145,9 +147,9 @@ def seed_sqlite(path: Path, total: int) -> None:
         conn.close()
 
 
-async def seed_postgres(url: str, total: int) -> None:
+async def seed_postgres(url: str, total: int, subjects: int) -> None:
     start = datetime.now(UTC) - timedelta(seconds=total + 1000)
-    rows = list(entry_rows(total, start))
+    rows = list(entry_rows(total, subjects, start))
     conn = await connect_asyncpg(url)
     try:
         await conn.execute("SET synchronous_commit = off")
@@ -193,7 +195,7 @@ async def timed(call: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
 
 async def measure(db: Database, total: int, sizes: Sizes) -> tuple[
         list[float], list[float], list[float], float]:
-    subjects = total // ENTRIES_PER_SUBJECT
+    subjects = sizes.subjects
     pick = random.Random(SEED + 1)
     corpus = Corpus(SEED + 1)
     queries = memory_queries(corpus, sizes.reads)
@@ -242,12 +244,12 @@ async def run_sqlite(total: int, sizes: Sizes) -> Result:
         try:
             await migrate(db)
             began = time.perf_counter()
-            await asyncio.to_thread(seed_sqlite, path, total)
+            await asyncio.to_thread(seed_sqlite, path, total, sizes.subjects)
             seeded = time.perf_counter() - began
             recent_ms, search_ms, lookup_ms, hits = await measure(db, total, sizes)
         finally:
             await db.dispose()
-    return Result("sqlite", total, total // ENTRIES_PER_SUBJECT, seeded, recent_ms, search_ms,
+    return Result("sqlite", total, sizes.subjects, seeded, recent_ms, search_ms,
                   lookup_ms, hits)
 
 
@@ -261,14 +263,14 @@ async def run_postgres(base: str, total: int, sizes: Sizes) -> Result:
         try:
             await migrate(db)
             began = time.perf_counter()
-            await seed_postgres(url, total)
+            await seed_postgres(url, total, sizes.subjects)
             seeded = time.perf_counter() - began
             recent_ms, search_ms, lookup_ms, hits = await measure(db, total, sizes)
         finally:
             await db.dispose()
     finally:
         await execute_on_server(base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    return Result("postgres", total, total // ENTRIES_PER_SUBJECT, seeded, recent_ms,
+    return Result("postgres", total, sizes.subjects, seeded, recent_ms,
                   search_ms, lookup_ms, hits)
 
 
@@ -279,11 +281,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="2,000 entries, seconds")
     parser.add_argument("--entries", type=int, default=None,
                         help="override the size (default 200,000 PG / 50,000 SQLite)")
+    parser.add_argument("--subjects", type=int, default=DEFAULT_SUBJECTS,
+                        help="people the entries are spread over (default 2,000)")
     parser.add_argument("--postgres-url", default=os.environ.get(
         "CHATQL_BENCH_POSTGRES_URL", os.environ.get("CHATQL_TEST_POSTGRES_URL", DEFAULT_PG_URL)))
     args = parser.parse_args(argv)
-    sizes = (Sizes(entries=2_000, reads=20, lookups=100) if args.quick
-             else Sizes(entries=0, reads=300, lookups=1_500))
+    sizes = (Sizes(entries=2_000, subjects=20, reads=20, lookups=100) if args.quick
+             else Sizes(entries=0, subjects=args.subjects, reads=300, lookups=1_500))
 
     async def run() -> None:
         if args.backend in ("sqlite", "both"):

@@ -319,7 +319,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "modelContext(memoryScopes)",
         "query($chat: ID!, $scope: String!) { modelContext(chatId: $chat, limit: 10, "
         "memoryScopes: [$scope]) { chatId type props } }",
-        lambda t: {"chat": t.chat_id, "scope": f"ctx-{t.chat_id}"}, read_outcome, setup=_owner_memory,
+        lambda t: {"chat": t.chat_id, "scope": f"ctx-{t.chat_id}"}, read_outcome,
+        setup=_owner_memory,
         check=lambda value, t, c: _memory_context(value, t, c, _memory_owners[t.chat_id]),
     ),
     Operation(
