@@ -134,6 +134,8 @@ class MemoryLimits:
 
 @dataclass(frozen=True, slots=True)
 class MemoryEntry:
+    """One remembered fact about ``subject`` (a user of ``tenant_id``), in ``scope``."""
+
     id: str
     tenant_id: str
     subject: str
@@ -159,6 +161,8 @@ class MemoryPage:
 
 @dataclass(frozen=True, slots=True)
 class MemoryHit:
+    """An entry matching a memory search, with its relevance (higher is better)."""
+
     entry: MemoryEntry
     score: float
 
