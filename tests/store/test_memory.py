@@ -108,6 +108,11 @@ async def test_memory_is_per_tenant_and_subject(db: Database) -> None:
                                   subject="alice")
     with pytest.raises(NotFound):
         await memory.delete_memory(db, Identity("alice", "other"), mine.id)
+    # Any subject name works with the per-person index, non-ASCII ones included.
+    zoe = await memory.write_memory(db, AGENT, scope="s", content="likes jazz",
+                                    subject="zoë 🎷")
+    hits = await memory.search_memory(db, AGENT, "jazz", ["s"], subject="zoë 🎷")
+    assert [hit.entry.id for hit in hits] == [zoe.id]
 
 
 async def test_the_full_text_index_exists_and_follows_writes(db: Database) -> None:
