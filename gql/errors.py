@@ -37,6 +37,7 @@ CODES: tuple[tuple[type[store_errors.ChatqlError], str], ...] = (
     (store_errors.StreamClosed, "STREAM_CLOSED"),
     (store_errors.StreamActive, "STREAM_ACTIVE"),
     (store_errors.PayloadTooLarge, "PAYLOAD_TOO_LARGE"),
+    (store_errors.MemoryFull, "MEMORY_FULL"),
     (store_errors.Unauthenticated, "UNAUTHENTICATED"),
     (store_errors.Forbidden, "FORBIDDEN"),
     (store_errors.PersistFailed, "PERSIST_FAILED"),
@@ -92,4 +93,7 @@ class ChatqlSchema(Schema):
                 error.message = replacement
             extensions: dict[str, Any] = dict(error.extensions or {})
             extensions["code"] = code
+            if isinstance(error.original_error, store_errors.MemoryFull):
+                # What the agent needs to consolidate and retry.
+                extensions.update(error.original_error.extensions())
             error.extensions = extensions

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import strawberry
 
 from gql.context import Info
@@ -22,9 +24,16 @@ class LifecycleQuery:
             "turn alone does not fit."
         )
     )
-    async def model_context(self, info: Info, chat_id: strawberry.ID, limit: int) -> list[Message]:
+    async def model_context(
+        self, info: Info, chat_id: strawberry.ID, limit: int,
+        memory_scopes: Annotated[list[str] | None, strawberry.argument(
+            description="Open the context with one SYSTEM message of type memory whose "
+            "props.entries is the chat creator's recentMemory over these scopes "
+            "([{id, scope, content, pinned}]); it counts as one message toward limit.",
+        )] = None,
+    ) -> list[Message]:
         context = await store_lifecycle.model_context(
-            info.context.db, info.context.identity, str(chat_id), limit
+            info.context.db, info.context.identity, str(chat_id), limit, memory_scopes
         )
         return context  # type: ignore[return-value]
 

@@ -11,6 +11,7 @@ from gql.errors import ChatqlSchema
 from gql.execution import LeafFastPathExecutionContext
 from gql.lifecycle import LifecycleMutation, LifecycleQuery
 from gql.limits import QueryLimits
+from gql.memory import MemoryMutation, MemoryQuery
 from gql.messages import MessageMutation, MessageQuery
 from gql.search import SearchQuery
 from gql.streams import StreamMutation, StreamQuery, StreamSubscription
@@ -18,10 +19,13 @@ from gql.streams import StreamMutation, StreamQuery, StreamSubscription
 __all__ = ["Mutation", "Query", "Subscription", "schema"]
 
 Query = merge_types(
-    "Query", (ChatQuery, ChatListQuery, MessageQuery, SearchQuery, LifecycleQuery, StreamQuery)
+    "Query",
+    (ChatQuery, ChatListQuery, MessageQuery, SearchQuery, LifecycleQuery, StreamQuery,
+     MemoryQuery),
 )
 Mutation = merge_types(
-    "Mutation", (ChatMutation, MessageMutation, LifecycleMutation, StreamMutation)
+    "Mutation",
+    (ChatMutation, MessageMutation, LifecycleMutation, StreamMutation, MemoryMutation),
 )
 Subscription = merge_types("Subscription", (StreamSubscription,))
 

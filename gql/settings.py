@@ -56,6 +56,9 @@ class Settings:
     stream_idle_timeout: float = 300.0
     #: Largest buffered stream in bytes.
     max_stream_bytes: int = 16 * 1024 * 1024
+    #: Agent memory: characters per entry, and per (subject, scope) in total.
+    memory_entry_chars: int = 4_000
+    memory_scope_chars: int = 20_000
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -17,6 +17,11 @@ How operations use it (new operations pick the predicate of their kind):
   at all (else NOT_FOUND), then ``can_write`` (else FORBIDDEN);
 - appends: ``can_write(append=True)``;
 - producer mutations (start/push/record/end a stream): ``can_stream``.
+
+Agent memory belongs to a (tenant, subject) rather than to a chat: the subject reads
+and changes its own; ``agent`` and ``admin`` may name any subject of their tenant;
+everyone else finds nothing (``may_use_memory`` for a named subject,
+``can_use_memory`` as a predicate over ``memory_entries`` rows).
 """
 
 from __future__ import annotations
@@ -24,9 +29,9 @@ from __future__ import annotations
 from sqlalchemy import ColumnElement, and_, false, or_, true
 
 from store.records import Identity
-from store.tables import chats
+from store.tables import chats, memory_entries
 
-__all__ = ["can_read", "can_stream", "can_write"]
+__all__ = ["can_read", "can_stream", "can_use_memory", "can_write", "may_use_memory"]
 
 
 def _owner_clause(who: Identity) -> ColumnElement[bool]:
@@ -59,3 +64,16 @@ def can_stream(who: Identity) -> ColumnElement[bool]:
     if who.is_admin or who.is_agent:
         return chats.c.tenant_id == who.tenant_id
     return false()
+
+
+def may_use_memory(who: Identity, subject: str) -> bool:
+    """Whether the caller may read and change the memory of ``subject`` in its tenant."""
+    return subject == who.user_id or who.is_admin or who.is_agent
+
+
+def can_use_memory(who: Identity) -> ColumnElement[bool]:
+    """Rows of ``memory_entries`` the caller may read and change."""
+    same_tenant = memory_entries.c.tenant_id == who.tenant_id
+    if who.is_admin or who.is_agent:
+        return and_(same_tenant, true())
+    return and_(same_tenant, memory_entries.c.subject == who.user_id)

@@ -18,6 +18,7 @@ one place (``gql/errors.py``)::
     │   ├── StreamClosed       the stream has ended; it takes no more input
     │   └── StreamActive       the chat already has an active stream
     ├── PayloadTooLarge        a batch or buffer over its limit
+    ├── MemoryFull             a memory write would pass its scope's size cap
     ├── Unauthenticated        no valid identity
     ├── Forbidden              the identity may not do this
     └── PersistFailed          the database failed; the buffer is kept for a retry
@@ -34,6 +35,7 @@ __all__ = [
     "InvalidArgument",
     "InvalidCursor",
     "InvalidDelta",
+    "MemoryFull",
     "NotFound",
     "PayloadTooLarge",
     "PersistFailed",
@@ -100,6 +102,22 @@ class StreamActive(StreamError):
 
 class PayloadTooLarge(ChatqlError):
     """A batch, buffer or request over its configured limit."""
+
+
+class MemoryFull(ChatqlError):
+    """A memory write or update would take its (subject, scope) past the size cap.
+
+    Nothing was written; ``scope_chars`` is what the scope holds now and ``limit`` the
+    cap, so the agent can consolidate (update or delete entries) and retry.
+    """
+
+    def __init__(self, message: str, *, scope_chars: int, limit: int) -> None:
+        super().__init__(message)
+        self.scope_chars = scope_chars
+        self.limit = limit
+
+    def extensions(self) -> dict[str, int]:
+        return {"scopeChars": self.scope_chars, "limit": self.limit}
 
 
 class Unauthenticated(ChatqlError):

@@ -27,6 +27,7 @@ the limit is reached, so a million-message chat costs what its last turns cost.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -37,6 +38,7 @@ from store.chats import fetch_visible_chat
 from store.database import Database
 from store.errors import InvalidArgument, NotFound, WindowTooSmall
 from store.ids import check_chat_id
+from store.memory import memory_message
 from store.messages import (
     NewMessage,
     insert_messages,
@@ -110,14 +112,24 @@ async def _append_boundary(
     return boundary
 
 
-async def model_context(db: Database, who: Identity, chat_id: str, limit: int) -> list[Message]:
-    """The messages an agent should send its model, oldest first (see module doc)."""
+async def model_context(
+    db: Database, who: Identity, chat_id: str, limit: int,
+    memory_scopes: Sequence[str] | None = None,
+) -> list[Message]:
+    """The messages an agent should send its model, oldest first (see module doc).
+
+    With ``memory_scopes`` the context opens with the chat creator's recent memory
+    (``store.memory.memory_message``), which counts as one message toward ``limit``.
+    """
     check_chat_id(chat_id)
     if limit <= 0:
         raise InvalidArgument("limit must be a positive number of messages")
     async with db.read() as conn:
-        if await fetch_visible_chat(conn, who, chat_id) is None:
+        chat = await fetch_visible_chat(conn, who, chat_id)
+        if chat is None:
             raise NotFound(f"chat {chat_id!r} not found")
+        memory = None if memory_scopes is None else await memory_message(
+            conn, who, chat, memory_scopes)
         # The (chat_id, type, sequence) index finds the newest boundary directly.
         row = (
             await conn.execute(
@@ -129,12 +141,15 @@ async def model_context(db: Database, who: Identity, chat_id: str, limit: int) -
         ).first()
         boundary = None if row is None else message_from_row(row)
         summary = _summary_message(boundary)
-        budget = limit - (1 if summary is not None else 0)
+        budget = limit - (1 if summary is not None else 0) - (1 if memory is not None else 0)
+        if budget < 0:
+            raise WindowTooSmall("the memory message and the summary need a limit of 2")
         turns = await _newest_turns(
             conn, chat_id, after=0 if boundary is None else boundary.sequence, budget=budget
         )
     context = [message for turn in reversed(turns) for message in turn]
-    return [summary, *context] if summary is not None else context
+    opening = [message for message in (memory, summary) if message is not None]
+    return [*opening, *context]
 
 
 def _summary_message(boundary: Message | None) -> Message | None:

@@ -35,6 +35,8 @@ __all__ = [
     "append_receipts",
     "chats",
     "closed_chats",
+    "memory_entries",
+    "memory_scopes",
     "messages",
     "metadata",
     "resume_records",
@@ -204,4 +206,40 @@ service_state = Table(
     metadata,
     Column("key", String(64), primary_key=True),
     Column("value", Text, nullable=False),
+)
+
+# What agents remember about a person, outside every chat. Full-text search objects
+# (SQLite FTS5 table and triggers, the Postgres generated ``search_vector`` column and
+# its GIN index) are created by the migration only, as for messages.
+memory_entries = Table(
+    "memory_entries",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("tenant_id", String(200), nullable=False),
+    Column("subject", String(200), nullable=False),
+    Column("scope", String(200), nullable=False),
+    Column("content", Text, nullable=False),
+    Column("pinned", Boolean, nullable=False, server_default="0"),
+    Column("created_by", String(200)),
+    # An idempotent write's key and the digest of what it wrote (null without a key).
+    Column("write_id", String(128)),
+    Column("write_digest", String(64)),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    UniqueConstraint("tenant_id", "subject", "write_id"),
+    Index(None, "tenant_id", "subject", "scope", "pinned", "created_at", "id"),
+    Index(None, "tenant_id", "subject", "scope", "pinned", "updated_at", "id"),
+)
+
+# One row per (tenant, subject, scope) holding the scope's total content length. Every
+# write, update and delete changes it with one conditional UPDATE in the same
+# transaction as the entry, which is what makes the per-scope cap hold under
+# concurrent writers (the row lock serialises them; the condition is re-checked).
+memory_scopes = Table(
+    "memory_scopes",
+    metadata,
+    Column("tenant_id", String(200), primary_key=True),
+    Column("subject", String(200), primary_key=True),
+    Column("scope", String(200), primary_key=True),
+    Column("chars", BigInteger, nullable=False, server_default="0"),
 )

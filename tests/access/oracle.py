@@ -10,6 +10,12 @@ from the SPEC's sentences, one rule per sentence, so the two can be compared:
 - "agent reads, appends to and streams into every chat of its tenant (the producer
   mutations need agent or admin)"; "admin may do everything within its tenant"
 - "A chat the caller may not read behaves exactly as if it did not exist."
+
+and of agent memory, which belongs to a (tenant, subject) rather than to a chat:
+
+- "The subject reads and changes its own; role agent or admin may name any subject of
+  its tenant. Everyone else: as if absent." A named subject is always one of the
+  caller's own tenant; a write naming someone else's without the role is FORBIDDEN.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ __all__ = [
     "may_change",
     "may_read",
     "may_stream",
+    "may_use_memory",
 ]
 
 
@@ -162,3 +169,27 @@ def deleted_change_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
 def create_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
     """Anyone may create a chat; it belongs to the caller, whoever else exists."""
     return Outcome.OK
+
+
+def may_use_memory(caller: Caller, subject: Caller) -> bool:
+    """Read and change the memory of ``subject`` (a user of some tenant)."""
+    if caller.tenant != subject.tenant:
+        return False
+    return caller.user == subject.user or bool({"agent", "admin"} & set(caller.roles))
+
+
+def memory_read_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
+    """Reading the memory of the chat's owner, naming them as ``subject``."""
+    return Outcome.OK if may_use_memory(caller, chat.owner) else Outcome.HIDDEN
+
+
+def memory_own_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
+    """Reading without naming a subject: the caller's own memory, nobody else's."""
+    same_person = caller.tenant == chat.owner.tenant and caller.user == chat.owner.user
+    return Outcome.OK if same_person else Outcome.HIDDEN
+
+
+def memory_write_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
+    """Writing naming the owner's user id: it lands in the caller's own tenant."""
+    own = caller.user == chat.owner.user
+    return Outcome.OK if own or {"agent", "admin"} & set(caller.roles) else Outcome.FORBIDDEN

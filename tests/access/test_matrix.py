@@ -53,6 +53,7 @@ from tests.access.oracle import (
     change_outcome,
     create_outcome,
     deleted_change_outcome,
+    may_use_memory,
     read_outcome,
     stream_outcome,
 )
@@ -196,6 +197,28 @@ async def _resume_records(client: GraphQLClient, target: Target, spec: ChatSpec)
     return replace(target, stack_id=stack)
 
 
+#: The creator of each chat ``_owner_memory`` prepared, by chat id.
+_memory_owners: dict[str, Caller] = {}
+
+
+async def _owner_memory(client: GraphQLClient, target: Target, spec: ChatSpec) -> Target:
+    """A memory entry of the chat's creator, for modelContext(memoryScopes)."""
+    _memory_owners[target.chat_id] = spec.owner
+    await client.data(
+        "mutation($scope: String!, $content: String!) { writeMemory(input: {scope: $scope, "
+        "content: $content}) { id } }",
+        {"scope": f"ctx-{target.chat_id}", "content": f"remember {target.chat_id}"},
+        spec.owner.headers())
+    return target
+
+
+def _memory_context(value: Any, target: Target, caller: Caller, owner: Caller) -> bool:
+    """The memory message carries the creator's memory only for who may read it."""
+    entries = [e["content"] for e in value[0]["props"]["entries"]]
+    wanted = [f"remember {target.chat_id}"] if may_use_memory(caller, owner) else []
+    return value[0]["type"] == "memory" and entries == wanted and len(value) == 3
+
+
 def _stream_vars(target: Target) -> dict[str, Any]:
     return {"stream": target.stream_id}
 
@@ -291,6 +314,14 @@ OPERATIONS: tuple[Operation, ...] = (
         "query($chat: ID!) { modelContext(chatId: $chat, limit: 10) { chatId } }",
         _chat_vars, read_outcome,
         check=lambda value, t, c: value == [{"chatId": t.chat_id}] * 2,
+    ),
+    Operation(
+        "modelContext(memoryScopes)",
+        "query($chat: ID!, $scope: String!) { modelContext(chatId: $chat, limit: 10, "
+        "memoryScopes: [$scope]) { chatId type props } }",
+        lambda t: {"chat": t.chat_id, "scope": f"ctx-{t.chat_id}"}, read_outcome,
+        setup=_owner_memory,
+        check=lambda value, t, c: _memory_context(value, t, c, _memory_owners[t.chat_id]),
     ),
     Operation(
         "startOver", "mutation($chat: ID!) { startOver(chatId: $chat) { chatId type } }",

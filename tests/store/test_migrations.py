@@ -11,13 +11,13 @@ from store.database import Database
 from store.migrate import current_revision, head_revision, migrate
 from store.tables import metadata
 
-# The full-text search objects of migration 0002 live outside the metadata on purpose:
-# SQLAlchemy cannot describe an FTS5 virtual table (nor its shadow tables) or the
-# triggers that keep it, and the Postgres generated tsvector column is kept out so
-# ``SELECT messages.*`` never carries it. Everything else must match exactly.
-SEARCH_TABLES = ("message_search",)
+# The full-text search objects (of messages and of memory entries) live outside the
+# metadata on purpose: SQLAlchemy cannot describe an FTS5 virtual table (nor its shadow
+# tables) or the triggers that keep it, and the Postgres generated tsvector columns are
+# kept out so ``SELECT messages.*`` never carries them. Everything else must match exactly.
+SEARCH_TABLES = ("message_search", "memory_search")
 SEARCH_COLUMNS = ("search_vector",)
-SEARCH_INDEXES = ("ix_messages_search_vector",)
+SEARCH_INDEXES = ("ix_messages_search_vector", "ix_memory_entries_search_vector")
 
 
 def _include_name(name: str | None, type_: str, parent_names: Any) -> bool:
