@@ -14,11 +14,13 @@ from gql.limits import QueryLimits
 from gql.messages import MessageMutation, MessageQuery
 from gql.search import SearchQuery
 from gql.streams import StreamMutation, StreamQuery, StreamSubscription
+from gql.usage import UsageQuery
 
 __all__ = ["Mutation", "Query", "Subscription", "schema"]
 
 Query = merge_types(
-    "Query", (ChatQuery, ChatListQuery, MessageQuery, SearchQuery, LifecycleQuery, StreamQuery)
+    "Query", (ChatQuery, ChatListQuery, MessageQuery, SearchQuery, LifecycleQuery, StreamQuery,
+                UsageQuery)
 )
 Mutation = merge_types(
     "Mutation", (ChatMutation, MessageMutation, LifecycleMutation, StreamMutation)
