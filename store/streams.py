@@ -436,14 +436,17 @@ class StreamService:
         """
         check_chat_id(chat_id)
         async with self.db.read() as conn:
-            writable = await conn.scalar(
-                select(access.can_write(who, append=True)).where(
-                    chats.c.id == chat_id, chats.c.deleted_at.is_(None), access.can_read(who)
+            # The id as well: the predicate alone is NULL (not false) for some rows.
+            row = (
+                await conn.execute(
+                    select(chats.c.id, access.can_write(who, append=True).label("writable"))
+                    .where(chats.c.id == chat_id, chats.c.deleted_at.is_(None),
+                           access.can_read(who))
                 )
-            )
-        if writable is None:
+            ).first()
+        if row is None:
             raise NotFound(f"chat {chat_id!r} not found")
-        if not writable:
+        if not row.writable:
             raise Forbidden(f"you may read chat {chat_id!r} but not stop its stream")
         stream_id = self._by_chat.get(chat_id)
         stream = None if stream_id is None else self._streams.get(stream_id)

@@ -10,6 +10,10 @@ from the SPEC's sentences, one rule per sentence, so the two can be compared:
 - "agent reads, appends to and streams into every chat of its tenant (the producer
   mutations need agent or admin)"; "admin may do everything within its tenant"
 - "A chat the caller may not read behaves exactly as if it did not exist."
+- stopping a stream needs the right to write to the chat (creator, its team for TEAM
+  chats, agent, admin): a read-only viewer is FORBIDDEN.
+- chatFor: the chat of (tenant, assistant, channel, person), the person being the
+  caller or, for agent and admin only, the person they name.
 """
 
 from __future__ import annotations
@@ -162,3 +166,17 @@ def deleted_change_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
 def create_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
     """Anyone may create a chat; it belongs to the caller, whoever else exists."""
     return Outcome.OK
+
+
+def stop_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
+    """``stopStream``: whoever may write to the chat (appenders: agents included)."""
+    return append_outcome(caller, chat)
+
+
+def chat_for_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
+    """``chatFor`` naming the chat's owner as the person: the owner themself, or an agent
+    or admin on their behalf; anyone else naming another person is refused. (Callers of
+    another tenant get a chat of their own tenant, never this one.)"""
+    if caller.user == chat.owner.user or {"agent", "admin"} & set(caller.roles):
+        return Outcome.OK
+    return Outcome.FORBIDDEN

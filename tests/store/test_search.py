@@ -83,7 +83,8 @@ async def _rows_at(db: Database, revision: str, batch: list[tuple[str, str, str]
             {"id": message_id, "chat_id": "c1", "sequence": number, "role": role,
              "type": kind, "props": {"content": content}, "created_at": stamp,
              "updated_at": stamp}
-            for number, (message_id, (role, kind, content)) in enumerate(zip(ids, batch), 1)
+            for number, (message_id, (role, kind, content))
+            in enumerate(zip(ids, batch, strict=True), 1)
         ])
     return ids
 
@@ -121,7 +122,7 @@ async def test_tool_messages_are_never_indexed(db: Database) -> None:
 async def test_upgrade_drops_tool_messages_indexed_before_it(db: Database) -> None:
     from store.migrate import migrate
 
-    said, tool = await _rows_at(db, "0002", [("ASSISTANT", "text", "forecast rain"),
+    said, _tool = await _rows_at(db, "0002", [("ASSISTANT", "text", "forecast rain"),
                                              ("TOOL", "text", "forecast payload")])
     await migrate(db)
     assert await found(db, "forecast") == [said]
