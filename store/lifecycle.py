@@ -232,9 +232,11 @@ async def _newest_turns(
     """
     turns: list[list[Message]] = []
     pending: list[Message] = []  # the turn being gathered, newest message first
-    if window.messages is not None:
+    if window.tokens is None and window.messages is not None:
+        # A message count alone says how many rows to read: usually one step.
         page = min(max(window.messages + 1, _MIN_PAGE), _MAX_PAGE)
     else:
+        # How many rows a token budget covers is unknown: start small, then grow.
         page = _MIN_PAGE
     before: int | None = None
     while True:
