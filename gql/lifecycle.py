@@ -31,11 +31,12 @@ class LifecycleQuery:
         chat_id: strawberry.ID,
         limit: int | None = None,
         max_tokens: int | None = None,
-        include_thinking: bool = False,
+        # Nullable as the contract has it; null means the default.
+        include_thinking: bool | None = False,
     ) -> list[Message]:
         context = await store_lifecycle.model_context(
             info.context.db, info.context.identity, str(chat_id), limit,
-            max_tokens=max_tokens, include_thinking=include_thinking,
+            max_tokens=max_tokens, include_thinking=bool(include_thinking),
         )
         return context  # type: ignore[return-value]
 

@@ -76,10 +76,11 @@ class UsageQuery:
         start_time: datetime,
         end_time: datetime,
         assistant_id: str | None = None,
-        group_by: UsageGroup = UsageGroup.DAY,
+        # Nullable as the contract has it; null means the default.
+        group_by: UsageGroup | None = UsageGroup.DAY,
     ) -> list[UsageRow]:
         rows = await store_usage.usage_report(
             info.context.db, info.context.identity, start_time=start_time, end_time=end_time,
-            assistant_id=assistant_id, group_by=group_by.value,
+            assistant_id=assistant_id, group_by=(group_by or UsageGroup.DAY).value,
         )
         return rows  # type: ignore[return-value]

@@ -139,6 +139,8 @@ async def test_interrupted_tool_calls_and_thinking_are_left_out(client: GraphQLC
         ids[0], ids[2], ids[3], ids[4]]
     got = await window(client, "c1", maxTokens=100, thinking=True)
     assert [m["id"] for m in got] == ids[:5]
+    got = await window(client, "c1", maxTokens=100, thinking=None)
+    assert [m["id"] for m in got] == [ids[0], ids[2], ids[3], ids[4]]
 
 
 async def test_a_stopped_streams_half_streamed_tool_call_is_left_out(

@@ -158,6 +158,7 @@ async def test_usage_report_groups_over_readable_chats_only(
 
     day, yesterday = today.date().isoformat(), (today - timedelta(days=1)).date().isoformat()
     assert await report(alice) == [(yesterday, 10, 1, 1), (day, 50, 5, 2)]
+    assert await report(alice, group=None) == await report(alice, group="DAY")
     # Bob reads his own chat and alice's public one, never her private one.
     assert await report(bob, group="ASSISTANT") == [("coder", 30, 3, 1), ("planner", 40, 4, 1)]
     # A stream's own assistantId wins over the chat's.
