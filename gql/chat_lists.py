@@ -47,6 +47,9 @@ class ChatFilter:
     )
     # Nullable as in SPEC §11; null means the default.
     time_field: TimeField | None = TimeField.LAST_MESSAGE_AT
+    channel: str | None = strawberry.field(
+        default=None, description="Only chats of this channel (api, widget, telegram …)."
+    )
 
     def to_store(self) -> store_lists.ChatListFilter:
         return store_lists.ChatListFilter(
@@ -56,6 +59,7 @@ class ChatFilter:
             start_time=self.start_time,
             end_time=self.end_time,
             time_field=(self.time_field or TimeField.LAST_MESSAGE_AT).value,
+            channel=self.channel,
         )
 
 

@@ -40,6 +40,23 @@ class ChatMutation:
             public=input.public,
             sort=input.sort,
             metadata=input.metadata,
+            channel=input.channel,
+        )
+        return chat  # type: ignore[return-value]
+
+    @strawberry.mutation(
+        description=(
+            "THE chat of (tenant, assistant, channel, person), created on first use: the "
+            "person is the caller, or `subject` when an agent or admin asks on someone's "
+            "behalf. Concurrent first calls create one chat; after a purge the next call "
+            "creates a new one; a soft-deleted one is restored."
+        )
+    )
+    async def chat_for(self, info: Info, assistant_id: str, channel: str,
+                       subject: str | None = None) -> Chat:
+        chat = await store_chats.chat_for(
+            info.context.db, info.context.identity,
+            assistant_id=assistant_id, channel=channel, subject=subject,
         )
         return chat  # type: ignore[return-value]
 

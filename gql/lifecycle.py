@@ -19,13 +19,22 @@ class LifecycleQuery:
         description=(
             "What an agent should send its model: the newest boundary's summary first "
             "(as a SYSTEM message), then the newest complete user-led turns that fit in "
-            "`limit` messages (the summary counts). UI-only types (loading, action, "
-            "error) and FAILED messages are left out. WINDOW_TOO_SMALL when the newest "
-            "turn alone does not fit."
+            "`limit` messages and/or `maxTokens` tokens (at least one is required; the "
+            "summary counts). Messages without a token count are estimated (one token per "
+            "4 characters of the props JSON) and marked tokensEstimated. UI-only types "
+            "(loading, action, error), FAILED messages, INTERRUPTED tool_call messages and "
+            "(unless includeThinking) thinking messages are left out. WINDOW_TOO_SMALL "
+            "when the newest turn alone does not fit either bound."
         )
     )
     async def model_context(
-        self, info: Info, chat_id: strawberry.ID, limit: int,
+        self,
+        info: Info,
+        chat_id: strawberry.ID,
+        limit: int | None = None,
+        max_tokens: int | None = None,
+        # Nullable as the contract has it; null means the default.
+        include_thinking: bool | None = False,
         memory_scopes: Annotated[list[str] | None, strawberry.argument(
             description="Open the context with one SYSTEM message of type memory whose "
             "props.entries is the chat creator's recentMemory over these scopes "
@@ -33,7 +42,9 @@ class LifecycleQuery:
         )] = None,
     ) -> list[Message]:
         context = await store_lifecycle.model_context(
-            info.context.db, info.context.identity, str(chat_id), limit, memory_scopes
+            info.context.db, info.context.identity, str(chat_id), limit,
+            max_tokens=max_tokens, include_thinking=bool(include_thinking),
+            memory_scopes=memory_scopes,
         )
         return context  # type: ignore[return-value]
 

@@ -37,7 +37,7 @@ __all__ = ["PushPlan", "fast_push", "push_plan_for"]
 
 _RESULT_FIELDS = frozenset({"accepted", "duplicates", "lastSeq", "__typename"})
 _TEXT_FIELDS = ("chunkId", "messageId", "blockId", "threadId", "deltaPath", "deltaAction")
-_CHUNK_FIELDS = frozenset({*_TEXT_FIELDS, "type", "role", "props", "delta"})
+_CHUNK_FIELDS = frozenset({*_TEXT_FIELDS, "type", "role", "props", "delta", "tokens"})
 _ROLES = frozenset({"USER", "ASSISTANT", "SYSTEM", "TOOL"})
 _PLAN_CACHE_SIZE = 256
 # graphql-core refuses deeper variable values; keep the same limit here.
@@ -131,6 +131,12 @@ def _chunk(value: Any) -> ChunkIn | None:
     delta = value.get("delta", False)
     if delta is not None and not isinstance(delta, bool):
         return None
+    tokens = value.get("tokens")
+    # Int only (GraphQL's Int is 32-bit; anything else takes the ordinary path's error).
+    if tokens is not None and (
+        isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens < 2**31
+    ):
+        return None
     props = value.get("props")
     # Most props are flat; only nested ones need the (recursive) depth check.
     if isinstance(props, dict):
@@ -151,6 +157,7 @@ def _chunk(value: Any) -> ChunkIn | None:
         delta=bool(delta),
         delta_path=value.get("deltaPath"),
         delta_action=value.get("deltaAction"),
+        tokens=tokens,
     )
 
 

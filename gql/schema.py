@@ -15,13 +15,14 @@ from gql.memory import MemoryMutation, MemoryQuery
 from gql.messages import MessageMutation, MessageQuery
 from gql.search import SearchQuery
 from gql.streams import StreamMutation, StreamQuery, StreamSubscription
+from gql.usage import UsageQuery
 
 __all__ = ["Mutation", "Query", "Subscription", "schema"]
 
 Query = merge_types(
     "Query",
     (ChatQuery, ChatListQuery, MessageQuery, SearchQuery, LifecycleQuery, StreamQuery,
-     MemoryQuery),
+     MemoryQuery, UsageQuery),
 )
 Mutation = merge_types(
     "Mutation",

@@ -17,6 +17,7 @@ from strawberry.scalars import JSON
 
 from gql.context import Info
 from gql.types import Message, MessageInput, Role, StreamStatus
+from gql.usage import UsageInput
 from store import resume as store_resume
 from store.chats import get_chat
 from store.errors import InvalidArgument, NotFound
@@ -129,6 +130,10 @@ class ChunkInput:
     delta: bool | None = False
     delta_path: str | None = None
     delta_action: str | None = None
+    tokens: int | None = strawberry.field(
+        default=None,
+        description="Sets the message's token count (last value wins; left out: unchanged).",
+    )
 
     def to_store(self) -> ChunkIn:
         return ChunkIn(
@@ -142,6 +147,7 @@ class ChunkInput:
             delta=bool(self.delta),
             delta_path=self.delta_path,
             delta_action=self.delta_action,
+            tokens=self.tokens,
         )
 
 
@@ -164,6 +170,7 @@ def _chunk_from_input(_cls: type, value: Mapping[str, Any], _context: Any) -> Ch
         delta=bool(value.get("delta")),
         delta_path=value.get("deltaPath"),
         delta_action=value.get("deltaAction"),
+        tokens=value.get("tokens"),
     )
 
 
@@ -262,14 +269,22 @@ class StreamMutation:
         return await _streams(info).record_step(
             info.context.identity, str(stream_id), step.to_store())
 
-    @strawberry.mutation(description="End the stream and persist it in one write (idempotent).")
+    @strawberry.mutation(
+        description="End the stream and persist it in one write (idempotent); `usage` is "
+        "recorded with it, once."
+    )
     async def end_stream(self, info: Info, stream_id: strawberry.ID, status: StreamStatus,
-                         error: str | None = None) -> StreamResult:
+                         error: str | None = None,
+                         usage: UsageInput | None = None) -> StreamResult:
         result = await _streams(info).end_stream(
-            info.context.identity, str(stream_id), status.value, error)
+            info.context.identity, str(stream_id), status.value, error,
+            None if usage is None else usage.to_store())
         return result  # type: ignore[return-value]
 
-    @strawberry.mutation(description="Stop the chat's active stream (ends it INTERRUPTED).")
+    @strawberry.mutation(
+        description="Stop the chat's active stream (ends it INTERRUPTED); needs the right "
+        "to write to the chat."
+    )
     async def stop_stream(self, info: Info, chat_id: strawberry.ID) -> bool:
         return await _streams(info).stop_stream(info.context.identity, str(chat_id))
 

@@ -37,6 +37,7 @@ __all__ = [
     "TimeField",
     "UpdateChatInput",
     "UpdateMessageInput",
+    "Usage",
     "Weekday",
 ]
 
@@ -118,6 +119,14 @@ class Message:
     metadata: JSON | None
     created_at: datetime
     updated_at: datetime
+    tokens: int | None = strawberry.field(
+        description="The message's token count as its producer reported it (null: unknown;"
+        " in modelContext, the estimate when tokensEstimated)."
+    )
+    tokens_estimated: bool = strawberry.field(
+        description="True when tokens is modelContext's estimate (one token per 4"
+        " characters of the props JSON), not a reported count."
+    )
 
 
 @strawberry.type
@@ -168,6 +177,15 @@ class MessageFilter:
         )
 
 
+@strawberry.type(description="Tokens a chat used.")
+class Usage:
+    prompt_tokens: int = strawberry.field(description="Sum of its requests' prompt tokens.")
+    completion_tokens: int = strawberry.field(
+        description="Sum of its requests' completion tokens."
+    )
+    message_tokens: int = strawberry.field(description="Sum of its messages' tokens.")
+
+
 @strawberry.type(description="A conversation between people and assistants.")
 class Chat:
     id: strawberry.ID
@@ -186,6 +204,16 @@ class Chat:
     updated_by: str | None
     team_id: str | None
     tenant_id: str | None
+    channel: str = strawberry.field(
+        description="Where the conversation happens (api, widget, telegram …); set at creation."
+    )
+
+    @strawberry.field(description="The chat's recorded model usage and message token sum.")
+    async def usage(self, info: Info) -> Usage:
+        from gql.usage import chat_usage_loader  # gql.usage imports this module
+
+        totals = await chat_usage_loader(info).load(str(self.id))
+        return totals  # type: ignore[return-value]
 
     @strawberry.field(description="The chat's messages; same arguments as Query.messages.")
     async def messages(
@@ -231,6 +259,9 @@ class CreateChatInput:
     public: bool = False
     sort: int = 0
     metadata: JSON | None = None
+    channel: str = strawberry.field(
+        default="api", description="Where the conversation happens, 1-64 characters."
+    )
 
 
 @strawberry.input(description="Fields left out stay as they are.")
@@ -269,6 +300,9 @@ class MessageInput:
     thread_id: str | None = None
     assistant_id: str | None = None
     metadata: JSON | None = None
+    tokens: int | None = strawberry.field(
+        default=None, description="The message's token count (a whole number >= 0)."
+    )
 
     def to_store(self) -> NewMessage:
         return NewMessage(
@@ -281,6 +315,7 @@ class MessageInput:
             thread_id=self.thread_id,
             assistant_id=self.assistant_id,
             metadata=self.metadata,  # type: ignore[arg-type]
+            tokens=self.tokens,
         )
 
 

@@ -106,12 +106,15 @@ class ChatListFilter:
     start_time: datetime | None = None
     end_time: datetime | None = None
     time_field: str = "LAST_MESSAGE_AT"
+    channel: str | None = None
 
     def check(self) -> None:
         if self.status is not None and self.status not in CHAT_STATUSES:
             raise InvalidArgument(f"status must be one of {', '.join(CHAT_STATUSES)}")
         if self.time_field not in TIME_FIELDS:
             raise InvalidArgument(f"timeField must be one of {', '.join(TIME_FIELDS)}")
+        if self.channel is not None and not 1 <= len(self.channel) <= 64:
+            raise InvalidArgument("channel must be 1-64 characters")
         if self.keywords is not None and len(self.keywords) > _MAX_KEYWORDS:
             raise InvalidArgument(f"keywords must be at most {_MAX_KEYWORDS} characters")
         for name in ("start_time", "end_time"):
@@ -126,6 +129,8 @@ class ChatListFilter:
             found.append(chats.c.assistant_id == self.assistant_id)
         if self.status is not None:
             found.append(chats.c.status == self.status)
+        if self.channel is not None:
+            found.append(chats.c.channel == self.channel)
         if self.keywords:
             # lower(title) LIKE lower('%…%') on both backends, with % and _ escaped.
             found.append(chats.c.title.icontains(self.keywords, autoescape=True))
@@ -146,7 +151,9 @@ class ChatListFilter:
             self.time_field,
         )
         # Length-prefixed so no choice of values can collide with another.
-        return "|".join("-" if p is None else f"{len(p)}:{p}" for p in parts)
+        key = "|".join("-" if p is None else f"{len(p)}:{p}" for p in parts)
+        # Appended only when set, so cursors issued without it keep their binding.
+        return key if self.channel is None else f"{key}|c{len(self.channel)}:{self.channel}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Row, delete, exists, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -15,12 +16,22 @@ from store.database import Database
 from store.errors import Conflict, Forbidden, InvalidArgument, NotFound
 from store.ids import check_chat_id, new_id
 from store.records import Chat, Identity
-from store.tables import append_receipts, chats, closed_chats, messages, resume_records
+from store.tables import (
+    append_receipts,
+    chats,
+    closed_chats,
+    messages,
+    resume_records,
+    usage_records,
+)
 
 __all__ = [
     "CHAT_SHARES",
     "CHAT_STATUSES",
+    "DEFAULT_CHANNEL",
+    "chat_for",
     "chat_from_row",
+    "check_channel",
     "create_chat",
     "delete_chat",
     "get_chat",
@@ -34,6 +45,8 @@ CHAT_SHARES = ("PRIVATE", "TEAM")
 _UPDATABLE = ("title", "status", "share", "public", "sort", "metadata")
 _MAX_TITLE = 1_000
 _MAX_NAME = 200
+_MAX_CHANNEL = 64
+DEFAULT_CHANNEL = "api"
 
 
 def now() -> datetime:
@@ -61,6 +74,7 @@ def chat_from_row(row: Row[Any]) -> Chat:
         tenant_id=m["tenant_id"],
         deleted_at=m["deleted_at"],
         activity_at=m["activity_at"],
+        channel=m["channel"],
     )
 
 
@@ -94,11 +108,13 @@ async def create_chat(
     public: bool = False,
     sort: int = 0,
     metadata: dict[str, Any] | None = None,
+    channel: str = DEFAULT_CHANNEL,
 ) -> Chat:
     """Create a chat owned by ``who``; ``id`` is generated when not given."""
     chat_id = new_id() if id is None else check_chat_id(id)
     if not assistant_id or len(assistant_id) > _MAX_NAME:
         raise InvalidArgument(f"assistantId must be 1-{_MAX_NAME} characters")
+    check_channel(channel)
     if not mode or len(mode) > 32:
         raise InvalidArgument("mode must be 1-32 characters")
     fields = {"title": title, "share": share, "public": public, "sort": sort,
@@ -109,6 +125,7 @@ async def create_chat(
         "id": chat_id,
         "assistant_id": assistant_id,
         "mode": mode,
+        "channel": channel,
         "status": "ACTIVE",
         **fields,
         "activity_at": stamp,
@@ -133,6 +150,63 @@ async def create_chat(
             row = (await conn.execute(insert(chats).values(values).returning(chats))).one()
     except IntegrityError:
         raise Conflict(f"chat id {chat_id!r} is already taken") from None
+    return chat_from_row(row)
+
+
+def check_channel(channel: str) -> str:
+    if not isinstance(channel, str) or not 1 <= len(channel) <= _MAX_CHANNEL:
+        raise InvalidArgument(f"channel must be 1-{_MAX_CHANNEL} characters")
+    return channel
+
+
+async def chat_for(
+    db: Database, who: Identity, *, assistant_id: str, channel: str, subject: str | None = None
+) -> Chat:
+    """THE chat of (tenant, assistant, channel, person), created on first use.
+
+    The person is the caller, or ``subject`` when an ``agent`` or ``admin`` asks on
+    someone's behalf (anyone else naming another person is FORBIDDEN). A chat made here
+    belongs to that person (``createdBy``; the caller's team when they asked for
+    themselves) and is keyed by a unique index, so concurrent first calls insert one
+    row and the rest find it. A soft-deleted one is restored; a purged one is gone, so
+    the next call makes a new chat.
+    """
+    if not assistant_id or len(assistant_id) > _MAX_NAME:
+        raise InvalidArgument(f"assistantId must be 1-{_MAX_NAME} characters")
+    check_channel(channel)
+    person = who.user_id if subject is None else subject
+    if not person or len(person) > _MAX_NAME:
+        raise InvalidArgument(f"subject must be 1-{_MAX_NAME} characters")
+    if person != who.user_id and not (who.is_agent or who.is_admin):
+        raise Forbidden("only an agent or admin may ask for another person's chat")
+    key = (chats.c.tenant_id == who.tenant_id, chats.c.assistant_id == assistant_id,
+           chats.c.channel == channel, chats.c.subject == person)
+    stamp = now()
+    values = {
+        "id": new_id(), "assistant_id": assistant_id, "mode": "chat", "channel": channel,
+        "subject": person, "status": "ACTIVE", "share": "PRIVATE", "public": False,
+        "sort": 0, "activity_at": stamp, "created_at": stamp, "updated_at": stamp,
+        "created_by": person, "updated_by": who.user_id,
+        "team_id": who.team_id if person == who.user_id else None,
+        "tenant_id": who.tenant_id,
+    }
+    dialect = postgresql if db.is_postgres else sqlite
+    async with db.write() as conn:
+        # ON CONFLICT DO NOTHING waits for a concurrent insert of the same key and then
+        # skips; the SELECT after it (a new statement) sees whichever row won.
+        await conn.execute(
+            dialect.insert(chats).values(values).on_conflict_do_nothing(
+                index_elements=["tenant_id", "assistant_id", "channel", "subject"])
+        )
+        row = (await conn.execute(select(chats).where(*key))).one()
+        if row.deleted_at is not None:
+            row = (
+                await conn.execute(
+                    update(chats).where(chats.c.id == row.id)
+                    .values(deleted_at=None, updated_by=who.user_id, updated_at=stamp)
+                    .returning(chats)
+                )
+            ).one()
     return chat_from_row(row)
 
 
@@ -231,8 +305,20 @@ async def restore_chat(db: Database, who: Identity, chat_id: str) -> Chat:
 async def purge_chat(db: Database, who: Identity, chat_id: str) -> bool:
     """Remove the chat and everything in it for good and close its id forever.
 
-    Purging an id that is already closed (in the caller's tenant) succeeds again.
+    Purging an id that is already closed (in the caller's tenant) succeeds again, and
+    so does purging an id that was never used: it is closed in the caller's tenant. An
+    id taken by a chat the caller may not see is NOT_FOUND (ids are global: the caller
+    could never use it anyway).
     """
+    check_chat_id(chat_id)
+    try:
+        return await _purge(db, who, chat_id)
+    except IntegrityError:
+        # A concurrent purge or create of a never-used id won the race: decide again.
+        return await _purge(db, who, chat_id)
+
+
+async def _purge(db: Database, who: Identity, chat_id: str) -> bool:
     async with db.write() as conn:
         closed = await conn.scalar(
             select(exists().where(
@@ -241,8 +327,17 @@ async def purge_chat(db: Database, who: Identity, chat_id: str) -> bool:
         )
         if closed:
             return True
+        if not await conn.scalar(select(exists().where(chats.c.id == chat_id))) and not (
+            await conn.scalar(select(exists().where(closed_chats.c.id == chat_id)))
+        ):
+            # Never used: close it all the same, so an agent that clears an id before
+            # its first write can never find it taken up by someone later.
+            await conn.execute(
+                insert(closed_chats).values(id=chat_id, tenant_id=who.tenant_id, closed_at=now())
+            )
+            return True
         chat = await _writable_chat(conn, who, chat_id, include_deleted=True)
-        for table in (messages, resume_records, append_receipts):
+        for table in (messages, resume_records, append_receipts, usage_records):
             await conn.execute(delete(table).where(table.c.chat_id == chat_id))
         await conn.execute(delete(chats).where(chats.c.id == chat_id))
         await conn.execute(

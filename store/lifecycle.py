@@ -7,22 +7,28 @@ in for what came before (``props.summary``).
 
 ``model_context`` is what an agent sends its model, built with these decisions:
 
-- ``limit`` counts messages (the store knows no tokenizer; a caller with a token
-  budget asks for a message count it can afford and trims further itself). The
-  summary, when there is one, counts toward it.
+- Two bounds, either or both: ``limit`` counts messages, ``max_tokens`` bounds the sum
+  of the messages' ``tokens``. A message without a reported count is estimated as one
+  token per 4 characters of its props as compact, key-sorted JSON (rounded up); every
+  returned message carries its count, estimated ones marked ``tokens_estimated``. The
+  summary, when there is one, counts toward both bounds (its count is an estimate).
 - The summary comes first as a ``SYSTEM`` message of type ``text`` whose
   ``props.content`` is the summary; it keeps the boundary's id, sequence and times so
   it can be traced back.
 - A turn is a ``USER`` message and everything after it up to the next ``USER``
   message. Messages after the boundary but before its first ``USER`` message (an
   assistant's greeting, say) form one more, oldest, unit, kept whole or not at all.
-- ``loading``, ``action`` and ``error`` messages and every ``FAILED`` message are left
-  out before turns are counted: they neither reach the model nor use up the limit.
-- The newest turn that does not fit on its own is ``WINDOW_TOO_SMALL``; older turns
-  that do not fit are simply left out.
+- ``loading``, ``action`` and ``error`` messages, every ``FAILED`` message, every
+  ``INTERRUPTED`` ``tool_call`` (the model could never see its result, and provider
+  APIs refuse an unanswered call) and, unless ``include_thinking``, ``thinking``
+  messages are left out before turns are counted: they neither reach the model nor
+  use up a bound.
+- The newest turn that does not fit on its own (in either bound) is
+  ``WINDOW_TOO_SMALL``; older turns that do not fit are simply left out.
 
-The chat is read backwards from its end in keyset pages and reading stops as soon as
-the limit is reached, so a million-message chat costs what its last turns cost.
+The chat is read backwards from its end in keyset pages (growing for token-bounded
+windows) and reading stops as soon as a bound is reached, so a million-message chat
+costs what its last turns cost.
 """
 
 from __future__ import annotations
@@ -31,13 +37,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import and_, not_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store.chats import fetch_visible_chat
 from store.database import Database
 from store.errors import InvalidArgument, NotFound, WindowTooSmall
 from store.ids import check_chat_id
+from store.jsonutil import canonical_json
 from store.memory import memory_message
 from store.messages import (
     NewMessage,
@@ -52,7 +59,10 @@ __all__ = [
     "BOUNDARY_TYPE",
     "MAX_SUMMARY_CHARS",
     "MODEL_HIDDEN_TYPES",
+    "THINKING_TYPE",
+    "TOOL_CALL_TYPE",
     "compact_chat",
+    "estimate_tokens",
     "model_context",
     "start_over",
 ]
@@ -60,6 +70,10 @@ __all__ = [
 BOUNDARY_TYPE = "boundary"
 #: UI-only message types that never reach the model.
 MODEL_HIDDEN_TYPES = ("loading", "action", "error")
+#: The model's own reasoning: left out unless asked for (``include_thinking``).
+THINKING_TYPE = "thinking"
+#: A tool call; left out when INTERRUPTED, as its result can never follow.
+TOOL_CALL_TYPE = "tool_call"
 MAX_SUMMARY_CHARS = 1_000_000
 #: Rows read per backward step; at least the limit, so most contexts take one step.
 _MIN_PAGE = 64
@@ -113,17 +127,28 @@ async def _append_boundary(
 
 
 async def model_context(
-    db: Database, who: Identity, chat_id: str, limit: int,
+    db: Database,
+    who: Identity,
+    chat_id: str,
+    limit: int | None = None,
+    *,
+    max_tokens: int | None = None,
+    include_thinking: bool = False,
     memory_scopes: Sequence[str] | None = None,
 ) -> list[Message]:
     """The messages an agent should send its model, oldest first (see module doc).
 
     With ``memory_scopes`` the context opens with the chat creator's recent memory
-    (``store.memory.memory_message``), which counts as one message toward ``limit``.
+    (``store.memory.memory_message``), which counts as one message toward ``limit`` and
+    by its tokens (estimated) toward ``max_tokens``, like the summary that follows it.
     """
     check_chat_id(chat_id)
-    if limit <= 0:
+    if limit is None and max_tokens is None:
+        raise InvalidArgument("pass limit (messages), maxTokens (tokens) or both")
+    if limit is not None and limit <= 0:
         raise InvalidArgument("limit must be a positive number of messages")
+    if max_tokens is not None and max_tokens <= 0:
+        raise InvalidArgument("maxTokens must be a positive number of tokens")
     async with db.read() as conn:
         chat = await fetch_visible_chat(conn, who, chat_id)
         if chat is None:
@@ -141,15 +166,65 @@ async def model_context(
         ).first()
         boundary = None if row is None else message_from_row(row)
         summary = _summary_message(boundary)
-        budget = limit - (1 if summary is not None else 0) - (1 if memory is not None else 0)
-        if budget < 0:
-            raise WindowTooSmall("the memory message and the summary need a limit of 2")
+        window = _Window(limit, max_tokens)
+        opening = [_counted(m) for m in (memory, summary) if m is not None]
+        if not window.fits(opening):
+            raise WindowTooSmall(
+                "the memory message and the compaction summary alone exceed the window;"
+                " raise limit or maxTokens"
+            )
+        window.take(opening)
+        hidden = [*MODEL_HIDDEN_TYPES, BOUNDARY_TYPE]
+        if not include_thinking:
+            hidden.append(THINKING_TYPE)
         turns = await _newest_turns(
-            conn, chat_id, after=0 if boundary is None else boundary.sequence, budget=budget
+            conn, chat_id, after=0 if boundary is None else boundary.sequence,
+            window=window, hidden=hidden,
         )
     context = [message for turn in reversed(turns) for message in turn]
-    opening = [message for message in (memory, summary) if message is not None]
     return [*opening, *context]
+
+
+def estimate_tokens(props: dict[str, Any]) -> int:
+    """One token per 4 characters of the props as compact, key-sorted JSON, rounded up."""
+    return -(-len(canonical_json(props)) // 4)
+
+
+def _counted(message: Message) -> Message:
+    """``message`` with a token count: its own, or the estimate (marked as such)."""
+    if message.tokens is not None:
+        return message
+    return replace(message, tokens=estimate_tokens(message.props), tokens_estimated=True)
+
+
+class _Window:
+    """What is left of the message and token bounds (None: that bound is not set)."""
+
+    def __init__(self, limit: int | None, max_tokens: int | None) -> None:
+        self.messages = limit
+        self.tokens = max_tokens
+
+    def fits(self, unit: list[Message]) -> bool:
+        if self.messages is not None and len(unit) > self.messages:
+            return False
+        return self.tokens is None or sum(m.tokens or 0 for m in unit) <= self.tokens
+
+    def take(self, unit: list[Message]) -> None:
+        if self.messages is not None:
+            self.messages -= len(unit)
+        if self.tokens is not None:
+            self.tokens -= sum(m.tokens or 0 for m in unit)
+
+    def too_small(self, unit: list[Message]) -> WindowTooSmall:
+        if self.messages is not None and len(unit) > self.messages:
+            return WindowTooSmall(
+                "the newest turn alone has more messages than the limit; raise the limit"
+            )
+        need = sum(m.tokens or 0 for m in unit)
+        return WindowTooSmall(
+            f"the newest turn alone needs at least {need} tokens, more than maxTokens"
+            " leaves; raise maxTokens"
+        )
 
 
 def _summary_message(boundary: Message | None) -> Message | None:
@@ -158,17 +233,26 @@ def _summary_message(boundary: Message | None) -> Message | None:
     summary = boundary.props.get("summary")
     if not isinstance(summary, str) or not summary:
         return None
-    return replace(boundary, role="SYSTEM", type="text", props={"content": summary})
+    return replace(boundary, role="SYSTEM", type="text", props={"content": summary},
+                   tokens=None)
 
 
 async def _newest_turns(
-    conn: AsyncConnection, chat_id: str, *, after: int, budget: int
+    conn: AsyncConnection, chat_id: str, *, after: int, window: _Window, hidden: list[str]
 ) -> list[list[Message]]:
-    """Whole turns after sequence ``after``, newest turn first, within ``budget``."""
+    """Whole turns after sequence ``after``, newest turn first, within ``window``.
+
+    Reading stops at the first turn that cannot fit (older ones are never needed), so
+    the cost is that of the turns returned, whatever the chat's length.
+    """
     turns: list[list[Message]] = []
-    used = 0
     pending: list[Message] = []  # the turn being gathered, newest message first
-    page = min(max(budget + 1, _MIN_PAGE), _MAX_PAGE)
+    if window.tokens is None and window.messages is not None:
+        # A message count alone says how many rows to read: usually one step.
+        page = min(max(window.messages + 1, _MIN_PAGE), _MAX_PAGE)
+    else:
+        # How many rows a token budget covers is unknown: start small, then grow.
+        page = _MIN_PAGE
     before: int | None = None
     while True:
         query = (
@@ -177,8 +261,11 @@ async def _newest_turns(
                 messages.c.chat_id == chat_id,
                 messages.c.sequence > after,
                 # A boundary drawn since the one found above is not for the model either.
-                messages.c.type.not_in((*MODEL_HIDDEN_TYPES, BOUNDARY_TYPE)),
+                messages.c.type.not_in(hidden),
                 messages.c.status != "FAILED",
+                # A tool call the model can never see answered (provider APIs refuse it).
+                not_(and_(messages.c.type == TOOL_CALL_TYPE,
+                          messages.c.status == "INTERRUPTED")),
             )
             .order_by(messages.c.sequence.desc())
             .limit(page)
@@ -187,32 +274,29 @@ async def _newest_turns(
             query = query.where(messages.c.sequence < before)
         rows = (await conn.execute(query)).all()
         for row in rows:
-            message = message_from_row(row)
-            pending.append(message)
-            if message.role != "USER":
-                if used + len(pending) > budget:
-                    # Even if this turn ends further back, it can no longer fit.
-                    return _finish(turns)
+            pending.append(_counted(message_from_row(row)))
+            if not window.fits(pending):
+                # Even if this turn ends further back, it can no longer fit.
+                return _finish(turns, window, pending)
+            if pending[-1].role != "USER":
                 continue
-            if used + len(pending) > budget:
-                return _finish(turns)
-            turns.append(list(reversed(pending)))
-            used += len(pending)
+            unit = list(reversed(pending))
+            turns.append(unit)
+            window.take(unit)
             pending = []
         if len(rows) < page:
             break
         before = rows[-1].sequence
+        # Token-bounded windows read in growing steps: few round trips, little excess.
+        page = min(page * 2, _MAX_PAGE)
     if pending:
         # Messages after the boundary that no USER message leads: one oldest unit.
-        if used + len(pending) > budget:
-            return _finish(turns)
         turns.append(list(reversed(pending)))
     return turns
 
 
-def _finish(turns: list[list[Message]]) -> list[list[Message]]:
+def _finish(turns: list[list[Message]], window: _Window,
+            pending: list[Message]) -> list[list[Message]]:
     if not turns:
-        raise WindowTooSmall(
-            "the newest turn alone has more messages than the limit; raise the limit"
-        )
+        raise window.too_small(pending)
     return turns

@@ -37,6 +37,7 @@ __all__ = [
     "DEFAULT_PAGE_SIZE",
     "MAX_APPEND_BATCH",
     "MAX_PAGE_SIZE",
+    "MAX_TOKENS",
     "MESSAGE_STATUSES",
     "ROLES",
     "MessageFilter",
@@ -44,6 +45,7 @@ __all__ = [
     "append_messages",
     "batch_digest",
     "check_page_size",
+    "check_tokens",
     "delete_messages",
     "get_message",
     "insert_messages",
@@ -58,6 +60,8 @@ MESSAGE_STATUSES = ("COMPLETED", "INTERRUPTED", "FAILED")
 MAX_APPEND_BATCH = 1_000
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
+#: Largest token count accepted (2^53: exact in every JSON client).
+MAX_TOKENS = 2**53
 _MAX_NAME = 200
 
 
@@ -75,6 +79,7 @@ class NewMessage:
     assistant_id: str | None = None
     metadata: dict[str, Any] | None = None
     status: str = "COMPLETED"
+    tokens: int | None = None
 
     def wire(self) -> dict[str, Any]:
         """The message as sent on the wire (camelCase, nulls left out), for digests."""
@@ -88,6 +93,7 @@ class NewMessage:
             "threadId": self.thread_id,
             "assistantId": self.assistant_id,
             "metadata": self.metadata,
+            "tokens": self.tokens,
         }
         return {key: value for key, value in fields.items() if value is not None}
 
@@ -106,6 +112,7 @@ class NewMessage:
             raise InvalidArgument("metadata must be a JSON object")
         if self.status not in MESSAGE_STATUSES:
             raise InvalidArgument(f"status must be one of {', '.join(MESSAGE_STATUSES)}")
+        check_tokens(self.tokens)
         for name in ("request_id", "block_id", "thread_id", "assistant_id"):
             value = getattr(self, name)
             if value is not None and len(value) > _MAX_NAME:
@@ -139,6 +146,14 @@ class MessageFilter:
         ))
 
 
+def check_tokens(tokens: int | None, name: str = "tokens") -> None:
+    """A token count is a whole number from 0 to 2^53 (exact in every JSON client)."""
+    if tokens is None:
+        return
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens <= MAX_TOKENS:
+        raise InvalidArgument(f"{name} must be a whole number from 0 to {MAX_TOKENS}")
+
+
 def message_from_row(row: Row[Any]) -> Message:
     m = row._mapping
     return Message(
@@ -156,6 +171,7 @@ def message_from_row(row: Row[Any]) -> Message:
         metadata=m["metadata"],
         created_at=m["created_at"],
         updated_at=m["updated_at"],
+        tokens=m["tokens"],
     )
 
 
@@ -225,6 +241,7 @@ async def insert_messages(
             "metadata": message.metadata,
             "created_at": stamp,
             "updated_at": stamp,
+            "tokens": message.tokens,
         }
         for offset, message in enumerate(batch, start=1)
     ]

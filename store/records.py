@@ -13,6 +13,8 @@ __all__ = [
     "Message",
     "MessagePage",
     "ResumeRecord",
+    "UsageRow",
+    "UsageTotals",
 ]
 
 
@@ -54,6 +56,7 @@ class Chat:
     tenant_id: str
     deleted_at: datetime | None = None
     activity_at: datetime | None = None
+    channel: str = "api"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +75,10 @@ class Message:
     metadata: dict[str, Any] | None
     created_at: datetime
     updated_at: datetime
+    #: The producer's token count; None when it reported none.
+    tokens: int | None = None
+    #: True when ``tokens`` is the model window's estimate, not a reported count.
+    tokens_estimated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,3 +119,22 @@ class ResumeRecord:
     metadata: Any
     created_at: datetime
     updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class UsageTotals:
+    """A chat's recorded usage and the sum of its messages' token counts."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    message_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRow:
+    """One row of the usage report: a day, an assistant or a chat creator."""
+
+    key: str
+    prompt_tokens: int
+    completion_tokens: int
+    requests: int

@@ -19,6 +19,10 @@ string onto string, list onto list, so that queued appends can be coalesced with
 loss — creating the value when missing; ``replace``/``set`` put the value, creating
 missing objects on the way; ``merge`` shallow-merges an object into the object there
 (creating it when missing). Anything else is :class:`~store.errors.InvalidDelta`.
+
+A chunk's ``tokens`` (a whole number >= 0) sets its message's token count; the last
+value wins and a chunk without one leaves the count as it was. Counts stay on the
+producer side (the buffer and the persisted message); subscribers' chunks omit them.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ _ROLES = ("USER", "ASSISTANT", "SYSTEM", "TOOL")
 _MAX_NAME = 200
 _MAX_TYPE = 64
 _DEFAULT_PATH = "content"
+_MAX_TOKENS = 2**53
 
 
 class ChunkEvent(TypedDict):
@@ -83,6 +88,7 @@ class ChunkIn:
     delta: bool = False
     delta_path: str | None = None
     delta_action: str | None = None
+    tokens: int | None = None
 
 
 @dataclass(slots=True)
@@ -95,10 +101,11 @@ class MessageState:
     props: dict[str, Any]
     block_id: str | None = None
     thread_id: str | None = None
+    tokens: int | None = None
 
     def copy(self) -> MessageState:
         return MessageState(self.id, self.type, self.role, copy_json(self.props),
-                            self.block_id, self.thread_id)
+                            self.block_id, self.thread_id, self.tokens)
 
 
 @dataclass(slots=True)
@@ -150,6 +157,11 @@ def _check_chunk(chunk: ChunkIn, index: int) -> None:
         value = getattr(chunk, name)
         if value is not None and not 1 <= len(value) <= _MAX_NAME:
             raise InvalidArgument(f"{where}: {name} must be 1-{_MAX_NAME} characters")
+    tokens = chunk.tokens
+    if tokens is not None and (
+        isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens <= _MAX_TOKENS
+    ):
+        raise InvalidArgument(f"{where}: tokens must be a whole number from 0 to {_MAX_TOKENS}")
     if chunk.delta and chunk.type != "event":
         action = chunk.delta_action or "append"
         if action not in DELTA_ACTIONS:
@@ -345,6 +357,13 @@ def _forget_message(messages: dict[str, MessageState], key: str) -> Callable[[],
     return forget
 
 
+def _restore_tokens(message: MessageState, tokens: int | None) -> Callable[[], None]:
+    def restore() -> None:
+        message.tokens = tokens
+
+    return restore
+
+
 def apply_chunks(
     state: StreamState,
     chunks: Sequence[ChunkIn],
@@ -402,6 +421,9 @@ def apply_chunks(
             if existing is None:
                 state.messages[message_id] = merged
                 undo.append(_forget_message(state.messages, message_id))
+            if chunk.tokens is not None:
+                undo.append(_restore_tokens(merged, merged.tokens))
+                merged.tokens = chunk.tokens
         events.append(event)
     # Nothing raised: commit the batch.
     state.seq = seq

@@ -52,6 +52,7 @@ from store.records import Identity
 from store.reducer import ChunkEvent, ChunkIn, MessageState, StreamState
 from store.resume import StepIn
 from store.streams import PushResult, StreamInfo, StreamResult, StreamService, _Stream
+from store.usage import UsageIn
 
 __all__ = ["SharedStreamService", "stream_service_for"]
 
@@ -119,8 +120,9 @@ class SharedStreamService(StreamService):
             "end_error": stream.end_error,
             "started": self._wall_started.get(info.id, now),
             "seq": stream.state.seq,
-            "messages": [[m.id, m.type, m.role, m.props, m.block_id, m.thread_id]
+            "messages": [[m.id, m.type, m.role, m.props, m.block_id, m.thread_id, m.tokens]
                          for m in stream.state.messages.values()],
+            "usage": None if stream.usage is None else asdict(stream.usage),
             "aliases": stream.state.aliases,
             "seen": sorted(stream.state.seen_chunks),
         })
@@ -128,8 +130,9 @@ class SharedStreamService(StreamService):
     def _rebuild(self, blob: dict[str, Any]) -> _Stream:
         info = blob["info"]
         state = StreamState(info["id"], seq=blob["seq"])
-        for mid, mtype, role, props, block_id, thread_id in blob["messages"]:
-            state.messages[mid] = MessageState(mid, mtype, role, props, block_id, thread_id)
+        for mid, mtype, role, props, block_id, thread_id, *rest in blob["messages"]:
+            state.messages[mid] = MessageState(mid, mtype, role, props, block_id, thread_id,
+                                               rest[0] if rest else None)
         state.aliases = dict(blob["aliases"])
         state.seen_chunks = set(blob["seen"])
         clock = time.monotonic()
@@ -151,6 +154,8 @@ class SharedStreamService(StreamService):
         stream.buffered_bytes = blob["bytes"]
         stream.end_status = blob["end_status"]
         stream.end_error = blob["end_error"]
+        usage = blob.get("usage")
+        stream.usage = None if usage is None else UsageIn(**usage)
         return stream
 
     def _drop_local(self, stream_id: str) -> None:
@@ -281,10 +286,11 @@ class SharedStreamService(StreamService):
             return recorded
 
     async def end_stream(self, who: Identity, stream_id: str, status: str,
-                         error: str | None = None) -> StreamResult:
+                         error: str | None = None,
+                         usage: UsageIn | None = None) -> StreamResult:
         async with self._locked(stream_id):
             await self._load(stream_id)
-            return await super().end_stream(who, stream_id, status, error)
+            return await super().end_stream(who, stream_id, status, error, usage)
 
     async def stop_stream(self, who: Identity, chat_id: str) -> bool:
         check_chat_id(chat_id)

@@ -60,6 +60,7 @@ from store.records import Identity, Message, ResumeRecord
 from store.reducer import ChunkEvent, ChunkIn, StreamState, apply_chunks
 from store.resume import StepIn, insert_resume, resume_from_row
 from store.tables import append_receipts, chats, messages, resume_records
+from store.usage import UsageIn, record_usage
 
 __all__ = [
     "END_STATUSES",
@@ -131,6 +132,7 @@ class _Stream:
     allowed: set[Identity] = field(default_factory=set)
     end_status: str | None = None
     end_error: str | None = None
+    usage: UsageIn | None = None
     result: StreamResult | None = None
     persist_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     publish_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -139,7 +141,7 @@ class _Stream:
 
 _MESSAGE_COLUMNS = ("id", "chat_id", "sequence", "request_id", "role", "type", "props",
                     "block_id", "thread_id", "assistant_id", "status", "metadata",
-                    "created_at", "updated_at")
+                    "created_at", "updated_at", "tokens")
 
 
 async def _copy_messages(conn: AsyncConnection, stream: _Stream,
@@ -168,6 +170,7 @@ async def _copy_messages(conn: AsyncConnection, stream: _Stream,
             role=m.role, type=m.type, props=m.props, block_id=m.block_id,
             thread_id=m.thread_id, assistant_id=m.assistant_id or stream.assistant_id,
             status=status, metadata=m.metadata, created_at=stamp, updated_at=stamp,
+            tokens=m.tokens,
         ))
     first = sequence + 1
     for number, state in enumerate(stream.state.messages.values(), start=first):
@@ -175,13 +178,13 @@ async def _copy_messages(conn: AsyncConnection, stream: _Stream,
             id=state.id, chat_id=chat_id, sequence=number, request_id=request_id,
             role=state.role, type=state.type, props=state.props, block_id=state.block_id,
             thread_id=state.thread_id, assistant_id=stream.assistant_id, status=status,
-            metadata=None, created_at=stamp, updated_at=stamp,
+            metadata=None, created_at=stamp, updated_at=stamp, tokens=state.tokens,
         ))
     dumps = jsonutil.dumps
     records = [
         (m.id, chat_id, m.sequence, m.request_id, m.role, m.type, dumps(m.props),
          m.block_id, m.thread_id, m.assistant_id, status,
-         None if m.metadata is None else dumps(m.metadata), stamp, stamp)
+         None if m.metadata is None else dumps(m.metadata), stamp, stamp, m.tokens)
         for m in written
     ]
     raw = await conn.get_raw_connection()
@@ -380,12 +383,16 @@ class StreamService:
         return True
 
     async def end_stream(self, who: Identity, stream_id: str, status: str,
-                         error: str | None = None) -> StreamResult:
+                         error: str | None = None,
+                         usage: UsageIn | None = None) -> StreamResult:
         if status not in END_STATUSES:
             raise InvalidArgument(f"status must be one of {', '.join(END_STATUSES)}")
+        if usage is not None:
+            usage.check()
         finished = self._finished.get(stream_id)
         if finished is not None:
             await self._check_stream_chat(who, stream_id, finished.stream.chat_id)
+            await self._late_usage(finished, usage)
             return finished
         stream = self._streams.get(stream_id)
         if stream is None:
@@ -394,27 +401,53 @@ class StreamService:
                 raise StreamNotFound(f"stream {stream_id!r} not found")
             # Readers find the stored stream, but ending it is for producers.
             await self._check_stream_chat(who, stream_id, stored.stream.chat_id)
+            await self._late_usage(stored, usage)
             return stored
         await self._check_stream_access(who, stream)
+        if stream.usage is None:
+            # Kept with the buffer, so whichever write persists the stream records it.
+            stream.usage = usage
         if stream.end_status is not None:
             # Ended already (stopped, idle, or a retried endStream): finish that end.
-            return await self._persist(stream)
+            result = await self._persist(stream)
+            await self._late_usage(result, usage)
+            return result
         return await self._end(stream, status, error)
+
+    async def _late_usage(self, result: StreamResult, usage: UsageIn | None) -> None:
+        """Usage reported by an endStream after the stream was already written (a stop
+        or an idle timeout got there first): recorded on its own, at most once."""
+        if usage is None:
+            return
+        async with self.db.write() as conn:
+            assistant_id = next((m.assistant_id for m in result.messages
+                                 if m.role != "USER" and m.assistant_id), None)
+            await record_usage(conn, chat_id=result.stream.chat_id,
+                               stream_id=result.stream.id,
+                               request_id=result.stream.request_id,
+                               assistant_id=assistant_id, usage=usage)
 
     async def stop_stream(self, who: Identity, chat_id: str) -> bool:
         """The person pressed stop: end the chat's active stream INTERRUPTED.
 
-        False when the chat has no active stream. Whoever may read the chat may stop it.
+        False when the chat has no active stream. Stopping needs the right to write to
+        the chat (its creator, its team for TEAM chats, ``agent``, ``admin``); a
+        read-only viewer of a public chat is FORBIDDEN and the stream keeps running.
         """
         check_chat_id(chat_id)
         async with self.db.read() as conn:
-            visible = await conn.scalar(
-                select(chats.c.id).where(
-                    chats.c.id == chat_id, chats.c.deleted_at.is_(None), access.can_read(who)
+            # The id as well: the predicate alone is NULL (not false) for some rows.
+            row = (
+                await conn.execute(
+                    select(chats.c.id, access.can_write(who, append=True).label("writable"))
+                    .where(chats.c.id == chat_id, chats.c.deleted_at.is_(None),
+                           access.can_read(who))
                 )
-            )
-        if visible is None:
+            ).first()
+        if row is None:
             raise NotFound(f"chat {chat_id!r} not found")
+        if not row.writable:
+            raise Forbidden(f"you may read chat {chat_id!r} but not stop its stream")
         stream_id = self._by_chat.get(chat_id)
         stream = None if stream_id is None else self._streams.get(stream_id)
         if stream is None or stream.end_status is not None:
@@ -493,6 +526,7 @@ class StreamService:
                 id=message.id, role=message.role, type=message.type, props=message.props,
                 request_id=stream.info.request_id, block_id=message.block_id,
                 thread_id=message.thread_id, assistant_id=stream.assistant_id, status=status,
+                tokens=message.tokens,
             ))
         return batch
 
@@ -652,6 +686,10 @@ class StreamService:
             resume = await insert_resume(conn, chat_id, steps,
                                          request_id=stream.info.request_id,
                                          assistant_id=stream.assistant_id)
+            if stream.usage is not None:
+                await record_usage(conn, chat_id=chat_id, stream_id=stream.info.id,
+                                   request_id=stream.info.request_id,
+                                   assistant_id=stream.assistant_id, usage=stream.usage)
             await conn.execute(insert(append_receipts).values(
                 chat_id=chat_id,
                 append_id=stream.info.id,

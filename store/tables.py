@@ -41,6 +41,7 @@ __all__ = [
     "metadata",
     "resume_records",
     "service_state",
+    "usage_records",
 ]
 
 
@@ -110,12 +111,19 @@ chats = Table(
     Column("team_id", String(200)),
     Column("tenant_id", String(200), nullable=False),
     Column("deleted_at", UTCDateTime),
+    # Where the conversation happens (api, widget, telegram …); set at creation.
+    Column("channel", String(64), nullable=False, server_default="api"),
+    # The person a ``chatFor`` chat belongs to; NULL for chats made by ``createChat``.
+    # The unique key below makes "one chat per (tenant, assistant, channel, person)"
+    # the database's rule: NULLs never collide, so ordinary chats are not limited.
+    Column("subject", String(200)),
     Index(None, "tenant_id", "activity_at", "id"),
     Index(None, "tenant_id", "created_at", "id"),
     Index(None, "tenant_id", "updated_at", "id"),
     Index(None, "tenant_id", "sort", "id"),
     Index(None, "tenant_id", "title", "id"),
     Index(None, "tenant_id", "assistant_id", "activity_at", "id"),
+    Index(None, "tenant_id", "assistant_id", "channel", "subject", unique=True),
 )
 
 messages = Table(
@@ -140,6 +148,8 @@ messages = Table(
     Column("metadata", JSONDocument),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    # The message's token count as its producer reported it; NULL when unknown.
+    Column("tokens", BigInteger),
     UniqueConstraint("chat_id", "sequence"),
     Index(None, "chat_id", "request_id", "sequence"),
     Index(None, "chat_id", "type", "sequence"),
@@ -197,6 +207,28 @@ resume_records = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     Index(None, "chat_id", "sequence"),
     Index(None, "stack_id"),
+)
+
+# One row per model request whose usage a producer reported (``endStream(usage:)``),
+# written in the stream's persist transaction; the stream id keys it, so a retried
+# persist never counts a request twice.
+usage_records = Table(
+    "usage_records",
+    metadata,
+    Column(
+        "chat_id",
+        String(64),
+        ForeignKey("chats.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("stream_id", String(128), primary_key=True),
+    Column("request_id", String(200)),
+    Column("assistant_id", String(200), nullable=False),
+    Column("model", String(200)),
+    Column("prompt_tokens", BigInteger, nullable=False),
+    Column("completion_tokens", BigInteger, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index(None, "created_at"),
 )
 
 # Small key/value table for service-wide state, such as the cursor signing key

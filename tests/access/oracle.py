@@ -10,6 +10,10 @@ from the SPEC's sentences, one rule per sentence, so the two can be compared:
 - "agent reads, appends to and streams into every chat of its tenant (the producer
   mutations need agent or admin)"; "admin may do everything within its tenant"
 - "A chat the caller may not read behaves exactly as if it did not exist."
+- stopping a stream needs the right to write to the chat (creator, its team for TEAM
+  chats, agent, admin): a read-only viewer is FORBIDDEN.
+- chatFor: the chat of (tenant, assistant, channel, person), the person being the
+  caller or, for agent and admin only, the person they name.
 
 and of agent memory, which belongs to a (tenant, subject) rather than to a chat:
 
@@ -193,3 +197,15 @@ def memory_write_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
     """Writing naming the owner's user id: it lands in the caller's own tenant."""
     own = caller.user == chat.owner.user
     return Outcome.OK if own or {"agent", "admin"} & set(caller.roles) else Outcome.FORBIDDEN
+def stop_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
+    """``stopStream``: whoever may write to the chat (appenders: agents included)."""
+    return append_outcome(caller, chat)
+
+
+def chat_for_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
+    """``chatFor`` naming the chat's owner as the person: the owner themself, or an agent
+    or admin on their behalf; anyone else naming another person is refused. (Callers of
+    another tenant get a chat of their own tenant, never this one.)"""
+    if caller.user == chat.owner.user or {"agent", "admin"} & set(caller.roles):
+        return Outcome.OK
+    return Outcome.FORBIDDEN

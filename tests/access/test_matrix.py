@@ -51,10 +51,12 @@ from tests.access.oracle import (
     Outcome,
     append_outcome,
     change_outcome,
+    chat_for_outcome,
     create_outcome,
     deleted_change_outcome,
     may_use_memory,
     read_outcome,
+    stop_outcome,
     stream_outcome,
 )
 from tests.access.snapshot import store_fingerprint
@@ -72,6 +74,8 @@ class Target:
     #: A stream in the chat (``Operation.setup``), and the stack of its resume records.
     stream_id: str = ""
     stack_id: str = ""
+    #: The channel of a chat made by ``chatFor`` (``Operation.setup``).
+    channel: str = ""
 
     @staticmethod
     def unique() -> str:
@@ -110,6 +114,9 @@ class Operation:
     setup: Callable[[GraphQLClient, Target, ChatSpec], Awaitable[Target]] | None = None
     #: An error code an allowed call answers (a push to a stream that has ended).
     allowed_error: str | None = None
+    #: Makes the id a hidden chat must answer like, instead of the never-created GHOST
+    #: (where a never-used id has an answer of its own, as purgeChat's success).
+    ghost_setup: Callable[[GraphQLClient], Awaitable[Target]] | None = None
 
     async def call(self, client: GraphQLClient, target: Target,
                    caller: Caller) -> dict[str, Any]:
@@ -217,6 +224,62 @@ def _memory_context(value: Any, target: Target, caller: Caller, owner: Caller) -
     entries = [e["content"] for e in value[0]["props"]["entries"]]
     wanted = [f"remember {target.chat_id}"] if may_use_memory(caller, owner) else []
     return value[0]["type"] == "memory" and entries == wanted and len(value) == 3
+USAGE_END = """
+mutation($stream: ID!) { endStream(streamId: $stream, status: COMPLETED,
+  usage: {promptTokens: 7, completionTokens: 3}) { stream { status } } }"""
+
+
+async def _reported_usage(client: GraphQLClient, target: Target, spec: ChatSpec) -> Target:
+    """A stream of the chat's own assistant ended with reported usage."""
+    headers = producer(spec).headers()
+    stream_id = f"s-{target.chat_id}"
+    await client.data("""mutation($chat: ID!, $stream: ID!, $assistant: String!) {
+      startStream(input: {chatId: $chat, streamId: $stream, assistantId: $assistant}) { id } }""",
+                      {"chat": target.chat_id, "stream": stream_id,
+                       "assistant": _assistant(target)}, headers)
+    await client.data(USAGE_END, {"stream": stream_id}, headers)
+    return replace(target, stream_id=stream_id)
+
+
+def _assistant(target: Target) -> str:
+    """An assistant id only this chat's usage is credited to."""
+    return f"as-{target.chat_id}"
+
+
+def _usage_found(value: Any, target: Target) -> bool | str:
+    if value == [{"key": _assistant(target), "promptTokens": 7, "completionTokens": 3,
+                  "requests": 1}]:
+        return True
+    return False if value == [] else f"unexpected usage rows {value}"
+
+
+async def _person_chat(client: GraphQLClient, target: Target, spec: ChatSpec) -> Target:
+    """The owner's chatFor chat, shared as the spec says."""
+    channel = f"ch-{target.chat_id}"
+    owner = spec.owner.headers()
+    made = await client.data(
+        'mutation($channel: String!) { chatFor(assistantId: "a", channel: $channel) { id } }',
+        {"channel": channel}, owner)
+    chat_id = made["chatFor"]["id"]
+    await client.data("""mutation($chat: ID!, $share: ChatShare!, $public: Boolean!) {
+      updateChat(id: $chat, input: {share: $share, public: $public}) { id } }""",
+                      {"chat": chat_id, "share": spec.share, "public": spec.public}, owner)
+    return replace(target, chat_id=chat_id, channel=channel)
+
+
+def _chat_for_check(value: Any, target: Target, caller: Caller) -> bool:
+    """The owner's chat in its tenant; elsewhere a chat of the caller's own tenant."""
+    if caller.tenant == "t1":
+        return bool(value["id"] == target.chat_id)
+    return bool(value["id"] != target.chat_id and value["tenantId"] == caller.tenant)
+
+
+async def _taken_ghost(client: GraphQLClient) -> Target:
+    """An id taken by a chat of a tenant no caller belongs to."""
+    chat_id = f"ghost-taken-{next(_serial)}"
+    await client.data('mutation($id: ID!) { createChat(input: {id: $id, assistantId: "a"}) '
+                      "{ id } }", {"id": chat_id}, {"X-Tenant-Id": "t9", "X-User-Id": "x"})
+    return replace(GHOST, chat_id=chat_id)
 
 
 def _stream_vars(target: Target) -> dict[str, Any]:
@@ -362,9 +425,11 @@ OPERATIONS: tuple[Operation, ...] = (
         "deleteChat(deleted)", "mutation($chat: ID!) { deleteChat(id: $chat) }",
         _chat_vars, deleted_change_outcome, deleted_first=True,
     ),
+    # A never-used id purges fine (and is closed); an id taken by a chat the caller may
+    # not see answers like one taken in another tenant.
     Operation(
         "purgeChat", "mutation($chat: ID!) { purgeChat(id: $chat) }", _chat_vars,
-        change_outcome, consumes=True,
+        change_outcome, consumes=True, ghost_setup=_taken_ghost,
     ),
     Operation(
         "appendMessages",
@@ -430,10 +495,25 @@ OPERATIONS: tuple[Operation, ...] = (
         _stream_vars, stream_outcome, setup=_ended_stream,
         check=lambda value, t, c: value == {"stream": {"id": t.stream_id, "status": "COMPLETED"}},
     ),
-    # SPEC §10: "Whoever may read a chat may subscribe to it and press stopStream".
+    # Stopping needs the right to write: a read-only viewer is FORBIDDEN.
     Operation(
         "stopStream", "mutation($chat: ID!) { stopStream(chatId: $chat) }", _chat_vars,
-        read_outcome, setup=_live_stream, consumes=True, check=lambda value, t, c: value is True,
+        stop_outcome, setup=_live_stream, consumes=True, check=lambda value, t, c: value is True,
+    ),
+    Operation(
+        "usage",
+        "query($assistant: String!) { usage(startTime: \"2000-01-01T00:00:00Z\", "
+        "endTime: \"2100-01-01T00:00:00Z\", assistantId: $assistant, groupBy: ASSISTANT) "
+        "{ key promptTokens completionTokens requests } }",
+        lambda t: {"assistant": _assistant(t)}, read_outcome, setup=_reported_usage,
+        hidden_as="absent", found=_usage_found,
+    ),
+    Operation(
+        "chatFor",
+        'mutation($channel: String!) { chatFor(assistantId: "a", channel: $channel, '
+        'subject: "u1") { id tenantId } }',
+        lambda t: {"channel": t.channel or "-"}, chat_for_outcome, setup=_person_chat,
+        check=_chat_for_check,
     ),
     Operation(
         "resumeRecords",
@@ -530,7 +610,7 @@ def _normalised(body: dict[str, Any], target: Target) -> Any:
 
 async def _outcome(
     client: GraphQLClient, operation: Operation, target: Target, caller: Caller,
-    ghosts: dict[Caller, Any],
+    ghosts: dict[Caller | None, Any],
 ) -> tuple[Outcome | str, Any]:
     """Classify the answer: OK, HIDDEN (indistinguishable from a ghost), FORBIDDEN."""
     name = _field(operation)
@@ -549,7 +629,8 @@ async def _outcome(
             return "hidden chat's id appears in the answer", None
         return Outcome.HIDDEN, None
     if caller not in ghosts:
-        ghosts[caller] = _normalised(await operation.call(client, GHOST, caller), GHOST)
+        ghost = ghosts.get(None, GHOST)
+        ghosts[caller] = _normalised(await operation.call(client, ghost, caller), ghost)
     seen = _normalised(body, target)
     errors = body.get("errors")
     if errors:
@@ -589,7 +670,10 @@ async def test_access_matrix_live(live_server: str, db: Database, operation: Ope
 
 async def _run_matrix(client: GraphQLClient, db: Database, operation: Operation) -> None:
     failures: list[str] = []
-    ghosts: dict[Caller, Any] = {}
+    # Per caller, the normalised answer for the ghost; under None, the ghost itself.
+    ghosts: dict[Caller | None, Any] = {}
+    if operation.ghost_setup is not None:
+        ghosts[None] = await operation.ghost_setup(client)
     calls = 0
     for owner in OWNERS:
         for share, public in VISIBILITIES:
@@ -629,5 +713,7 @@ def test_matrix_covers_every_outcome() -> None:
         }
         wanted = {Outcome.OK} if operation.expect is create_outcome else (
             {Outcome.OK, Outcome.HIDDEN} if operation.expect in (
-                read_outcome, deleted_change_outcome) else set(Outcome))
+                read_outcome, deleted_change_outcome) else (
+                {Outcome.OK, Outcome.FORBIDDEN} if operation.expect is chat_for_outcome
+                else set(Outcome)))
         assert outcomes == wanted, operation.name

@@ -168,8 +168,11 @@ async def test_ui_only_types_are_left_out(client: GraphQLClient) -> None:
         msg("ASSISTANT", "error", "tool crashed"),
         reply("hello"),
     )
-    kept = [written[0], written[2], written[5]]
-    assert await context_ids(client, "c1", 3) == kept
+    # thinking is the model's own reasoning: left out unless asked for.
+    assert await context_ids(client, "c1", 3) == [written[0], written[5]]
+    data = await client.data(
+        "query { modelContext(chatId: \"c1\", limit: 3, includeThinking: true) { id } }")
+    assert [m["id"] for m in data["modelContext"]] == [written[0], written[2], written[5]]
 
 
 async def test_failed_stream_messages_never_reach_the_model(client: GraphQLClient) -> None:
@@ -329,8 +332,30 @@ async def test_purge_by_others_changes_nothing(
     await client.data('mutation { updateChat(id: "c1", input: {public: true}) { id } }',
                       headers=alice)
     assert await client.error_code(PURGE, {"id": "c1"}, bob) == "FORBIDDEN"
-    assert await client.error_code(PURGE, {"id": "nope"}, alice) == "NOT_FOUND"
     assert await rows_of(db, "c1") == before
+
+
+async def test_purge_of_a_never_used_id_closes_it(
+    client: GraphQLClient, db: Database, make_headers: Callable[..., dict[str, str]]
+) -> None:
+    alice = make_headers(user="alice", tenant="acme")
+    bob = make_headers(user="bob", tenant="acme")
+    eve = make_headers(user="eve", tenant="evil")
+    assert (await client.data(PURGE, {"id": "fresh"}, alice))["purgeChat"] is True
+    assert (await rows_of(db, "fresh"))["closed_chats"] == 1
+    # Closed like any purged id: for its purger's tenant and for everyone else.
+    code = await client.error_code(CREATE, {"input": {"assistantId": "a", "id": "fresh"}}, alice)
+    assert code == "CONFLICT"
+    for headers in (alice, bob):
+        assert await client.error_code(APPEND, {"chatId": "fresh", "appendId": "x",
+                                                "messages": [user()]}, headers) == "CHAT_CLOSED"
+    code = await client.error_code(CREATE, {"input": {"assistantId": "a", "id": "fresh"}}, eve)
+    assert code == "CONFLICT"
+    # Purging again succeeds; another tenant's purge of it reads like a taken id.
+    assert (await client.data(PURGE, {"id": "fresh"}, bob))["purgeChat"] is True
+    assert await client.error_code(PURGE, {"id": "fresh"}, eve) == "NOT_FOUND"
+    assert (await rows_of(db, "fresh"))["closed_chats"] == 1
+    assert await client.error_code(PURGE, {"id": "bad id!"}, alice) == "INVALID_ARGUMENT"
 
 
 @pytest.mark.parametrize("round_", range(6))

@@ -229,7 +229,7 @@ async def test_bad_steps_are_invalid_argument_and_change_nothing(client: GraphQL
     assert result["resume"] == []
 
 
-async def test_producer_mutations_need_agent_or_admin_but_readers_may_stop(
+async def test_producer_mutations_need_agent_or_admin_and_stop_needs_write(
     client: GraphQLClient, make_headers: Any,
 ) -> None:
     owner = make_headers(user="alice", tenant="acme")
@@ -250,9 +250,15 @@ async def test_producer_mutations_need_agent_or_admin_but_readers_may_stop(
     admin = make_headers(user="root", tenant="acme", roles="admin")
     await client.data(PUSH, {"id": sid, "chunks": chunk}, admin)
     assert await client.error_code(STOP, {"chat": "pub"}, stranger) == "NOT_FOUND"
-    assert (await client.data(STOP, {"chat": "pub"}, reader))["stopStream"] is True
+    # A read-only viewer of the public chat may not stop its owner's stream: it runs on.
+    assert await client.error_code(STOP, {"chat": "pub"}, reader) == "FORBIDDEN"
+    assert (await client.data(PUSH, {"id": sid, "chunks": chunk}, agent))["pushChunks"][
+        "accepted"] == 1
+    assert (await client.data(MESSAGES, {"chat": "pub"}, owner))["messages"]["edges"] == []
+    # Its creator may (and so may agents and admins).
+    assert (await client.data(STOP, {"chat": "pub"}, owner))["stopStream"] is True
     rows = (await client.data(MESSAGES, {"chat": "pub"}, owner))["messages"]["edges"]
-    assert [e["node"]["status"] for e in rows] == ["INTERRUPTED"]
+    assert [e["node"]["status"] for e in rows] == ["INTERRUPTED", "INTERRUPTED"]
 
 
 async def test_stream_buffer_bound_is_payload_too_large(settings: Any) -> None:

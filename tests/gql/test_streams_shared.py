@@ -230,3 +230,24 @@ async def test_sigterm_hands_active_streams_over_instead_of_ending_them(
         b.stop()
     assert await stored_rows(database_url, chat) == [
         ("text", {"content": "rolling restart"}, "COMPLETED")]
+
+
+async def test_token_counts_and_usage_cross_instances(shared: Settings) -> None:
+    """Counts pushed on one instance and usage reported on the other are one persist's."""
+    chat = new_chat()
+    async with serve(shared) as (a, _app_a), serve(shared) as (b, _app_b):
+        on_a, on_b = Http(a), Http(b)
+        await on_a.data(CREATE, {"id": chat})
+        sid = (await on_a.data(START, {"input": {"chatId": chat}}))["startStream"]["id"]
+        await on_a.data(PUSH, {"id": sid, "chunks": [{**text("m", "Hi"), "tokens": 4}]})
+        # No count on this chunk: the one pushed on A (kept in Redis) stands.
+        await on_b.data(PUSH, {"id": sid, "chunks": [text("m", "!")]})
+        end = """mutation($id: ID!) { endStream(streamId: $id, status: COMPLETED,
+          usage: {promptTokens: 11, completionTokens: 5}) { messages { tokens } } }"""
+        for http in (on_b, on_a):  # the retry on the other instance counts nothing more
+            assert (await http.data(end, {"id": sid}))["endStream"] == {
+                "messages": [{"tokens": 4}]}
+        usage = (await on_a.data("query($id: ID!) { chat(id: $id) { usage { promptTokens "
+                                 "completionTokens messageTokens } } }", {"id": chat}))
+        assert usage["chat"]["usage"] == {"promptTokens": 11, "completionTokens": 5,
+                                          "messageTokens": 4}

@@ -241,3 +241,31 @@ def test_persisted_state_equals_what_a_subscriber_applies(batches: list[list[Chu
         assert event["seq"] == state.seq
         client_apply(late, event)
     assert normalise(late) == buffered
+
+
+def test_chunk_tokens_set_the_count_last_value_wins() -> None:
+    state = StreamState("s")
+    push(state, ChunkIn(type="text", message_id="m", props={"content": "a"}, tokens=3))
+    push(state, ChunkIn(type="text", message_id="m", props={"content": "b"}, delta=True))
+    [message] = state.messages.values()
+    assert message.tokens == 3  # a chunk without tokens leaves the count
+    push(state, ChunkIn(type="text", message_id="m", props={"content": "c"}, delta=True,
+                        tokens=9),
+         ChunkIn(type="text", message_id="m", props={"content": "d"}, delta=True, tokens=7))
+    assert message.tokens == 7
+    assert message.copy().tokens == 7
+
+
+def test_a_refused_batch_takes_its_token_counts_back() -> None:
+    state = StreamState("s")
+    push(state, ChunkIn(type="text", message_id="m", props={"content": "a"}, tokens=3))
+    with pytest.raises(InvalidDelta):
+        push(state, ChunkIn(type="text", message_id="m", props={"content": "b"}, delta=True,
+                            tokens=50),
+             ChunkIn(type="text", message_id="m", props={"content": {}}, delta=True))
+    [message] = state.messages.values()
+    assert (message.props, message.tokens) == ({"content": "a"}, 3)
+    for bad in (-1, 2**53 + 1, True, 1.5):
+        with pytest.raises(InvalidArgument):
+            push(state, ChunkIn(type="text", message_id="m", tokens=bad))  # type: ignore[arg-type]
+    assert message.tokens == 3

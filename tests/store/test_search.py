@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
-from sqlalchemy import delete, update
+from sqlalchemy import delete, insert, update
 
 from store import search as store_search
 from store.chats import create_chat
@@ -62,22 +64,74 @@ async def test_rolled_back_writes_leave_no_index_rows(db: Database) -> None:
     assert await found(db, "ghost") == []
 
 
-async def test_upgrade_indexes_messages_written_before_it(db: Database) -> None:
+async def _rows_at(db: Database, revision: str, batch: list[tuple[str, str, str]]) -> list[str]:
+    """Go back to ``revision`` and write chat c1 with ``batch`` (role, type, content) in
+    that revision's columns; returns the message ids."""
     from alembic import command
 
-    from store.migrate import alembic_config, migrate
+    from store.migrate import alembic_config
 
     async with db.engine.begin() as conn:
-        await conn.run_sync(lambda sync: command.downgrade(alembic_config(sync), "0001"))
-    await create_chat(db, ALICE, id="c1", assistant_id="a")
+        await conn.run_sync(lambda sync: command.downgrade(alembic_config(sync), revision))
+    stamp = datetime.now(UTC)
+    ids = [f"m{index}" for index in range(len(batch))]
     async with db.write() as conn:
-        last = await lock_chat_for_append(conn, ALICE, "c1")
-        old, _tool = await insert_messages(conn, "c1", [
-            NewMessage(role="USER", type="user_input", props={"content": "ancient history"}),
-            NewMessage(role="ASSISTANT", type="tool_call", props={"content": "ancient tool"}),
-        ], last_sequence=last)
+        await conn.execute(insert(chats).values(
+            id="c1", assistant_id="a", activity_at=stamp, created_at=stamp, updated_at=stamp,
+            created_by=ALICE.user_id, tenant_id=ALICE.tenant_id, last_sequence=len(batch)))
+        await conn.execute(insert(messages), [
+            {"id": message_id, "chat_id": "c1", "sequence": number, "role": role,
+             "type": kind, "props": {"content": content}, "created_at": stamp,
+             "updated_at": stamp}
+            for number, (message_id, (role, kind, content))
+            in enumerate(zip(ids, batch, strict=True), 1)
+        ])
+    return ids
+
+
+async def test_upgrade_indexes_messages_written_before_it(db: Database) -> None:
+    from store.migrate import migrate
+
+    old, _tool = await _rows_at(db, "0001", [("USER", "user_input", "ancient history"),
+                                             ("ASSISTANT", "tool_call", "ancient tool")])
     await migrate(db)
-    assert await found(db, "ancient") == [old.id]
+    assert await found(db, "ancient") == [old]
+
+
+async def test_tool_messages_are_never_indexed(db: Database) -> None:
+    """Role TOOL is not what people or assistants said, whatever the message's type."""
+    await create_chat(db, ALICE, id="c2", assistant_id="a")
+    async with db.write() as conn:
+        last = await lock_chat_for_append(conn, ALICE, "c2")
+        spoken, _tool = await insert_messages(conn, "c2", [
+            NewMessage(role="ASSISTANT", type="text", props={"content": "weather sunny"}),
+            NewMessage(role="TOOL", type="text", props={"content": "weather api dump"}),
+        ], last_sequence=last)
+    assert await found(db, "weather") == [spoken.id]
+    assert await found(db, "dump") == []
+    # Turning a spoken message into a TOOL one takes it out of the index, and back.
+    async with db.write() as conn:
+        await conn.execute(update(messages).where(messages.c.id == spoken.id).values(role="TOOL"))
+    assert await found(db, "weather") == []
+    async with db.write() as conn:
+        await conn.execute(
+            update(messages).where(messages.c.id == spoken.id).values(role="ASSISTANT"))
+    assert await found(db, "sunny") == [spoken.id]
+
+
+async def test_upgrade_drops_tool_messages_indexed_before_it(db: Database) -> None:
+    from store.migrate import migrate
+
+    said, _tool = await _rows_at(db, "0002", [("ASSISTANT", "text", "forecast rain"),
+                                             ("TOOL", "text", "forecast payload")])
+    await migrate(db)
+    assert await found(db, "forecast") == [said]
+    assert await found(db, "payload") == []
+    if db.is_sqlite:
+        async with db.read() as conn:
+            keys = (await conn.exec_driver_sql(
+                "SELECT message_id FROM message_search_keys")).scalars().all()
+        assert keys == [said]
 
 
 async def test_postgres_statistics_path_ranks_rarer_words_higher(

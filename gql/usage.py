@@ -1,0 +1,86 @@
+"""Token usage over GraphQL: ``Chat.usage`` and the ``usage`` report."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+import strawberry
+from strawberry.dataloader import DataLoader
+
+from gql.context import Info
+from store import usage as store_usage
+from store.records import UsageTotals
+
+__all__ = ["UsageGroup", "UsageInput", "UsageQuery", "UsageRow", "chat_usage_loader"]
+
+_CHAT_USAGE = "chat_usage"
+
+
+@strawberry.enum(description="How the usage report groups its rows.")
+class UsageGroup(StrEnum):
+    DAY = "DAY"
+    ASSISTANT = "ASSISTANT"
+    USER = "USER"
+
+
+@strawberry.type(description="Usage of one day (UTC), assistant or chat creator.")
+class UsageRow:
+    key: str = strawberry.field(
+        description="The UTC date YYYY-MM-DD, the assistant id, or the chat creator's user id."
+    )
+    prompt_tokens: int
+    completion_tokens: int
+    requests: int = strawberry.field(description="How many requests reported usage.")
+
+
+@strawberry.input(description="What one model request cost, as the producer reports it.")
+class UsageInput:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model: str | None = None
+
+    def to_store(self) -> store_usage.UsageIn:
+        return store_usage.UsageIn(prompt_tokens=self.prompt_tokens,
+                                   completion_tokens=self.completion_tokens, model=self.model)
+
+
+def chat_usage_loader(info: Info) -> DataLoader[str, UsageTotals]:
+    """This request's loader of chats' usage (two queries per batch of chats)."""
+    loaders = info.context.loaders
+    loader: DataLoader[str, UsageTotals] | None = loaders.get(_CHAT_USAGE)
+    if loader is None:
+        db = info.context.db
+
+        async def load(chat_ids: list[str]) -> list[UsageTotals]:
+            # Only chats the caller has already been shown reach Chat.usage.
+            found = await store_usage.chat_usage(db, chat_ids)
+            return [found[chat_id] for chat_id in chat_ids]
+
+        loader = DataLoader(load_fn=load)
+        loaders[_CHAT_USAGE] = loader
+    return loader
+
+
+@strawberry.type
+class UsageQuery:
+    @strawberry.field(
+        description=(
+            "Usage recorded in [startTime, endTime) over the chats the caller may read, "
+            "grouped by UTC day, assistant or chat creator; rows ordered by key."
+        )
+    )
+    async def usage(
+        self,
+        info: Info,
+        start_time: datetime,
+        end_time: datetime,
+        assistant_id: str | None = None,
+        # Nullable as the contract has it; null means the default.
+        group_by: UsageGroup | None = UsageGroup.DAY,
+    ) -> list[UsageRow]:
+        rows = await store_usage.usage_report(
+            info.context.db, info.context.identity, start_time=start_time, end_time=end_time,
+            assistant_id=assistant_id, group_by=(group_by or UsageGroup.DAY).value,
+        )
+        return rows  # type: ignore[return-value]

@@ -1,0 +1,186 @@
+"""The model's window over HTTP on every backend: maxTokens and limit bounds, token
+estimates, WINDOW_TOO_SMALL, and what never reaches the model."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from typing import Any
+
+import pytest
+
+from store.database import Database
+from tests.access.snapshot import store_fingerprint
+from tests.conftest import GraphQLClient
+
+CREATE = 'mutation($id: ID!) { createChat(input: {id: $id, assistantId: "a"}) { id } }'
+APPEND = """mutation($chat: ID!, $append: String!, $messages: [MessageInput!]!) {
+  appendMessages(chatId: $chat, appendId: $append, messages: $messages) { messageIds } }"""
+WINDOW = """query($chat: ID!, $limit: Int, $maxTokens: Int, $thinking: Boolean) {
+  modelContext(chatId: $chat, limit: $limit, maxTokens: $maxTokens,
+               includeThinking: $thinking) { id type props tokens tokensEstimated } }"""
+AGENT = {"X-User-Id": "dev", "X-Tenant-Id": "default", "X-Roles": "agent"}
+
+_appends = itertools.count()
+
+
+def message(role: str, type: str, content: str, tokens: int | None = None) -> dict[str, Any]:
+    result: dict[str, Any] = {"role": role, "type": type, "props": {"content": content}}
+    if tokens is not None:
+        result["tokens"] = tokens
+    return result
+
+
+async def append(client: GraphQLClient, chat_id: str, *batch: dict[str, Any]) -> list[str]:
+    data = await client.data(APPEND, {"chat": chat_id, "append": f"a{next(_appends)}",
+                                      "messages": list(batch)})
+    ids: list[str] = data["appendMessages"]["messageIds"]
+    return ids
+
+
+async def window(client: GraphQLClient, chat_id: str, **bounds: Any) -> list[dict[str, Any]]:
+    data = await client.data(WINDOW, {"chat": chat_id, **bounds})
+    items: list[dict[str, Any]] = data["modelContext"]
+    return items
+
+
+def estimate(props: dict[str, Any]) -> int:
+    """One token per 4 characters of the compact, key-sorted props JSON, rounded up."""
+    text = json.dumps(props, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return math.ceil(len(text) / 4)
+
+
+async def test_max_tokens_with_known_counts_keeps_whole_turns(client: GraphQLClient) -> None:
+    await client.data(CREATE, {"id": "c1"})
+    ids = await append(
+        client, "c1",
+        message("USER", "user_input", "one", 10), message("ASSISTANT", "text", "1", 30),
+        message("USER", "user_input", "two", 10), message("ASSISTANT", "tool_call", "t", 5),
+        message("TOOL", "tool_result", "r", 5), message("ASSISTANT", "text", "2", 20),
+        message("USER", "user_input", "three", 15), message("ASSISTANT", "text", "3", 25),
+    )
+    newest, middle, oldest = ids[6:], ids[2:6], ids[:2]
+    assert [m["id"] for m in await window(client, "c1", maxTokens=40)] == newest
+    # 40 + 40 = 80: the middle turn fits exactly; the oldest (40 more) does not.
+    assert [m["id"] for m in await window(client, "c1", maxTokens=80)] == middle + newest
+    assert [m["id"] for m in await window(client, "c1", maxTokens=119)] == middle + newest
+    assert [m["id"] for m in await window(client, "c1", maxTokens=120)] == ids
+    # Both bounds: the tighter one decides, in either direction.
+    assert [m["id"] for m in await window(client, "c1", maxTokens=1000, limit=6)] == (
+        middle + newest)
+    assert [m["id"] for m in await window(client, "c1", maxTokens=79, limit=100)] == newest
+    got = await window(client, "c1", maxTokens=40)
+    assert [(m["tokens"], m["tokensEstimated"]) for m in got] == [(15, False), (25, False)]
+    # limit alone: as before, whole turns by message count.
+    assert [m["id"] for m in await window(client, "c1", limit=6)] == middle + newest
+    assert len(oldest) == 2
+
+
+async def test_missing_counts_are_estimated_and_marked(client: GraphQLClient) -> None:
+    await client.data(CREATE, {"id": "c1"})
+    question = message("USER", "user_input", "x" * 100)  # no count
+    answer = message("ASSISTANT", "text", "héllo wörld", 4)
+    await append(client, "c1", question, answer)
+    got = await window(client, "c1", maxTokens=1000)
+    guess = estimate(question["props"])
+    assert guess == math.ceil(len('{"content":"' + "x" * 100 + '"}') / 4)
+    assert [(m["tokens"], m["tokensEstimated"]) for m in got] == [(guess, True), (4, False)]
+    assert [m["id"] for m in await window(client, "c1", maxTokens=guess + 4)] == [
+        m["id"] for m in got]
+    assert await client.error_code(WINDOW, {"chat": "c1", "maxTokens": guess + 3}) == (
+        "WINDOW_TOO_SMALL")
+    # A compaction summary is estimated too and counts toward the bound.
+    await client.data('mutation { compactChat(chatId: "c1", summary: "recap") { id } }')
+    recap = estimate({"content": "recap"})
+    await append(client, "c1", message("USER", "user_input", "q", 1),
+                 message("ASSISTANT", "text", "a", 1))
+    got = await window(client, "c1", maxTokens=recap + 2)
+    assert [(m["props"], m["tokens"], m["tokensEstimated"]) for m in got] == [
+        ({"content": "recap"}, recap, True), ({"content": "q"}, 1, False),
+        ({"content": "a"}, 1, False)]
+    assert await client.error_code(WINDOW, {"chat": "c1", "maxTokens": recap + 1}) == (
+        "WINDOW_TOO_SMALL")
+
+
+async def test_window_too_small_and_invalid_bounds(client: GraphQLClient, db: Database) -> None:
+    await client.data(CREATE, {"id": "c1"})
+    await append(client, "c1", message("USER", "user_input", "q", 50),
+                 message("ASSISTANT", "text", "a", 50), message("ASSISTANT", "text", "b", 50))
+    before = await store_fingerprint(db)
+    body = await client.execute(WINDOW, {"chat": "c1", "maxTokens": 149})
+    assert body["errors"][0]["extensions"]["code"] == "WINDOW_TOO_SMALL"
+    assert "maxTokens" in body["errors"][0]["message"]
+    body = await client.execute(WINDOW, {"chat": "c1", "limit": 2, "maxTokens": 1000})
+    assert body["errors"][0]["extensions"]["code"] == "WINDOW_TOO_SMALL"
+    assert "limit" in body["errors"][0]["message"]
+    for bounds in ({}, {"limit": 0}, {"maxTokens": 0}, {"maxTokens": -5, "limit": 3}):
+        assert await client.error_code(WINDOW, {"chat": "c1", **bounds}) == "INVALID_ARGUMENT"
+    assert await client.error_code(WINDOW, {"chat": "nope", "maxTokens": 10}) == "NOT_FOUND"
+    assert await store_fingerprint(db) == before
+
+
+async def test_interrupted_tool_calls_and_thinking_are_left_out(client: GraphQLClient) -> None:
+    await client.data(CREATE, {"id": "c1"})
+    ids = await append(
+        client, "c1",
+        message("USER", "user_input", "q", 1),
+        message("ASSISTANT", "thinking", "let me see", 1),
+        message("ASSISTANT", "tool_call", "lookup", 1),
+        message("TOOL", "tool_result", "found", 1),
+        message("ASSISTANT", "text", "a", 1),
+        message("ASSISTANT", "tool_call", "second lookup", 1),
+    )
+    await client.data("mutation($id: ID!) { updateMessage(id: $id, input: {status: INTERRUPTED})"
+                      " { id } }", {"id": ids[5]})
+    assert [m["id"] for m in await window(client, "c1", maxTokens=100)] == [
+        ids[0], ids[2], ids[3], ids[4]]
+    assert [m["id"] for m in await window(client, "c1", limit=4)] == [
+        ids[0], ids[2], ids[3], ids[4]]
+    got = await window(client, "c1", maxTokens=100, thinking=True)
+    assert [m["id"] for m in got] == ids[:5]
+    got = await window(client, "c1", maxTokens=100, thinking=None)
+    assert [m["id"] for m in got] == [ids[0], ids[2], ids[3], ids[4]]
+
+
+async def test_a_stopped_streams_half_streamed_tool_call_is_left_out(
+    client: GraphQLClient,
+) -> None:
+    await client.data(CREATE, {"id": "c1"})
+    start = """mutation { startStream(input: {chatId: "c1", requestId: "r",
+      input: {role: USER, type: "user_input", props: {content: "book it"}}}) { id } }"""
+    stream_id = (await client.data(start, None, AGENT))["startStream"]["id"]
+    push = """mutation($id: ID!, $chunks: [ChunkInput!]!) {
+      pushChunks(streamId: $id, chunks: $chunks) { accepted } }"""
+    await client.data(push, {"id": stream_id, "chunks": [
+        {"type": "text", "messageId": "m1", "props": {"content": "Booking now."}},
+        {"type": "tool_call", "messageId": "m2", "props": {"name": "book", "args": '{"fl'}},
+    ]}, AGENT)
+    assert (await client.data('mutation { stopStream(chatId: "c1") }'))["stopStream"] is True
+    history = await client.data(
+        'query { messages(chatId: "c1") { edges { node { type status } } } }')
+    assert [e["node"] for e in history["messages"]["edges"]] == [
+        {"type": "user_input", "status": "INTERRUPTED"},
+        {"type": "text", "status": "INTERRUPTED"},
+        {"type": "tool_call", "status": "INTERRUPTED"},
+    ]
+    for bounds in ({"limit": 10}, {"maxTokens": 1000}):
+        got = await window(client, "c1", **bounds)
+        assert [m["type"] for m in got] == ["user_input", "text"]
+
+
+@pytest.mark.parametrize("bounds", [{"maxTokens": 30}, {"limit": 3}, {"maxTokens": 1000}])
+async def test_a_long_chat_is_read_from_its_end(
+    client: GraphQLClient, bounds: dict[str, int]
+) -> None:
+    """More turns than one read step: the window still ends at the newest turn."""
+    await client.data(CREATE, {"id": "c1"})
+    batch: list[dict[str, Any]] = []
+    for turn in range(150):
+        batch += [message("USER", "user_input", f"q{turn}", 5),
+                  message("ASSISTANT", "text", f"a{turn}", 5)]
+    await append(client, "c1", *batch)
+    got = await window(client, "c1", **bounds)
+    turns = {30: 3, 1000: 100}.get(bounds.get("maxTokens", 0), 1)
+    expected = [f"{kind}{turn}" for turn in range(150 - turns, 150) for kind in "qa"]
+    assert [m["props"]["content"] for m in got] == expected
