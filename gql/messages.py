@@ -7,6 +7,8 @@ import strawberry
 from gql.context import Info
 from gql.types import (
     AppendReceipt,
+    Chat,
+    EditMessageInput,
     Message,
     MessageConnection,
     MessageEdge,
@@ -18,6 +20,7 @@ from gql.types import (
 from store import messages as store_messages
 from store.errors import InvalidArgument, InvalidCursor
 from store.ids import check_chat_id
+from store.records import BranchPosition
 
 __all__ = ["MessageMutation", "MessageQuery", "message_connection"]
 
@@ -35,6 +38,57 @@ def _sequence_from(info: Info, scope: str, cursor: str | None) -> int | None:
     return position
 
 
+def _position_from(info: Info, scope: str, cursor: str | None) -> BranchPosition | None:
+    if cursor is None:
+        return None
+    position = info.context.services.cursors.decode(scope, cursor)
+    if (not isinstance(position, list) or len(position) != 3
+            or not isinstance(position[0], str) or not isinstance(position[2], str)
+            or not isinstance(position[1], int) or isinstance(position[1], bool)):
+        raise InvalidCursor("the cursor is not valid for this list")
+    return BranchPosition(id=position[0], depth=position[1], leaf=position[2])
+
+
+async def _branch_connection(
+    info: Info,
+    chat_id: str,
+    store_filter: store_messages.MessageFilter,
+    branch: str | None,
+    *,
+    first: int | None,
+    after: str | None,
+    last: int | None,
+    before: str | None,
+) -> MessageConnection:
+    # Bound to the chat, the filter and the branch asked for ("" the active one).
+    scope = f"branch|{chat_id}|{store_filter.key()}|{branch or ''}"
+    signer = info.context.services.cursors
+    page = await store_messages.list_branch(
+        info.context.db,
+        info.context.identity,
+        chat_id,
+        branch=branch,
+        filter=store_filter,
+        first=first,
+        after=_position_from(info, scope, after),
+        last=last,
+        before=_position_from(info, scope, before),
+    )
+    leaf = page.branch_leaf
+    # Depth on a branch is the number of messages up to and including this one;
+    # items are consecutive on the branch only without a filter, so cursors carry it.
+    edges = [
+        MessageEdge(cursor=signer.encode(scope, [m.id, depth, leaf]),
+                    node=m)  # type: ignore[arg-type]
+        for m, depth in zip(page.items, page.depths, strict=True)
+    ]
+    return MessageConnection(
+        edges=edges,
+        page_info=PageInfo.of([edge.cursor for edge in edges], has_next=page.has_next,
+                              has_previous=page.has_previous),
+    )
+
+
 async def message_connection(
     info: Info,
     chat_id: str,
@@ -44,10 +98,22 @@ async def message_connection(
     after: str | None,
     last: int | None,
     before: str | None,
+    branch: strawberry.ID | None = None,
+    all_branches: bool = False,
 ) -> MessageConnection:
-    """Shared by ``Query.messages`` and ``Chat.messages``."""
+    """Shared by ``Query.messages`` and ``Chat.messages``.
+
+    By default a page follows one branch (the active one, or the path to ``branch``);
+    ``allBranches`` lists every message of the chat in ``sequence`` order.
+    """
     check_chat_id(chat_id)
     store_filter = filter.to_store() if filter else store_messages.MessageFilter()
+    if branch is not None and all_branches:
+        raise InvalidArgument("pass either branch or allBranches, not both")
+    if not all_branches:
+        return await _branch_connection(
+            info, chat_id, store_filter, None if branch is None else str(branch),
+            first=first, after=after, last=last, before=before)
     scope = _cursor_scope(chat_id, store_filter)
     signer = info.context.services.cursors
     page = await store_messages.list_messages(
@@ -73,7 +139,9 @@ async def message_connection(
 
 @strawberry.type
 class MessageQuery:
-    @strawberry.field(description="A page of a chat's messages (newest 50 by default).")
+    @strawberry.field(description="A page of a chat's messages (newest 50 by default) along"
+                      " one branch: the path from the root to `branch` (default: the active"
+                      " leaf); with allBranches, every message in sequence order.")
     async def messages(
         self,
         info: Info,
@@ -83,16 +151,20 @@ class MessageQuery:
         after: str | None = None,
         last: int | None = None,
         before: str | None = None,
+        branch: strawberry.ID | None = None,
+        all_branches: bool = False,
     ) -> MessageConnection:
         return await message_connection(
-            info, str(chat_id), filter=filter, first=first, after=after, last=last, before=before
+            info, str(chat_id), filter=filter, first=first, after=after, last=last,
+            before=before, branch=branch, all_branches=all_branches,
         )
 
 
 @strawberry.type
 class MessageMutation:
     @strawberry.mutation(
-        description="Append a batch atomically; re-sending the same appendId is safe."
+        description="Append a batch atomically; re-sending the same appendId is safe. The"
+        " batch is a chain after the active leaf, or after parentId when given."
     )
     async def append_messages(
         self,
@@ -100,6 +172,7 @@ class MessageMutation:
         chat_id: strawberry.ID,
         append_id: str,
         messages: list[MessageInput],
+        parent_id: strawberry.ID | None = None,
     ) -> AppendReceipt:
         receipt = await store_messages.append_messages(
             info.context.db,
@@ -107,8 +180,37 @@ class MessageMutation:
             str(chat_id),
             append_id,
             [message.to_store() for message in messages],
+            parent_id=None if parent_id is None else str(parent_id),
         )
         return receipt  # type: ignore[return-value]
+
+    @strawberry.mutation(
+        description="Write an edited copy of a message as its sibling and make it the active"
+        " leaf; the original keeps its branch. Re-sending the same appendId is safe."
+    )
+    async def edit_message(
+        self, info: Info, id: strawberry.ID, input: EditMessageInput, append_id: str
+    ) -> Message:
+        message = await store_messages.edit_message(
+            info.context.db,
+            info.context.identity,
+            str(id),
+            append_id,
+            props=input.props,  # type: ignore[arg-type]
+            metadata=input.metadata,  # type: ignore[arg-type]
+        )
+        return message  # type: ignore[return-value]
+
+    @strawberry.mutation(
+        description="Make the branch through leafId active (from a message with replies,"
+        " its most recently written leaf)."
+    )
+    async def switch_branch(
+        self, info: Info, chat_id: strawberry.ID, leaf_id: strawberry.ID
+    ) -> Chat:
+        chat = await store_messages.switch_branch(
+            info.context.db, info.context.identity, str(chat_id), str(leaf_id))
+        return chat  # type: ignore[return-value]
 
     @strawberry.mutation(description="Replace a message's props or metadata, or set its status.")
     async def update_message(

@@ -208,6 +208,9 @@ class StartStreamInput:
     assistant_id: str | None = None
     stream_id: strawberry.ID | None = None
     input: MessageInput | None = None
+    parent_id: strawberry.ID | None = strawberry.field(
+        default=None, description="Answer this message (again): the stream's messages hang"
+        " below it, beside any earlier answer, instead of after the active leaf.")
 
 
 def _streams(info: Info) -> StreamService:
@@ -253,6 +256,7 @@ class StreamMutation:
             assistant_id=input.assistant_id,
             stream_id=None if input.stream_id is None else str(input.stream_id),
             user_input=None if input.input is None else input.input.to_store(),
+            parent_id=None if input.parent_id is None else str(input.parent_id),
         )
         return stream  # type: ignore[return-value]
 

@@ -127,6 +127,26 @@ class Message:
         description="True when tokens is modelContext's estimate (one token per 4"
         " characters of the props JSON), not a reported count."
     )
+    parent_id: strawberry.ID | None = strawberry.field(
+        description="The message this one follows in the conversation tree (null for the"
+        " first)."
+    )
+
+    @strawberry.field(description="The messages with the same parent (versions of this"
+                      " one), oldest first, and this one's place among them.")
+    async def siblings(self, info: Info) -> Siblings:
+        from store.messages import message_siblings
+
+        ids = await message_siblings(info.context.db, self)  # type: ignore[arg-type]
+        return Siblings(index=ids.index(str(self.id)), count=len(ids),
+                        ids=[strawberry.ID(i) for i in ids])
+
+
+@strawberry.type(description="A message's versions: the messages with the same parent.")
+class Siblings:
+    index: int = strawberry.field(description="This message's place, 0-based, oldest first.")
+    count: int
+    ids: list[strawberry.ID]
 
 
 @strawberry.type
@@ -207,6 +227,10 @@ class Chat:
     channel: str = strawberry.field(
         description="Where the conversation happens (api, widget, telegram …); set at creation."
     )
+    active_leaf_id: strawberry.ID | None = strawberry.field(
+        description="The last message of the active branch (what is shown and what the"
+        " model reads); null while the chat has no messages."
+    )
 
     @strawberry.field(description="The chat's recorded model usage and message token sum.")
     async def usage(self, info: Info) -> Usage:
@@ -224,11 +248,14 @@ class Chat:
         after: str | None = None,
         last: int | None = None,
         before: str | None = None,
+        branch: strawberry.ID | None = None,
+        all_branches: bool = False,
     ) -> MessageConnection:
         from gql.messages import message_connection  # gql.messages imports this module
 
         return await message_connection(
-            info, str(self.id), filter=filter, first=first, after=after, last=last, before=before
+            info, str(self.id), filter=filter, first=first, after=after, last=last,
+            before=before, branch=branch, all_branches=all_branches,
         )
 
     @strawberry.field(description="The newest message, or null while the chat has none.")
@@ -324,3 +351,10 @@ class UpdateMessageInput:
     props: JSON | None = None
     metadata: JSON | None = None
     status: MessageStatus | None = None
+
+
+@strawberry.input(description="The edited content; fields left out are copied from the"
+                  " original.")
+class EditMessageInput:
+    props: JSON | None = None
+    metadata: JSON | None = None

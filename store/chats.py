@@ -75,6 +75,7 @@ def chat_from_row(row: Row[Any]) -> Chat:
         deleted_at=m["deleted_at"],
         activity_at=m["activity_at"],
         channel=m["channel"],
+        active_leaf_id=m.get("active_leaf_id"),
     )
 
 

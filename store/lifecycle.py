@@ -37,9 +37,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import and_, not_, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from store import tree
 from store.chats import fetch_visible_chat
 from store.database import Database
 from store.errors import InvalidArgument, NotFound, WindowTooSmall
@@ -53,7 +54,7 @@ from store.messages import (
     message_from_row,
 )
 from store.records import Identity, Message
-from store.tables import messages
+from store.tables import chats, messages
 
 __all__ = [
     "BOUNDARY_TYPE",
@@ -78,6 +79,8 @@ MAX_SUMMARY_CHARS = 1_000_000
 #: Rows read per backward step; at least the limit, so most contexts take one step.
 _MIN_PAGE = 64
 _MAX_PAGE = 1_000
+#: Boundaries read per step while looking for the newest one on the active branch.
+_BOUNDARY_PROBE = 20
 
 
 async def start_over(db: Database, who: Identity, chat_id: str) -> Message:
@@ -89,12 +92,14 @@ async def start_over(db: Database, who: Identity, chat_id: str) -> Message:
     check_chat_id(chat_id)
     async with db.write() as conn:
         last_sequence = await lock_chat_for_append(conn, who, chat_id)
+        # The newest message of the active branch: its leaf.
         newest = (
             await conn.execute(
-                select(messages)
-                .where(messages.c.chat_id == chat_id)
-                .order_by(messages.c.sequence.desc())
-                .limit(1)
+                select(messages).where(
+                    messages.c.chat_id == chat_id,
+                    messages.c.id == select(chats.c.active_leaf_id)
+                    .where(chats.c.id == chat_id).scalar_subquery(),
+                )
             )
         ).first()
         if newest is not None and newest.type == BOUNDARY_TYPE:
@@ -155,15 +160,8 @@ async def model_context(
             raise NotFound(f"chat {chat_id!r} not found")
         memory = None if memory_scopes is None else await memory_message(
             conn, who, chat, memory_scopes)
-        # The (chat_id, type, sequence) index finds the newest boundary directly.
-        row = (
-            await conn.execute(
-                select(messages)
-                .where(messages.c.chat_id == chat_id, messages.c.type == BOUNDARY_TYPE)
-                .order_by(messages.c.sequence.desc())
-                .limit(1)
-            )
-        ).first()
+        leaf = chat.active_leaf_id
+        row = None if leaf is None else await _newest_boundary(conn, chat_id, leaf)
         boundary = None if row is None else message_from_row(row)
         summary = _summary_message(boundary)
         window = _Window(limit, max_tokens)
@@ -177,8 +175,8 @@ async def model_context(
         hidden = [*MODEL_HIDDEN_TYPES, BOUNDARY_TYPE]
         if not include_thinking:
             hidden.append(THINKING_TYPE)
-        turns = await _newest_turns(
-            conn, chat_id, after=0 if boundary is None else boundary.sequence,
+        turns = [] if leaf is None else await _newest_turns(
+            conn, leaf, floor=0 if row is None else int(row.depth),
             window=window, hidden=hidden,
         )
     context = [message for turn in reversed(turns) for message in turn]
@@ -237,13 +235,47 @@ def _summary_message(boundary: Message | None) -> Message | None:
                    tokens=None)
 
 
-async def _newest_turns(
-    conn: AsyncConnection, chat_id: str, *, after: int, window: _Window, hidden: list[str]
-) -> list[list[Message]]:
-    """Whole turns after sequence ``after``, newest turn first, within ``window``.
+async def _newest_boundary(conn: AsyncConnection, chat_id: str, leaf: str) -> Any:
+    """The newest boundary on the branch ending at ``leaf`` (a row), or None.
 
-    Reading stops at the first turn that cannot fit (older ones are never needed), so
-    the cost is that of the turns returned, whatever the chat's length.
+    The (chat_id, type, sequence) index lists the chat's boundaries newest first; each
+    is checked to lie on the branch with one jump climb, so boundaries drawn on other
+    branches cost a climb each and the branch itself is never read.
+    """
+    before: int | None = None
+    while True:
+        query = (
+            select(messages)
+            .where(messages.c.chat_id == chat_id, messages.c.type == BOUNDARY_TYPE)
+            .order_by(messages.c.sequence.desc())
+            .limit(_BOUNDARY_PROBE)
+        )
+        if before is not None:
+            query = query.where(messages.c.sequence < before)
+        rows = (await conn.execute(query)).all()
+        for row in rows:
+            if await conn.scalar(tree.ancestor_at(leaf, int(row.depth))) == row.id:
+                return row
+        if len(rows) < _BOUNDARY_PROBE:
+            return None
+        before = rows[-1].sequence
+
+
+def _for_model(row: Any, hidden: list[str]) -> bool:
+    if row.type in hidden or row.status == "FAILED":
+        return False
+    # A tool call the model can never see answered (provider APIs refuse it).
+    return not (row.type == TOOL_CALL_TYPE and row.status == "INTERRUPTED")
+
+
+async def _newest_turns(
+    conn: AsyncConnection, leaf: str, *, floor: int, window: _Window, hidden: list[str]
+) -> list[list[Message]]:
+    """Whole turns of the branch ending at ``leaf`` below depth ``floor``, newest first.
+
+    The branch is walked up from its leaf in steps; reading stops at the first turn
+    that cannot fit (older ones are never needed), so the cost is that of the turns
+    returned, whatever the chat's length.
     """
     turns: list[list[Message]] = []
     pending: list[Message] = []  # the turn being gathered, newest message first
@@ -253,27 +285,12 @@ async def _newest_turns(
     else:
         # How many rows a token budget covers is unknown: start small, then grow.
         page = _MIN_PAGE
-    before: int | None = None
-    while True:
-        query = (
-            select(messages)
-            .where(
-                messages.c.chat_id == chat_id,
-                messages.c.sequence > after,
-                # A boundary drawn since the one found above is not for the model either.
-                messages.c.type.not_in(hidden),
-                messages.c.status != "FAILED",
-                # A tool call the model can never see answered (provider APIs refuse it).
-                not_(and_(messages.c.type == TOOL_CALL_TYPE,
-                          messages.c.status == "INTERRUPTED")),
-            )
-            .order_by(messages.c.sequence.desc())
-            .limit(page)
-        )
-        if before is not None:
-            query = query.where(messages.c.sequence < before)
-        rows = (await conn.execute(query)).all()
+    start: str | None = leaf
+    while start is not None:
+        rows = (await conn.execute(tree.path_query(start, count=page, floor=floor))).all()
         for row in rows:
+            if not _for_model(row, hidden):
+                continue
             pending.append(_counted(message_from_row(row)))
             if not window.fits(pending):
                 # Even if this turn ends further back, it can no longer fit.
@@ -286,7 +303,7 @@ async def _newest_turns(
             pending = []
         if len(rows) < page:
             break
-        before = rows[-1].sequence
+        start = rows[-1].parent_id
         # Token-bounded windows read in growing steps: few round trips, little excess.
         page = min(page * 2, _MAX_PAGE)
     if pending:

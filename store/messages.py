@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, delete, exists, false, insert, select, update
+from sqlalchemy import ColumnElement, Row, exists, false, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from store import access
-from store.chats import now
+from store import access, tree
+from store.chats import fetch_visible_chat, now
 from store.database import Database
 from store.errors import (
     AppendConflict,
@@ -25,12 +25,13 @@ from store.errors import (
     Conflict,
     Forbidden,
     InvalidArgument,
+    InvalidCursor,
     NotFound,
     PayloadTooLarge,
 )
 from store.ids import check_append_id, check_chat_id, check_message_id, new_id
 from store.jsonutil import canonical_digest
-from store.records import AppendReceipt, Identity, Message, MessagePage
+from store.records import AppendReceipt, BranchPosition, Chat, Identity, Message, MessagePage
 from store.tables import append_receipts, chats, closed_chats, messages
 
 __all__ = [
@@ -47,11 +48,15 @@ __all__ = [
     "check_page_size",
     "check_tokens",
     "delete_messages",
+    "edit_message",
     "get_message",
     "insert_messages",
+    "list_branch",
     "list_messages",
     "lock_chat_for_append",
     "message_from_row",
+    "message_siblings",
+    "switch_branch",
     "update_message",
 ]
 
@@ -172,6 +177,7 @@ def message_from_row(row: Row[Any]) -> Message:
         created_at=m["created_at"],
         updated_at=m["updated_at"],
         tokens=m["tokens"],
+        parent_id=m["parent_id"],
     )
 
 
@@ -218,16 +224,34 @@ async def insert_messages(
     *,
     last_sequence: int,
     default_assistant_id: str | None = None,
+    parent_id: str | None = None,
+    explicit_parent: bool = False,
 ) -> list[Message]:
     """Write ``batch`` after ``last_sequence`` (the chat must be locked by the caller).
 
-    One multi-row statement for the messages, one update of the chat. Raises CONFLICT
-    when a caller-chosen message id is already in the store.
+    The batch is a chain hung below the chat's active leaf, or below ``parent_id``
+    when ``explicit_parent`` (None then makes a new root); its last message becomes
+    the active leaf. One multi-row statement for the messages, one update of the
+    chat. Raises CONFLICT when a caller-chosen message id is already in the store.
     """
     stamp = now()
+    ids = [message.id or new_id() for message in batch]
+    chosen = [message.id for message in batch if message.id is not None]
+    if len(set(chosen)) != len(chosen):
+        raise InvalidArgument("message ids within one batch must be distinct")
+    if chosen:
+        taken = (
+            await conn.scalars(select(messages.c.id).where(messages.c.id.in_(chosen)))
+        ).all()
+        if taken:
+            raise Conflict(f"message id {taken[0]!r} is already taken")
+    if not explicit_parent:
+        parent_id = await conn.scalar(select(chats.c.active_leaf_id)
+                                      .where(chats.c.id == chat_id))
+    links = await tree.chain_links(conn, chat_id, parent_id, ids)
     rows = [
         {
-            "id": message.id or new_id(),
+            "id": message_id,
             "chat_id": chat_id,
             "sequence": last_sequence + offset,
             "request_id": message.request_id,
@@ -242,18 +266,11 @@ async def insert_messages(
             "created_at": stamp,
             "updated_at": stamp,
             "tokens": message.tokens,
+            **link.columns(),
         }
-        for offset, message in enumerate(batch, start=1)
+        for offset, (message_id, message, link) in enumerate(zip(ids, batch, links,
+                                                                 strict=True), start=1)
     ]
-    chosen = [message.id for message in batch if message.id is not None]
-    if len(set(chosen)) != len(chosen):
-        raise InvalidArgument("message ids within one batch must be distinct")
-    if chosen:
-        taken = (
-            await conn.scalars(select(messages.c.id).where(messages.c.id.in_(chosen)))
-        ).all()
-        if taken:
-            raise Conflict(f"message id {taken[0]!r} is already taken")
     await conn.execute(insert(messages), rows)
     await conn.execute(
         update(chats)
@@ -262,9 +279,17 @@ async def insert_messages(
             last_sequence=last_sequence + len(rows),
             last_message_at=stamp,
             activity_at=stamp,
+            active_leaf_id=ids[-1],
         )
     )
-    return [Message(**row) for row in rows]  # type: ignore[arg-type]
+    return [_record(row) for row in rows]
+
+
+_RECORD_FIELDS = frozenset(Message.__dataclass_fields__) - {"tokens_estimated"}
+
+
+def _record(row: dict[str, Any]) -> Message:
+    return Message(**{key: row[key] for key in _RECORD_FIELDS})
 
 
 async def append_messages(
@@ -273,8 +298,14 @@ async def append_messages(
     chat_id: str,
     append_id: str,
     batch: Sequence[NewMessage],
+    *,
+    parent_id: str | None = None,
 ) -> AppendReceipt:
-    """Append ``batch`` atomically, exactly once per ``append_id`` (SPEC §6)."""
+    """Append ``batch`` atomically, exactly once per ``append_id``.
+
+    The batch is a chain after the chat's active leaf, or after ``parent_id`` when
+    given (which then counts toward the batch's digest).
+    """
     check_chat_id(chat_id)
     check_append_id(append_id)
     if not batch:
@@ -283,7 +314,10 @@ async def append_messages(
         raise PayloadTooLarge(f"at most {MAX_APPEND_BATCH} messages per append")
     for message in batch:
         message.check()
-    digest = batch_digest(batch)
+    if parent_id is not None:
+        check_message_id(parent_id)
+    digest = batch_digest(batch) if parent_id is None else canonical_digest(
+        {"parentId": parent_id, "messages": [message.wire() for message in batch]})
     try:
         async with db.write() as conn:
             last_sequence = await lock_chat_for_append(conn, who, chat_id)
@@ -308,7 +342,9 @@ async def append_messages(
                     first_sequence=earlier.first_sequence,
                     last_sequence=earlier.last_sequence,
                 )
-            written = await insert_messages(conn, chat_id, batch, last_sequence=last_sequence)
+            written = await insert_messages(conn, chat_id, batch, last_sequence=last_sequence,
+                                            parent_id=parent_id,
+                                            explicit_parent=parent_id is not None)
             receipt = AppendReceipt(
                 chat_id=chat_id,
                 append_id=append_id,
@@ -398,7 +434,10 @@ async def _lock_writable(conn: AsyncConnection, who: Identity, chat_id: str) -> 
 
 
 async def delete_messages(db: Database, who: Identity, chat_id: str, ids: Sequence[str]) -> int:
-    """Delete the given messages of one chat; returns how many existed and went."""
+    """Delete the given messages of one chat with everything below them in the tree.
+
+    Returns how many messages went (descendants included).
+    """
     check_chat_id(chat_id)
     if len(ids) > MAX_APPEND_BATCH:
         raise PayloadTooLarge(f"at most {MAX_APPEND_BATCH} ids per call")
@@ -406,10 +445,7 @@ async def delete_messages(db: Database, who: Identity, chat_id: str, ids: Sequen
         await _lock_writable(conn, who, chat_id)
         if not ids:
             return 0
-        result = await conn.execute(
-            delete(messages).where(messages.c.chat_id == chat_id, messages.c.id.in_(list(ids)))
-        )
-    return int(result.rowcount or 0)
+        return await tree.delete_subtrees(conn, chat_id, ids)
 
 
 def check_page_size(value: int | None, name: str) -> int | None:
@@ -502,3 +538,177 @@ async def list_messages(
         has_previous, has_next = more or has_older, has_newer
     return MessagePage(items=items, has_previous=has_previous, has_next=has_next)
 
+
+
+async def list_branch(
+    db: Database,
+    who: Identity,
+    chat_id: str,
+    *,
+    branch: str | None = None,
+    filter: MessageFilter | None = None,
+    first: int | None = None,
+    after: BranchPosition | None = None,
+    last: int | None = None,
+    before: BranchPosition | None = None,
+) -> MessagePage:
+    """A keyset page along one branch: the path from the root to ``branch``.
+
+    ``branch`` defaults to the chat's active leaf. Pages walk parent links from their
+    upper end (and a forward page finds that end with one jump climb), so a page
+    costs the same deep in a long branch as at its end. A cursor is valid while its
+    message lies on the branch: one issued before the active leaf moved on still
+    works; one from another branch is INVALID_CURSOR. With a filter, the walk reads
+    the path between the cursor and the page's far end until the page is full.
+    """
+    first = check_page_size(first, "first")
+    last = check_page_size(last, "last")
+    if first is not None and last is not None:
+        raise InvalidArgument("pass either first or last, not both")
+    if branch is not None:
+        check_message_id(branch)
+    clauses = (filter or MessageFilter()).clauses()
+    forward = first is not None or (after is not None and last is None)
+    size = (first if forward else last) or DEFAULT_PAGE_SIZE
+    async with db.read() as conn:
+        row = (await conn.execute(
+            select(chats.c.active_leaf_id).where(
+                chats.c.id == chat_id, chats.c.deleted_at.is_(None), access.can_read(who))
+        )).first()
+        if row is None:
+            raise NotFound(f"chat {chat_id!r} not found")
+        end: str | None = branch or row.active_leaf_id
+        end_depth: int | None = None
+        if branch is not None or (forward and end is not None):
+            end_depth = await conn.scalar(select(messages.c.depth).where(
+                messages.c.id == end, messages.c.chat_id == chat_id))
+            if end_depth is None:
+                raise NotFound(f"message {branch!r} not found in chat {chat_id!r}")
+        if end is None:
+            if after is not None or before is not None:
+                raise InvalidCursor("the cursor is not valid for this list")
+            return MessagePage(items=[], has_previous=False, has_next=False)
+        for cursor in (after, before):
+            if cursor is not None and cursor.leaf != end:
+                # Issued for another end of this list (the active leaf moved since):
+                # still good while its message lies on the branch.
+                on_branch: str | None = await conn.scalar(tree.ancestor_at(end, cursor.depth))
+                if on_branch != cursor.id:
+                    raise InvalidCursor("the cursor is not on this branch")
+        floor = 0 if after is None else after.depth
+        if forward:
+            assert end_depth is not None
+            top = end_depth if before is None else before.depth - 1
+            upper = top if clauses else min(top, floor + size + 1)
+            if upper <= floor:
+                rows: list[Row[Any]] = []
+            else:
+                start: str | None = end if upper == end_depth else await conn.scalar(
+                    tree.ancestor_at(end, upper))
+                assert start is not None
+                query = tree.path_query(start, count=None, floor=floor, newest_first=False)
+                rows = list((await conn.execute(query.where(*clauses).limit(size + 1))).all())
+            more = len(rows) > size
+            rows = rows[:size]
+            has_previous, has_next = after is not None, more or before is not None
+        else:
+            start = end if before is None else before.id
+            assert start is not None
+            skip = 0 if before is None else 1
+            query = tree.path_query(start, count=None if clauses else size + 1 + skip,
+                                    floor=floor)
+            if skip:
+                query = query.where(query.selected_columns._step > 1)
+            rows = list((await conn.execute(query.where(*clauses).limit(size + 1))).all())
+            more = len(rows) > size
+            rows = rows[:size]
+            rows.reverse()
+            has_previous, has_next = more or after is not None, before is not None
+    return MessagePage(items=[message_from_row(r) for r in rows], has_previous=has_previous,
+                       has_next=has_next, branch_leaf=end, depths=[int(r.depth) for r in rows])
+
+
+async def edit_message(
+    db: Database,
+    who: Identity,
+    message_id: str,
+    append_id: str,
+    *,
+    props: dict[str, Any] | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> Message:
+    """Write an edited copy of a message as its sibling and make it the active leaf.
+
+    The copy has the original's parent, role, type and ids of request, block, thread
+    and assistant; ``props``/``metadata`` replace the original's when given. The
+    original and everything after it stay on their branch. Idempotent by
+    ``append_id`` like an append: the same edit again returns the same message, a
+    different one under the same id is APPEND_CONFLICT.
+    """
+    check_message_id(message_id)
+    check_append_id(append_id)
+    if props is None and metadata is None:
+        raise InvalidArgument("give props, metadata or both")
+    if props is not None and not isinstance(props, dict):
+        raise InvalidArgument("props must be a JSON object")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise InvalidArgument("metadata must be a JSON object")
+    digest = canonical_digest({"edit": message_id, "props": props, "metadata": metadata})
+    async with db.write() as conn:
+        original = (await conn.execute(
+            select(messages).where(messages.c.id == message_id))).first()
+        if original is None:
+            raise NotFound(f"message {message_id!r} not found")
+        chat_id = original.chat_id
+        try:
+            last_sequence = await lock_chat_for_append(conn, who, chat_id)
+        except NotFound:
+            raise NotFound(f"message {message_id!r} not found") from None
+        earlier = (await conn.execute(select(append_receipts).where(
+            append_receipts.c.chat_id == chat_id, append_receipts.c.append_id == append_id,
+        ))).first()
+        if earlier is not None:
+            if earlier.digest != digest:
+                raise AppendConflict(
+                    f"appendId {append_id!r} was already used for a different write")
+            row = (await conn.execute(select(messages).where(
+                messages.c.id == earlier.message_ids[0]))).first()
+            if row is None:
+                raise NotFound(f"the message edit {append_id!r} wrote was deleted since")
+            return message_from_row(row)
+        edited = NewMessage(
+            role=original.role, type=original.type,
+            props=original.props if props is None else props,
+            metadata=original.metadata if metadata is None else metadata,
+            request_id=original.request_id, block_id=original.block_id,
+            thread_id=original.thread_id, assistant_id=original.assistant_id,
+            tokens=original.tokens if props is None else None,
+        )
+        [written] = await insert_messages(conn, chat_id, [edited],
+                                          last_sequence=last_sequence,
+                                          parent_id=original.parent_id, explicit_parent=True)
+        await conn.execute(insert(append_receipts).values(
+            chat_id=chat_id, append_id=append_id, digest=digest,
+            message_ids=[written.id], first_sequence=written.sequence,
+            last_sequence=written.sequence, created_at=now(),
+        ))
+    return written
+
+
+async def switch_branch(db: Database, who: Identity, chat_id: str, leaf_id: str) -> Chat:
+    """Make the branch through ``leaf_id`` active: its newest leaf becomes the active leaf."""
+    check_chat_id(chat_id)
+    check_message_id(leaf_id)
+    async with db.write() as conn:
+        await _lock_writable(conn, who, chat_id)
+        leaf = await tree.newest_leaf_below(conn, chat_id, leaf_id)
+        await tree.set_active_leaf(conn, chat_id, leaf)
+        chat = await fetch_visible_chat(conn, who, chat_id)
+    assert chat is not None
+    return chat
+
+
+async def message_siblings(db: Database, message: Message) -> list[str]:
+    """Ids of the messages sharing ``message``'s parent, oldest first (itself included)."""
+    async with db.read() as conn:
+        return await tree.sibling_ids(conn, message.chat_id, message.parent_id)

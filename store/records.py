@@ -8,6 +8,7 @@ from typing import Any
 
 __all__ = [
     "AppendReceipt",
+    "BranchPosition",
     "Chat",
     "Identity",
     "Message",
@@ -57,6 +58,8 @@ class Chat:
     deleted_at: datetime | None = None
     activity_at: datetime | None = None
     channel: str = "api"
+    #: The last message of the active branch; None while the chat has no messages.
+    active_leaf_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,8 @@ class Message:
     tokens: int | None = None
     #: True when ``tokens`` is the model window's estimate, not a reported count.
     tokens_estimated: bool = False
+    #: The message this one follows in the conversation tree; None for a root.
+    parent_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +93,19 @@ class MessagePage:
     items: list[Message]
     has_previous: bool
     has_next: bool
+    #: For a page along a branch: the branch's last message the page was read for,
+    #: and each item's depth on it (what its cursor carries).
+    branch_leaf: str | None = None
+    depths: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class BranchPosition:
+    """A cursor's place on a branch: the message, its depth, and the branch's end."""
+
+    id: str
+    depth: int
+    leaf: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -123,6 +123,7 @@ class SharedStreamService(StreamService):
             "messages": [[m.id, m.type, m.role, m.props, m.block_id, m.thread_id, m.tokens]
                          for m in stream.state.messages.values()],
             "usage": None if stream.usage is None else asdict(stream.usage),
+            "parent_id": stream.parent_id,
             "aliases": stream.state.aliases,
             "seen": sorted(stream.state.seen_chunks),
         })
@@ -156,6 +157,7 @@ class SharedStreamService(StreamService):
         stream.end_error = blob["end_error"]
         usage = blob.get("usage")
         stream.usage = None if usage is None else UsageIn(**usage)
+        stream.parent_id = blob.get("parent_id")
         return stream
 
     def _drop_local(self, stream_id: str) -> None:

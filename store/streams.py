@@ -53,13 +53,14 @@ from store.errors import (
     StreamClosed,
     StreamNotFound,
 )
-from store.ids import check_chat_id, new_id
+from store.ids import check_chat_id, check_message_id, new_id
 from store.jsonutil import canonical_digest
 from store.messages import NewMessage, insert_messages, lock_chat_for_append, message_from_row
 from store.records import Identity, Message, ResumeRecord
 from store.reducer import ChunkEvent, ChunkIn, StreamState, apply_chunks
 from store.resume import StepIn, insert_resume, resume_from_row
 from store.tables import append_receipts, chats, messages, resume_records
+from store.tree import chain_links
 from store.usage import UsageIn, record_usage
 
 __all__ = [
@@ -133,6 +134,9 @@ class _Stream:
     end_status: str | None = None
     end_error: str | None = None
     usage: UsageIn | None = None
+    #: Where the stream's messages hang: None for the chat's active leaf at persist
+    #: time; a message id to answer that message again (a new sibling answer).
+    parent_id: str | None = None
     result: StreamResult | None = None
     persist_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     publish_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -141,7 +145,8 @@ class _Stream:
 
 _MESSAGE_COLUMNS = ("id", "chat_id", "sequence", "request_id", "role", "type", "props",
                     "block_id", "thread_id", "assistant_id", "status", "metadata",
-                    "created_at", "updated_at", "tokens")
+                    "created_at", "updated_at", "tokens", "parent_id", "depth", "jump_id",
+                    "jump_depth")
 
 
 async def _copy_messages(conn: AsyncConnection, stream: _Stream,
@@ -180,12 +185,20 @@ async def _copy_messages(conn: AsyncConnection, stream: _Stream,
             thread_id=state.thread_id, assistant_id=stream.assistant_id, status=status,
             metadata=None, created_at=stamp, updated_at=stamp, tokens=state.tokens,
         ))
+    parent_id = stream.parent_id
+    if parent_id is None:
+        parent_id = await conn.scalar(select(chats.c.active_leaf_id)
+                                      .where(chats.c.id == chat_id))
+    links = await chain_links(conn, chat_id, parent_id, [m.id for m in written])
+    written = [replace(m, parent_id=link.parent_id) for m, link in zip(written, links,
+                                                                        strict=True)]
     dumps = jsonutil.dumps
     records = [
         (m.id, chat_id, m.sequence, m.request_id, m.role, m.type, dumps(m.props),
          m.block_id, m.thread_id, m.assistant_id, status,
-         None if m.metadata is None else dumps(m.metadata), stamp, stamp, m.tokens)
-        for m in written
+         None if m.metadata is None else dumps(m.metadata), stamp, stamp, m.tokens,
+         link.parent_id, link.depth, link.jump_id, link.jump_depth)
+        for m, link in zip(written, links, strict=True)
     ]
     raw = await conn.get_raw_connection()
     driver: Any = raw.driver_connection
@@ -193,7 +206,7 @@ async def _copy_messages(conn: AsyncConnection, stream: _Stream,
     await conn.execute(
         update(chats).where(chats.c.id == chat_id).values(
             last_sequence=last_sequence + len(written), last_message_at=stamp,
-            activity_at=stamp)
+            activity_at=stamp, active_leaf_id=written[-1].id)
     )
     return written
 
@@ -283,8 +296,11 @@ class StreamService:
         assistant_id: str | None = None,
         stream_id: str | None = None,
         user_input: NewMessage | None = None,
+        parent_id: str | None = None,
     ) -> StreamInfo:
         check_chat_id(chat_id)
+        if parent_id is not None:
+            check_message_id(parent_id)
         if stream_id is not None and not 1 <= len(stream_id) <= 128:
             raise InvalidArgument("streamId must be 1-128 characters")
         for name, value in (("requestId", request_id), ("assistantId", assistant_id)):
@@ -311,6 +327,11 @@ class StreamService:
             )
             taken = user_input is not None and await conn.scalar(
                 select(messages.c.id).where(messages.c.id == user_input.id))
+            parent_found = parent_id is None or await conn.scalar(
+                select(messages.c.id).where(messages.c.id == parent_id,
+                                            messages.c.chat_id == chat_id))
+        if not parent_found:
+            raise NotFound(f"message {parent_id!r} not found in chat {chat_id!r}")
         if used is not None:
             raise Conflict(f"stream id {stream_id!r} was already used")
         if taken:
@@ -325,6 +346,7 @@ class StreamService:
         stream = _Stream(
             info=info, owner=who, assistant_id=assistant_id, state=StreamState(stream_id),
             user_input=user_input, started=clock, last_push=clock, allowed={who},
+            parent_id=parent_id,
         )
         self._streams[stream_id] = stream
         self._by_chat[chat_id] = stream_id
@@ -682,7 +704,9 @@ class StreamService:
             else:
                 written = await insert_messages(conn, chat_id, batch,
                                                 last_sequence=last_sequence,
-                                                default_assistant_id=stream.assistant_id)
+                                                default_assistant_id=stream.assistant_id,
+                                                parent_id=stream.parent_id,
+                                                explicit_parent=stream.parent_id is not None)
             resume = await insert_resume(conn, chat_id, steps,
                                          request_id=stream.info.request_id,
                                          assistant_id=stream.assistant_id)

@@ -117,6 +117,9 @@ chats = Table(
     # The unique key below makes "one chat per (tenant, assistant, channel, person)"
     # the database's rule: NULLs never collide, so ordinary chats are not limited.
     Column("subject", String(200)),
+    # The last message of the active branch: where appends and streams hang by
+    # default, and the branch that pages and the model's window follow.
+    Column("active_leaf_id", String(64)),
     Index(None, "tenant_id", "activity_at", "id"),
     Index(None, "tenant_id", "created_at", "id"),
     Index(None, "tenant_id", "updated_at", "id"),
@@ -150,7 +153,17 @@ messages = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     # The message's token count as its producer reported it; NULL when unknown.
     Column("tokens", BigInteger),
+    # The conversation tree. ``parent_id`` is the message this one follows (NULL for a
+    # root) and ``depth`` its place on its branch (1 for a root). ``jump_id`` is a
+    # skew-binary jump pointer to an ancestor at ``jump_depth``: following it or the
+    # parent reaches the ancestor at any depth in O(log depth) primary-key reads,
+    # which is what makes a page deep in a long branch cost what its end costs.
+    Column("parent_id", String(64)),
+    Column("depth", BigInteger),
+    Column("jump_id", String(64)),
+    Column("jump_depth", BigInteger),
     UniqueConstraint("chat_id", "sequence"),
+    Index(None, "chat_id", "parent_id", "sequence"),
     Index(None, "chat_id", "request_id", "sequence"),
     Index(None, "chat_id", "type", "sequence"),
 )

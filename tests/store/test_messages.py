@@ -178,12 +178,17 @@ async def test_update_and_delete_messages(db: Database, chat_id: str) -> None:
     deleted = await store_messages.delete_messages(
         db, ALICE, chat_id, [receipt.message_ids[1], "missing"]
     )
-    assert deleted == 1
+    # A message goes with everything that follows it in the tree.
+    assert deleted == 2
     page = await store_messages.list_messages(db, ALICE, chat_id)
-    assert [m.sequence for m in page.items] == [1, 3]
-    # Deleting leaves a hole; the next append continues after the highest number.
+    assert [m.sequence for m in page.items] == [1]
+    # Deleting leaves a hole; the next append continues after the highest number,
+    # after the nearest surviving message of the branch.
     later = await store_messages.append_messages(db, ALICE, chat_id, "a2", [text("d")])
     assert later.first_sequence == 4
+    page = await store_messages.list_branch(db, ALICE, chat_id)
+    assert [m.sequence for m in page.items] == [1, 4]
+    assert page.items[1].parent_id == receipt.message_ids[0]
 
 
 async def test_pages_walk_both_ways_with_exact_flags(db: Database, chat_id: str) -> None:

@@ -1,0 +1,209 @@
+"""The conversation tree: where new messages hang, branches, siblings and subtrees.
+
+A chat is a tree of messages; the chat's ``active_leaf_id`` names the last message of
+the branch that is shown and that the model reads. Every message stores its
+``parent_id`` and ``depth`` (1 for a root) and a skew-binary jump pointer
+(``jump_id``/``jump_depth``, after Myers' "An applicative random-access stack"):
+
+- a new message's jump is its grandparent-by-jump when its parent's two jumps span the
+  same distance, else its parent; the pointer depends only on the parent's row and the
+  row its jump names, so a write reads at most two rows;
+- the ancestor of any message at a given depth is reached by following the jump when
+  it does not overshoot and the parent otherwise, in O(log depth) primary-key reads.
+
+That is the choice for bounded branch pages. A page walks up parent links from its
+upper end (O(page)); a page that reads forward first finds its upper end with one
+jump climb (O(log depth)). The alternatives considered: a recursive walk from the
+branch's leaf down to the cursor costs the distance to the leaf (a million rows for an
+early page of a long branch); a stored ancestry (path string or closure table) costs
+O(depth) space per message. The jump pointer is four narrow columns and one extra
+indexed read per forward page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Select, case, delete, literal, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from store.errors import NotFound
+from store.tables import chats, messages
+
+__all__ = [
+    "Link",
+    "ancestor_at",
+    "chain_links",
+    "delete_subtrees",
+    "newest_leaf_below",
+    "path_query",
+    "set_active_leaf",
+    "sibling_ids",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A message's place in the tree (the tree columns of its row)."""
+
+    id: str
+    parent_id: str | None
+    depth: int
+    jump_id: str
+    jump_depth: int
+
+    def columns(self) -> dict[str, Any]:
+        return {"parent_id": self.parent_id, "depth": self.depth,
+                "jump_id": self.jump_id, "jump_depth": self.jump_depth}
+
+
+async def chain_links(conn: AsyncConnection, chat_id: str, parent_id: str | None,
+                      ids: Sequence[str]) -> list[Link]:
+    """Tree columns for ``ids`` written as a chain below ``parent_id`` (None: roots)."""
+    known: dict[str, Link] = {}
+
+    async def link(message_id: str) -> Link:
+        found = known.get(message_id)
+        if found is None:
+            row = (await conn.execute(
+                select(messages.c.parent_id, messages.c.depth, messages.c.jump_id,
+                       messages.c.jump_depth)
+                .where(messages.c.id == message_id, messages.c.chat_id == chat_id)
+            )).first()
+            if row is None:
+                raise NotFound(f"message {message_id!r} not found in chat {chat_id!r}")
+            found = known[message_id] = Link(message_id, row.parent_id, int(row.depth),
+                                             row.jump_id, int(row.jump_depth))
+        return found
+
+    parent = None if parent_id is None else await link(parent_id)
+    links: list[Link] = []
+    for message_id in ids:
+        if parent is None:
+            new = Link(message_id, None, 1, message_id, 1)
+        else:
+            jump = await link(parent.jump_id)
+            if parent.depth - parent.jump_depth == parent.jump_depth - jump.jump_depth:
+                new = Link(message_id, parent.id, parent.depth + 1, jump.jump_id,
+                           jump.jump_depth)
+            else:
+                new = Link(message_id, parent.id, parent.depth + 1, parent.id, parent.depth)
+        known[message_id] = parent = new
+        links.append(new)
+    return links
+
+
+def ancestor_at(start_id: str, depth: int) -> Select[tuple[str]]:
+    """The id of ``start_id``'s ancestor (or itself) at ``depth``: O(log) row reads."""
+    base = select(messages.c.id, messages.c.depth, messages.c.parent_id, messages.c.jump_id,
+                  messages.c.jump_depth).where(messages.c.id == start_id)
+    climb = base.cte("climb", recursive=True)
+    step = messages.alias("step")
+    target = case((climb.c.jump_depth >= depth, climb.c.jump_id), else_=climb.c.parent_id)
+    climb = climb.union_all(
+        select(step.c.id, step.c.depth, step.c.parent_id, step.c.jump_id, step.c.jump_depth)
+        .where(step.c.id == target, climb.c.depth > depth)
+    )
+    return select(climb.c.id).where(climb.c.depth == depth)
+
+
+def path_query(start_id: str, *, count: int | None, floor: int = 0,
+               newest_first: bool = True) -> Select[Any]:
+    """Rows of the path from ``start_id`` up towards the root, newest first.
+
+    At most ``count`` rows (None: no bound), and only those deeper than ``floor``; the
+    walk stops there, so its cost is the rows it returns. Callers add their filter and
+    a LIMIT; the ``_step`` column numbers the rows from the start.
+    """
+    base = select(messages.c.id, messages.c.parent_id, messages.c.depth,
+                  literal(1).label("n")).where(messages.c.id == start_id,
+                                               messages.c.depth > floor)
+    walk = base.cte("walk", recursive=True)
+    up = messages.alias("up")
+    clauses = [up.c.id == walk.c.parent_id, up.c.depth > floor]
+    if count is not None:
+        clauses.append(walk.c.n < count)
+    walk = walk.union_all(
+        select(up.c.id, up.c.parent_id, up.c.depth, walk.c.n + 1).where(*clauses)
+    )
+    return (
+        select(messages, walk.c.n.label("_step"))
+        .join(walk, messages.c.id == walk.c.id)
+        .order_by(walk.c.n if newest_first else walk.c.n.desc())
+    )
+
+
+async def newest_leaf_below(conn: AsyncConnection, chat_id: str, message_id: str) -> str:
+    """The most recently written leaf at or below ``message_id`` (itself when a leaf)."""
+    below = select(messages.c.id, messages.c.sequence).where(
+        messages.c.id == message_id, messages.c.chat_id == chat_id).cte("below",
+                                                                         recursive=True)
+    child = messages.alias("child")
+    below = below.union_all(
+        select(child.c.id, child.c.sequence).where(child.c.chat_id == chat_id,
+                                                   child.c.parent_id == below.c.id)
+    )
+    # Sequences grow down every branch, so the newest descendant is a leaf.
+    newest = await conn.scalar(
+        select(below.c.id).order_by(below.c.sequence.desc()).limit(1)
+    )
+    if newest is None:
+        raise NotFound(f"message {message_id!r} not found in chat {chat_id!r}")
+    return str(newest)
+
+
+async def set_active_leaf(conn: AsyncConnection, chat_id: str, leaf_id: str | None) -> None:
+    await conn.execute(update(chats).where(chats.c.id == chat_id)
+                       .values(active_leaf_id=leaf_id))
+
+
+async def delete_subtrees(conn: AsyncConnection, chat_id: str, ids: Sequence[str]) -> int:
+    """Delete the messages ``ids`` of one chat and all their descendants.
+
+    When the active leaf goes with them, the active branch falls back to the nearest
+    surviving ancestor's newest leaf (or nothing when the chat is emptied).
+    """
+    tops = select(messages.c.id).where(
+        messages.c.chat_id == chat_id, messages.c.id.in_(list(ids))).cte("doomed",
+                                                                          recursive=True)
+    child = messages.alias("child")
+    tops = tops.union_all(select(child.c.id).where(child.c.chat_id == chat_id,
+                                                   child.c.parent_id == tops.c.id))
+    doomed = set((await conn.scalars(select(tops.c.id))).all())
+    if not doomed:
+        return 0
+    active = await conn.scalar(select(chats.c.active_leaf_id).where(chats.c.id == chat_id))
+    fallback: str | None = None
+    if active in doomed:
+        # Climb from the leaf to the first ancestor that survives.
+        parent = active
+        while parent is not None and parent in doomed:
+            parent = await conn.scalar(select(messages.c.parent_id)
+                                       .where(messages.c.id == parent))
+        fallback = parent
+    doomed_list = sorted(doomed)
+    for start in range(0, len(doomed_list), 500):
+        await conn.execute(delete(messages).where(
+            messages.c.chat_id == chat_id, messages.c.id.in_(doomed_list[start:start + 500])))
+    if active in doomed:
+        if fallback is None:
+            # Nothing of the branch is left: the newest surviving message leads.
+            fallback = await conn.scalar(
+                select(messages.c.id).where(messages.c.chat_id == chat_id)
+                .order_by(messages.c.sequence.desc()).limit(1))
+        if fallback is not None:
+            fallback = await newest_leaf_below(conn, chat_id, fallback)
+        await set_active_leaf(conn, chat_id, fallback)
+    return len(doomed)
+
+
+async def sibling_ids(conn: AsyncConnection, chat_id: str, parent_id: str | None) -> list[str]:
+    """The messages below ``parent_id`` (the chat's roots for None), oldest first."""
+    parent = (messages.c.parent_id.is_(None) if parent_id is None
+              else messages.c.parent_id == parent_id)
+    return list((await conn.scalars(
+        select(messages.c.id).where(messages.c.chat_id == chat_id, parent)
+        .order_by(messages.c.sequence)
+    )).all())
