@@ -1,0 +1,239 @@
+"""The conversation tree over HTTP: edits, regenerations, branches, pages, deletes."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from tests.conftest import GraphQLClient
+
+AGENT = {"X-Roles": "agent"}
+FIELDS = "id sequence parentId role type props siblings { index count ids }"
+CREATE = 'mutation($id: ID) { createChat(input: {id: $id, assistantId: "bot"}) { id } }'
+APPEND = """mutation($chatId: ID!, $appendId: String!, $messages: [MessageInput!]!,
+  $parentId: ID) {
+  appendMessages(chatId: $chatId, appendId: $appendId, messages: $messages,
+                 parentId: $parentId) { messageIds firstSequence lastSequence } }"""
+EDIT = """mutation($id: ID!, $props: JSON, $appendId: String!) {
+  editMessage(id: $id, input: {props: $props}, appendId: $appendId) { """ + FIELDS + " } }"
+SWITCH = """mutation($chatId: ID!, $leafId: ID!) {
+  switchBranch(chatId: $chatId, leafId: $leafId) { id activeLeafId } }"""
+PAGE = """query($chatId: ID!, $branch: ID, $allBranches: Boolean! = false, $first: Int,
+  $after: String, $last: Int, $before: String) {
+  messages(chatId: $chatId, branch: $branch, allBranches: $allBranches, first: $first,
+           after: $after, last: $last, before: $before) {
+    edges { cursor node { """ + FIELDS + """ } }
+    pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }"""
+CHAT = "query($id: ID!) { chat(id: $id) { activeLeafId } }"
+START = """mutation($input: StartStreamInput!) { startStream(input: $input) { id } }"""
+PUSH = """mutation($id: ID!, $chunks: [ChunkInput!]!) {
+  pushChunks(streamId: $id, chunks: $chunks) { accepted } }"""
+END = """mutation($id: ID!) { endStream(streamId: $id, status: COMPLETED) {
+  messages { id parentId sequence } } }"""
+CONTEXT = "query($chatId: ID!) { modelContext(chatId: $chatId, limit: 50) { id props } }"
+
+
+def say(role: str, content: str) -> dict[str, Any]:
+    return {"role": role, "type": "text" if role != "USER" else "user_input",
+            "props": {"content": content}}
+
+
+async def chat_with(client: GraphQLClient, chat_id: str, *lines: tuple[str, str]) -> list[str]:
+    await client.data(CREATE, {"id": chat_id})
+    receipt = (await client.data(APPEND, {
+        "chatId": chat_id, "appendId": "seed", "messages": [say(*line) for line in lines],
+    }))["appendMessages"]
+    ids: list[str] = receipt["messageIds"]
+    return ids
+
+
+async def contents(client: GraphQLClient, chat_id: str, **variables: Any) -> list[str]:
+    page = (await client.data(PAGE, {"chatId": chat_id, **variables}))["messages"]
+    return [edge["node"]["props"]["content"] for edge in page["edges"]]
+
+
+async def answer(client: GraphQLClient, chat_id: str, parent_id: str | None,
+                 text: str) -> list[dict[str, Any]]:
+    """An agent's stream answering ``parent_id`` (None: after the active leaf)."""
+    start: dict[str, Any] = {"chatId": chat_id}
+    if parent_id is not None:
+        start["parentId"] = parent_id
+    sid = (await client.data(START, {"input": start}, AGENT))["startStream"]["id"]
+    await client.data(PUSH, {"id": sid, "chunks": [
+        {"type": "text", "role": "ASSISTANT", "props": {"content": text}}]}, AGENT)
+    written: list[dict[str, Any]] = (await client.data(END, {"id": sid}, AGENT))[
+        "endStream"]["messages"]
+    return written
+
+
+async def test_edit_makes_a_sibling_and_keeps_the_old_branch(client: GraphQLClient) -> None:
+    q1, a1, q2, a2 = await chat_with(client, "c", ("USER", "q1"), ("ASSISTANT", "a1"),
+                                     ("USER", "q2"), ("ASSISTANT", "a2"))
+    edited = (await client.data(EDIT, {"id": q2, "props": {"content": "q2 again"},
+                                       "appendId": "e1"}))["editMessage"]
+    assert edited["parentId"] == a1 and edited["role"] == "USER"
+    assert edited["type"] == "user_input" and edited["sequence"] == 5
+    assert edited["siblings"] == {"index": 1, "count": 2, "ids": [q2, edited["id"]]}
+    # The same edit again is the same message; other content under its id is refused.
+    again = (await client.data(EDIT, {"id": q2, "props": {"content": "q2 again"},
+                                      "appendId": "e1"}))["editMessage"]
+    assert again["id"] == edited["id"]
+    assert await client.error_code(EDIT, {"id": q2, "props": {"content": "x"},
+                                          "appendId": "e1"}) == "APPEND_CONFLICT"
+    assert (await client.data(CHAT, {"id": "c"}))["chat"]["activeLeafId"] == edited["id"]
+    assert await contents(client, "c") == ["q1", "a1", "q2 again"]
+    page = (await client.data(PAGE, {"chatId": "c", "branch": a2}))["messages"]
+    old = [edge["node"] for edge in page["edges"]]
+    assert [m["props"]["content"] for m in old] == ["q1", "a1", "q2", "a2"]
+    assert old[2]["siblings"] == {"index": 0, "count": 2, "ids": [q2, edited["id"]]}
+    # The old branch comes back by switching to any message on it.
+    switched = (await client.data(SWITCH, {"chatId": "c", "leafId": q2}))["switchBranch"]
+    assert switched["activeLeafId"] == a2
+    assert await contents(client, "c") == ["q1", "a1", "q2", "a2"]
+    # Every message of every branch, in sequence order.
+    assert await contents(client, "c", allBranches=True) == [
+        "q1", "a1", "q2", "a2", "q2 again"]
+    assert q1 != edited["id"]
+
+
+async def test_regenerate_twice_gives_three_sibling_answers(client: GraphQLClient) -> None:
+    q1, a1 = await chat_with(client, "r", ("USER", "q"), ("ASSISTANT", "first"))
+    second = await answer(client, "r", q1, "second")
+    third = await answer(client, "r", q1, "third")
+    assert second[0]["parentId"] == q1 and third[0]["parentId"] == q1
+    assert [second[0]["sequence"], third[0]["sequence"]] == [3, 4]
+    page = (await client.data(PAGE, {"chatId": "r"}))["messages"]
+    nodes = [edge["node"] for edge in page["edges"]]
+    assert [n["props"]["content"] for n in nodes] == ["q", "third"]
+    assert nodes[1]["siblings"] == {
+        "index": 2, "count": 3, "ids": [a1, second[0]["id"], third[0]["id"]]}
+    # A stream without parentId hangs after the active leaf.
+    follow = await answer(client, "r", None, "more")
+    assert follow[0]["parentId"] == third[0]["id"]
+    assert await client.error_code(START, {"input": {"chatId": "r", "parentId": "nope"}},
+                                   AGENT) == "NOT_FOUND"
+
+
+async def test_page_walk_follows_exactly_one_branch(client: GraphQLClient) -> None:
+    ids = await chat_with(client, "w", *[("USER" if i % 2 == 0 else "ASSISTANT", f"m{i}")
+                                         for i in range(30)])
+    # A second branch from the 10th message, 25 long; then back to the first.
+    fork = (await client.data(APPEND, {
+        "chatId": "w", "appendId": "fork", "parentId": ids[9],
+        "messages": [say("USER", f"b{i}") for i in range(25)]}))["appendMessages"]
+    expected_b = [f"m{i}" for i in range(10)] + [f"b{i}" for i in range(25)]
+    expected_a = [f"m{i}" for i in range(30)]
+    await client.data(SWITCH, {"chatId": "w", "leafId": ids[0]})  # newest leaf: branch b
+    for branch, expected in ((None, expected_b), (ids[-1], expected_a)):
+        for size in (1, 4, 7):
+            # Forwards.
+            seen: list[str] = []
+            after = None
+            while True:
+                page = (await client.data(PAGE, {"chatId": "w", "branch": branch,
+                                                 "first": size, "after": after}))["messages"]
+                seen += [edge["node"]["props"]["content"] for edge in page["edges"]]
+                info = page["pageInfo"]
+                assert info["hasPreviousPage"] == (after is not None)
+                assert info["hasNextPage"] == (len(seen) < len(expected))
+                if not info["hasNextPage"]:
+                    break
+                after = info["endCursor"]
+            assert seen == expected
+            # Backwards.
+            seen = []
+            before = None
+            while True:
+                page = (await client.data(PAGE, {"chatId": "w", "branch": branch,
+                                                 "last": size, "before": before}))["messages"]
+                seen = [edge["node"]["props"]["content"] for edge in page["edges"]] + seen
+                info = page["pageInfo"]
+                assert info["hasNextPage"] == (before is not None)
+                assert info["hasPreviousPage"] == (len(seen) < len(expected))
+                if not info["hasPreviousPage"]:
+                    break
+                before = info["startCursor"]
+            assert seen == expected
+    # A cursor from one branch is refused on the other, whichever way it is bound.
+    other = (await client.data(PAGE, {"chatId": "w", "branch": ids[-1], "last": 3}))
+    cursor = other["messages"]["pageInfo"]["startCursor"]
+    for variables in ({"after": cursor}, {"before": cursor, "last": 2},
+                      {"after": cursor, "branch": fork["messageIds"][-1]}):
+        assert await client.error_code(PAGE, {"chatId": "w", **variables}) == "INVALID_CURSOR"
+    # A cursor of the active branch stays good while that branch grows.
+    active = (await client.data(PAGE, {"chatId": "w", "last": 2}))["messages"]["pageInfo"]
+    await client.data(APPEND, {"chatId": "w", "appendId": "grow",
+                               "messages": [say("ASSISTANT", "b25")]})
+    newer = await contents(client, "w", after=active["endCursor"])
+    assert newer == ["b25"]
+    # ... but not once another branch is active.
+    await client.data(SWITCH, {"chatId": "w", "leafId": ids[-1]})
+    assert await client.error_code(PAGE, {"chatId": "w", "after": active["endCursor"]}) == (
+        "INVALID_CURSOR")
+    assert await client.error_code(PAGE, {"chatId": "w", "branch": "missing"}) == "NOT_FOUND"
+
+
+async def test_model_context_reads_only_the_active_branch(client: GraphQLClient) -> None:
+    q1, a1, q2, a2 = await chat_with(client, "m", ("USER", "q1"), ("ASSISTANT", "a1"),
+                                     ("USER", "q2"), ("ASSISTANT", "a2"))
+    edited = (await client.data(EDIT, {"id": q2, "props": {"content": "q2b"},
+                                       "appendId": "e"}))["editMessage"]
+    await answer(client, "m", edited["id"], "a2b")
+    context = (await client.data(CONTEXT, {"chatId": "m"}))["modelContext"]
+    assert [m["props"]["content"] for m in context] == ["q1", "a1", "q2b", "a2b"]
+    # A boundary drawn on the other branch does not hide this branch's history.
+    await client.data(SWITCH, {"chatId": "m", "leafId": a2})
+    await client.data('mutation { compactChat(chatId: "m", summary: "old") { id } }')
+    await client.data(SWITCH, {"chatId": "m", "leafId": edited["id"]})
+    context = (await client.data(CONTEXT, {"chatId": "m"}))["modelContext"]
+    assert [m["props"]["content"] for m in context] == ["q1", "a1", "q2b", "a2b"]
+    await client.data(SWITCH, {"chatId": "m", "leafId": a2})
+    context = (await client.data(CONTEXT, {"chatId": "m"}))["modelContext"]
+    assert [m["props"]["content"] for m in context] == ["old"]
+    assert q1 and a1
+
+
+async def test_deleting_a_message_removes_its_subtree(client: GraphQLClient) -> None:
+    q1, a1, q2, a2 = await chat_with(client, "d", ("USER", "q1"), ("ASSISTANT", "a1"),
+                                     ("USER", "q2"), ("ASSISTANT", "a2"))
+    edited = (await client.data(EDIT, {"id": a1, "props": {"content": "a1b"},
+                                       "appendId": "e"}))["editMessage"]
+    await client.data(SWITCH, {"chatId": "d", "leafId": a2})
+    deleted = (await client.data('mutation($ids: [ID!]!) { deleteMessages(chatId: "d",'
+                                 " ids: $ids) }", {"ids": [a1]}))["deleteMessages"]
+    assert deleted == 3  # a1, q2, a2
+    assert await contents(client, "d", allBranches=True) == ["q1", "a1b"]
+    # The active branch fell back to what survives.
+    assert (await client.data(CHAT, {"id": "d"}))["chat"]["activeLeafId"] == edited["id"]
+    assert await contents(client, "d") == ["q1", "a1b"]
+    assert q2
+
+
+async def test_concurrent_edits_make_distinct_siblings(client: GraphQLClient) -> None:
+    q1, _ = await chat_with(client, "x", ("USER", "q"), ("ASSISTANT", "a"))
+    edits = await asyncio.gather(*[
+        client.data(EDIT, {"id": q1, "props": {"content": f"q{i}"}, "appendId": f"e{i}"})
+        for i in range(6)])
+    made = [e["editMessage"] for e in edits]
+    assert len({m["id"] for m in made}) == 6
+    assert sorted(m["sequence"] for m in made) == list(range(3, 9))
+    page = (await client.data(PAGE, {"chatId": "x", "allBranches": True}))["messages"]
+    nodes = [edge["node"] for edge in page["edges"]]
+    assert [n["sequence"] for n in nodes] == list(range(1, 9))
+    assert nodes[0]["siblings"]["count"] == 7 and nodes[0]["parentId"] is None
+
+
+async def test_bad_tree_input_is_refused(client: GraphQLClient) -> None:
+    q1, _ = await chat_with(client, "b", ("USER", "q"), ("ASSISTANT", "a"))
+    await client.data(CREATE, {"id": "b2"})
+    for query, variables, code in (
+        (EDIT, {"id": "missing", "props": {}, "appendId": "e"}, "NOT_FOUND"),
+        (EDIT, {"id": q1, "props": None, "appendId": "e"}, "INVALID_ARGUMENT"),
+        (SWITCH, {"chatId": "b2", "leafId": q1}, "NOT_FOUND"),
+        (APPEND, {"chatId": "b2", "appendId": "x", "parentId": q1,
+                  "messages": [say("USER", "x")]}, "NOT_FOUND"),
+        (PAGE, {"chatId": "b", "branch": q1, "allBranches": True}, "INVALID_ARGUMENT"),
+    ):
+        assert await client.error_code(query, variables) == code, (query, variables)
+    assert await contents(client, "b2", allBranches=True) == []
+    assert await contents(client, "b", allBranches=True) == ["q", "a"]
