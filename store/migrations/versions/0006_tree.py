@@ -27,7 +27,7 @@ down_revision = "0004_usage"
 branch_labels = None
 depends_on = None
 
-BATCH = 10_000
+BATCH = 2_000
 
 
 def _jump_depths(upto: int) -> array[int]:
@@ -87,11 +87,11 @@ def _link_chat(bind: Any, chat_id: str, jumps: array[int]) -> str | None:
         earlier = sorted(sequence_at[t] for t in wanted if t < first_depth)
         by_sequence: dict[int, str] = {}
         if earlier:
-            by_sequence = dict(bind.execute(
+            by_sequence = {int(seq): str(mid) for seq, mid in bind.execute(
                 sa.text("SELECT sequence, id FROM messages WHERE chat_id = :c"
                         " AND sequence IN :seqs").bindparams(sa.bindparam("seqs", expanding=True)),
                 {"c": chat_id, "seqs": earlier},
-            ).tuples().all())
+            )}
         in_batch: dict[int, str] = {}
         rows: list[tuple[str, str | None, int, str, int]] = []
         for message_id, sequence in batch:

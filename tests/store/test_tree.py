@@ -1,0 +1,75 @@
+"""The conversation tree in the store: the migration of existing chats, jump pointers."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from alembic import command
+from sqlalchemy import insert, select
+
+from store import messages as store_messages
+from store import tree
+from store.database import Database
+from store.messages import NewMessage
+from store.migrate import alembic_config, migrate
+from store.records import Identity
+from store.tables import chats, messages
+
+ALICE = Identity(user_id="alice", tenant_id="t1")
+# More than one migration batch, with the holes deletes leave in sequences.
+SEQUENCES = [n for n in range(1, 4_400) if n % 7 != 3]
+
+
+async def _linear_chat_before_the_tree(db: Database) -> list[str]:
+    async with db.engine.begin() as conn:
+        await conn.run_sync(lambda sync: command.downgrade(alembic_config(sync), "0004_usage"))
+    stamp = datetime.now(UTC)
+    ids = [f"m{n:05d}" for n in SEQUENCES]
+    async with db.write() as conn:
+        for chat_id in ("old", "empty"):
+            await conn.execute(insert(chats).values(
+                id=chat_id, assistant_id="a", activity_at=stamp, created_at=stamp,
+                updated_at=stamp, created_by=ALICE.user_id, tenant_id=ALICE.tenant_id,
+                last_sequence=SEQUENCES[-1] if chat_id == "old" else 0))
+        await conn.execute(insert(messages), [
+            {"id": message_id, "chat_id": "old", "sequence": n, "role": "USER",
+             "type": "text", "props": {"n": n}, "created_at": stamp, "updated_at": stamp}
+            for message_id, n in zip(ids, SEQUENCES, strict=True)
+        ])
+    return ids
+
+
+async def test_an_existing_linear_chat_reads_as_before_after_the_migration(
+    db: Database,
+) -> None:
+    ids = await _linear_chat_before_the_tree(db)
+    await migrate(db)
+    async with db.read() as conn:
+        rows = (await conn.execute(select(messages.c.id, messages.c.parent_id,
+                                          messages.c.depth).where(messages.c.chat_id == "old")
+                                   .order_by(messages.c.sequence))).all()
+        leaf = await conn.scalar(select(chats.c.active_leaf_id).where(chats.c.id == "old"))
+        assert await conn.scalar(select(chats.c.active_leaf_id)
+                                 .where(chats.c.id == "empty")) is None
+        # Jump pointers reach any ancestor: every 97th depth from the leaf.
+        for depth in range(1, len(ids) + 1, 97):
+            assert await conn.scalar(tree.ancestor_at(ids[-1], depth)) == ids[depth - 1]
+    assert [r.id for r in rows] == ids
+    assert [r.parent_id for r in rows] == [None, *ids[:-1]]
+    assert [r.depth for r in rows] == list(range(1, len(ids) + 1))
+    assert leaf == ids[-1]
+    # Pages along the (only) branch are the pages of the whole chat, flags included.
+    flat = await store_messages.list_messages(db, ALICE, "old", last=120)
+    branch = await store_messages.list_branch(db, ALICE, "old", last=120)
+    assert branch.items == flat.items
+    assert (branch.has_previous, branch.has_next) == (flat.has_previous, flat.has_next)
+    forward = await store_messages.list_branch(db, ALICE, "old", first=200)
+    assert [m.id for m in forward.items] == ids[:200]
+    assert (forward.has_previous, forward.has_next) == (False, True)
+    # New messages continue the chain.
+    receipt = await store_messages.append_messages(
+        db, ALICE, "old", "after", [NewMessage(role="USER", type="text", props={})])
+    assert receipt.first_sequence == SEQUENCES[-1] + 1
+    newest = await store_messages.list_branch(db, ALICE, "old", last=2)
+    assert [m.id for m in newest.items] == [ids[-1], receipt.message_ids[0]]
+    assert newest.items[1].parent_id == ids[-1]
