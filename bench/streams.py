@@ -521,13 +521,13 @@ async def persist_figures(messages: int, repeats: int) -> tuple[float, float] | 
     import asyncpg
     from sqlalchemy.engine import make_url
 
-    from store.broker.memory import MemoryBroker
     from store.chats import create_chat
     from store.database import Database
     from store.migrate import migrate
     from store.records import Identity
-    from store.reducer import ChunkIn
     from store.streams import StreamService
+    from store.streams.backends.memory import MemoryBackend
+    from store.streams.reducer import ChunkIn
 
     base = os.environ.get("CHATQL_TEST_POSTGRES_URL", DEFAULT_PG_URL).replace(
         "postgresql://", "postgresql+asyncpg://", 1)
@@ -546,7 +546,7 @@ async def persist_figures(messages: int, repeats: int) -> tuple[float, float] | 
     who = Identity(user_id="bench", tenant_id="bench", roles=frozenset({"agent"}))
     try:
         await migrate(db)
-        service = StreamService(db, MemoryBroker())
+        service = StreamService(db, MemoryBackend())
         columns = ["id", "chat_id", "sequence", "request_id", "role", "type", "props",
                    "block_id", "thread_id", "assistant_id", "status", "metadata",
                    "created_at", "updated_at"]

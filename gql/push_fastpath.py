@@ -31,7 +31,7 @@ from graphql import (
 from gql.context import Context
 from gql.document_shapes import MAX_FAST_DOCUMENT, has_nul, leaf_selections, sole_root_field
 from store.errors import ChatqlError
-from store.reducer import ChunkIn
+from store.streams.reducer import ChunkIn
 
 __all__ = ["PushPlan", "fast_push", "push_plan_for"]
 

@@ -64,11 +64,11 @@ from strawberry.types.execution import ExecutionResult, PreExecutionError
 from gql.context import Context
 from gql.document_shapes import MAX_FAST_DOCUMENT, leaf_selections, sole_root_field
 from gql.push_fastpath import fast_push
-from store.broker import SubscriberQueue
 from store.chats import get_chat
 from store.errors import ChatqlError
 from store.ids import check_chat_id
-from store.reducer import ChunkEvent
+from store.streams import SubscriberQueue
+from store.streams.reducer import ChunkEvent
 
 __all__ = [
     "ChatStreamPlan",
@@ -220,7 +220,7 @@ async def _open(context: Context, plan: ChatStreamPlan,
                 variables: dict[str, Any] | None) -> tuple[str, SubscriberQueue] | None:
     """Subscribe when everything checks out; None sends the caller the ordinary way."""
     services = context.services
-    if services.broker is None:
+    if services.streams is None:
         return None
     try:
         chat_id = plan.argument(plan.chat_id, variables or {})
@@ -238,18 +238,18 @@ async def _open(context: Context, plan: ChatStreamPlan,
             return None
     except (ChatqlError, KeyError):
         return None
-    return chat_id, await services.broker.subscribe(chat_id, after_seq)
+    return chat_id, await services.streams.subscribe(chat_id, after_seq)
 
 
 async def _relay(context: Context, plan: ChatStreamPlan, chat_id: str,
                  queue: SubscriberQueue, envelope: Callable[[str], str], send: Send) -> None:
-    broker = context.services.broker
-    assert broker is not None
+    streams = context.services.streams
+    assert streams is not None
     try:
         async for event in queue.events():
             await send(envelope(plan.payload(event)))
     finally:
-        await broker.unsubscribe(chat_id, queue)
+        await streams.unsubscribe(chat_id, queue)
 
 
 def _sender(websocket: Any) -> Send:
