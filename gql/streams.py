@@ -16,6 +16,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from gql.context import Info
+from gql.push_fastpath import take_refusal
 from gql.types import Message, MessageInput, Role, StreamStatus
 from store import resume as store_resume
 from store.chats import get_chat
@@ -262,6 +263,9 @@ class StreamMutation:
     @strawberry.mutation(description="Push up to 1,000 chunks; accepted whole or not at all.")
     async def push_chunks(self, info: Info, stream_id: strawberry.ID,
                           chunks: list[ChunkInput]) -> PushResult:
+        refused = take_refusal()
+        if refused is not None:  # the fast path tried this very push: not twice
+            raise refused
         # ChunkInput values arrive as store ChunkIn already (see _chunk_from_input).
         batch = [c if isinstance(c, ChunkIn) else c.to_store() for c in chunks]
         result = await _streams(info).push_chunks(info.context.identity, str(stream_id), batch)

@@ -261,7 +261,8 @@ class StreamService:
                 stream.buffered_bytes += size
                 stream.last_push = time.time()
                 if outcome.events:
-                    await self.backend.save(stream, outcome.events)
+                    await self.backend.save(stream, outcome.events, aliases=outcome.aliases,
+                                            seen=outcome.seen)
         return PushResult(accepted=outcome.accepted, duplicates=outcome.duplicates,
                           last_seq=stream.state.seq)
 
@@ -282,7 +283,7 @@ class StreamService:
             # Re-recording keeps the first-recorded order (dicts keep insertion order).
             stream.steps[step.id] = step
             stream.last_push = time.time()
-            await self.backend.save(stream)
+            await self.backend.save(stream, steps=True)
         return True
 
     async def end_stream(self, who: Identity, stream_id: str, status: str,

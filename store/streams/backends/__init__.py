@@ -17,7 +17,7 @@ publishes, retiring a persisted stream, the idle-stream index, and subscriptions
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from store.streams.buffer import StreamBuffer
@@ -59,9 +59,13 @@ class Backend(ABC):
         return cached
 
     @abstractmethod
-    async def save(self, stream: StreamBuffer, events: Sequence[ChunkEvent] = ()) -> None:
+    async def save(self, stream: StreamBuffer, events: Sequence[ChunkEvent] = (), *,
+                   aliases: Mapping[str, str] | None = None, seen: Iterable[str] = (),
+                   steps: bool = False) -> None:
         """Make ``stream``'s state current and publish ``events`` (in ``seq`` order) to
-        the chat's subscribers, as one step."""
+        the chat's subscribers, as one step. ``aliases`` and ``seen`` are what a push
+        added to the reducer state besides its chunks; ``steps`` says the steps changed.
+        A holder whose lease was taken over meanwhile is refused (STREAM_ACTIVE)."""
 
     @abstractmethod
     async def retire(self, stream: StreamBuffer) -> None:

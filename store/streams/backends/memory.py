@@ -9,7 +9,7 @@ next stream starts, or until ``retain_seconds`` pass with nobody subscribed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from store.errors import StreamActive
 from store.streams.backends import Backend
@@ -45,7 +45,9 @@ class MemoryBackend(Backend):
     async def active_stream(self, chat_id: str) -> str | None:
         return self._claims.get(chat_id)
 
-    async def save(self, stream: StreamBuffer, events: Sequence[ChunkEvent] = ()) -> None:
+    async def save(self, stream: StreamBuffer, events: Sequence[ChunkEvent] = (), *,
+                   aliases: Mapping[str, str] | None = None, seen: Iterable[str] = (),
+                   steps: bool = False) -> None:
         if events:
             await self.publish(stream.info.chat_id, events)
 

@@ -1,13 +1,21 @@
 """The distributed backend (``redis://``): streams shared by every instance through Redis.
 
-**State.** Every operation on a stream runs under a Redis lease on that stream
-(``{prefix}lock:{stream_id}``), on whichever instance receives it, and the stream's
-buffer (reducer state, steps, owner, status) is saved in ``{prefix}stream:{id}`` after
-each operation, in ONE ``MULTI`` with the chunks it publishes, so the chunks and the
-buffer never disagree. An instance reloads the buffer only when its version moved on.
+**State: the log and a fenced lease.** The accepted chunks in the chat's Redis Stream
+are the stream's log. Every operation on a stream runs under a short lease
+(``{prefix}lease:{stream_id}``, renewed while the operation runs) whose grant carries a
+token that only grows (``INCR {prefix}fence:{stream_id}``). The holder keeps the
+reducer state in memory; every write — a push's chunks, a step, the end — is ONE Lua
+script that first checks the lease still holds the writer's token, so a holder that
+stalled past its lease (stopped, paused by the garbage collector, cut off) is refused
+and must reload: two instances can never both apply chunks to one stream. Besides the
+chunks a push writes only its batch's new message-id aliases and chunk ids and the
+buffered size, so a push costs O(its batch). An instance whose copy is not current (a
+producer moving, a dead holder, the sweeper) rebuilds the state by replaying the log
+through the one reducer (:func:`store.streams.reducer.apply_event`). The stream's own
+facts (starter, input message, steps, end status) sit in ``{prefix}stream:{id}``.
 One active stream per chat is a ``SET NX`` claim (``{prefix}active:{chat_id}``),
 released once the stream is persisted; ``{prefix}live-streams`` indexes active streams
-by their last operation for the idle sweepers of every instance; an ended stream's id
+by their last write for the idle sweepers of every instance; an ended stream's id
 stays known (``{prefix}closed:{id}``, holding its chat) for a week.
 
 **Fan-out.** Every chat with a stream has one Redis Stream (``{prefix}chat:{chat_id}``)
@@ -34,7 +42,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any
@@ -42,27 +50,28 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import orjson
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 
 from store import jsonutil
 from store.errors import Conflict, StreamActive
-from store.ids import new_id
 from store.messages import NewMessage
 from store.records import Identity
 from store.resume import StepIn
 from store.streams.backends import Backend
 from store.streams.buffer import StreamBuffer, StreamInfo
 from store.streams.queue import DEFAULT_QUEUE_LIMIT, SubscriberQueue
-from store.streams.reducer import ChunkEvent, MessageState, StreamState
+from store.streams.reducer import ChunkEvent, StreamState, apply_event
 from store.streams.topic import Topic
 
-__all__ = ["DEFAULT_PREFIX", "RedisBackend", "split_prefix"]
+__all__ = ["DEFAULT_PREFIX", "LEASE_SECONDS", "RedisBackend", "split_prefix"]
 
 logger = logging.getLogger("chatql.streams.redis")
 
-# A lease outlives any single operation but frees a dead instance's lock soon.
-_LEASE_MS = 30_000
-_LOCK_WAIT = 10.0
+#: How long a lease lasts without renewal: a dead holder's stream is writable on
+#: another instance this long after its last renewal (plus one retry delay).
+LEASE_SECONDS = 3.0
+# Waiting longer than this for a busy stream's lease is STREAM_ACTIVE.
+_LEASE_WAIT = 10.0
 # Ended stream ids stay known (STREAM_CLOSED rather than STREAM_NOT_FOUND) this long.
 _CLOSED_TTL = 7 * 86_400
 # A claim whose state was never saved (the starter died in between) frees itself.
@@ -71,6 +80,56 @@ _CLAIM_TTL_MS = 60_000
 _UNLOCK = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
+"""
+
+# KEYS[1] the lease, KEYS[2] the fence counter, KEYS[3] the state hash; ARGV[1] the
+# lease ms, ARGV[2] the counter's TTL in s. A new grant gets the next token; the
+# reply also carries the state's version (so a current holder needs no other read).
+_GRANT = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return {0, false} end
+local token = redis.call('INCR', KEYS[2])
+redis.call('EXPIRE', KEYS[2], ARGV[2])
+redis.call('SET', KEYS[1], token, 'PX', ARGV[1])
+return {token, redis.call('HGET', KEYS[3], 'v')}
+"""
+
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+
+# One fenced write. KEYS: lease, state hash, aliases hash, seen set, chat stream, live
+# index, chat claim. ARGV: token, chat TTL ms, live score, stream id, then counts and
+# items: n fields (name, value)*, n aliases (producer id, service id)*, n seen ids,
+# then chunks (seq, json, starts)*. Returns the state's new version, or an error
+# reply 'STALE' when the lease no longer holds the token.
+_WRITE = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return redis.error_reply('STALE') end
+local i = 5
+local n = tonumber(ARGV[i]); i = i + 1
+for _ = 1, n do
+  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]); i = i + 2
+end
+n = tonumber(ARGV[i]); i = i + 1
+for _ = 1, n do
+  redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1]); i = i + 2
+end
+n = tonumber(ARGV[i]); i = i + 1
+for _ = 1, n do
+  redis.call('SADD', KEYS[4], ARGV[i]); i = i + 1
+end
+local last = false
+while i <= #ARGV do
+  last = redis.call('XADD', KEYS[5], '*', 'seq', ARGV[i], 'e', ARGV[i + 1])
+  if ARGV[i + 2] == '1' then
+    redis.call('XTRIM', KEYS[5], 'MINID', last)
+  end
+  i = i + 3
+end
+if last then redis.call('PEXPIRE', KEYS[5], ARGV[2]) end
+redis.call('ZADD', KEYS[6], ARGV[3], ARGV[4])
+redis.call('PERSIST', KEYS[7])
+return redis.call('HINCRBY', KEYS[2], 'v', 1)
 """
 
 DEFAULT_PREFIX = "chatql:"
@@ -181,50 +240,55 @@ def _identity_json(who: Identity) -> dict[str, Any]:
             "roles": sorted(who.roles)}
 
 
-def _dump(stream: StreamBuffer) -> str:
+def _meta(stream: StreamBuffer) -> str:
     info = stream.info
     return jsonutil.dumps({
         "info": {"id": info.id, "chat_id": info.chat_id, "request_id": info.request_id,
-                 "status": info.status, "started_at": info.started_at.isoformat()},
+                 "started_at": info.started_at.isoformat()},
         "owner": _identity_json(stream.owner),
-        "allowed": [_identity_json(who) for who in stream.allowed],
         "assistant_id": stream.assistant_id,
         "user_input": None if stream.user_input is None else asdict(stream.user_input),
-        "steps": [asdict(step) for step in stream.steps.values()],
-        "bytes": stream.buffered_bytes,
-        "end_status": stream.end_status,
-        "end_error": stream.end_error,
         "started": stream.started,
-        "seq": stream.state.seq,
-        "messages": [[m.id, m.type, m.role, m.props, m.block_id, m.thread_id]
-                     for m in stream.state.messages.values()],
-        "aliases": stream.state.aliases,
-        "seen": sorted(stream.state.seen_chunks),
     })
 
 
-def _rebuild(blob: dict[str, Any]) -> StreamBuffer:
-    info = blob["info"]
-    state = StreamState(info["id"], seq=blob["seq"])
-    for mid, mtype, role, props, block_id, thread_id in blob["messages"]:
-        state.messages[mid] = MessageState(mid, mtype, role, props, block_id, thread_id)
-    state.aliases = dict(blob["aliases"])
-    state.seen_chunks = set(blob["seen"])
+def _loads_field(raw: Any) -> Any:
+    return _loads(raw if isinstance(raw, bytes) else str(raw).encode())
+
+
+def _rebuild(stream_id: str, fields: dict[bytes, bytes], aliases: dict[bytes, bytes],
+             seen: set[bytes], entries: list[tuple[bytes, dict[bytes, bytes]]]) -> StreamBuffer:
+    """The stream from its facts and its log, replayed through the reducer."""
+    meta = _loads_field(fields[b"meta"])
+    info = meta["info"]
+    state = StreamState(stream_id)
+    for _entry_id, entry in entries:
+        event: ChunkEvent = _loads(entry[b"e"])
+        if event["streamId"] != stream_id:
+            continue
+        state.seq = event["seq"]
+        apply_event(state.messages, event, trusted=True)
+    state.aliases = {_text(k): _text(v) for k, v in aliases.items()}
+    state.seen_chunks = {_text(c) for c in seen}
+    end = _loads_field(fields[b"end"]) if b"end" in fields else None
+    status = "ACTIVE" if end is None else end["status"]
     stream = StreamBuffer(
-        info=StreamInfo(id=info["id"], chat_id=info["chat_id"],
-                        request_id=info["request_id"], status=info["status"],
+        info=StreamInfo(id=stream_id, chat_id=info["chat_id"],
+                        request_id=info["request_id"], status=status,
                         started_at=datetime.fromisoformat(info["started_at"])),
-        owner=_identity(blob["owner"]),
-        assistant_id=blob["assistant_id"],
+        owner=_identity(meta["owner"]),
+        assistant_id=meta["assistant_id"],
         state=state,
-        user_input=None if blob["user_input"] is None else NewMessage(**blob["user_input"]),
-        started=blob["started"],
+        user_input=None if meta["user_input"] is None else NewMessage(**meta["user_input"]),
+        started=meta["started"],
     )
-    stream.allowed = {_identity(who) for who in blob["allowed"]}
-    stream.steps = {step["id"]: StepIn(**step) for step in blob["steps"]}
-    stream.buffered_bytes = blob["bytes"]
-    stream.end_status = blob["end_status"]
-    stream.end_error = blob["end_error"]
+    stream.allowed = {stream.owner}
+    if b"steps" in fields:
+        stream.steps = {step["id"]: StepIn(**step) for step in _loads_field(fields[b"steps"])}
+    stream.buffered_bytes = int(fields.get(b"bytes", b"0"))
+    if end is not None:
+        stream.end_status = end["status"]
+        stream.end_error = end["error"]
     return stream
 
 
@@ -239,7 +303,7 @@ class RedisBackend(Backend):
 
     def __init__(self, url: str, *, queue_limit: int = DEFAULT_QUEUE_LIMIT,
                  retain_seconds: float = 60.0, active_ttl_seconds: float = 86_400.0,
-                 prefix: str | None = None) -> None:
+                 lease_seconds: float = LEASE_SECONDS, prefix: str | None = None) -> None:
         url, url_prefix = split_prefix(url)
         self.prefix = url_prefix if prefix is None else prefix
         # Readers block on their own connections; the pool grows with the chats followed.
@@ -250,8 +314,17 @@ class RedisBackend(Backend):
         self._publish = self.redis.register_script(_PUBLISH)
         self._persisted = self.redis.register_script(_PERSISTED)
         self._unlock = self.redis.register_script(_UNLOCK)
+        self._grant = self.redis.register_script(_GRANT)
+        self._renew_script = self.redis.register_script(_RENEW)
+        self._write = self.redis.register_script(_WRITE)
+        self._lease_ms = max(1, int(lease_seconds * 1000))
         self._followers: dict[str, _Follower] = {}
         self._versions: dict[str, int] = {}
+        self._tokens: dict[str, int] = {}
+        self._granted_version: dict[str, int | None] = {}
+        #: Writes refused for a stale lease, and states rebuilt from the log (metrics).
+        self.refused = 0
+        self.rebuilds = 0
 
     def key(self, chat_id: str) -> str:
         return f"{self.prefix}chat:{chat_id}"
@@ -281,11 +354,16 @@ class RedisBackend(Backend):
 
     @contextlib.asynccontextmanager
     async def lease(self, stream_id: str, *, wait: bool = True) -> AsyncIterator[bool]:
-        key = self._k("lock", stream_id)
-        token = new_id()
-        deadline = time.monotonic() + _LOCK_WAIT
-        delay = 0.001
-        while not await self.redis.set(key, token, nx=True, px=_LEASE_MS):
+        key = self._k("lease", stream_id)
+        deadline = time.monotonic() + _LEASE_WAIT
+        delay = 0.005
+        while True:
+            reply: Any = await self._grant(
+                keys=[key, self._k("fence", stream_id), self._k("stream", stream_id)],
+                args=[self._lease_ms, _CLOSED_TTL])
+            token = int(reply[0])
+            if token:
+                break
             if not wait:
                 yield False
                 return
@@ -293,47 +371,105 @@ class RedisBackend(Backend):
                 raise StreamActive(f"stream {stream_id!r} is busy on another instance")
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.05)
+        self._tokens[stream_id] = token
+        self._granted_version[stream_id] = None if reply[1] is None else int(reply[1])
+        renewer = asyncio.create_task(self._renew(key, token))
         try:
             yield True
         finally:
-            await self._unlock(keys=[key], args=[token])
+            renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewer
+            if self._tokens.get(stream_id) == token:
+                del self._tokens[stream_id]
+                self._granted_version.pop(stream_id, None)
+            with contextlib.suppress(RedisError, OSError):
+                await self._unlock(keys=[key], args=[token])
+
+    async def _renew(self, key: str, token: int) -> None:
+        """Keep the lease while the operation runs (a long persist, say)."""
+        while True:
+            await asyncio.sleep(self._lease_ms / 3000)
+            with contextlib.suppress(RedisError, OSError):
+                if not await self._renew_script(keys=[key], args=[token, self._lease_ms]):
+                    return  # lost it: the next write is refused
 
     async def load(self, stream_id: str, cached: StreamBuffer | None) -> StreamBuffer | None:
         key = self._k("stream", stream_id)
-        version = await self.redis.hget(key, "v")
+        version: Any
+        if stream_id in self._granted_version:
+            # Read with the grant; nobody can write while this instance holds the lease.
+            version = self._granted_version.pop(stream_id)
+        else:
+            version = await self.redis.hget(key, "v")
         if version is None:
             self._versions.pop(stream_id, None)
             return None
         if cached is not None and self._versions.get(stream_id) == int(version):
             return cached
-        version, raw = await self.redis.hmget(key, ["v", "state"])
-        if version is None or raw is None:
-            self._versions.pop(stream_id, None)
+        # Not current (another instance wrote, or this one never held it): rebuild
+        # from the log. Under the lease nothing changes meanwhile.
+        fields: Any = await self.redis.hgetall(key)
+        if b"meta" not in fields:
             return None
-        stream = _rebuild(jsonutil.loads(raw))
-        self._versions[stream_id] = int(version)
+        chat_id = _loads_field(fields[b"meta"])["info"]["chat_id"]
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hgetall(self._k("aliases", stream_id))
+            pipe.smembers(self._k("seen", stream_id))
+            pipe.xrange(self.key(chat_id), "-", "+")
+            aliases, seen, entries = await pipe.execute()
+        stream = _rebuild(stream_id, fields, aliases, seen, entries)
+        self._versions[stream_id] = int(fields[b"v"])
+        self.rebuilds += 1
         return stream
 
-    async def save(self, stream: StreamBuffer, events: Sequence[ChunkEvent] = ()) -> None:
-        sid = stream.info.id
-        version = self._versions.get(sid, 0) + 1
-        # Invalidate first: if the write fails the next operation reloads.
+    async def save(self, stream: StreamBuffer, events: Sequence[ChunkEvent] = (), *,
+                   aliases: Mapping[str, str] | None = None, seen: Iterable[str] = (),
+                   steps: bool = False) -> None:
+        sid, chat_id = stream.info.id, stream.info.chat_id
+        token = self._tokens.get(sid)
+        if token is None:  # pragma: no cover - every caller holds the lease
+            raise RuntimeError(f"saving stream {sid!r} without its lease")
+        fields: list[Any] = ["bytes", stream.buffered_bytes]
+        if events and events[0]["seq"] == 1:
+            fields += ["meta", _meta(stream)]
+        if steps:
+            fields += ["steps", jsonutil.dumps([asdict(s) for s in stream.steps.values()])]
+        if stream.end_status is not None:
+            fields += ["end", jsonutil.dumps({"status": stream.end_status,
+                                              "error": stream.end_error})]
+        args: list[Any] = [token, self._active_ttl_ms, stream.last_push, sid, len(fields) // 2,
+                           *fields]
+        pairs = list((aliases or {}).items())
+        args.append(len(pairs))
+        for producer_id, service_id in pairs:
+            args += [producer_id, service_id]
+        ids = list(seen)
+        args += [len(ids), *ids]
+        for event in events:
+            args += [event["seq"], jsonutil.dumps(event), "1" if _starts_stream(event) else "0"]
+        # Invalidate first: if the write fails (or is refused) the next operation reloads.
         self._versions.pop(sid, None)
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(self._k("stream", sid), mapping={"v": version, "state": _dump(stream)})
-            pipe.zadd(self._live_key, {sid: stream.last_push})
-            pipe.persist(self._k("active", stream.info.chat_id))
-            if events:
-                await self._publish(keys=[self.key(stream.info.chat_id)],
-                                    args=self._publish_args(events), client=pipe)
-            await pipe.execute()
-        self._versions[sid] = version
+        try:
+            version = await self._write(
+                keys=[self._k("lease", sid), self._k("stream", sid), self._k("aliases", sid),
+                      self._k("seen", sid), self.key(chat_id), self._live_key,
+                      self._k("active", chat_id)],
+                args=args)
+        except ResponseError as error:
+            if "STALE" not in str(error):
+                raise
+            self.refused += 1
+            raise StreamActive(
+                f"stream {sid!r} moved to another instance while this one stalled; retry"
+            ) from None
+        self._versions[sid] = int(version)
 
     async def retire(self, stream: StreamBuffer) -> None:
         sid, chat_id = stream.info.id, stream.info.chat_id
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.set(self._k("closed", sid), chat_id, ex=_CLOSED_TTL)
-            pipe.delete(self._k("stream", sid))
+            pipe.delete(self._k("stream", sid), self._k("aliases", sid), self._k("seen", sid))
             pipe.zrem(self._live_key, sid)
             await pipe.execute()
         # The claim only if it is still this stream's.
