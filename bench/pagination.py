@@ -9,6 +9,10 @@ on SQLite) and 100,000 chats for one user, then prints, all measured in the same
 - messages: keyset page of 50 at depth ÷ the first page (target ≤ 1.2), and an OFFSET
   page at the same depth ÷ the keyset page at depth (the baseline keyset beats);
 - chats: keyset page of 20 at depth ÷ the first page, and OFFSET ÷ keyset likewise;
+- branches: a chat of the same size whose messages form 1,000 branches (each forking
+  halfway along the one before, so the last branch is ~500,000 deep on Postgres): a page
+  of 50 deep in the last branch ÷ its first page (target ≤ 1.2), backwards and forwards;
+- the tree migration's time on a chat of that size written before the tree existed;
 - HTTP throughput of a GraphQL ``messages`` page of 50 (all 14 fields, cursors,
   pageInfo) served by uvicorn ÷ the same store call served by a bare Starlette route
   that writes the same JSON with orjson (target ≥ 0.5), several concurrent clients.
@@ -48,6 +52,8 @@ DEFAULT_PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 SECRET = "bench-secret-0123456789abcdef"
 TENANT, USER = "bench", "reader"
 LONG_CHAT = "long"
+BRANCHY_CHAT = "branchy"
+BRANCHES = 1_000
 PAGE = 50
 FIELDS = ("id chatId requestId role type props blockId threadId assistantId sequence "
           "status metadata createdAt updatedAt")
@@ -66,11 +72,13 @@ class Sizes:
     repeats: int
     seconds: float
     clients: int
+    branches: int = BRANCHES
 
 
 def sizes_for(backend: str, quick: bool) -> Sizes:
     if quick:
-        return Sizes(messages=2_000, chats=500, repeats=10, seconds=0.7, clients=4)
+        return Sizes(messages=2_000, chats=500, repeats=10, seconds=0.7, clients=4,
+                     branches=20)
     return Sizes(
         messages=1_000_000 if backend == "postgresql" else 100_000,
         chats=100_000, repeats=100, seconds=6.0, clients=8,
@@ -80,38 +88,120 @@ def sizes_for(backend: str, quick: bool) -> Sizes:
 # --- seeding ------------------------------------------------------------------------
 
 
-def message_rows(count: int) -> Iterator[tuple[Any, ...]]:
-    """(id, chat_id, sequence, role, type, props, status, created_at, updated_at)."""
+def message_rows(count: int, *, tree: bool = True) -> Iterator[tuple[Any, ...]]:
+    """(id, chat_id, sequence, role, type, props, status, created_at, updated_at) and,
+    with ``tree``, (parent_id, depth, jump_id, jump_depth): one chain."""
+    from store.tree import chain_jump_depths
+
+    jumps = chain_jump_depths(count) if tree else []
     for n in range(1, count + 1):
         at = BASE_TIME + timedelta(milliseconds=n)
         role = "USER" if n % 2 else "ASSISTANT"
         kind = "user_input" if n % 2 else "text"
         props = f'{{"content": "message number {n} of a long conversation"}}'
-        yield (f"m{n:09d}", LONG_CHAT, n, role, kind, props, "COMPLETED", at, at)
+        row = (f"m{n:09d}", LONG_CHAT, n, role, kind, props, "COMPLETED", at, at)
+        if tree:
+            parent = f"m{n - 1:09d}" if n > 1 else None
+            yield (*row, parent, n, f"m{jumps[n]:09d}", jumps[n])
+        else:
+            yield row
+
+
+@dataclass
+class BranchyChat:
+    """A chat of ``count`` messages in ``branches`` equal branches, each forking off
+    halfway along the one before; computed with the store's jump-pointer rule."""
+
+    count: int
+    branches: int
+
+    def __post_init__(self) -> None:
+        size = self.count // self.branches
+        self.count = size * self.branches
+        parent: list[int] = []
+        depth: list[int] = []
+        jump: list[int] = []
+        for index in range(self.count):
+            branch, place = divmod(index, size)
+            if place:
+                up = index - 1
+            elif branch:
+                up = (branch - 1) * size + size // 2 - 1
+            else:
+                up = -1
+            parent.append(up)
+            if up < 0:
+                depth.append(1)
+                jump.append(index)
+                continue
+            depth.append(depth[up] + 1)
+            over = jump[up]
+            if depth[up] - depth[over] == depth[over] - depth[jump[over]]:
+                jump.append(jump[over])
+            else:
+                jump.append(up)
+        self.parent, self.depth, self.jump = parent, depth, jump
+        self.leaf = self.count - 1
+        # The leaf's branch from the root, to find messages at any depth along it.
+        path = [self.leaf]
+        while parent[path[-1]] >= 0:
+            path.append(parent[path[-1]])
+        self.path = path[::-1]
+
+    @staticmethod
+    def id(index: int) -> str:
+        return f"b{index + 1:09d}"
+
+    def rows(self) -> Iterator[tuple[Any, ...]]:
+        for index in range(self.count):
+            n = index + 1
+            at = BASE_TIME + timedelta(milliseconds=n)
+            role = "USER" if n % 2 else "ASSISTANT"
+            kind = "user_input" if n % 2 else "text"
+            props = f'{{"content": "branch message {n}"}}'
+            up = self.parent[index]
+            yield (self.id(index), BRANCHY_CHAT, n, role, kind, props, "COMPLETED", at, at,
+                   None if up < 0 else self.id(up), self.depth[index],
+                   self.id(self.jump[index]), self.depth[self.jump[index]])
 
 
 def chat_rows(count: int) -> Iterator[tuple[Any, ...]]:
     """(id, title, assistant_id, activity_at, created_at, updated_at, created_by, tenant)."""
     yield (LONG_CHAT, "the long one", "bench", BASE_TIME, BASE_TIME, BASE_TIME, USER, TENANT)
+    yield (BRANCHY_CHAT, "branches", "bench", BASE_TIME, BASE_TIME, BASE_TIME, USER, TENANT)
     for n in range(1, count):
         # Ties on purpose: ten chats share each activity time.
         at = BASE_TIME - timedelta(seconds=n // 10)
         yield (f"c{n:07d}", f"chat {n}", "bench", at, at, at, USER, TENANT)
 
 
-_MESSAGE_COLUMNS = ("id", "chat_id", "sequence", "role", "type", "props", "status",
-                    "created_at", "updated_at")
+_BASE_COLUMNS = ("id", "chat_id", "sequence", "role", "type", "props", "status",
+                 "created_at", "updated_at")
+_MESSAGE_COLUMNS = (*_BASE_COLUMNS, "parent_id", "depth", "jump_id", "jump_depth")
 _CHAT_COLUMNS = ("id", "title", "assistant_id", "activity_at", "created_at", "updated_at",
                  "created_by", "tenant_id")
 
 
-async def seed_postgres(url: str, sizes: Sizes) -> None:
+async def seed_postgres(url: str, sizes: Sizes, branchy: BranchyChat | None = None, *,
+                        before_tree: bool = False) -> None:
+    """The long chat (and ``branchy`` when given) with the chat list around it; with
+    ``before_tree`` only the long chat, as written before the conversation tree."""
     conn = await connect_asyncpg(url)
     try:
-        await conn.copy_records_to_table("chats", records=chat_rows(sizes.chats),
-                                         columns=_CHAT_COLUMNS)
-        await conn.copy_records_to_table("messages", records=message_rows(sizes.messages),
-                                         columns=_MESSAGE_COLUMNS)
+        chats = list(chat_rows(2))[:1] if before_tree else chat_rows(sizes.chats)
+        await conn.copy_records_to_table("chats", records=chats, columns=_CHAT_COLUMNS)
+        await conn.copy_records_to_table(
+            "messages", records=message_rows(sizes.messages, tree=not before_tree),
+            columns=_BASE_COLUMNS if before_tree else _MESSAGE_COLUMNS)
+        if not before_tree:
+            await conn.execute("UPDATE chats SET active_leaf_id = $1 WHERE id = $2",
+                               f"m{sizes.messages:09d}", LONG_CHAT)
+        if branchy is not None:
+            await conn.copy_records_to_table("messages", records=branchy.rows(),
+                                             columns=_MESSAGE_COLUMNS)
+            await conn.execute(
+                "UPDATE chats SET active_leaf_id = $1, last_sequence = $2 WHERE id = $3",
+                branchy.id(branchy.leaf), branchy.count, BRANCHY_CHAT)
         last = BASE_TIME + timedelta(milliseconds=sizes.messages)
         await conn.execute(
             "UPDATE chats SET last_sequence = $1, last_message_at = $2, activity_at = $2 "
@@ -125,20 +215,36 @@ def _sqlite_time(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
-def seed_sqlite(path: Path, sizes: Sizes) -> None:
+def seed_sqlite(path: Path, sizes: Sizes, branchy: BranchyChat | None = None, *,
+                before_tree: bool = False) -> None:
+    """As :func:`seed_postgres`, with executemany."""
     conn = sqlite3.connect(path)
+    columns = _BASE_COLUMNS if before_tree else _MESSAGE_COLUMNS
+    marks = ",".join("?" * len(columns))
+
+    def sqlite_rows(rows: Iterator[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+        return ((*r[:7], _sqlite_time(r[7]), _sqlite_time(r[8]), *r[9:]) for r in rows)
+
     try:
         conn.execute("PRAGMA synchronous=OFF")
         with conn:
             conn.executemany(
                 f"INSERT INTO chats ({', '.join(_CHAT_COLUMNS)}) VALUES (?,?,?,?,?,?,?,?)",
                 ((*r[:3], *(_sqlite_time(t) for t in r[3:6]), *r[6:])
-                 for r in chat_rows(sizes.chats)))
+                 for r in (list(chat_rows(2))[:1] if before_tree
+                           else chat_rows(sizes.chats))))
             conn.executemany(
-                f"INSERT INTO messages ({', '.join(_MESSAGE_COLUMNS)}) "
-                "VALUES (?,?,?,?,?,?,?,?,?)",
-                ((*r[:7], _sqlite_time(r[7]), _sqlite_time(r[8]))
-                 for r in message_rows(sizes.messages)))
+                f"INSERT INTO messages ({', '.join(columns)}) VALUES ({marks})",
+                sqlite_rows(message_rows(sizes.messages, tree=not before_tree)))
+            if not before_tree:
+                conn.execute("UPDATE chats SET active_leaf_id = ? WHERE id = ?",
+                             (f"m{sizes.messages:09d}", LONG_CHAT))
+            if branchy is not None:
+                conn.executemany(f"INSERT INTO messages ({', '.join(columns)}) VALUES ({marks})",
+                                 sqlite_rows(branchy.rows()))
+                conn.execute(
+                    "UPDATE chats SET active_leaf_id = ?, last_sequence = ? WHERE id = ?",
+                    (branchy.id(branchy.leaf), branchy.count, BRANCHY_CHAT))
             last = _sqlite_time(BASE_TIME + timedelta(milliseconds=sizes.messages))
             conn.execute(
                 "UPDATE chats SET last_sequence = ?, last_message_at = ?, activity_at = ? "
@@ -251,6 +357,75 @@ async def measure_sql(url: str, sizes: Sizes) -> None:
         await db.dispose()
 
 
+async def measure_branches(url: str, sizes: Sizes, branchy: BranchyChat) -> None:
+    from store import messages as store_messages
+    from store.database import Database
+    from store.records import BranchPosition, Identity
+
+    who = Identity(user_id=USER, tenant_id=TENANT)
+    db = Database(url)
+    leaf = branchy.id(branchy.leaf)
+    depth = len(branchy.path)
+    middle = branchy.path[depth // 2 - 1]
+    at_middle = BranchPosition(id=branchy.id(middle), depth=depth // 2, leaf=leaf)
+    try:
+        async def newest() -> Any:
+            return await store_messages.list_branch(db, who, BRANCHY_CHAT, last=PAGE)
+
+        async def deep_back() -> Any:
+            page = await store_messages.list_branch(db, who, BRANCHY_CHAT, last=PAGE,
+                                                    before=at_middle)
+            assert page.items[-1].id == branchy.id(branchy.path[depth // 2 - 2])
+            return page
+
+        async def oldest() -> Any:
+            return await store_messages.list_branch(db, who, BRANCHY_CHAT, first=PAGE)
+
+        async def deep_forward() -> Any:
+            page = await store_messages.list_branch(db, who, BRANCHY_CHAT, first=PAGE,
+                                                    after=at_middle)
+            assert page.items[0].id == branchy.id(branchy.path[depth // 2])
+            return page
+
+        first, deep, first_fwd, deep_fwd = await medians(
+            sizes.repeats, newest, deep_back, oldest, deep_forward)
+        print(f"  branches ({branchy.count:,} messages in one chat, {branchy.branches:,}"
+              f" branches; the active one {depth:,} deep), page of {PAGE} at depth"
+              f" {depth // 2:,}:")
+        print(f"    backwards: first page {ms(first)}, deep {ms(deep)}"
+              f"  -> branch depth / first = {deep / first:.2f}  (target <= 1.2)")
+        print(f"    forwards: first page {ms(first_fwd)}, deep {ms(deep_fwd)}"
+              f"  -> branch forward depth / first = {deep_fwd / first_fwd:.2f}")
+    finally:
+        await db.dispose()
+
+
+async def measure_migration(url: str, sizes: Sizes, seed: Callable[[], Awaitable[None]]) -> None:
+    """Time the conversation tree migration on a chat written before it."""
+    from alembic import command
+
+    from store.database import Database
+    from store.migrate import alembic_config, migrate
+
+    db = Database(url)
+    try:
+        async with db.engine.begin() as conn:
+            await conn.run_sync(lambda sync: command.upgrade(alembic_config(sync),
+                                                             "0004_usage"))
+        await seed()
+        start = time.perf_counter()
+        await migrate(db)
+        taken = time.perf_counter() - start
+        async with db.read() as conn:
+            leaf = (await conn.execute(text(
+                "SELECT active_leaf_id FROM chats WHERE id = :c"), {"c": LONG_CHAT})).scalar()
+        assert leaf == f"m{sizes.messages:09d}", leaf
+        print(f"  tree migration of a {sizes.messages:,}-message chat: {taken:.1f} s"
+              f" ({sizes.messages / taken:,.0f} messages/s)")
+    finally:
+        await db.dispose()
+
+
 # --- HTTP: GraphQL vs bare route ------------------------------------------------------
 
 
@@ -261,10 +436,10 @@ def server_app() -> Any:
     from starlette.routing import Route
 
     from gql.app import create_app
-    from gql.messages import _cursor_scope
+    from gql.messages import _branch_scope
     from gql.settings import Settings
     from store import messages as store_messages
-    from store.records import Identity
+    from store.records import BranchPosition, Identity
 
     app = create_app(Settings.from_env())
     who = Identity(user_id=USER, tenant_id=TENANT)
@@ -274,19 +449,20 @@ def server_app() -> Any:
         services = request.app.state.services
         body = orjson.loads(await request.body())
         chat_id = body["chatId"]
-        scope = _cursor_scope(chat_id, no_filter)
-        before = services.cursors.decode(scope, body["before"])
-        page = await store_messages.list_messages(
+        scope = _branch_scope(chat_id, no_filter, None)
+        before = BranchPosition(*services.cursors.decode(scope, body["before"]))
+        page = await store_messages.list_branch(
             services.db, who, chat_id, last=body["last"], before=before)
+        leaf = page.branch_leaf
         edges = [
-            {"cursor": services.cursors.encode(scope, m.sequence), "node": {
+            {"cursor": services.cursors.encode(scope, [m.id, depth, leaf]), "node": {
                 "id": m.id, "chatId": m.chat_id, "requestId": m.request_id, "role": m.role,
                 "type": m.type, "props": m.props, "blockId": m.block_id,
                 "threadId": m.thread_id, "assistantId": m.assistant_id,
                 "sequence": m.sequence, "status": m.status, "metadata": m.metadata,
                 "createdAt": m.created_at.isoformat(), "updatedAt": m.updated_at.isoformat(),
             }}
-            for m in page.items
+            for m, depth in zip(page.items, page.depths, strict=True)
         ]
         payload = {"data": {"messages": {"edges": edges, "pageInfo": {
             "hasNextPage": page.has_next, "hasPreviousPage": page.has_previous,
@@ -330,7 +506,7 @@ async def throughput(base: str, path: str, body: dict[str, Any], headers: dict[s
 
 
 async def measure_http(url: str, sizes: Sizes) -> None:
-    from gql.messages import _cursor_scope
+    from gql.messages import _branch_scope
     from store.cursors import CursorSigner
     from store.messages import MessageFilter
 
@@ -356,8 +532,10 @@ async def measure_http(url: str, sizes: Sizes) -> None:
                     raise RuntimeError("the benchmark server exited")
                 await asyncio.sleep(0.05)
         depth = sizes.messages // 2
+        at = sizes.messages - depth + 1
         cursor = CursorSigner(SECRET.encode()).encode(
-            _cursor_scope(LONG_CHAT, MessageFilter()), sizes.messages - depth + 1)
+            _branch_scope(LONG_CHAT, MessageFilter(), None),
+            [f"m{at:09d}", at, f"m{sizes.messages:09d}"])
         variables = {"chatId": LONG_CHAT, "last": PAGE, "before": cursor}
         headers = {"X-User-Id": USER, "X-Tenant-Id": TENANT}
         # Alternate the two in three rounds so drifting load on the machine hits both.
@@ -412,16 +590,25 @@ async def run_postgres(base_url: str, quick: bool) -> None:
         return
     url = make_url(base_url).set(database=name).render_as_string(hide_password=False)
     sizes = sizes_for("postgresql", quick)
+    old_name = f"{name}_old"
+    old_url = make_url(base_url).set(database=old_name).render_as_string(hide_password=False)
     try:
         await migrate_url(url)
         start = time.perf_counter()
-        await seed_postgres(url, sizes)
-        print(f"postgres: seeded {sizes.messages:,} messages + {sizes.chats:,} chats "
-              f"in {time.perf_counter() - start:.1f} s (COPY)")
+        branchy = BranchyChat(sizes.messages, sizes.branches)
+        await seed_postgres(url, sizes, branchy)
+        print(f"postgres: seeded {sizes.messages:,} messages + {branchy.count:,} in"
+              f" branches + {sizes.chats:,} chats in {time.perf_counter() - start:.1f} s (COPY)")
         await measure_sql(url, sizes)
+        await measure_branches(url, sizes, branchy)
         await measure_http(url, sizes)
+        await execute_on_server(base_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await execute_on_server(base_url, f'CREATE DATABASE "{old_name}"')
+        await measure_migration(
+            old_url, sizes, lambda: seed_postgres(old_url, sizes, before_tree=True))
     finally:
         await execute_on_server(base_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await execute_on_server(base_url, f'DROP DATABASE IF EXISTS "{old_name}" WITH (FORCE)')
 
 
 async def run_sqlite(quick: bool) -> None:
@@ -431,11 +618,19 @@ async def run_sqlite(quick: bool) -> None:
         url = f"sqlite+aiosqlite:///{path}"
         await migrate_url(url)
         start = time.perf_counter()
-        seed_sqlite(path, sizes)
-        print(f"sqlite: seeded {sizes.messages:,} messages + {sizes.chats:,} chats "
-              f"in {time.perf_counter() - start:.1f} s (executemany)")
+        branchy = BranchyChat(sizes.messages, sizes.branches)
+        seed_sqlite(path, sizes, branchy)
+        print(f"sqlite: seeded {sizes.messages:,} messages + {branchy.count:,} in branches"
+              f" + {sizes.chats:,} chats in {time.perf_counter() - start:.1f} s (executemany)")
         await measure_sql(url, sizes)
+        await measure_branches(url, sizes, branchy)
         await measure_http(url, sizes)
+        old = Path(folder) / "old.db"
+
+        async def seed_old() -> None:
+            seed_sqlite(old, sizes, before_tree=True)
+
+        await measure_migration(f"sqlite+aiosqlite:///{old}", sizes, seed_old)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -38,6 +38,11 @@ def _sequence_from(info: Info, scope: str, cursor: str | None) -> int | None:
     return position
 
 
+def _branch_scope(chat_id: str, filter: store_messages.MessageFilter, branch: str | None) -> str:
+    # Bound to the chat, the filter and the branch asked for ("" the active one).
+    return f"branch|{chat_id}|{filter.key()}|{branch or ''}"
+
+
 def _position_from(info: Info, scope: str, cursor: str | None) -> BranchPosition | None:
     if cursor is None:
         return None
@@ -60,8 +65,7 @@ async def _branch_connection(
     last: int | None,
     before: str | None,
 ) -> MessageConnection:
-    # Bound to the chat, the filter and the branch asked for ("" the active one).
-    scope = f"branch|{chat_id}|{store_filter.key()}|{branch or ''}"
+    scope = _branch_scope(chat_id, store_filter, branch)
     signer = info.context.services.cursors
     page = await store_messages.list_branch(
         info.context.db,

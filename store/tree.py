@@ -35,6 +35,7 @@ from store.tables import chats, messages
 __all__ = [
     "Link",
     "ancestor_at",
+    "chain_jump_depths",
     "chain_links",
     "delete_subtrees",
     "newest_leaf_below",
@@ -93,6 +94,23 @@ async def chain_links(conn: AsyncConnection, chat_id: str, parent_id: str | None
         known[message_id] = parent = new
         links.append(new)
     return links
+
+
+def chain_jump_depths(upto: int) -> list[int]:
+    """The jump target's depth for every depth 1..``upto`` (index 0 unused).
+
+    A function of depth alone, the same on every branch: bulk loaders use it to write
+    the tree columns of long chains without reading rows back.
+    """
+    jumps = [0, 1]
+    for depth in range(2, upto + 1):
+        parent = depth - 1
+        parent_jump = jumps[parent]
+        if parent - parent_jump == parent_jump - jumps[parent_jump]:
+            jumps.append(jumps[parent_jump])
+        else:
+            jumps.append(parent)
+    return jumps[:upto + 1]
 
 
 def ancestor_at(start_id: str, depth: int) -> Select[tuple[str]]:

@@ -244,13 +244,15 @@ def best(runs: list[Load]) -> Load:
 
 
 async def scenarios(chatql: Server, peer: Server, messages: int, depth: int) -> list[Scenario]:
-    from gql.messages import _cursor_scope
+    from gql.messages import _branch_scope
     from store.cursors import CursorSigner
     from store.messages import MessageFilter
 
     at = messages - depth
+    # The chat is one branch: a message's depth on it is its sequence.
     chatql_cursor = CursorSigner(SECRET.encode()).encode(
-        _cursor_scope(LONG_CHAT, MessageFilter()), at)
+        _branch_scope(LONG_CHAT, MessageFilter(), None),
+        [f"m{at:09d}", at, f"m{messages:09d}"])
     found = await answer(peer, {"query": PEER_CURSOR_AT,
                                 "variables": {"chatId": LONG_CHAT, "sequence": at}})
     peer_cursor = found["allMessages"]["edges"][0]["cursor"]
