@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,11 +40,10 @@ from sqlalchemy import (
     literal_column,
     select,
     table,
-    union_all,
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from store import access
+from store import access, tree
 from store.chats import chat_from_row, fetch_visible_chat
 from store.database import Database
 from store.errors import InvalidArgument, NotFound
@@ -342,26 +340,24 @@ def _newest_first_among_near_ties(
 async def _windows(
     conn: AsyncConnection, hits: list[Message], size: int
 ) -> list[list[Message]]:
-    """The ``size`` messages before and after each hit, all hits in one statement."""
+    """The ``size`` messages before and after each hit along its own branch.
+
+    Before: its ancestors. After: its replies, following the most recently written
+    one at each step (the version a branch switch to the hit would show). Each side
+    is one bounded walk of the tree.
+    """
     if size == 0:
         return [[] for _ in hits]
-    parts = []
-    for index, hit in enumerate(hits):
-        same_chat = messages.c.chat_id == hit.chat_id
-        for newer in (False, True):
-            side = messages.c.sequence > hit.sequence if newer else (
-                messages.c.sequence < hit.sequence)
-            order = messages.c.sequence.asc() if newer else messages.c.sequence.desc()
-            part = (
-                select(*messages.c, literal(index).label("hit_index"))
-                .where(same_chat, side)
-                .order_by(order)
-                .limit(size)
-                .subquery()
-            )
-            parts.append(select(part))
-    rows = (await conn.execute(union_all(*parts))).all()
-    grouped: dict[int, list[Message]] = defaultdict(list)
-    for row in rows:
-        grouped[int(row.hit_index)].append(message_from_row(row))
-    return [sorted(grouped[index], key=lambda m: m.sequence) for index in range(len(hits))]
+    windows: list[list[Message]] = []
+    for hit in hits:
+        window: list[Message] = []
+        if hit.parent_id is not None:
+            rows = (await conn.execute(tree.path_query(hit.parent_id, count=size))).all()
+            window.extend(message_from_row(row) for row in reversed(rows))
+        ids = await tree.newest_replies(conn, hit.chat_id, hit.id, size)
+        if ids:
+            rows = (await conn.execute(select(messages).where(messages.c.id.in_(ids))
+                                       .order_by(messages.c.sequence))).all()
+            window.extend(message_from_row(row) for row in rows)
+        windows.append(window)
+    return windows

@@ -39,6 +39,7 @@ __all__ = [
     "chain_links",
     "delete_subtrees",
     "newest_leaf_below",
+    "newest_replies",
     "path_query",
     "set_active_leaf",
     "sibling_ids",
@@ -170,6 +171,24 @@ async def newest_leaf_below(conn: AsyncConnection, chat_id: str, message_id: str
     if newest is None:
         raise NotFound(f"message {message_id!r} not found in chat {chat_id!r}")
     return str(newest)
+
+
+async def newest_replies(conn: AsyncConnection, chat_id: str, message_id: str,
+                         count: int) -> list[str]:
+    """Up to ``count`` messages after ``message_id``, taking the newest reply each step."""
+    down = select(messages.c.id, literal(0).label("n")).where(
+        messages.c.id == message_id).cte("down", recursive=True)
+    child = messages.alias("child")
+    newest_child = (
+        select(child.c.id).where(child.c.chat_id == chat_id, child.c.parent_id == down.c.id)
+        .order_by(child.c.sequence.desc()).limit(1).scalar_subquery()
+    )
+    down = down.union_all(
+        select(newest_child, down.c.n + 1).where(down.c.n < count, down.c.id.is_not(None))
+    )
+    ids = (await conn.scalars(select(down.c.id).where(down.c.n > 0,
+                                                       down.c.id.is_not(None)))).all()
+    return [str(i) for i in ids]
 
 
 async def set_active_leaf(conn: AsyncConnection, chat_id: str, leaf_id: str | None) -> None:

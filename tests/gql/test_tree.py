@@ -237,3 +237,26 @@ async def test_bad_tree_input_is_refused(client: GraphQLClient) -> None:
         assert await client.error_code(query, variables) == code, (query, variables)
     assert await contents(client, "b2", allBranches=True) == []
     assert await contents(client, "b", allBranches=True) == ["q", "a"]
+
+
+SEARCH = """query($q: String!) { searchMessages(query: $q, chatId: "s", window: 2) {
+  message { id } window { props } } }"""
+
+
+async def test_search_finds_every_branch_with_windows_along_each(
+    client: GraphQLClient,
+) -> None:
+    q1, a1, q2, a2 = await chat_with(client, "s", ("USER", "hello"), ("ASSISTANT", "hi"),
+                                     ("USER", "weather please"), ("ASSISTANT", "sunny"))
+    edited = (await client.data(EDIT, {"id": q2, "props": {"content": "weather tomorrow"},
+                                       "appendId": "e"}))["editMessage"]
+    await answer(client, "s", edited["id"], "rainy")
+    hits = (await client.data(SEARCH, {"q": "weather"}))["searchMessages"]
+    windows = {hit["message"]["id"]: [m["props"]["content"] for m in hit["window"]]
+               for hit in hits}
+    assert windows == {q2: ["hello", "hi", "sunny"],
+                       edited["id"]: ["hello", "hi", "rainy"]}
+    # After a message, the window follows its newest reply.
+    hits = (await client.data(SEARCH, {"q": "hello"}))["searchMessages"]
+    assert [m["props"]["content"] for m in hits[0]["window"]] == ["hi", "weather tomorrow"]
+    assert (q1, a1, a2) != ()
