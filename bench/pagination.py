@@ -359,6 +359,7 @@ async def measure_sql(url: str, sizes: Sizes) -> None:
 
 async def measure_branches(url: str, sizes: Sizes, branchy: BranchyChat) -> None:
     from store import messages as store_messages
+    from store import tree
     from store.database import Database
     from store.records import BranchPosition, Identity
 
@@ -387,8 +388,18 @@ async def measure_branches(url: str, sizes: Sizes, branchy: BranchyChat) -> None
             assert page.items[0].id == branchy.id(branchy.path[depth // 2])
             return page
 
+        async def from_leaf() -> Any:
+            # The rejected design: no jump pointers, so a forward page walks the parent
+            # links from the branch's leaf down to the page.
+            query = tree.path_query(leaf, count=None, floor=depth // 2, newest_first=False)
+            async with db.read() as conn:
+                rows = (await conn.execute(query.limit(PAGE + 1))).all()
+            assert rows[0].id == branchy.id(branchy.path[depth // 2])
+            return rows
+
         first, deep, first_fwd, deep_fwd = await medians(
             sizes.repeats, newest, deep_back, oldest, deep_forward)
+        (walk,) = await medians(3, from_leaf)
         print(f"  branches ({branchy.count:,} messages in one chat, {branchy.branches:,}"
               f" branches; the active one {depth:,} deep), page of {PAGE} at depth"
               f" {depth // 2:,}:")
@@ -396,6 +407,8 @@ async def measure_branches(url: str, sizes: Sizes, branchy: BranchyChat) -> None
               f"  -> branch depth / first = {deep / first:.2f}  (target <= 1.2)")
         print(f"    forwards: first page {ms(first_fwd)}, deep {ms(deep_fwd)}"
               f"  -> branch forward depth / first = {deep_fwd / first_fwd:.2f}")
+        print(f"    the same forward page walked down from the leaf (no jump pointers):"
+              f" {ms(walk)}  -> leaf walk / jump = {walk / deep_fwd:.1f}")
     finally:
         await db.dispose()
 

@@ -141,7 +141,10 @@ def path_query(start_id: str, *, count: int | None, floor: int = 0,
                                                messages.c.depth > floor)
     walk = base.cte("walk", recursive=True)
     up = messages.alias("up")
-    clauses = [up.c.id == walk.c.parent_id, up.c.depth > floor]
+    # The floor is checked on the row already walked (its parent lies one level up):
+    # a condition on ``up`` itself makes SQLite build a Bloom filter over the whole
+    # table at every step.
+    clauses = [up.c.id == walk.c.parent_id, walk.c.depth > floor + 1]
     if count is not None:
         clauses.append(walk.c.n < count)
     walk = walk.union_all(

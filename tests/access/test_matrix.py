@@ -447,6 +447,29 @@ OPERATIONS: tuple[Operation, ...] = (
         check=lambda value, t, c: value == {"id": t.message_id, "props": {"x": 1}},
     ),
     Operation(
+        "editMessage",
+        'mutation($message: ID!) { editMessage(id: $message, appendId: "edit",'
+        " input: {props: {x: 2}}) { parentId props siblings { count } } }",
+        lambda t: {"message": t.message_id}, append_outcome,
+        check=lambda value, t, c: value == {"parentId": None, "props": {"x": 2},
+                                            "siblings": {"count": 2}},
+    ),
+    Operation(
+        "switchBranch",
+        "mutation($chat: ID!, $message: ID!) { switchBranch(chatId: $chat, leafId: $message)"
+        " { id activeLeafId } }",
+        lambda t: {"chat": t.chat_id, "message": t.message_id}, change_outcome,
+        check=lambda value, t, c: value["id"] == t.chat_id and bool(value["activeLeafId"]),
+    ),
+    Operation(
+        "messages(branch:)",
+        "query($chat: ID!, $message: ID!) { messages(chatId: $chat, branch: $message)"
+        " { edges { node { id } } } }",
+        lambda t: {"chat": t.chat_id, "message": t.message_id}, read_outcome,
+        check=lambda value, t, c: [e["node"]["id"] for e in value["edges"]][-1:] == [
+            t.message_id],
+    ),
+    Operation(
         "deleteMessages",
         "mutation($chat: ID!, $ids: [ID!]!) { deleteMessages(chatId: $chat, ids: $ids) }",
         lambda t: {"chat": t.chat_id, "ids": [t.message_id]}, change_outcome,
