@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, case, delete, literal, select, update
+from sqlalchemy import Select, case, delete, func, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store.errors import NotFound
@@ -202,32 +202,37 @@ async def set_active_leaf(conn: AsyncConnection, chat_id: str, leaf_id: str | No
 async def delete_subtrees(conn: AsyncConnection, chat_id: str, ids: Sequence[str]) -> int:
     """Delete the messages ``ids`` of one chat and all their descendants.
 
-    When the active leaf goes with them, the active branch falls back to the nearest
-    surviving ancestor's newest leaf (or nothing when the chat is emptied).
+    When the active leaf goes with them, the active branch falls back to the newest
+    leaf below the nearest surviving ancestor (or the chat's newest message's, or
+    nothing when the chat is emptied).
     """
-    tops = select(messages.c.id).where(
-        messages.c.chat_id == chat_id, messages.c.id.in_(list(ids))).cte("doomed",
-                                                                          recursive=True)
-    child = messages.alias("child")
-    tops = tops.union_all(select(child.c.id).where(child.c.chat_id == chat_id,
-                                                   child.c.parent_id == tops.c.id))
-    doomed = set((await conn.scalars(select(tops.c.id))).all())
-    if not doomed:
+    tops = (await conn.execute(
+        select(messages.c.id, messages.c.depth, messages.c.parent_id)
+        .where(messages.c.chat_id == chat_id, messages.c.id.in_(list(ids)))
+        .order_by(messages.c.depth)
+    )).all()
+    if not tops:
         return 0
     active = await conn.scalar(select(chats.c.active_leaf_id).where(chats.c.id == chat_id))
-    fallback: str | None = None
-    if active in doomed:
-        # Climb from the leaf to the first ancestor that survives.
-        parent = active
-        while parent is not None and parent in doomed:
-            parent = await conn.scalar(select(messages.c.parent_id)
-                                       .where(messages.c.id == parent))
-        fallback = parent
-    doomed_list = sorted(doomed)
-    for start in range(0, len(doomed_list), 500):
-        await conn.execute(delete(messages).where(
-            messages.c.chat_id == chat_id, messages.c.id.in_(doomed_list[start:start + 500])))
-    if active in doomed:
+    # The shallowest deleted message on the active branch decides what survives of it.
+    cut: Any = None
+    if active is not None:
+        for top in tops:
+            if await conn.scalar(ancestor_at(active, int(top.depth))) == top.id:
+                cut = top
+                break
+    doomed = select(messages.c.id).where(
+        messages.c.chat_id == chat_id, messages.c.id.in_([top.id for top in tops])
+    ).cte("doomed", recursive=True)
+    child = messages.alias("child")
+    doomed = doomed.union_all(select(child.c.id).where(child.c.chat_id == chat_id,
+                                                       child.c.parent_id == doomed.c.id))
+    # Counted first: SQLite reports no row count for a DELETE led by a CTE.
+    count = await conn.scalar(select(func.count()).select_from(doomed))
+    await conn.execute(delete(messages).where(
+        messages.c.chat_id == chat_id, messages.c.id.in_(select(doomed.c.id))))
+    if cut is not None:
+        fallback: str | None = cut.parent_id
         if fallback is None:
             # Nothing of the branch is left: the newest surviving message leads.
             fallback = await conn.scalar(
@@ -236,7 +241,7 @@ async def delete_subtrees(conn: AsyncConnection, chat_id: str, ids: Sequence[str
         if fallback is not None:
             fallback = await newest_leaf_below(conn, chat_id, fallback)
         await set_active_leaf(conn, chat_id, fallback)
-    return len(doomed)
+    return int(count or 0)
 
 
 async def sibling_ids(conn: AsyncConnection, chat_id: str, parent_id: str | None) -> list[str]:

@@ -246,6 +246,9 @@ class StreamService:
             # The user's message is not a chunk (it takes no seq), but viewers other
             # than its sender should be able to show it while the stream runs.
             props["input"] = {"id": user_input.id, **user_input.wire()}
+        if parent_id is not None:
+            # A regenerated answer: viewers place it beside the earlier ones.
+            props["parentId"] = parent_id
         await self.backend.save(stream, [self._event(stream, props)])
         return info
 

@@ -228,6 +228,27 @@ async def test_subscription_spans_streams_and_sees_stop(settings: Settings,
         assert await http.code(PUSH, {"id": sid, "chunks": [delta("m", "x")]}) == "STREAM_CLOSED"
 
 
+async def test_a_regenerated_answer_announces_its_parent(settings: Settings) -> None:
+    async with serve(settings) as (server, app), connect(server, PROTOCOLS[0], ALICE) as ws:
+        http = Http(server)
+        await http.data(CREATE, {"id": "regen"})
+        receipt = await http.data(
+            'mutation { appendMessages(chatId: "regen", appendId: "q", messages: [{role: USER,'
+            ' type: "user_input", props: {content: "q"}}, {role: ASSISTANT, type: "text",'
+            ' props: {content: "a"}}]) { messageIds } }')
+        question = receipt["appendMessages"]["messageIds"][0]
+        view = await ChunkView.open(ws, "regen")
+        await subscribed(app, "regen", 1)
+        sid = (await http.data(START, {"input": {"chatId": "regen", "parentId": question}}))[
+            "startStream"]["id"]
+        start = await view.until_event("stream_start")
+        assert start["streamId"] == sid and start["props"]["parentId"] == question
+        await http.data(PUSH, {"id": sid, "chunks": [delta("m", "again")]})
+        await http.data(END, {"id": sid, "status": "COMPLETED", "error": None})
+        await view.until_event("stream_end")
+        assert [m["props"]["content"] for m in await http.messages("regen")] == ["q", "again"]
+
+
 async def test_subscribing_to_an_unreadable_chat_is_not_found(settings: Settings) -> None:
     async with serve(settings) as (server, _app):
         await Http(server).data(CREATE, {"id": "secret"})
