@@ -32,6 +32,7 @@ from gql.context import Context, Services
 from gql.push_fastpath import fast_push
 from gql.schema import schema
 from gql.settings import Settings
+from gql.sse import GRAPHQL_SSE_PROTOCOL, execute_plain_http
 from gql.websocket import (
     ChatqlLegacyWSHandler,
     ChatqlTransportWSHandler,
@@ -79,7 +80,8 @@ class GraphQLEndpoint(GraphQL[Context, None]):
             graphql_ide="graphiql" if settings.playground else None,
             keep_alive=settings.ws_keepalive > 0,
             keep_alive_interval=settings.ws_keepalive or 1,
-            subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL),
+            subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL,
+                                    GRAPHQL_SSE_PROTOCOL),
             connection_init_wait_timeout=timedelta(seconds=settings.ws_init_timeout),
             max_subscriptions_per_connection=settings.max_subscriptions_per_connection,
         )
@@ -159,8 +161,9 @@ class GraphQLEndpoint(GraphQL[Context, None]):
                                      request_data.operation_name, request_data.variables)
             if pushed is not None:
                 return ExecutionResult(data=pushed["data"], errors=None)
-        return await super().execute_single(request, request_adapter, sub_response, context,
-                                            root_value, request_data)
+        # Subscriptions run over WebSocket or SSE only (see gql/sse.py).
+        return await execute_plain_http(self, request_adapter.method, context, root_value,
+                                        request_data)
 
     def encode_json(self, data: object) -> str:
         # Text, not bytes: WebSocket frames must be text (graphql-ws JS clients close
