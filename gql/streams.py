@@ -97,6 +97,14 @@ class Chunk:
     delta: bool
     delta_path: str | None
     delta_action: str | None
+    from_seq: int = strawberry.field(description=(
+        "The first seq this chunk stands for: equal to seq, unless queued deltas of a"
+        " slow subscriber were merged into it (then the first merged chunk's seq), or 1"
+        " on a snapshot chunk. Within one stream a client that applies chunks in order"
+        " sees fromSeq == previous seq + 1 on every chunk that is not a snapshot."))
+    snapshot: bool = strawberry.field(description=(
+        "True on the chunks of a late-join or resync snapshot: each replaces the"
+        " client's state for its message (they all carry the seq the snapshot reflects)."))
 
     @classmethod
     def from_event(cls, event: ChunkEvent) -> Chunk:
@@ -114,6 +122,8 @@ class Chunk:
             delta=event["delta"],
             delta_path=event["deltaPath"],
             delta_action=event["deltaAction"],
+            from_seq=event["fromSeq"],
+            snapshot=event["snapshot"],
         )
 
 

@@ -67,6 +67,13 @@ class ChunkEvent(TypedDict):
     delta: bool
     deltaPath: str | None
     deltaAction: str | None
+    #: The first ``seq`` this chunk stands for: ``seq`` itself, unless a subscriber's
+    #: queue merged queued deltas into it (then the first merged chunk's ``seq``), or
+    #: 1 on a snapshot chunk, which stands for the whole stream so far.
+    fromSeq: int
+    #: True on the chunks of a late-join or resync snapshot: they replace the
+    #: client's state for their messages instead of applying to it.
+    snapshot: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,6 +397,8 @@ def apply_chunks(
             delta=is_delta,
             deltaPath=chunk.delta_path if is_delta else None,
             deltaAction=(chunk.delta_action or "append") if is_delta else None,
+            fromSeq=seq,
+            snapshot=False,
         )
         if message_id is not None and chunk.type != "event":
             existing = state.messages.get(message_id)
@@ -427,6 +436,8 @@ def snapshot_events(stream_id: str, seq: int,
             delta=False,
             deltaPath=None,
             deltaAction=None,
+            fromSeq=1,
+            snapshot=True,
         )
         for index, message in enumerate(messages)
     ]

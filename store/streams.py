@@ -437,6 +437,7 @@ class StreamService:
             streamId=stream.info.id, seq=seq, chunkId=f"{stream.info.id}.{seq}",
             messageId=None, blockId=None, threadId=None, type="event", role=None,
             props=props, delta=False, deltaPath=None, deltaAction=None,
+            fromSeq=seq, snapshot=False,
         )
 
     async def _check_producer(self, who: Identity, chat_id: str) -> None:

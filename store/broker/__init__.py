@@ -60,6 +60,9 @@ def _coalesced(previous: ChunkEvent, event: ChunkEvent) -> ChunkEvent | None:
         return None
     merged = ChunkEvent(**event)
     merged["props"] = {name: joined}
+    # It stands for every chunk merged into it, so a client's continuity check
+    # (fromSeq == previous seq + 1) still holds.
+    merged["fromSeq"] = previous["fromSeq"]
     return merged
 
 

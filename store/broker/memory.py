@@ -29,6 +29,14 @@ def _is_stream_end(event: ChunkEvent) -> bool:
         props.get("event") == "stream_end")
 
 
+def _as_snapshot(event: ChunkEvent, seq: int) -> ChunkEvent:
+    copy = ChunkEvent(**event)
+    copy["seq"] = seq
+    copy["fromSeq"] = 1
+    copy["snapshot"] = True
+    return copy
+
+
 class Topic:
     """One chat's live state: the stream log, its reduced view, its subscribers."""
 
@@ -70,15 +78,17 @@ class Topic:
         self.view_upto = len(log)
 
     def snapshot(self) -> list[ChunkEvent]:
-        """stream_start, one chunk per message at the current seq, and stream_end
-        when the stream is over."""
+        """stream_start, one chunk per message, and stream_end when the stream is over,
+        every one marked ``snapshot`` and carrying the current seq (so the next live
+        chunk follows the snapshot's last one without a gap) and ``fromSeq`` 1."""
         if self.stream_id is None or not self.log:
             return []
         self._catch_up_view()
-        events = [self.log[0]]
-        events.extend(snapshot_events(self.stream_id, self.last_seq, self.view.values()))
+        last_seq = self.last_seq
+        events = [_as_snapshot(self.log[0], last_seq)]
+        events.extend(snapshot_events(self.stream_id, last_seq, self.view.values()))
         if self.ended:
-            events.append(self.log[-1])
+            events.append(_as_snapshot(self.log[-1], last_seq))
         return events
 
     def catch_up(self, after_seq: int | None) -> list[ChunkEvent]:

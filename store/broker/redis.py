@@ -133,6 +133,9 @@ class _Follower:
         for entry_id, fields in entries:
             self.last_id = entry_id
             event: ChunkEvent = _loads(fields[b"e"])
+            # Entries written before chunks carried these fields.
+            event.setdefault("fromSeq", event["seq"])
+            event.setdefault("snapshot", False)
             if self.topic.log and event["streamId"] == self.topic.stream_id and (
                     event["seq"] <= self.topic.last_seq):
                 continue  # cannot happen with one writer per seq; guards replays

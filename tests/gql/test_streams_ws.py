@@ -325,7 +325,8 @@ async def test_caller_retry_after_database_recovers(settings: Settings) -> None:
 
 SLOW_STREAM = """subscription($chat: ID!) { chatStream(chatId: $chat) { ...C } }
 fragment C on Chunk {
-  streamId seq chunkId messageId blockId threadId type role props delta deltaPath deltaAction }"""
+  streamId seq chunkId messageId blockId threadId type role props delta deltaPath deltaAction
+  fromSeq snapshot }"""
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

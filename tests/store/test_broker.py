@@ -11,18 +11,19 @@ from store.broker import SubscriberQueue, broker_from_url
 from store.broker.memory import MemoryBroker
 from store.reducer import ChunkEvent, ChunkIn, StreamState, apply_chunks
 from tests.client_reducer import client_apply
+from tests.gql.wsclient import check_continuity
 
 
 def start_event(stream_id: str) -> ChunkEvent:
     return ChunkEvent(streamId=stream_id, seq=1, chunkId=f"{stream_id}.1", messageId=None,
                       blockId=None, threadId=None, type="event", role=None,
                       props={"event": "stream_start"}, delta=False, deltaPath=None,
-                      deltaAction=None)
+                      deltaAction=None, fromSeq=1, snapshot=False)
 
 
 def end_event(stream_id: str, seq: int) -> ChunkEvent:
     event = start_event(stream_id)
-    event.update(seq=seq, chunkId=f"{stream_id}.{seq}",
+    event.update(seq=seq, fromSeq=seq, chunkId=f"{stream_id}.{seq}",
                  props={"event": "stream_end", "status": "completed"})
     return event
 
@@ -77,10 +78,15 @@ async def test_after_seq_replays_exactly_and_none_joins_with_a_snapshot() -> Non
         assert view_of(got) == view_of(published[after:])
         assert (got[-1]["seq"] if got else after) == len(published)
         assert got == [] or got[0]["seq"] > after
+        previous: dict[str, Any] | None = None
+        for event in got:
+            check_continuity(previous, dict(event), after)
+            previous = dict(event)
     late = await broker.subscribe("chat")
     snapshot = await take(late)
     assert snapshot[0]["props"]["event"] == "stream_start"
-    assert {e["seq"] for e in snapshot[1:]} == {len(published)}
+    assert {e["seq"] for e in snapshot} == {len(published)}
+    assert all(e["snapshot"] for e in snapshot)
     assert view_of(snapshot) == view_of(published)
 
 
@@ -111,6 +117,13 @@ async def test_queued_appends_coalesce_without_loss() -> None:
     got = await take(queue)
     assert len(got) == 5 and queue.coalesced == 3
     assert got[0]["props"] == {"content": "Hello"} and got[0]["seq"] == events[1]["seq"]
+    # A merged chunk stands for every chunk merged into it: no gap for the client.
+    assert got[0]["fromSeq"] == events[0]["seq"]
+    previous = None
+    for event in got:  # the producer's seq 1 (stream_start) is not in this queue
+        check_continuity(previous, dict(event), after=1)
+        previous = dict(event)
+    assert previous is not None and previous["seq"] == events[-1]["seq"]
     assert got[-1]["props"] == {"items": [1, 2]}
     assert view_of(got) == view_of(events)
 
@@ -147,3 +160,10 @@ async def test_a_hopelessly_slow_subscriber_is_resynchronised_with_a_snapshot() 
     got = await take(slow)
     assert view_of(got) == view_of(sent)
     assert got[-1]["seq"] == sent[-1]["seq"]
+    # The resync is a snapshot at the current seq; the next live chunk follows it.
+    assert all(e["snapshot"] and e["fromSeq"] == 1 for e in got)
+    after = producer.push(text("m0", "!"))
+    await broker.publish("chat", after)
+    (following,) = await take(slow)
+    assert not following["snapshot"]
+    check_continuity(dict(got[-1]), dict(following))
