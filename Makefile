@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install serve test lint schema bench-quick js-install js-test
+.PHONY: install serve test lint schema bench-quick js-install js-test assets
 
 $(BIN)/chatql: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,7 @@ test: install js-test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Front-end packages: installed with `npm ci` when Node.js is there (CI requires it).
-NPM_DIRS := clients/js
+NPM_DIRS := clients/js clients/web
 HAVE_NPM := $(shell command -v npm >/dev/null 2>&1 && echo yes)
 
 js-install:
@@ -43,7 +43,12 @@ endif
 js-test: js-install
 ifeq ($(HAVE_NPM),yes)
 	cd clients/js && npx tsc -p tsconfig.test.json && npx vitest run
+	cd clients/web && npx tsc -p tsconfig.json
 endif
+
+# Rebuild the web app and playground into gql/static (commit the result).
+assets: js-install
+	cd clients/web && npm run build
 
 lint: install
 	$(BIN)/ruff check store gql tests bench

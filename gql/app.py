@@ -33,6 +33,7 @@ from gql.push_fastpath import fast_push
 from gql.schema import schema
 from gql.settings import Settings
 from gql.sse import GRAPHQL_SSE_PROTOCOL, execute_plain_http
+from gql.web import page_response, web_routes
 from gql.websocket import (
     ChatqlLegacyWSHandler,
     ChatqlTransportWSHandler,
@@ -106,6 +107,10 @@ class GraphQLEndpoint(GraphQL[Context, None]):
                 error_body(error.reason, "INVALID_ARGUMENT"), status_code=error.status_code
             )
         await response(scope, receive, send)
+
+    async def render_graphql_ide(self, request: Request) -> Response:
+        # GraphiQL bundled with chatql (gql/web.py): no CDN, dev identity headers offered.
+        return page_response("playground.html", self._settings, request)
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> Context:
         services: Services = self._services_of(request)
@@ -279,6 +284,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/graphql", graphql, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", graphql),
             Route("/healthz", healthz),
+            *web_routes(settings),
         ],
         lifespan=lifespan,
         middleware=[
