@@ -1,7 +1,7 @@
 """Resume records: the execution steps of a stream that ended interrupted or failed.
 
 They are written only by the stream persist (one transaction with the stream's
-messages, see :mod:`store.streams`) and read back here so an agent can pick up where
+messages, see :mod:`store.streams.service`) and read back here so an agent can pick up where
 it stopped: ``resume_records`` (a chat's steps, oldest first), ``last_resume`` (the
 newest), ``resume_by_stack`` (one stack's steps) and ``stack_path`` (the stack ids
 from the root of an A2A delegation down to a nested stack). Every query applies the

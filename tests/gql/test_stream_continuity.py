@@ -47,14 +47,8 @@ def any_broker(request: pytest.FixtureRequest, settings: Settings) -> Settings:
 
 
 async def subscribed(app: Any, chat: str, count: int) -> None:
-    broker = app.state.services.broker
     for _ in range(500):
-        if hasattr(broker, "subscriber_count"):
-            have = broker.subscriber_count(chat)
-        else:
-            topic = broker.topic(chat)
-            have = 0 if topic is None else len(topic.subscribers)
-        if have >= count:
+        if app.state.services.streams.backend.subscriber_count(chat) >= count:
             return
         await asyncio.sleep(0.01)
     raise AssertionError("the subscriptions never arrived")

@@ -63,8 +63,7 @@ async def serve(settings: Settings) -> AsyncIterator[tuple[str, Any]]:
 async def subscribed(app: Any, chat: str, count: int) -> None:
     """Wait until ``count`` subscriptions of ``chat`` reached the broker."""
     for _ in range(500):
-        topic = app.state.services.broker.topic(chat)
-        if topic is not None and len(topic.subscribers) >= count:
+        if app.state.services.streams.backend.subscriber_count(chat) >= count:
             return
         await asyncio.sleep(0.01)
     raise AssertionError("the subscriptions never arrived")

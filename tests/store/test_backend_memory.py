@@ -1,4 +1,4 @@
-"""The memory broker: exact replay, late-join snapshots, lossless coalescing, resync."""
+"""The memory backend's fan-out: exact replay, late-join snapshots, lossless coalescing, resync."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from store.broker import SubscriberQueue, broker_from_url
-from store.broker.memory import MemoryBroker
-from store.reducer import ChunkEvent, ChunkIn, StreamState, apply_chunks
+from store.streams import SubscriberQueue, backend_from_url
+from store.streams.backends.memory import MemoryBackend
+from store.streams.reducer import ChunkEvent, ChunkIn, StreamState, apply_chunks
 from tests.client_reducer import client_apply
 from tests.gql.wsclient import check_continuity
 
@@ -58,13 +58,13 @@ async def take(queue: SubscriberQueue) -> list[ChunkEvent]:
 
 
 def test_unknown_broker_url_is_refused() -> None:
-    assert isinstance(broker_from_url("memory://"), MemoryBroker)
+    assert isinstance(backend_from_url("memory://"), MemoryBackend)
     with pytest.raises(ValueError, match="unsupported broker"):
-        broker_from_url("kafka://x")
+        backend_from_url("kafka://x")
 
 
 async def test_after_seq_replays_exactly_and_none_joins_with_a_snapshot() -> None:
-    broker = MemoryBroker(queue_limit=10_000)
+    broker = MemoryBackend(queue_limit=10_000)
     producer = Producer("s1")
     published = [start_event("s1")]
     published += producer.push(text("a", "x"), ChunkIn(type="tool_call", message_id="b",
@@ -91,7 +91,7 @@ async def test_after_seq_replays_exactly_and_none_joins_with_a_snapshot() -> Non
 
 
 async def test_after_seq_for_an_ended_stream_and_joining_between_streams() -> None:
-    broker = MemoryBroker()
+    broker = MemoryBackend()
     producer = Producer("s1")
     events = [start_event("s1"), *producer.push(text("a", "hi"))]
     events.append(end_event("s1", 3))
@@ -141,7 +141,7 @@ async def test_appends_with_extra_props_or_other_actions_are_not_merged() -> Non
 
 
 async def test_a_hopelessly_slow_subscriber_is_resynchronised_with_a_snapshot() -> None:
-    broker = MemoryBroker(queue_limit=8)
+    broker = MemoryBackend(queue_limit=8)
     producer = Producer("s")
     await broker.publish("chat", [start_event("s")])
     slow = await broker.subscribe("chat", 0)

@@ -130,6 +130,10 @@ class PushOutcome:
 
     events: list[ChunkEvent]
     duplicates: int
+    #: What the batch added to the state besides its messages: producer message id ->
+    #: service message id, and the producer's chunk ids (a shared backend saves them).
+    aliases: dict[str, str] = field(default_factory=dict)
+    seen: set[str] = field(default_factory=set)
 
     @property
     def accepted(self) -> int:
@@ -416,7 +420,7 @@ def apply_chunks(
     state.seq = seq
     state.aliases.update(aliases)
     state.seen_chunks.update(seen)
-    return PushOutcome(events=events, duplicates=duplicates)
+    return PushOutcome(events=events, duplicates=duplicates, aliases=aliases, seen=seen)
 
 
 def snapshot_events(stream_id: str, seq: int,

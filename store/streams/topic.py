@@ -1,11 +1,10 @@
-"""The in-process broker (``memory://``): one Python process, no network.
+"""One chat's live topic: the current (or last) stream's log, its view, its subscribers.
 
-Each chat with a stream or a subscriber has a :class:`Topic` holding the current (or
-last) stream's chunks in ``seq`` order — stream_start is seq 1 and seqs have no gaps,
-so the log is indexed by ``seq - 1`` — and the view a subscriber would have built
-from them. The log's size is bounded by the stream buffer limit the stream service
-enforces. An ended stream is kept for reconnecting subscribers until the chat's next
-stream starts, or until ``retain_seconds`` pass with nobody subscribed.
+The log holds the stream's chunks in ``seq`` order — stream_start is seq 1 and seqs have
+no gaps, so the log is indexed by ``seq - 1`` — and the view a subscriber would have
+built from them, so a topic can replay exactly the chunks after a ``seq`` or hand a
+snapshot of the state so far. Fan-out (:meth:`Topic.deliver`) and the subscribe steps
+(:meth:`Topic.join`) are written here once; every backend feeds its topics.
 """
 
 from __future__ import annotations
@@ -14,13 +13,13 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
-from store.broker import DEFAULT_QUEUE_LIMIT, Broker, SubscriberQueue
 from store.errors import InvalidDelta
-from store.reducer import ChunkEvent, MessageState, apply_event, snapshot_events
+from store.streams.queue import SubscriberQueue
+from store.streams.reducer import ChunkEvent, MessageState, apply_event, snapshot_events
 
-__all__ = ["MemoryBroker", "Topic"]
+__all__ = ["Topic"]
 
-logger = logging.getLogger("chatql.broker")
+logger = logging.getLogger("chatql.streams")
 
 
 def _is_stream_end(event: ChunkEvent) -> bool:
@@ -48,6 +47,7 @@ class Topic:
         self.view_upto = 0
         self.ended = False
         self.subscribers: set[SubscriberQueue] = set()
+        #: The backend's retention timer for an ended or empty topic (memory only).
         self.expiry: asyncio.TimerHandle | None = None
 
     @property
@@ -105,73 +105,28 @@ class Topic:
         # A seq this stream never reached belongs to an older stream.
         return [] if self.ended else self.snapshot()
 
-
-class MemoryBroker(Broker):
-    """Fan-out inside one process."""
-
-    def __init__(self, *, queue_limit: int = DEFAULT_QUEUE_LIMIT,
-                 retain_seconds: float = 60.0) -> None:
-        self._topics: dict[str, Topic] = {}
-        self._queue_limit = queue_limit
-        self._retain_seconds = retain_seconds
-
-    def topic(self, chat_id: str) -> Topic | None:
-        return self._topics.get(chat_id)
-
-    async def publish(self, chat_id: str, events: Sequence[ChunkEvent]) -> None:
-        topic = self._topics.get(chat_id)
-        if topic is None:
-            topic = self._topics[chat_id] = Topic()
-        if topic.expiry is not None:
-            topic.expiry.cancel()
-            topic.expiry = None
+    def deliver(self, events: Sequence[ChunkEvent]) -> None:
+        """Add ``events`` (in ``seq`` order) and queue them for every subscriber."""
         for event in events:
-            topic.add(event)
-            for queue in topic.subscribers:
+            self.add(event)
+            for queue in self.subscribers:
                 queue.put(event)
-        if topic.ended:
-            self._schedule_expiry(chat_id, topic)
 
-    async def subscribe(self, chat_id: str, after_seq: int | None = None) -> SubscriberQueue:
-        topic = self._topics.get(chat_id)
-        if topic is None:
-            topic = self._topics[chat_id] = Topic()
-        if topic.expiry is not None:
-            topic.expiry.cancel()
-            topic.expiry = None
-        # No await between the catch-up and joining the topic: nothing can slip between.
-        queue = SubscriberQueue(self._queue_limit, topic.snapshot)
-        queue.extend(topic.catch_up(after_seq))
-        topic.subscribers.add(queue)
+    def join(self, queue_limit: int, after_seq: int | None) -> SubscriberQueue:
+        """A new subscriber: its queue first holds the catch-up for ``after_seq`` (or the
+        late-join snapshot when ``None``), then every chunk delivered from now on.
+
+        Synchronous: nothing can be delivered between the catch-up and joining."""
+        queue = SubscriberQueue(queue_limit, self.snapshot)
+        queue.extend(self.catch_up(after_seq))
+        self.subscribers.add(queue)
         return queue
 
-    async def unsubscribe(self, chat_id: str, queue: SubscriberQueue) -> None:
+    def leave(self, queue: SubscriberQueue) -> None:
         queue.close()
-        topic = self._topics.get(chat_id)
-        if topic is None:
-            return
-        topic.subscribers.discard(queue)
-        if not topic.subscribers and (topic.ended or topic.stream_id is None):
-            self._schedule_expiry(chat_id, topic)
+        self.subscribers.discard(queue)
 
-    def _schedule_expiry(self, chat_id: str, topic: Topic) -> None:
-        if topic.subscribers or topic.expiry is not None:
-            return
-
-        def expire() -> None:
-            topic.expiry = None
-            if self._topics.get(chat_id) is topic and not topic.subscribers and (
-                topic.ended or topic.stream_id is None
-            ):
-                del self._topics[chat_id]
-
-        delay = self._retain_seconds if topic.stream_id is not None else 0.0
-        topic.expiry = asyncio.get_running_loop().call_later(delay, expire)
-
-    async def close(self) -> None:
-        for topic in self._topics.values():
-            if topic.expiry is not None:
-                topic.expiry.cancel()
-            for queue in topic.subscribers:
-                queue.close()
-        self._topics.clear()
+    def close(self) -> None:
+        for queue in self.subscribers:
+            queue.close()
+        self.subscribers.clear()
