@@ -1,7 +1,7 @@
 """The TypeScript reducer of ``clients/js`` against the Python reducer, same chunks.
 
 Runs ``npm run bench -- --json`` in ``clients/js`` (Node.js; it builds ``dist/`` first)
-and measures ``store.reducer`` in this process on the same work:
+and measures ``store.streams.reducer`` in this process on the same work:
 
 - appending 10,000 deltas to one message, timed per 1,000: the last 1,000 over the first
   1,000 (the target for the TypeScript reducer is at most 1.5 — no quadratic rebuilds);
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from store.reducer import ChunkIn, StreamState, apply_chunks
+from store.streams.reducer import ChunkIn, StreamState, apply_chunks
 
 ROOT = Path(__file__).resolve().parents[1]
 JS_DIR = ROOT / "clients" / "js"

@@ -1,7 +1,7 @@
 """Writes ``conformance/reducer/generated.json``: random chunk sequences (fixed seed).
 
 Run from the repository root: ``.venv/bin/python conformance/generate_reducer_cases.py``.
-The expected results are those of ``store.reducer`` at generation time; the cases pin
+The expected results are those of ``store.streams.reducer`` at generation time; the cases pin
 that behaviour (the Python test fails if it drifts) and hold the TypeScript reducer of
 ``clients/js`` to exactly the same results, including which batches are refused.
 """
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from store.errors import InvalidArgument, InvalidDelta  # noqa: E402
-from store.reducer import ChunkIn, StreamState, apply_chunks  # noqa: E402
+from store.streams.reducer import ChunkIn, StreamState, apply_chunks  # noqa: E402
 
 SEED = 20261201
 CASE_COUNT = 160
@@ -117,7 +117,7 @@ def main() -> None:
     cases = [make_case(rng, number) for number in range(1, CASE_COUNT + 1)]
     out = ROOT / "conformance" / "reducer" / "generated.json"
     description = ("Random chunk sequences (conformance/generate_reducer_cases.py, "
-                   f"seed {SEED}); expectations recorded from store.reducer.")
+                   f"seed {SEED}); expectations recorded from store.streams.reducer.")
     lines = ",\n".join(json.dumps(case, ensure_ascii=False) for case in cases)
     out.write_text(f'{{"description": {json.dumps(description)},\n"cases": [\n{lines}\n]}}\n')
     steps = [step for case in cases for step in case["steps"]]

@@ -1,4 +1,4 @@
-"""The reducer conformance suite (``conformance/reducer/*.json``) against ``store.reducer``.
+"""The reducer conformance suite (``conformance/reducer/*.json``) against ``store.streams.reducer``.
 
 The same JSON cases run against the TypeScript reducer of ``clients/js``, so a case either
 implementation disagrees with fails. Each case is a list of ``pushChunks`` batches (each
@@ -18,7 +18,14 @@ from typing import Any
 import pytest
 
 from store.errors import InvalidArgument, InvalidDelta
-from store.reducer import ChunkEvent, ChunkIn, MessageState, StreamState, apply_chunks, apply_event
+from store.streams.reducer import (
+    ChunkEvent,
+    ChunkIn,
+    MessageState,
+    StreamState,
+    apply_chunks,
+    apply_event,
+)
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "conformance" / "reducer"
 CODES = {InvalidDelta: "INVALID_DELTA", InvalidArgument: "INVALID_ARGUMENT"}
