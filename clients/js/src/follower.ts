@@ -16,7 +16,7 @@
 import type { Client } from "graphql-ws";
 
 import type { Chunk } from "./generated/schema.js";
-import { EMPTY_VIEW, applyChunk, type MessagesView } from "./reducer.js";
+import { EMPTY_VIEW, applyChunk, type JsonObject, type MessageState, type MessagesView } from "./reducer.js";
 
 /** A chunk as `chatStream` delivers it (every field of the schema's `Chunk`). */
 export type StreamChunk = Omit<Chunk, "__typename">;
@@ -86,6 +86,8 @@ export type StreamStatus = "idle" | "live" | "completed" | "interrupted" | "fail
 export interface FollowerState {
   readonly streamId: string | null;
   readonly requestId: string | null;
+  /** The person's message that started the stream (from `stream_start`), if any. */
+  readonly input: MessageState | null;
   readonly status: StreamStatus;
   readonly messages: MessagesView;
   /** The last `seq` applied (0 before any). */
@@ -108,9 +110,24 @@ export interface FollowerOptions {
 }
 
 const INITIAL: FollowerState = {
-  streamId: null, requestId: null, status: "idle", messages: EMPTY_VIEW, seq: 0,
+  streamId: null, requestId: null, input: null, status: "idle", messages: EMPTY_VIEW, seq: 0,
   connected: false, error: null,
 };
+
+/** The user's input message that `stream_start` carries in `props.input`. */
+function inputOf(props: { input?: unknown } | null): MessageState | null {
+  const input = props?.input as Partial<Record<keyof MessageState, unknown>> | null | undefined;
+  if (!input || typeof input.id !== "string" || typeof input.type !== "string") return null;
+  const body = input.props;
+  return {
+    id: input.id,
+    type: input.type,
+    role: typeof input.role === "string" ? input.role : "USER",
+    props: typeof body === "object" && body !== null && !Array.isArray(body) ? (body as JsonObject) : {},
+    blockId: typeof input.blockId === "string" ? input.blockId : null,
+    threadId: typeof input.threadId === "string" ? input.threadId : null,
+  };
+}
 
 function eventName(chunk: StreamChunk): string | undefined {
   const props = chunk.props as { event?: unknown } | null;
@@ -241,7 +258,7 @@ export class StreamFollower {
         this.resync();
         return;
       }
-      this.state = { ...current, streamId: chunk.streamId, seq: 0, messages: EMPTY_VIEW, status: "live", requestId: null };
+      this.state = { ...current, streamId: chunk.streamId, seq: 0, messages: EMPTY_VIEW, status: "live", requestId: null, input: null };
     } else if (!chunk.snapshot) {
       if (chunk.seq <= current.seq) return; // already applied (a replay)
       if (chunk.fromSeq !== current.seq + 1) {
@@ -249,10 +266,11 @@ export class StreamFollower {
         return;
       }
     }
-    let { messages, status, requestId } = this.state;
+    let { messages, status, requestId, input } = this.state;
     if (event === "stream_start") {
-      const props = chunk.props as { requestId?: unknown } | null;
+      const props = chunk.props as { requestId?: unknown; input?: unknown } | null;
       requestId = typeof props?.requestId === "string" ? props.requestId : null;
+      input = inputOf(props);
       status = "live";
     } else if (event === "stream_end") {
       const props = chunk.props as { status?: unknown } | null;
@@ -261,6 +279,6 @@ export class StreamFollower {
     } else {
       messages = applyChunk(messages, chunk);
     }
-    this.set({ messages, status, requestId, seq: Math.max(chunk.seq, sameStream ? current.seq : 0), connected: true, error: null });
+    this.set({ messages, status, requestId, input, seq: Math.max(chunk.seq, sameStream ? current.seq : 0), connected: true, error: null });
   }
 }

@@ -54,7 +54,7 @@ function chunk(seq: number, fields: Partial<StreamChunk> = {}): StreamChunk {
 }
 
 const start = (seq = 1): StreamChunk =>
-  chunk(seq, { type: "event", messageId: null, delta: false, props: { event: "stream_start", requestId: "r1" } });
+  chunk(seq, { type: "event", messageId: null, delta: false, props: { event: "stream_start", requestId: "r1", input: { id: "u1", role: "USER", type: "user_input", props: { content: "hi" } } } });
 
 function content(follower: StreamFollower): unknown {
   return follower.getState().messages.get("m1")?.props.content;
@@ -79,6 +79,9 @@ describe("StreamFollower", () => {
     source.last.sink.next(chunk(3));
     expect(content(follower)).toBe("2;3;");
     expect(follower.getState()).toMatchObject({ streamId: "s1", seq: 3, status: "live", requestId: "r1" });
+    expect(follower.getState().input).toEqual({
+      id: "u1", type: "user_input", role: "USER", props: { content: "hi" }, blockId: null, threadId: null,
+    });
     source.last.sink.next(chunk(4, { type: "event", messageId: null, delta: false, props: { event: "stream_end", status: "interrupted" } }));
     expect(follower.getState().status).toBe("interrupted");
   });

@@ -178,6 +178,8 @@ function ChatView({ client, chatId }: { client: ChatqlClient; chatId: string }) 
   const storedIds = new Set(stored.messages.map((m) => m.id));
   const shown: Shown[] = stored.messages.map(fromRecord);
   if (live) {
+    // The person's question rides in stream_start: shown at once, until it is stored.
+    if (live.input && !storedIds.has(live.input.id)) shown.push(fromLive(live.input, live.status));
     for (const message of live.messages.values()) if (!storedIds.has(message.id)) shown.push(fromLive(message, live.status));
   }
 

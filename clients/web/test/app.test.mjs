@@ -36,6 +36,8 @@ test("the app shows each part of a live stream growing, then the persisted resul
     await page.getByRole("navigation", { name: "Chats" }).getByRole("button", { name: `Weather in Oslo ${run}` }).waitFor();
     await page.getByRole("button", { name: "Stop" }).waitFor();
     const log = page.getByRole("log");
+    // The question is shown while the stream runs (nothing is stored before it ends).
+    await expectText(log, `Question for Weather in Oslo ${run}`);
     const push = (...chunks) => agent.send({ op: "push", streamId, chunks });
     await push(text("think", "Let me ", { type: "thinking", blockId: "B1", threadId: "T1" }));
     await expectText(log, "Let me");
