@@ -17,16 +17,24 @@ How operations use it (new operations pick the predicate of their kind):
   at all (else NOT_FOUND), then ``can_write`` (else FORBIDDEN);
 - appends: ``can_write(append=True)``;
 - producer mutations (start/push/record/end a stream): ``can_stream``.
+
+An operation on one chat checks it with :func:`require` (the NOT_FOUND / FORBIDDEN
+rule written once); queries over many chats filter with the predicates.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import ColumnElement, and_, false, or_, true
+from collections.abc import Sequence
+from typing import Any, Literal
 
+from sqlalchemy import ColumnElement, Row, and_, false, or_, select, true
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from store.errors import Forbidden, NotFound
 from store.records import Identity
 from store.tables import chats
 
-__all__ = ["can_read", "can_stream", "can_write"]
+__all__ = ["Need", "can_read", "can_stream", "can_write", "require"]
 
 
 def _owner_clause(who: Identity) -> ColumnElement[bool]:
@@ -59,3 +67,44 @@ def can_stream(who: Identity) -> ColumnElement[bool]:
     if who.is_admin or who.is_agent:
         return chats.c.tenant_id == who.tenant_id
     return false()
+
+
+#: What a caller needs a chat for: ``read`` it, ``write`` (change) it, ``append`` to it
+#: (agents may), or ``stream`` into it (agents and admins).
+Need = Literal["read", "write", "append", "stream"]
+
+_REFUSED = {"write": "change it", "append": "append to it", "stream": "stream into it"}
+
+
+async def require(conn: AsyncConnection, who: Identity, chat_id: str, need: Need = "read",
+                  *, columns: Sequence[Any] = (), lock: bool = False,
+                  include_deleted: bool = False) -> Row[Any]:
+    """The chat row ``who`` may use for ``need`` (with ``columns``, and ``allowed``).
+
+    The one access check of the store: a chat the caller may not read — or a deleted
+    one, unless ``include_deleted`` and the caller may change it — is NOT_FOUND; a
+    readable one the caller may not use for ``need`` is FORBIDDEN. ``lock`` takes the
+    chat's row lock for the transaction.
+    """
+    allowed = {
+        "read": true(),
+        "write": can_write(who),
+        "append": can_write(who, append=True),
+        "stream": can_stream(who),
+    }[need]
+    query = select(*(columns or (chats.c.id,)), chats.c.deleted_at.label("chat_deleted_at"),
+                   allowed.label("allowed")).where(chats.c.id == chat_id, can_read(who))
+    if not include_deleted:
+        query = query.where(chats.c.deleted_at.is_(None))
+    if lock:
+        query = query.with_for_update(of=chats)
+    row: Any = (await conn.execute(query)).first()
+    if row is None:
+        raise NotFound(f"chat {chat_id!r} not found")
+    if not row.allowed:
+        if row.chat_deleted_at is not None:
+            # A deleted chat is hidden from everyone who could not restore it.
+            raise NotFound(f"chat {chat_id!r} not found")
+        raise Forbidden(f"you may read chat {chat_id!r} but not {_REFUSED[need]}")
+    allowed_row: Row[Any] = row
+    return allowed_row

@@ -38,7 +38,6 @@ from store.database import Database
 from store.errors import (
     ChatqlError,
     Conflict,
-    Forbidden,
     InvalidArgument,
     NotFound,
     PayloadTooLarge,
@@ -55,7 +54,7 @@ from store.streams.backends import Backend
 from store.streams.buffer import PushResult, StreamBuffer, StreamInfo, StreamResult
 from store.streams.queue import SubscriberQueue
 from store.streams.reducer import ChunkEvent, ChunkIn, StreamState, apply_chunks
-from store.tables import append_receipts, chats, messages
+from store.tables import append_receipts, messages
 
 __all__ = ["END_STATUSES", "MAX_PUSH_CHUNKS", "StreamService"]
 
@@ -316,13 +315,7 @@ class StreamService:
         """
         check_chat_id(chat_id)
         async with self.db.read() as conn:
-            visible = await conn.scalar(
-                select(chats.c.id).where(
-                    chats.c.id == chat_id, chats.c.deleted_at.is_(None), access.can_read(who)
-                )
-            )
-        if visible is None:
-            raise NotFound(f"chat {chat_id!r} not found")
+            await access.require(conn, who, chat_id)
         stream_id = await self.backend.active_stream(chat_id)
         if stream_id is None:
             return False
@@ -357,19 +350,8 @@ class StreamService:
 
     async def _check_producer(self, who: Identity, chat_id: str) -> None:
         async with self.db.read() as conn:
-            row = (
-                await conn.execute(
-                    # The producer mutations need ``agent`` or ``admin``.
-                    select(access.can_stream(who).label("writable")).where(
-                        chats.c.id == chat_id, chats.c.deleted_at.is_(None),
-                        access.can_read(who),
-                    )
-                )
-            ).first()
-        if row is None:
-            raise NotFound(f"chat {chat_id!r} not found")
-        if not row.writable:
-            raise Forbidden(f"you may read chat {chat_id!r} but not stream into it")
+            # The producer mutations need ``agent`` or ``admin``.
+            await access.require(conn, who, chat_id, "stream")
 
     async def _check_stream_chat(self, who: Identity, stream_id: str, chat_id: str) -> None:
         """The producer rule on a stream's chat; a hidden chat's stream does not exist."""

@@ -10,13 +10,13 @@ subprotocols, with ``memory://`` and ``redis://``.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import uuid
 from typing import Any
 
 import pytest
 
 from gql.settings import Settings
+from tests.conftest import BACKENDS, on_backend
 from tests.gql.test_streams_ws import (
     ALICE,
     CREATE,
@@ -39,11 +39,9 @@ fragment C on Chunk {
   fromSeq snapshot }"""
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=BACKENDS)
 def any_broker(request: pytest.FixtureRequest, settings: Settings) -> Settings:
-    if request.param == "memory":
-        return settings
-    return dataclasses.replace(settings, broker_url=request.getfixturevalue("redis_url"))
+    return on_backend(request, settings)
 
 
 async def subscribed(app: Any, chat: str, count: int) -> None:

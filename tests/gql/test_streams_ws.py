@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from gql.app import create_app
 from gql.settings import Settings
-from tests.conftest import free_port
+from tests.conftest import BACKENDS, free_port, on_backend
 from tests.gql.wsclient import ChunkView, connect
 
 PROTOCOLS = ["graphql-transport-ws", "graphql-ws"]
@@ -37,6 +37,12 @@ STOP = "mutation($chat: ID!) { stopStream(chatId: $chat) }"
 STEP = "mutation($id: ID!, $step: StepInput!) { recordStep(streamId: $id, step: $step) }"
 MESSAGES = """query($chat: ID!) { messages(chatId: $chat, first: 200) {
   edges { node { id role type props status sequence blockId threadId } } } }"""
+
+
+@pytest.fixture(params=BACKENDS)
+def settings(request: pytest.FixtureRequest, settings: Settings) -> Settings:
+    """Every test here runs on each live-stream backend and each database."""
+    return on_backend(request, settings)
 
 
 @asynccontextmanager
