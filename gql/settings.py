@@ -56,6 +56,12 @@ class Settings:
     stream_idle_timeout: float = 300.0
     #: Largest buffered stream in bytes.
     max_stream_bytes: int = 16 * 1024 * 1024
+    #: Seconds a chat created with ``temporary: true`` lives (default one day).
+    temporary_ttl: float = 24 * 3600.0
+    #: Days a soft-deleted chat stays in the trash before the sweeper purges it.
+    trash_days: float = 30.0
+    #: Seconds between retention sweeps on each instance (0 turns the sweeper off).
+    sweep_interval: float = 30.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -54,6 +54,9 @@ class Chat:
     tenant_id: str
     deleted_at: datetime | None = None
     activity_at: datetime | None = None
+    tags: list[str] = field(default_factory=list)
+    pinned: bool = False
+    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 __all__ = [
     "append_receipts",
+    "chat_tags",
     "chats",
     "closed_chats",
     "messages",
@@ -108,12 +109,38 @@ chats = Table(
     Column("team_id", String(200)),
     Column("tenant_id", String(200), nullable=False),
     Column("deleted_at", UTCDateTime),
+    # Organising and keeping: the chat's tags (sorted, distinct; mirrored one per row
+    # in chat_tags for filtering), whether it is pinned, and when it expires.
+    Column("tags", JSONDocument, nullable=False, server_default="[]"),
+    Column("pinned", Boolean, nullable=False, server_default="0"),
+    Column("expires_at", UTCDateTime),
     Index(None, "tenant_id", "activity_at", "id"),
     Index(None, "tenant_id", "created_at", "id"),
     Index(None, "tenant_id", "updated_at", "id"),
     Index(None, "tenant_id", "sort", "id"),
     Index(None, "tenant_id", "title", "id"),
     Index(None, "tenant_id", "assistant_id", "activity_at", "id"),
+    # A non-admin's own sidebar ("my chats") in a tenant with many users reads one
+    # creator's range instead of filtering the whole tenant's.
+    Index(None, "tenant_id", "created_by", "activity_at", "id"),
+    # The retention sweeper finds what is due without scanning every chat.
+    Index(None, "expires_at"),
+    Index(None, "deleted_at"),
+)
+
+# One row per tag of a chat, so "every one of these tags" is a few index probes.
+chat_tags = Table(
+    "chat_tags",
+    metadata,
+    Column(
+        "chat_id",
+        String(64),
+        ForeignKey("chats.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("tag", String(64), primary_key=True),
+    Column("tenant_id", String(200), nullable=False),
+    Index(None, "tenant_id", "tag", "chat_id"),
 )
 
 messages = Table(
