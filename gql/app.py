@@ -43,6 +43,7 @@ from store.database import Database
 from store.errors import Unauthenticated
 from store.migrate import migrate
 from store.records import Identity
+from store.retention import RetentionSweeper
 from store.shared_streams import stream_service_for
 
 __all__ = ["GraphQLEndpoint", "create_app"]
@@ -250,9 +251,13 @@ def create_app(settings: Settings | None = None) -> Starlette:
             app.state.services = Services(settings=settings, db=db, cursors=CursorSigner(key),
                                           broker=broker, streams=streams)
             await streams.start()
+            retention = RetentionSweeper(db, interval=settings.sweep_interval,
+                                         trash_days=settings.trash_days)
+            retention.start()
             try:
                 yield
             finally:
+                await retention.close()
                 # Shutdown (SIGTERM/SIGINT): end and persist every active stream first.
                 await streams.close()
                 await broker.close()

@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store import access
-from store.chats import now
+from store.chats import now, present
 from store.database import Database
 from store.errors import (
     AppendConflict,
@@ -178,7 +178,7 @@ async def lock_chat_for_append(conn: AsyncConnection, who: Identity, chat_id: st
     row = (
         await conn.execute(
             select(chats.c.last_sequence, access.can_write(who, append=True).label("writable"))
-            .where(chats.c.id == chat_id, chats.c.deleted_at.is_(None), access.can_read(who))
+            .where(chats.c.id == chat_id, present(), access.can_read(who))
             .with_for_update()
         )
     ).first()
@@ -325,7 +325,7 @@ async def get_message(db: Database, who: Identity, message_id: str) -> Message |
                 .join(chats, chats.c.id == messages.c.chat_id)
                 .where(
                     messages.c.id == message_id,
-                    chats.c.deleted_at.is_(None),
+                    present(),
                     access.can_read(who),
                 )
             )
@@ -370,7 +370,7 @@ async def _lock_writable(conn: AsyncConnection, who: Identity, chat_id: str) -> 
     row = (
         await conn.execute(
             select(access.can_write(who).label("writable"))
-            .where(chats.c.id == chat_id, chats.c.deleted_at.is_(None), access.can_read(who))
+            .where(chats.c.id == chat_id, present(), access.can_read(who))
             .with_for_update()
         )
     ).first()
@@ -448,7 +448,7 @@ async def list_messages(
     newer = false() if before is None else neighbour(messages.c.sequence >= before, newest=False)
     visible = (
         select(chats.c.id)
-        .where(chats.c.id == chat_id, chats.c.deleted_at.is_(None), access.can_read(who))
+        .where(chats.c.id == chat_id, present(), access.can_read(who))
         .exists()
     )
     bounds = list(base)

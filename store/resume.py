@@ -18,7 +18,7 @@ from sqlalchemy import Row, delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store import access
-from store.chats import fetch_visible_chat, now
+from store.chats import fetch_visible_chat, now, present
 from store.database import Database
 from store.errors import Forbidden, InvalidArgument, NotFound
 from store.ids import check_chat_id, new_id
@@ -165,7 +165,7 @@ async def last_resume(db: Database, who: Identity, chat_id: str) -> ResumeRecord
 def _readable_stack(who: Identity, stack_id: str) -> Any:
     return _visible().where(
         resume_table.c.stack_id == stack_id,
-        chats.c.deleted_at.is_(None),
+        present(),
         access.can_read(who),
     )
 
@@ -213,7 +213,7 @@ async def delete_resume(db: Database, who: Identity, chat_id: str) -> int:
         row = (
             await conn.execute(
                 select(access.can_write(who, append=True).label("writable")).where(
-                    chats.c.id == chat_id, chats.c.deleted_at.is_(None), access.can_read(who)
+                    chats.c.id == chat_id, present(), access.can_read(who)
                 )
             )
         ).first()
