@@ -29,6 +29,7 @@ from strawberry.types.execution import ExecutionResult
 from gql.auth import CREDENTIAL_KEYS, authenticator_for, identity_from_credentials
 from gql.bodylimit import BodyLimitMiddleware, error_body
 from gql.context import Context, Services
+from gql.export import export_endpoint
 from gql.push_fastpath import fast_push
 from gql.schema import schema
 from gql.settings import Settings
@@ -281,6 +282,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/graphql", graphql, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", graphql),
             Route("/healthz", healthz),
+            Route("/chats/{chat_id}/export", export_endpoint, methods=["GET"]),
         ],
         lifespan=lifespan,
         middleware=[

@@ -9,6 +9,7 @@ from gql.chat_lists import ChatListQuery
 from gql.chats import ChatMutation, ChatQuery
 from gql.errors import ChatqlSchema
 from gql.execution import LeafFastPathExecutionContext
+from gql.imports import ImportMutation
 from gql.lifecycle import LifecycleMutation, LifecycleQuery
 from gql.limits import QueryLimits
 from gql.messages import MessageMutation, MessageQuery
@@ -21,7 +22,8 @@ Query = merge_types(
     "Query", (ChatQuery, ChatListQuery, MessageQuery, SearchQuery, LifecycleQuery, StreamQuery)
 )
 Mutation = merge_types(
-    "Mutation", (ChatMutation, MessageMutation, LifecycleMutation, StreamMutation)
+    "Mutation",
+    (ChatMutation, MessageMutation, LifecycleMutation, StreamMutation, ImportMutation),
 )
 Subscription = merge_types("Subscription", (StreamSubscription,))
 

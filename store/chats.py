@@ -40,6 +40,8 @@ __all__ = [
     "create_chat",
     "delete_chat",
     "get_chat",
+    "insert_chat",
+    "normalised_fields",
     "present",
     "purge_chat",
     "purge_rows",
@@ -147,7 +149,7 @@ def _check_fields(values: Mapping[str, Any]) -> None:
             raise InvalidArgument("expiresAt must be in the future")
 
 
-def _normalised(values: Mapping[str, Any]) -> dict[str, Any]:
+def normalised_fields(values: Mapping[str, Any]) -> dict[str, Any]:
     _check_fields(values)
     fields = dict(values)
     if "tags" in fields:
@@ -177,7 +179,7 @@ async def create_chat(
         raise InvalidArgument(f"assistantId must be 1-{_MAX_NAME} characters")
     if not mode or len(mode) > 32:
         raise InvalidArgument("mode must be 1-32 characters")
-    fields = _normalised({
+    fields = normalised_fields({
         "title": title, "share": share, "public": public, "sort": sort,
         "metadata": metadata, "tags": [] if tags is None else tags, "pinned": pinned,
         "expires_at": expires_at,
@@ -199,19 +201,26 @@ async def create_chat(
     }
     try:
         async with db.write() as conn:
-            closed_in = await conn.scalar(
-                select(closed_chats.c.tenant_id).where(closed_chats.c.id == chat_id)
-            )
-            if closed_in == who.tenant_id:
-                raise Conflict(f"chat id {chat_id!r} was purged and can never be used again")
-            if closed_in is not None:
-                # Chat ids are global; another tenant's purge must not show through, so
-                # it reads like any other taken id.
-                raise Conflict(f"chat id {chat_id!r} is already taken")
-            row = (await conn.execute(insert(chats).values(values).returning(chats))).one()
-            await _write_tags(conn, chat_id, who.tenant_id, fields["tags"])
+            return await insert_chat(conn, values)
     except IntegrityError:
         raise Conflict(f"chat id {chat_id!r} is already taken") from None
+
+
+async def insert_chat(conn: AsyncConnection, values: Mapping[str, Any]) -> Chat:
+    """Within the caller's transaction: write a new chat row (checked values) and its
+    tags; CONFLICT for an id that is taken or was closed by a purge."""
+    chat_id, tenant_id = values["id"], values["tenant_id"]
+    closed_in = await conn.scalar(
+        select(closed_chats.c.tenant_id).where(closed_chats.c.id == chat_id)
+    )
+    if closed_in == tenant_id:
+        raise Conflict(f"chat id {chat_id!r} was purged and can never be used again")
+    if closed_in is not None or await conn.scalar(select(exists().where(chats.c.id == chat_id))):
+        # Chat ids are global; another tenant's purge must not show through, so it
+        # reads like any other taken id.
+        raise Conflict(f"chat id {chat_id!r} is already taken")
+    row = (await conn.execute(insert(chats).values(values).returning(chats))).one()
+    await _write_tags(conn, chat_id, tenant_id, list(values.get("tags") or []))
     return chat_from_row(row)
 
 
@@ -263,7 +272,7 @@ async def update_chat(
     unknown = set(changes) - set(_UPDATABLE)
     if unknown:
         raise InvalidArgument(f"cannot update {', '.join(sorted(unknown))}")
-    changes = _normalised(changes)
+    changes = normalised_fields(changes)
     async with db.write() as conn:
         chat = await _writable_chat(conn, who, chat_id)
         if "tags" in changes:

@@ -33,6 +33,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 __all__ = [
     "append_receipts",
+    "chat_imports",
     "chat_tags",
     "chats",
     "closed_chats",
@@ -222,6 +223,20 @@ resume_records = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     Index(None, "chat_id", "sequence"),
     Index(None, "stack_id"),
+)
+
+# One row per import id and tenant: makes importChat idempotent and lets a large
+# import resume after the last batch it committed (``lines_done``).
+chat_imports = Table(
+    "chat_imports",
+    metadata,
+    Column("tenant_id", String(200), primary_key=True),
+    Column("import_id", String(128), primary_key=True),
+    Column("digest", String(64), nullable=False),
+    Column("chat_id", String(64), nullable=False),
+    Column("lines_done", BigInteger, nullable=False, server_default="0"),
+    Column("complete", Boolean, nullable=False, server_default="0"),
+    Column("created_at", UTCDateTime, nullable=False),
 )
 
 # Small key/value table for service-wide state, such as the cursor signing key

@@ -7,6 +7,7 @@
 - ``(tenant_id, created_by, activity_at, id)``: a non-admin's own chat list in a
   tenant with many users reads one creator's range instead of the whole tenant's.
 - ``expires_at`` and ``deleted_at``: the retention sweeper finds what is due directly.
+- ``chat_imports``: one row per import id and tenant (idempotent, resumable imports).
 
 Revision ID: 0005_organise
 Revises: 0002
@@ -57,8 +58,21 @@ def upgrade() -> None:
             unique=False,
         )
 
+    op.create_table(
+        "chat_imports",
+        sa.Column("tenant_id", sa.String(length=200), nullable=False),
+        sa.Column("import_id", sa.String(length=128), nullable=False),
+        sa.Column("digest", sa.String(length=64), nullable=False),
+        sa.Column("chat_id", sa.String(length=64), nullable=False),
+        sa.Column("lines_done", sa.BigInteger(), server_default="0", nullable=False),
+        sa.Column("complete", sa.Boolean(), server_default="0", nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint("tenant_id", "import_id", name=op.f("pk_chat_imports")),
+    )
+
 
 def downgrade() -> None:
+    op.drop_table("chat_imports")
     with op.batch_alter_table("chat_tags", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_chat_tags_tenant_id_tag_chat_id"))
     op.drop_table("chat_tags")
