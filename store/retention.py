@@ -64,12 +64,17 @@ async def sweep_retention(
 
 
 class RetentionSweeper:
-    """Sweeps every ``interval`` seconds until closed; a failed sweep is retried next time."""
+    """Sweeps every ``interval`` seconds until closed; a failed sweep is retried next time.
+
+    The first sweep comes one interval after start. Closing waits for a sweep in
+    progress to finish (its transactions are short) rather than cancelling it midway.
+    """
 
     def __init__(self, db: Database, *, interval: float, trash_days: float) -> None:
         self._db = db
         self._interval = interval
         self._trash_days = trash_days
+        self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -77,14 +82,18 @@ class RetentionSweeper:
             self._task = asyncio.create_task(self._run(), name="chatql-retention")
 
     async def close(self) -> None:
+        self._stop.set()
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await self._task
             self._task = None
 
+    async def _stopped_within(self, seconds: float) -> bool:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), seconds)
+        return self._stop.is_set()
+
     async def _run(self) -> None:
-        while True:
+        while not await self._stopped_within(self._interval):
             try:
                 purged = await sweep_retention(
                     self._db, now=store_chats.now(), trash_days=self._trash_days
@@ -93,4 +102,3 @@ class RetentionSweeper:
                     logger.info("retention purged %d chat(s)", len(purged))
             except Exception as error:  # the database may be briefly away; try again
                 logger.warning("retention sweep failed: %s", error)
-            await asyncio.sleep(self._interval)
