@@ -83,8 +83,6 @@ def _transfer(args: argparse.Namespace, work: Any) -> int:
 
 
 def _export_chat(args: argparse.Namespace) -> int:
-    import orjson
-
     from store.export import export_chat, open_export
     from store.records import Identity
 
@@ -94,7 +92,7 @@ def _export_chat(args: argparse.Namespace) -> int:
     async def work(db: Any) -> None:
         chat = await open_export(db, who, args.chat_id)
         async for line in export_chat(db, chat):
-            out.write(orjson.dumps(line) + b"\n")
+            out.write(line)
         out.flush()
 
     return _transfer(args, work)

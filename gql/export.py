@@ -8,9 +8,6 @@ GraphQL-shaped JSON body and a matching status: 401 ``UNAUTHENTICATED``, 400
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import orjson
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
@@ -39,12 +36,8 @@ async def export_endpoint(request: Request) -> Response:
         code = code_for(error) or "INVALID_ARGUMENT"
         return JSONResponse(error_body(str(error), code), status_code=_STATUS.get(code, 400))
 
-    async def body() -> AsyncIterator[bytes]:
-        async for line in store_export.export_chat(services.db, chat):
-            yield orjson.dumps(line) + b"\n"
-
     filename = f"chat-{chat.id}.jsonl"
     return StreamingResponse(
-        body(), media_type=EXPORT_MEDIA_TYPE,
+        store_export.export_chat(services.db, chat), media_type=EXPORT_MEDIA_TYPE,
         headers={"Content-Disposition": f'attachment; filename="{filename}"'},
     )

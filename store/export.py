@@ -17,7 +17,8 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+import orjson
+from sqlalchemy import select, text
 
 from store.chats import get_chat
 from store.database import Database
@@ -47,7 +48,27 @@ EXPORT_PAGE_SIZE = 1_000
 
 
 def _time(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat()
+    # Always six fractional digits, the same text Postgres builds below.
+    return None if value is None else value.isoformat(timespec="microseconds")
+
+
+def _pg_time(column: str) -> str:
+    return (f"to_char({column} AT TIME ZONE 'UTC', "
+            "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"+00:00\"')")
+
+
+#: On Postgres the database builds each message line (one text value per row), so
+#: Python only forwards bytes: no row objects, no JSON decoding and re-encoding.
+_PG_MESSAGE_LINES = text(
+    "SELECT sequence, json_build_object("
+    "'kind', 'message', 'id', id, 'sequence', sequence, 'requestId', request_id, "
+    "'role', role, 'type', type, 'props', props, 'blockId', block_id, "
+    "'threadId', thread_id, 'assistantId', assistant_id, 'status', status, "
+    f"'metadata', metadata, 'createdAt', {_pg_time('created_at')}, "
+    f"'updatedAt', {_pg_time('updated_at')})::text AS line "
+    "FROM messages WHERE chat_id = :chat AND sequence > :after "
+    "ORDER BY sequence LIMIT :size"
+)
 
 
 def chat_line(chat: Chat) -> dict[str, Any]:
@@ -129,22 +150,30 @@ async def open_export(db: Database, who: Identity, chat_id: str) -> Chat:
 
 async def export_chat(
     db: Database, chat: Chat, *, page_size: int = EXPORT_PAGE_SIZE
-) -> AsyncIterator[dict[str, Any]]:
-    """The export's lines (as objects) of a chat returned by :func:`open_export`."""
-    yield chat_line(chat)
+) -> AsyncIterator[bytes]:
+    """The export of a chat returned by :func:`open_export`, line by line (each
+    encoded, newline included)."""
+    yield _encode(chat_line(chat))
     after = 0
     while True:
         async with db.read() as conn:
-            rows = (
-                await conn.execute(
-                    select(messages)
-                    .where(messages.c.chat_id == chat.id, messages.c.sequence > after)
-                    .order_by(messages.c.sequence)
-                    .limit(page_size)
-                )
-            ).all()
-        for row in rows:
-            yield message_line(message_from_row(row))
+            if db.is_postgres:
+                rows = (await conn.execute(
+                    _PG_MESSAGE_LINES, {"chat": chat.id, "after": after, "size": page_size}
+                )).all()
+                lines = [row.line.encode() + b"\n" for row in rows]
+            else:
+                rows = (
+                    await conn.execute(
+                        select(messages)
+                        .where(messages.c.chat_id == chat.id, messages.c.sequence > after)
+                        .order_by(messages.c.sequence)
+                        .limit(page_size)
+                    )
+                ).all()
+                lines = [_encode(message_line(message_from_row(row))) for row in rows]
+        for line in lines:
+            yield line
         if len(rows) < page_size:
             break
         after = rows[-1].sequence
@@ -160,4 +189,8 @@ async def export_chat(
         ).all()
     # Resume records are a few per interrupted stream: read in one go.
     for record in records:
-        yield resume_line(resume_from_row(record))
+        yield _encode(resume_line(resume_from_row(record)))
+
+
+def _encode(line: dict[str, Any]) -> bytes:
+    return orjson.dumps(line) + b"\n"

@@ -33,6 +33,10 @@ MESSAGES = """query($id: ID!) { messages(chatId: $id, first: 200) {
   edges { node { role type props status sequence } } } }"""
 
 
+def parsed(jsonl: bytes) -> list[Any]:
+    return [orjson.loads(line) for line in jsonl.splitlines()]
+
+
 async def cli(args: list[str]) -> int:
     """Runs the ``chatql`` command as a user would, off the test's event loop."""
     return await asyncio.to_thread(main, args)
@@ -295,4 +299,5 @@ async def test_cli_export_and_an_interrupted_import_resumes(
     assert await cli(args) == 0  # finished: nothing more
     assert capsysbinary.readouterr().out.endswith(b"0 lines written\n")
     assert await cli(["export", "big", "--tenant", "acme", "--database-url", url]) == 0
-    assert capsysbinary.readouterr().out == exported
+    # The same lines (Postgres spaces its JSON differently from SQLite's encoder).
+    assert parsed(capsysbinary.readouterr().out) == parsed(exported)
