@@ -38,6 +38,7 @@ from gql.websocket import (
     ChatqlTransportWSHandler,
     ChatqlWebSocketAdapter,
 )
+from store.archive import ChatArchive
 from store.broker import broker_from_url
 from store.cursors import CursorSigner, load_or_create_secret
 from store.database import Database
@@ -249,11 +250,13 @@ def create_app(settings: Settings | None = None) -> Starlette:
             streams = stream_service_for(db, broker,
                                          idle_timeout=settings.stream_idle_timeout,
                                          max_bytes=settings.max_stream_bytes)
+            archive = ChatArchive(settings.archive_url)
             app.state.services = Services(settings=settings, db=db, cursors=CursorSigner(key),
-                                          broker=broker, streams=streams)
+                                          broker=broker, streams=streams, archive=archive)
             await streams.start()
             retention = RetentionSweeper(db, interval=settings.sweep_interval,
-                                         trash_days=settings.trash_days)
+                                         trash_days=settings.trash_days, archive=archive,
+                                         archive_after_days=settings.archive_after_days)
             retention.start()
             try:
                 yield

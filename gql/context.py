@@ -10,6 +10,7 @@ from starlette.websockets import WebSocket
 from strawberry.types import Info as StrawberryInfo
 
 from gql.settings import Settings
+from store.archive import ChatArchive
 from store.broker import Broker
 from store.cursors import CursorSigner
 from store.database import Database
@@ -29,6 +30,8 @@ class Services:
     #: Live-stream fan-out (store.broker) and the active streams' buffers.
     broker: Broker | None = None
     streams: StreamService | None = None
+    #: Cold storage for archived chats.
+    archive: ChatArchive | None = None
 
 
 @dataclass

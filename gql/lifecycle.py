@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import strawberry
 
+from gql.archive import bring_back
 from gql.context import Info
 from gql.types import Message
 from store import lifecycle as store_lifecycle
@@ -26,6 +27,10 @@ class LifecycleQuery:
         context = await store_lifecycle.model_context(
             info.context.db, info.context.identity, str(chat_id), limit
         )
+        if not context and await bring_back(info, str(chat_id)):
+            context = await store_lifecycle.model_context(
+                info.context.db, info.context.identity, str(chat_id), limit
+            )
         return context  # type: ignore[return-value]
 
 
@@ -39,6 +44,7 @@ class LifecycleMutation:
         )
     )
     async def start_over(self, info: Info, chat_id: strawberry.ID) -> Message:
+        await bring_back(info, str(chat_id))
         boundary = await store_lifecycle.start_over(
             info.context.db, info.context.identity, str(chat_id)
         )
@@ -49,6 +55,7 @@ class LifecycleMutation:
         "in for everything before it."
     )
     async def compact_chat(self, info: Info, chat_id: strawberry.ID, summary: str) -> Message:
+        await bring_back(info, str(chat_id))
         boundary = await store_lifecycle.compact_chat(
             info.context.db, info.context.identity, str(chat_id), summary
         )

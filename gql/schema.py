@@ -5,6 +5,7 @@ from __future__ import annotations
 from strawberry.extensions import ParserCache, ValidationCache
 from strawberry.tools import merge_types
 
+from gql.archive import ArchiveMutation
 from gql.chat_lists import ChatListQuery
 from gql.chats import ChatMutation, ChatQuery
 from gql.errors import ChatqlSchema
@@ -23,7 +24,8 @@ Query = merge_types(
 )
 Mutation = merge_types(
     "Mutation",
-    (ChatMutation, MessageMutation, LifecycleMutation, StreamMutation, ImportMutation),
+    (ChatMutation, MessageMutation, LifecycleMutation, StreamMutation, ImportMutation,
+     ArchiveMutation),
 )
 Subscription = merge_types("Subscription", (StreamSubscription,))
 

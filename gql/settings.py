@@ -62,6 +62,10 @@ class Settings:
     trash_days: float = 30.0
     #: Seconds between retention sweeps on each instance (0 turns the sweeper off).
     sweep_interval: float = 30.0
+    #: Where archived chats go: ``file:///path`` or ``s3://bucket/prefix``.
+    archive_url: str = "file://./chatql-archive"
+    #: Days without activity after which the sweeper archives a chat (0: never).
+    archive_after_days: float = 0.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -191,6 +191,10 @@ class Chat:
     expires_at: datetime | None = strawberry.field(
         description="When the chat is purged for good; null keeps it until deleted."
     )
+    archived_at: datetime | None = strawberry.field(
+        description="When its messages moved to the cold archive (null: in the database). "
+        "Reading, appending or streaming brings them back first."
+    )
 
     @strawberry.field(description="The chat's messages; same arguments as Query.messages.")
     async def messages(

@@ -122,6 +122,7 @@ def chat_from_row(row: Row[Any]) -> Chat:
         tags=list(m["tags"] or []),
         pinned=bool(m["pinned"]),
         expires_at=m["expires_at"],
+        archived_at=m["archived_at"],
     )
 
 

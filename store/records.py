@@ -57,6 +57,7 @@ class Chat:
     tags: list[str] = field(default_factory=list)
     pinned: bool = False
     expires_at: datetime | None = None
+    archived_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""Retention: purge chats past their expiry, and trash older than the trash period.
+"""Retention: purge chats past their expiry, and trash older than the trash period
+(and, when configured, move idle chats to the cold archive: ``store/archive.py``).
 
 Every instance runs a :class:`RetentionSweeper`. Instances never purge the same chat
 twice: each batch is claimed inside one write transaction with ``SELECT … FOR UPDATE
@@ -21,6 +22,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, or_, select
 
 from store import chats as store_chats
+from store.archive import ChatArchive, archive_idle
 from store.database import Database
 from store.tables import chats
 
@@ -70,8 +72,11 @@ class RetentionSweeper:
     progress to finish (its transactions are short) rather than cancelling it midway.
     """
 
-    def __init__(self, db: Database, *, interval: float, trash_days: float) -> None:
+    def __init__(self, db: Database, *, interval: float, trash_days: float,
+                 archive: ChatArchive | None = None, archive_after_days: float = 0) -> None:
         self._db = db
+        self._archive = archive
+        self._archive_after_days = archive_after_days
         self._interval = interval
         self._trash_days = trash_days
         self._stop = asyncio.Event()
@@ -100,5 +105,11 @@ class RetentionSweeper:
                 )
                 if purged:
                     logger.info("retention purged %d chat(s)", len(purged))
+                if self._archive is not None and self._archive_after_days > 0:
+                    archived = await archive_idle(
+                        self._db, self._archive, now=store_chats.now(),
+                        after_days=self._archive_after_days)
+                    if archived:
+                        logger.info("archived %d idle chat(s)", len(archived))
             except Exception as error:  # the database may be briefly away; try again
                 logger.warning("retention sweep failed: %s", error)

@@ -115,6 +115,9 @@ chats = Table(
     Column("tags", JSONDocument, nullable=False, server_default="[]"),
     Column("pinned", Boolean, nullable=False, server_default="0"),
     Column("expires_at", UTCDateTime),
+    # Cold archive: when the messages moved to object storage, and the object's key.
+    Column("archived_at", UTCDateTime),
+    Column("archive_key", String(400)),
     Index(None, "tenant_id", "activity_at", "id"),
     Index(None, "tenant_id", "created_at", "id"),
     Index(None, "tenant_id", "updated_at", "id"),
@@ -127,6 +130,8 @@ chats = Table(
     # The retention sweeper finds what is due without scanning every chat.
     Index(None, "expires_at"),
     Index(None, "deleted_at"),
+    # The idle-archive sweeper reads not-yet-archived chats by their last activity.
+    Index(None, "archived_at", "activity_at"),
 )
 
 # One row per tag of a chat, so "every one of these tags" is a few index probes.

@@ -7,6 +7,8 @@
 - ``(tenant_id, created_by, activity_at, id)``: a non-admin's own chat list in a
   tenant with many users reads one creator's range instead of the whole tenant's.
 - ``expires_at`` and ``deleted_at``: the retention sweeper finds what is due directly.
+- ``chats.archived_at``, ``chats.archive_key`` and an ``(archived_at, activity_at)``
+  index for the idle-archive sweeper (cold archive).
 - ``chat_imports``: one row per import id and tenant (idempotent, resumable imports).
 
 Revision ID: 0005_organise
@@ -33,6 +35,12 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column("tags", _JSON, server_default="[]", nullable=False))
         batch_op.add_column(sa.Column("pinned", sa.Boolean(), server_default="0", nullable=False))
         batch_op.add_column(sa.Column("expires_at", sa.DateTime(timezone=True), nullable=True))
+        batch_op.add_column(sa.Column("archived_at", sa.DateTime(timezone=True), nullable=True))
+        batch_op.add_column(sa.Column("archive_key", sa.String(length=400), nullable=True))
+        batch_op.create_index(
+            batch_op.f("ix_chats_archived_at_activity_at"), ["archived_at", "activity_at"],
+            unique=False,
+        )
         batch_op.create_index(
             batch_op.f("ix_chats_tenant_id_created_by_activity_at_id"),
             ["tenant_id", "created_by", "activity_at", "id"],
@@ -77,6 +85,9 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f("ix_chat_tags_tenant_id_tag_chat_id"))
     op.drop_table("chat_tags")
     with op.batch_alter_table("chats", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_chats_archived_at_activity_at"))
+        batch_op.drop_column("archive_key")
+        batch_op.drop_column("archived_at")
         batch_op.drop_index(batch_op.f("ix_chats_deleted_at"))
         batch_op.drop_index(batch_op.f("ix_chats_expires_at"))
         batch_op.drop_index(batch_op.f("ix_chats_tenant_id_created_by_activity_at_id"))
