@@ -242,6 +242,13 @@ async def _subscribe_first_legacy(client: GraphQLClient, document: str,
     return await _subscribe_first(client, document, variables, headers, protocol="graphql-ws")
 
 
+async def _archived(client: GraphQLClient, target: Target, spec: ChatSpec) -> Target:
+    """The chat's messages moved to the archive by its owner."""
+    await client.data("mutation($chat: ID!) { archiveChat(id: $chat) { id } }",
+                      {"chat": target.chat_id}, spec.owner.headers())
+    return target
+
+
 async def _export(client: GraphQLClient, document: str, variables: dict[str, Any],
                   headers: dict[str, str]) -> dict[str, Any]:
     """``GET /chats/{id}/export``, its first line (the chat) as the answer's data."""
@@ -351,6 +358,17 @@ OPERATIONS: tuple[Operation, ...] = (
         'expiresAt: "2999-01-01T00:00:00+00:00"}) { tags pinned } }',
         _chat_vars, change_outcome,
         check=lambda value, t, c: value == {"tags": ["t"], "pinned": True},
+    ),
+    Operation(
+        "archiveChat", "mutation($chat: ID!) { archiveChat(id: $chat) { id } }", _chat_vars,
+        change_outcome, check=lambda value, t, c: value == {"id": t.chat_id},
+    ),
+    # Restoring is what reading does anyway, so whoever may read may ask for it.
+    Operation(
+        "restoreArchive",
+        "mutation($chat: ID!) { restoreArchive(id: $chat) { id archivedAt } }", _chat_vars,
+        read_outcome, setup=_archived,
+        check=lambda value, t, c: value == {"id": t.chat_id, "archivedAt": None},
     ),
     Operation(
         "importChat",
