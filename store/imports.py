@@ -38,6 +38,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from store import jsonutil
 from store.chats import CHAT_SHARES, CHAT_STATUSES, get_chat, insert_chat, normalised_fields, now
 from store.database import Database
 from store.errors import AppendConflict, Conflict, InvalidArgument, NotFound
@@ -61,6 +62,9 @@ __all__ = [
 ]
 
 IMPORT_FORMATS = ("CHATQL", "OPENAI")
+_MESSAGE_COLUMNS = ("id", "chat_id", "sequence", "request_id", "role", "type", "props",
+                    "block_id", "thread_id", "assistant_id", "status", "metadata",
+                    "created_at", "updated_at")
 _MAX_NAME = 200
 _OPENAI_ROLES = {"user": "USER", "assistant": "ASSISTANT", "system": "SYSTEM",
                  "developer": "SYSTEM", "tool": "TOOL"}
@@ -336,8 +340,24 @@ async def _write_rows(conn: AsyncConnection, chat_id: str, parsed: ParsedChat) -
         taken = (await conn.scalars(select(messages.c.id).where(messages.c.id.in_(ids)))).all()
         if taken:
             raise Conflict(f"message id {taken[0]!r} is already taken")
-        await conn.execute(insert(messages), [{**row, "chat_id": chat_id}
-                                              for row in parsed.messages])
+        if conn.dialect.name == "postgresql":
+            # COPY: the bulk path Postgres is fastest at (the search vector is a
+            # generated column, so it is computed all the same).
+            dumps = jsonutil.dumps
+            records = [
+                (r["id"], chat_id, r["sequence"], r["request_id"], r["role"], r["type"],
+                 dumps(r["props"]), r["block_id"], r["thread_id"], r["assistant_id"],
+                 r["status"], None if r["metadata"] is None else dumps(r["metadata"]),
+                 r["created_at"], r["updated_at"])
+                for r in parsed.messages
+            ]
+            raw = await conn.get_raw_connection()
+            driver: Any = raw.driver_connection
+            await driver.copy_records_to_table("messages", records=records,
+                                               columns=_MESSAGE_COLUMNS)
+        else:
+            await conn.execute(insert(messages), [{**row, "chat_id": chat_id}
+                                                  for row in parsed.messages])
         # Sequences rise strictly through a document, so a batch's last is the highest.
         await conn.execute(update(chats).where(chats.c.id == chat_id)
                            .values(last_sequence=parsed.messages[-1]["sequence"]))
