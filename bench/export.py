@@ -101,9 +101,9 @@ async def child_export(url: str, path: str) -> None:
         rows = 0
         started = time.perf_counter()
         with open(path, "wb") as out:
-            async for line in export_chat(db, chat):
-                out.write(line)
-                rows += 1
+            async for chunk in export_chat(db, chat):
+                out.write(chunk)
+                rows += chunk.count(b"\n")
         seconds = time.perf_counter() - started
         growth = _rss_kib("VmHWM") - start_rss
     finally:

@@ -78,16 +78,17 @@ class ChatArchive:
         return self._made
 
     async def write(self, key: str, lines: AsyncIterator[bytes]) -> tuple[str, int]:
-        """Store ``lines`` under ``key``; their SHA-256 and count, as written."""
+        """Store ``lines`` (chunks of whole lines) under ``key``; their SHA-256 and the
+        number of lines, as written."""
         digest = hashlib.sha256()
         count = 0
 
         async def counted() -> AsyncIterator[bytes]:
             nonlocal count
-            async for line in lines:
-                digest.update(line)
-                count += 1
-                yield line
+            async for chunk in lines:  # whole lines, newlines included
+                digest.update(chunk)
+                count += chunk.count(b"\n")
+                yield chunk
 
         try:
             await obstore.put_async(self._store(), key, counted())

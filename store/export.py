@@ -57,9 +57,11 @@ def _pg_time(column: str) -> str:
             "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"+00:00\"')")
 
 
-#: On Postgres the database builds each message line (one text value per row), so
+#: On Postgres the database builds each page of message lines as one text value, so
 #: Python only forwards bytes: no row objects, no JSON decoding and re-encoding.
-_PG_MESSAGE_LINES = text(
+_PG_MESSAGE_PAGE = text(
+    "SELECT count(*) AS n, max(sequence) AS last, "
+    "string_agg(line, E'\\n' ORDER BY sequence) AS body FROM ("
     "SELECT sequence, json_build_object("
     "'kind', 'message', 'id', id, 'sequence', sequence, 'requestId', request_id, "
     "'role', role, 'type', type, 'props', props, 'blockId', block_id, "
@@ -67,7 +69,7 @@ _PG_MESSAGE_LINES = text(
     f"'metadata', metadata, 'createdAt', {_pg_time('created_at')}, "
     f"'updatedAt', {_pg_time('updated_at')})::text AS line "
     "FROM messages WHERE chat_id = :chat AND sequence > :after "
-    "ORDER BY sequence LIMIT :size"
+    "ORDER BY sequence LIMIT :size) AS page"
 )
 
 
@@ -151,17 +153,19 @@ async def open_export(db: Database, who: Identity, chat_id: str) -> Chat:
 async def export_chat(
     db: Database, chat: Chat, *, page_size: int = EXPORT_PAGE_SIZE
 ) -> AsyncIterator[bytes]:
-    """The export of a chat returned by :func:`open_export`, line by line (each
-    encoded, newline included)."""
+    """The export of a chat returned by :func:`open_export`, as encoded chunks of whole
+    lines (newlines included): the chat line, a chunk per page of messages, then each
+    resume record."""
     yield _encode(chat_line(chat))
     after = 0
     while True:
         async with db.read() as conn:
             if db.is_postgres:
-                rows = (await conn.execute(
-                    _PG_MESSAGE_LINES, {"chat": chat.id, "after": after, "size": page_size}
-                )).all()
-                lines = [row.line.encode() + b"\n" for row in rows]
+                page = (await conn.execute(
+                    _PG_MESSAGE_PAGE, {"chat": chat.id, "after": after, "size": page_size}
+                )).one()
+                count, last = int(page.n), page.last
+                chunk = b"" if not count else page.body.encode() + b"\n"
             else:
                 rows = (
                     await conn.execute(
@@ -171,12 +175,14 @@ async def export_chat(
                         .limit(page_size)
                     )
                 ).all()
-                lines = [_encode(message_line(message_from_row(row))) for row in rows]
-        for line in lines:
-            yield line
-        if len(rows) < page_size:
+                count = len(rows)
+                last = rows[-1].sequence if rows else after
+                chunk = b"".join(_encode(message_line(message_from_row(row))) for row in rows)
+        if chunk:
+            yield chunk
+        if count < page_size:
             break
-        after = rows[-1].sequence
+        after = last
     async with db.read() as conn:
         records = (
             await conn.execute(
