@@ -134,14 +134,11 @@ async def test_a_failed_archive_write_deletes_nothing(
     real_put = obstore.put_async
 
     async def put_then_fail(store: Any, key: str, lines: Any, **kwargs: Any) -> Any:
-        async def first_two() -> AsyncIterator[bytes]:
-            count = 0
-            async for line in lines:
-                count += 1
-                if count > 2:
-                    raise OSError("disk went away")
-                yield line
-        return await real_put(store, key, first_two(), **kwargs)
+        async def then_fail() -> AsyncIterator[bytes]:
+            async for chunk in lines:
+                yield chunk  # the chat line goes through, then the disk goes away
+                raise OSError("disk went away")
+        return await real_put(store, key, then_fail(), **kwargs)
 
     async for client in _client(settings):
         before = await _fill(client, alice)
