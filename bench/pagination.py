@@ -416,15 +416,19 @@ async def measure_branches(url: str, sizes: Sizes, branchy: BranchyChat) -> None
 async def measure_migration(url: str, sizes: Sizes, seed: Callable[[], Awaitable[None]]) -> None:
     """Time the conversation tree migration on a chat written before it."""
     from alembic import command
+    from alembic.script import ScriptDirectory
 
     from store.database import Database
     from store.migrate import alembic_config, migrate
+
+    before_tree = ScriptDirectory.from_config(alembic_config()).get_revision(
+        "0006_tree").down_revision
 
     db = Database(url)
     try:
         async with db.engine.begin() as conn:
             await conn.run_sync(lambda sync: command.upgrade(alembic_config(sync),
-                                                             "0004_usage"))
+                                                             before_tree))
         await seed()
         start = time.perf_counter()
         await migrate(db)

@@ -29,6 +29,7 @@ from strawberry.types.execution import ExecutionResult
 from gql.auth import CREDENTIAL_KEYS, authenticator_for, identity_from_credentials
 from gql.bodylimit import BodyLimitMiddleware, error_body
 from gql.context import Context, Services
+from gql.export import export_endpoint
 from gql.push_fastpath import fast_push
 from gql.schema import schema
 from gql.settings import Settings
@@ -39,11 +40,13 @@ from gql.websocket import (
     ChatqlTransportWSHandler,
     ChatqlWebSocketAdapter,
 )
+from store.archive import ChatArchive
 from store.cursors import CursorSigner, load_or_create_secret
 from store.database import Database
 from store.errors import Unauthenticated
 from store.migrate import migrate
 from store.records import Identity
+from store.retention import RetentionSweeper
 from store.streams import StreamService, backend_from_url
 
 __all__ = ["GraphQLEndpoint", "create_app"]
@@ -253,12 +256,18 @@ def create_app(settings: Settings | None = None) -> Starlette:
             streams = StreamService(db, backend_from_url(settings.broker_url),
                                     idle_timeout=settings.stream_idle_timeout,
                                     max_bytes=settings.max_stream_bytes)
+            archive = ChatArchive(settings.archive_url)
             app.state.services = Services(settings=settings, db=db, cursors=CursorSigner(key),
-                                          streams=streams)
+                                          streams=streams, archive=archive)
             await streams.start()
+            retention = RetentionSweeper(db, interval=settings.sweep_interval,
+                                         trash_days=settings.trash_days, archive=archive,
+                                         archive_after_days=settings.archive_after_days)
+            retention.start()
             try:
                 yield
             finally:
+                await retention.close()
                 # Shutdown (SIGTERM/SIGINT): persist or hand over every stream first.
                 await streams.close()
         finally:
@@ -282,6 +291,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             WebSocketRoute("/graphql", graphql),
             Route("/healthz", healthz),
             *web_routes(settings),
+            Route("/chats/{chat_id}/export", export_endpoint, methods=["GET"]),
         ],
         lifespan=lifespan,
         middleware=[

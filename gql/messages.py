@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import strawberry
 
+from gql.archive import bring_back
 from gql.context import Info
 from gql.types import (
     AppendReceipt,
@@ -20,7 +21,7 @@ from gql.types import (
 from store import messages as store_messages
 from store.errors import InvalidArgument, InvalidCursor
 from store.ids import check_chat_id
-from store.records import BranchPosition
+from store.records import BranchPosition, MessagePage
 
 __all__ = ["MessageMutation", "MessageQuery", "message_connection"]
 
@@ -120,16 +121,23 @@ async def message_connection(
             first=first, after=after, last=last, before=before)
     scope = _cursor_scope(chat_id, store_filter)
     signer = info.context.services.cursors
-    page = await store_messages.list_messages(
-        info.context.db,
-        info.context.identity,
-        chat_id,
-        filter=store_filter,
-        first=first,
-        after=_sequence_from(info, scope, after),
-        last=last,
-        before=_sequence_from(info, scope, before),
-    )
+
+    async def read() -> MessagePage:
+        return await store_messages.list_messages(
+            info.context.db,
+            info.context.identity,
+            chat_id,
+            filter=store_filter,
+            first=first,
+            after=_sequence_from(info, scope, after),
+            last=last,
+            before=_sequence_from(info, scope, before),
+        )
+
+    page = await read()
+    # An archived chat has no message rows: only an empty page can mean one.
+    if not page.items and await bring_back(info, chat_id):
+        page = await read()
     edges = [
         MessageEdge(cursor=signer.encode(scope, m.sequence), node=m)  # type: ignore[arg-type]
         for m in page.items
@@ -178,6 +186,7 @@ class MessageMutation:
         messages: list[MessageInput],
         parent_id: strawberry.ID | None = None,
     ) -> AppendReceipt:
+        await bring_back(info, str(chat_id))
         receipt = await store_messages.append_messages(
             info.context.db,
             info.context.identity,

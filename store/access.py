@@ -112,6 +112,11 @@ async def require(conn: AsyncConnection, who: Identity, chat_id: str, need: Need
     }[need]
     query = select(*(columns or (chats.c.id,)), chats.c.deleted_at.label("chat_deleted_at"),
                    allowed.label("allowed")).where(chats.c.id == chat_id, can_read(who))
+    # A chat past its expiry reads as absent even before the sweeper purges it. The
+    # service clock lives in store.chats, which imports this module.
+    from store import chats as chat_rows
+
+    query = query.where(or_(chats.c.expires_at.is_(None), chats.c.expires_at > chat_rows.now()))
     if not include_deleted:
         query = query.where(chats.c.deleted_at.is_(None))
     if lock:

@@ -58,6 +58,10 @@ class Chat:
     deleted_at: datetime | None = None
     activity_at: datetime | None = None
     channel: str = "api"
+    tags: list[str] = field(default_factory=list)
+    pinned: bool = False
+    expires_at: datetime | None = None
+    archived_at: datetime | None = None
     #: The last message of the active branch; None while the chat has no messages.
     active_leaf_id: str | None = None
 

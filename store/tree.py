@@ -38,6 +38,7 @@ __all__ = [
     "chain_jump_depths",
     "chain_links",
     "delete_subtrees",
+    "link_rows",
     "newest_leaf_below",
     "newest_replies",
     "path_query",
@@ -95,6 +96,60 @@ async def chain_links(conn: AsyncConnection, chat_id: str, parent_id: str | None
         known[message_id] = parent = new
         links.append(new)
     return links
+
+
+async def link_rows(conn: AsyncConnection, chat_id: str, rows: list[dict[str, Any]]) -> str:
+    """Fill the tree columns of message rows written in ``sequence`` order (imports,
+    archive restores); returns the id of the last row.
+
+    A row that names its parent (``parent_id``, None for a root) keeps it; a row
+    without the key follows the message before it, so a document that says nothing of
+    the tree imports as one chain. A named parent must come earlier.
+    """
+    known: dict[str, Link] = {}
+
+    async def link(message_id: str) -> Link:
+        found = known.get(message_id)
+        if found is None:
+            row = (await conn.execute(
+                select(messages.c.parent_id, messages.c.depth, messages.c.jump_id,
+                       messages.c.jump_depth)
+                .where(messages.c.id == message_id, messages.c.chat_id == chat_id)
+            )).first()
+            if row is None:
+                raise NotFound(f"parent message {message_id!r} does not come before its"
+                               " reply in this chat")
+            found = known[message_id] = Link(message_id, row.parent_id, int(row.depth),
+                                             row.jump_id, int(row.jump_depth))
+        return found
+
+    previous: str | None = None
+    if rows and "parent_id" not in rows[0]:
+        previous = await conn.scalar(
+            select(messages.c.id).where(messages.c.chat_id == chat_id,
+                                        messages.c.sequence < rows[0]["sequence"])
+            .order_by(messages.c.sequence.desc()).limit(1))
+    for row in rows:
+        parent_id = row.get("parent_id", previous)
+        if parent_id is None:
+            new = _below(row["id"], None, None)
+        else:
+            parent = await link(parent_id)
+            new = _below(row["id"], parent, await link(parent.jump_id))
+        known[new.id] = new
+        row.update(new.columns())
+        previous = new.id
+    return str(previous)
+
+
+def _below(message_id: str, parent: Link | None, parent_jump: Link | None) -> Link:
+    """The tree columns of a new message below ``parent`` (None: a root)."""
+    if parent is None or parent_jump is None:
+        return Link(message_id, None, 1, message_id, 1)
+    if parent.depth - parent.jump_depth == parent.jump_depth - parent_jump.jump_depth:
+        return Link(message_id, parent.id, parent.depth + 1, parent_jump.jump_id,
+                    parent_jump.jump_depth)
+    return Link(message_id, parent.id, parent.depth + 1, parent.id, parent.depth)
 
 
 def chain_jump_depths(upto: int) -> list[int]:

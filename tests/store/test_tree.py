@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from alembic import command
+from alembic.script import ScriptDirectory
 from sqlalchemy import insert, select
 
 from store import messages as store_messages
@@ -16,13 +17,15 @@ from store.records import Identity
 from store.tables import chats, messages
 
 ALICE = Identity(user_id="alice", tenant_id="t1")
+#: The revision before the conversation tree.
+BEFORE_TREE = ScriptDirectory.from_config(alembic_config()).get_revision("0006_tree").down_revision
 # More than one migration batch, with the holes deletes leave in sequences.
 SEQUENCES = [n for n in range(1, 4_400) if n % 7 != 3]
 
 
 async def _linear_chat_before_the_tree(db: Database) -> list[str]:
     async with db.engine.begin() as conn:
-        await conn.run_sync(lambda sync: command.downgrade(alembic_config(sync), "0004_usage"))
+        await conn.run_sync(lambda sync: command.downgrade(alembic_config(sync), BEFORE_TREE))
     stamp = datetime.now(UTC)
     ids = [f"m{n:05d}" for n in SEQUENCES]
     async with db.write() as conn:

@@ -10,7 +10,7 @@ then filled chat by chat in batches of ``BATCH`` rows, each one short statement 
 by primary key, so no statement holds a large table for long.
 
 Revision ID: 0006_tree
-Revises: 0004_usage
+Revises: 0005_organise
 Create Date: 2026-12-01
 """
 
@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0006_tree"
-down_revision = "0004_usage"
+down_revision = "0005_organise"
 branch_labels = None
 depends_on = None
 
