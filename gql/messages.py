@@ -19,7 +19,7 @@ from gql.types import (
     UpdateMessageInput,
 )
 from store import messages as store_messages
-from store.errors import InvalidArgument, InvalidCursor
+from store.errors import InvalidArgument, InvalidCursor, NotFound
 from store.ids import check_chat_id
 from store.records import BranchPosition, MessagePage
 
@@ -68,17 +68,30 @@ async def _branch_connection(
 ) -> MessageConnection:
     scope = _branch_scope(chat_id, store_filter, branch)
     signer = info.context.services.cursors
-    page = await store_messages.list_branch(
-        info.context.db,
-        info.context.identity,
-        chat_id,
-        branch=branch,
-        filter=store_filter,
-        first=first,
-        after=_position_from(info, scope, after),
-        last=last,
-        before=_position_from(info, scope, before),
-    )
+
+    async def read() -> MessagePage:
+        return await store_messages.list_branch(
+            info.context.db,
+            info.context.identity,
+            chat_id,
+            branch=branch,
+            filter=store_filter,
+            first=first,
+            after=_position_from(info, scope, after),
+            last=last,
+            before=_position_from(info, scope, before),
+        )
+
+    try:
+        page = await read()
+    except NotFound:
+        # A branch named in an archived chat: its rows come back first.
+        if branch is None or not await bring_back(info, chat_id):
+            raise
+        page = await read()
+    # An archived chat has no message rows: only an empty page can mean one.
+    if not page.items and await bring_back(info, chat_id):
+        page = await read()
     leaf = page.branch_leaf
     # Depth on a branch is the number of messages up to and including this one;
     # items are consecutive on the branch only without a filter, so cursors carry it.

@@ -566,8 +566,11 @@ async def list_branch(
         if branch is not None or (forward and end is not None):
             end_depth = await conn.scalar(select(messages.c.depth).where(
                 messages.c.id == end, messages.c.chat_id == chat_id))
-            if end_depth is None:
+            if end_depth is None and branch is not None:
                 raise NotFound(f"message {branch!r} not found in chat {chat_id!r}")
+            if end_depth is None:
+                # The active leaf's row is gone: the messages are in the cold archive.
+                return MessagePage(items=[], has_previous=False, has_next=False)
         if end is None:
             if after is not None or before is not None:
                 raise InvalidCursor("the cursor is not valid for this list")
