@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from tests.conftest import GraphQLClient
@@ -260,3 +261,34 @@ async def test_search_finds_every_branch_with_windows_along_each(
     hits = (await client.data(SEARCH, {"q": "hello"}))["searchMessages"]
     assert [m["props"]["content"] for m in hits[0]["window"]] == ["hi", "weather tomorrow"]
     assert (q1, a1, a2) != ()
+
+
+IMPORT = """mutation($input: ImportChatInput!) { importChat(input: $input) { id } }"""
+TREE = """query($id: ID!) { messages(chatId: $id, allBranches: true) {
+  edges { node { id parentId props } } } }"""
+
+
+async def test_export_and_import_keep_the_tree(client: GraphQLClient) -> None:
+    _q1, _a1, q2, _a2 = await chat_with(client, "t", ("USER", "q1"), ("ASSISTANT", "a1"),
+                                        ("USER", "q2"), ("ASSISTANT", "a2"))
+    await client.data(EDIT, {"id": q2, "props": {"content": "q2b"}, "appendId": "e"})
+    before = (await client.data(TREE, {"id": "t"}))["messages"]["edges"]
+    response = await client.http.get("/chats/t/export")
+    assert response.status_code == 200, response.text
+    lines = [json.loads(line) for line in response.content.splitlines()]
+    assert [line.get("parentId") for line in lines if line["kind"] == "message"] == [
+        edge["node"]["parentId"] for edge in before]
+    # Purging frees the ids; the import brings the same tree back under a new chat id.
+    await client.data('mutation { purgeChat(id: "t") }')
+    await client.data(IMPORT, {"input": {"format": "CHATQL", "document": lines,
+                                         "chatId": "t2", "importId": "i"}})
+    assert (await client.data(TREE, {"id": "t2"}))["messages"]["edges"] == before
+    assert await contents(client, "t2") == ["q1", "a1", "q2b"]
+    # A document that says nothing of the tree imports as one chain.
+    chain = (await client.data(IMPORT, {"input": {"format": "OPENAI", "chatId": "t3",
+        "importId": "o", "assistantId": "a", "document": {"messages": [
+            {"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}}}))
+    assert chain["importChat"]["id"] == "t3"
+    nodes = [e["node"] for e in (await client.data(TREE, {"id": "t3"}))["messages"]["edges"]]
+    assert [n["parentId"] for n in nodes] == [None, nodes[0]["id"]]
+    assert await contents(client, "t3") == ["x", "y"]
