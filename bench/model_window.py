@@ -47,14 +47,18 @@ MAX_TOKENS = 4_000
 BASE_TIME = datetime(2026, 1, 1, tzinfo=UTC)
 
 _MESSAGE_COLUMNS = ("id", "chat_id", "sequence", "role", "type", "props", "status",
-                    "created_at", "updated_at", "tokens")
+                    "created_at", "updated_at", "tokens", "parent_id", "depth", "jump_id",
+                    "jump_depth")
 _CHAT_COLUMNS = ("id", "title", "assistant_id", "activity_at", "created_at", "updated_at",
-                 "created_by", "tenant_id", "last_sequence")
+                 "created_by", "tenant_id", "last_sequence", "active_leaf_id")
 
 
 def message_rows(chat_id: str, count: int) -> Iterator[tuple[Any, ...]]:
     """Turns of a USER question and an ASSISTANT answer; every fifth message has no
-    token count (the window estimates it)."""
+    token count (the window estimates it). One chain: the conversation tree's columns."""
+    from store.tree import chain_jump_depths
+
+    jumps = chain_jump_depths(count)
     for n in range(1, count + 1):
         at = BASE_TIME + timedelta(milliseconds=n)
         question = n % 2 == 1
@@ -62,12 +66,15 @@ def message_rows(chat_id: str, count: int) -> Iterator[tuple[Any, ...]]:
         props = (f'{{"content": "message {n}: '
                  f'{"a question about the trip" if question else "an answer with details"}"}}')
         tokens = None if n % 5 == 0 else (20 if question else 80)
-        yield (f"{chat_id}-{n:09d}", chat_id, n, role, kind, props, "COMPLETED", at, at, tokens)
+        yield (f"{chat_id}-{n:09d}", chat_id, n, role, kind, props, "COMPLETED", at, at, tokens,
+               f"{chat_id}-{n - 1:09d}" if n > 1 else None, n, f"{chat_id}-{jumps[n]:09d}",
+               jumps[n])
 
 
 def chat_rows(long_messages: int) -> list[tuple[Any, ...]]:
     return [
-        (chat_id, chat_id, "bench", BASE_TIME, BASE_TIME, BASE_TIME, USER, TENANT, count)
+        (chat_id, chat_id, "bench", BASE_TIME, BASE_TIME, BASE_TIME, USER, TENANT, count,
+         f"{chat_id}-{count:09d}")
         for chat_id, count in ((LONG_CHAT, long_messages), (SHORT_CHAT, SHORT_MESSAGES))
     ]
 
@@ -95,14 +102,14 @@ def seed_sqlite(path: Path, long_messages: int) -> None:
         conn.execute("PRAGMA synchronous=OFF")
         with conn:
             conn.executemany(
-                f"INSERT INTO chats ({', '.join(_CHAT_COLUMNS)}) VALUES (?,?,?,?,?,?,?,?,?)",
+                f"INSERT INTO chats ({', '.join(_CHAT_COLUMNS)}) VALUES (?,?,?,?,?,?,?,?,?,?)",
                 ((*r[:3], *(_sqlite_time(t) for t in r[3:6]), *r[6:])
                  for r in chat_rows(long_messages)))
             for chat_id, count in ((LONG_CHAT, long_messages), (SHORT_CHAT, SHORT_MESSAGES)):
                 conn.executemany(
                     f"INSERT INTO messages ({', '.join(_MESSAGE_COLUMNS)}) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    ((*r[:7], _sqlite_time(r[7]), _sqlite_time(r[8]), r[9])
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    ((*r[:7], _sqlite_time(r[7]), _sqlite_time(r[8]), *r[9:])
                      for r in message_rows(chat_id, count)))
         conn.execute("ANALYZE")
     finally:

@@ -557,7 +557,7 @@ async def list_branch(
     async with db.read() as conn:
         row = (await conn.execute(
             select(chats.c.active_leaf_id).where(
-                chats.c.id == chat_id, chats.c.deleted_at.is_(None), access.can_read(who))
+                chats.c.id == chat_id, present(), access.can_read(who))
         )).first()
         if row is None:
             raise NotFound(f"chat {chat_id!r} not found")
