@@ -310,6 +310,7 @@ async def test_store_failures_show_no_sql_or_trace(
         raise OperationalError("SELECT secret FROM chats WHERE id = $1", {}, Exception("db"))
 
     monkeypatch.setattr(store_messages, "list_messages", broken)
+    monkeypatch.setattr(store_messages, "list_branch", broken)  # the default branch pages
     response = await client.http.post(
         "/graphql", json={"query": '{ messages(chatId: "c") { edges { cursor } } }'})
     assert response.status_code == 200
