@@ -40,6 +40,7 @@ from gql.websocket import (
 from store.cursors import CursorSigner, load_or_create_secret
 from store.database import Database
 from store.errors import Unauthenticated
+from store.events import ChatEvents
 from store.migrate import migrate
 from store.records import Identity
 from store.streams import StreamService, backend_from_url
@@ -245,13 +246,18 @@ def create_app(settings: Settings | None = None) -> Starlette:
             streams = StreamService(db, backend_from_url(settings.broker_url),
                                     idle_timeout=settings.stream_idle_timeout,
                                     max_bytes=settings.max_stream_bytes)
+            events = ChatEvents(db, streams.backend)
+            streams.events = events
             app.state.services = Services(settings=settings, db=db, cursors=CursorSigner(key),
-                                          streams=streams)
+                                          streams=streams, events=events)
+            await events.start()
             await streams.start()
             try:
                 yield
             finally:
-                # Shutdown (SIGTERM/SIGINT): persist or hand over every stream first.
+                # Shutdown (SIGTERM/SIGINT): end the live lists, then persist or hand
+                # over every stream.
+                await events.close()
                 await streams.close()
         finally:
             await db.dispose()

@@ -12,6 +12,7 @@ from strawberry.types import Info as StrawberryInfo
 from gql.settings import Settings
 from store.cursors import CursorSigner
 from store.database import Database
+from store.events import ChatEvents
 from store.records import Identity
 from store.streams import StreamService
 
@@ -27,6 +28,8 @@ class Services:
     cursors: CursorSigner
     #: Live streams: producers' operations and subscriptions.
     streams: StreamService | None = None
+    #: The live chat list's events: every write path publishes, subscribers follow.
+    events: ChatEvents | None = None
 
 
 @dataclass

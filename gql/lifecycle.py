@@ -6,6 +6,7 @@ from typing import Annotated
 
 import strawberry
 
+from gql.chat_events import announce
 from gql.context import Info
 from gql.types import Message
 from store import lifecycle as store_lifecycle
@@ -62,6 +63,7 @@ class LifecycleMutation:
         boundary = await store_lifecycle.start_over(
             info.context.db, info.context.identity, str(chat_id)
         )
+        await announce(info, "MESSAGES", boundary.chat_id)
         return boundary  # type: ignore[return-value]
 
     @strawberry.mutation(
@@ -72,4 +74,5 @@ class LifecycleMutation:
         boundary = await store_lifecycle.compact_chat(
             info.context.db, info.context.identity, str(chat_id), summary
         )
+        await announce(info, "MESSAGES", boundary.chat_id)
         return boundary  # type: ignore[return-value]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from strawberry.extensions import ParserCache, ValidationCache
 from strawberry.tools import merge_types
 
+from gql.chat_events import ChatEventSubscription
 from gql.chat_lists import ChatListQuery
 from gql.chats import ChatMutation, ChatQuery
 from gql.errors import ChatqlSchema
@@ -28,7 +29,7 @@ Mutation = merge_types(
     "Mutation",
     (ChatMutation, MessageMutation, LifecycleMutation, StreamMutation, MemoryMutation),
 )
-Subscription = merge_types("Subscription", (StreamSubscription,))
+Subscription = merge_types("Subscription", (StreamSubscription, ChatEventSubscription))
 
 # Extensions are built per request; the parse and validation caches they use live at
 # module level (keyed by size), so every request shares them.

@@ -140,6 +140,27 @@ class ChatListFilter:
             found.append(column < self.end_time)
         return found
 
+    def matches(self, chat: Chat) -> bool:
+        """Whether one chat passes the filter: :meth:`clauses` applied to a record."""
+        if self.assistant_id is not None and chat.assistant_id != self.assistant_id:
+            return False
+        if self.status is not None and chat.status != self.status:
+            return False
+        if self.channel is not None and chat.channel != self.channel:
+            return False
+        if self.keywords and self.keywords.lower() not in (chat.title or "").lower():
+            return False
+        if chat.title is None and self.keywords:
+            return False
+        if self.start_time is not None or self.end_time is not None:
+            value = (chat.created_at if self.time_field == "CREATED_AT"
+                     else chat.activity_at or chat.last_message_at or chat.created_at)
+            if self.start_time is not None and value < self.start_time:
+                return False
+            if self.end_time is not None and value >= self.end_time:
+                return False
+        return True
+
     def key(self) -> str:
         """A stable text form, so cursors can be bound to the filter."""
         parts = (
