@@ -20,7 +20,8 @@ applies the same access rule as ``chats`` (:func:`store.access.may_read`) and it
 
 ``DELETED`` and ``PURGED`` never carry a chat. Each subscriber has a bounded queue: one
 that falls behind has its backlog replaced by a single ``RESYNC`` (empty chat id), after
-which its list should be fetched again.
+which its list should be fetched again (events until it takes the RESYNC are dropped:
+the refetch covers them).
 """
 
 from __future__ import annotations
@@ -140,6 +141,8 @@ class ChatEventSubscription:
         self._queue: deque[ChatEvent] = deque()
         self._ready = asyncio.Event()
         self._closed = False
+        # A RESYNC waits to be taken: the refetch it asks for covers anything until then.
+        self._resync_pending = False
         # Chats this subscriber was last sent with content, and those it was told to drop.
         self._shown: set[str] = set()
         self._dropped: set[str] = set()
@@ -176,6 +179,7 @@ class ChatEventSubscription:
         """Replace the backlog with one RESYNC: the subscriber refetches its list."""
         self._queue.clear()
         self.resyncs += 1
+        self._resync_pending = True
         self._queue.append(ChatEvent("RESYNC", "", None, at))
         # What it was sent before no longer tells what its refetched list holds.
         self._shown.clear()
@@ -183,10 +187,11 @@ class ChatEventSubscription:
         self._ready.set()
 
     def _put(self, event: ChatEvent) -> None:
-        if self._closed:
+        if self._closed or self._resync_pending:
             return
         if len(self._queue) >= self._limit:
             self.resync(event.at)
+            return
         self._queue.append(event)
         self._ready.set()
 
@@ -198,7 +203,10 @@ class ChatEventSubscription:
         """The subscriber's events until it is closed."""
         while True:
             while self._queue:
-                yield self._queue.popleft()
+                event = self._queue.popleft()
+                if event.type == "RESYNC":
+                    self._resync_pending = False
+                yield event
             if self._closed:
                 return
             self._ready.clear()
@@ -220,7 +228,7 @@ class ChatEvents:
         self.queue_limit = queue_limit
         self._tenants: dict[str, _Tenant] = {}
         self._listener: asyncio.Task[None] | None = None
-        #: Events this instance delivered from the backend (for tests and metrics).
+        #: Events this instance took from the backend and offered to its subscribers.
         self.received = 0
 
     async def start(self) -> None:
@@ -280,7 +288,12 @@ class ChatEvents:
                 logger.exception("a chat event could not be delivered")
 
     async def _deliver(self, event: _Published) -> None:
-        self.received += 1
+        try:
+            await self._offer(event)
+        finally:
+            self.received += 1
+
+    async def _offer(self, event: _Published) -> None:
         tenant = self._tenants.get(event.tenant_id)
         if tenant is None:
             return
