@@ -31,7 +31,7 @@ import contextlib
 import dataclasses
 import logging
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -55,6 +55,7 @@ __all__ = [
     "ChatEventType",
     "ChatEvents",
     "load_chat",
+    "load_chats",
 ]
 
 logger = logging.getLogger("chatql.events")
@@ -67,6 +68,8 @@ CHAT_EVENT_TYPES: tuple[ChatEventType, ...] = (
 )
 #: Events a subscriber may have waiting before its backlog becomes one RESYNC.
 DEFAULT_EVENT_QUEUE_LIMIT = 256
+# At most this many events share one read of their chats.
+_BATCH = 500
 _GONE: frozenset[str] = frozenset({"DELETED", "PURGED"})
 _DATETIME_FIELDS = frozenset(f.name for f in dataclasses.fields(Chat) if "datetime" in str(f.type))
 
@@ -122,6 +125,13 @@ def _decode(payload: bytes) -> _Published:
     return _Published(type=data["type"], chat_id=data["chatId"], tenant_id=data["tenantId"],
                       at=datetime.fromisoformat(data["at"]),
                       before=None if before is None else _chat_from_wire(before))
+
+
+async def load_chats(db: Database, chat_ids: Collection[str]) -> dict[str, Chat]:
+    """The chats as stored, by id (deleted or not, whoever may read them)."""
+    async with db.read() as conn:
+        rows = (await conn.execute(select(chats).where(chats.c.id.in_(list(chat_ids))))).all()
+    return {row.id: chat_from_row(row) for row in rows}
 
 
 async def load_chat(db: Database, chat_id: str) -> Chat | None:
@@ -276,30 +286,59 @@ class ChatEvents:
         return sum(len(t.subscribers) for t in self._tenants.values())
 
     async def _listen(self, feed: AsyncIterator[bytes]) -> None:
-        async for payload in feed:
-            if not payload:  # the broker may have lost events: every list refetches
-                for tenant in self._tenants.values():
-                    for subscriber in tenant.subscribers:
+        # One task takes events off the feed, this one delivers them: whatever arrived
+        # while a batch was delivered is delivered next with ONE read of its chats.
+        waiting: deque[bytes] = deque()
+        arrived = asyncio.Event()
+
+        async def take() -> None:
+            async for payload in feed:
+                waiting.append(payload)
+                arrived.set()
+
+        taker = asyncio.create_task(take(), name="chatql-chat-event-feed")
+        try:
+            while True:
+                await arrived.wait()
+                arrived.clear()
+                batch = [waiting.popleft() for _ in range(min(len(waiting), _BATCH))]
+                if waiting:
+                    arrived.set()
+                try:
+                    await self._deliver(batch)
+                except Exception:
+                    logger.exception("chat events could not be delivered")
+        finally:
+            taker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await taker
+
+    async def _deliver(self, batch: list[bytes]) -> None:
+        try:
+            await self._offer(batch)
+        finally:
+            self.received += len(batch)
+
+    async def _offer(self, batch: list[bytes]) -> None:
+        events: list[_Published | None] = []
+        for payload in batch:
+            # An empty payload: the broker may have lost events; every list refetches.
+            events.append(_decode(payload) if payload else None)
+        wanted = {e.chat_id for e in events
+                  if e is not None and e.type != "PURGED" and e.tenant_id in self._tenants}
+        # Read at delivery, once for every subscriber here: the chats as they are now.
+        current = await load_chats(self.db, wanted) if wanted else {}
+        for event in events:
+            if event is None:
+                for every in self._tenants.values():
+                    for subscriber in every.subscribers:
                         subscriber.resync(datetime.now(UTC))
                 continue
-            try:
-                await self._deliver(_decode(payload))
-            except Exception:
-                logger.exception("a chat event could not be delivered")
-
-    async def _deliver(self, event: _Published) -> None:
-        try:
-            await self._offer(event)
-        finally:
-            self.received += 1
-
-    async def _offer(self, event: _Published) -> None:
-        tenant = self._tenants.get(event.tenant_id)
-        if tenant is None:
-            return
-        # Read at delivery, once for every subscriber here: the chat as it is now.
-        current = None if event.type == "PURGED" else await load_chat(self.db, event.chat_id)
-        if current is not None and current.tenant_id != event.tenant_id:
-            return
-        for subscriber in list(tenant.subscribers):
-            subscriber.offer(event, current)
+            tenant = self._tenants.get(event.tenant_id)
+            if tenant is None:
+                continue
+            chat = None if event.type == "PURGED" else current.get(event.chat_id)
+            if chat is not None and chat.tenant_id != event.tenant_id:
+                continue
+            for subscriber in list(tenant.subscribers):
+                subscriber.offer(event, chat)
