@@ -28,8 +28,8 @@ async def announce(info: Info, type: store_events.ChatEventType, chat_id: str, *
 
 
 async def before_write(info: Info, chat_id: str) -> StoreChat | None:
-    """The chat before a write that may take it out of someone's list (when anyone
-    follows the list)."""
+    """The chat before a write that may take it out of someone's list (sidebars on any
+    instance decide with it whether they could see the chat before)."""
     events = info.context.services.events
     if events is None:
         return None
