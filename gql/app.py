@@ -32,6 +32,8 @@ from gql.context import Context, Services
 from gql.push_fastpath import fast_push
 from gql.schema import schema
 from gql.settings import Settings
+from gql.sse import GRAPHQL_SSE_PROTOCOL, execute_plain_http
+from gql.web import page_response, web_routes
 from gql.websocket import (
     ChatqlLegacyWSHandler,
     ChatqlTransportWSHandler,
@@ -79,7 +81,8 @@ class GraphQLEndpoint(GraphQL[Context, None]):
             graphql_ide="graphiql" if settings.playground else None,
             keep_alive=settings.ws_keepalive > 0,
             keep_alive_interval=settings.ws_keepalive or 1,
-            subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL),
+            subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL,
+                                    GRAPHQL_SSE_PROTOCOL),
             connection_init_wait_timeout=timedelta(seconds=settings.ws_init_timeout),
             max_subscriptions_per_connection=settings.max_subscriptions_per_connection,
         )
@@ -104,6 +107,10 @@ class GraphQLEndpoint(GraphQL[Context, None]):
                 error_body(error.reason, "INVALID_ARGUMENT"), status_code=error.status_code
             )
         await response(scope, receive, send)
+
+    async def render_graphql_ide(self, request: Request) -> Response:
+        # GraphiQL bundled with chatql (gql/web.py): no CDN, dev identity headers offered.
+        return page_response("playground.html", self._settings, request)
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> Context:
         services: Services = self._services_of(request)
@@ -159,8 +166,9 @@ class GraphQLEndpoint(GraphQL[Context, None]):
                                      request_data.operation_name, request_data.variables)
             if pushed is not None:
                 return ExecutionResult(data=pushed["data"], errors=None)
-        return await super().execute_single(request, request_adapter, sub_response, context,
-                                            root_value, request_data)
+        # Subscriptions run over WebSocket or SSE only (see gql/sse.py).
+        return await execute_plain_http(self, request_adapter.method, context, root_value,
+                                        request_data)
 
     def encode_json(self, data: object) -> str:
         # Text, not bytes: WebSocket frames must be text (graphql-ws JS clients close
@@ -279,6 +287,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/graphql", graphql, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", graphql),
             Route("/healthz", healthz),
+            *web_routes(settings),
         ],
         lifespan=lifespan,
         middleware=[

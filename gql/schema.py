@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from strawberry.extensions import ParserCache, ValidationCache
+from strawberry.extensions import ValidationCache
 from strawberry.tools import merge_types
 
 from gql.chat_events import ChatEventSubscription
@@ -11,7 +11,7 @@ from gql.chats import ChatMutation, ChatQuery
 from gql.errors import ChatqlSchema
 from gql.execution import LeafFastPathExecutionContext
 from gql.lifecycle import LifecycleMutation, LifecycleQuery
-from gql.limits import QueryLimits
+from gql.limits import DocumentParserCache, QueryLimits
 from gql.memory import MemoryMutation, MemoryQuery
 from gql.messages import MessageMutation, MessageQuery
 from gql.search import SearchQuery
@@ -37,7 +37,7 @@ schema = ChatqlSchema(
     query=Query,
     mutation=Mutation,
     subscription=Subscription,
-    extensions=[lambda: ParserCache(maxsize=1024), lambda: ValidationCache(maxsize=1024),
+    extensions=[lambda: DocumentParserCache(maxsize=1024), lambda: ValidationCache(maxsize=1024),
                 # Last: it checks variables after ValidationCache has validated.
                 QueryLimits],
     execution_context_class=LeafFastPathExecutionContext,
