@@ -1,4 +1,5 @@
-"""The live chat list (``chatEvents``) end to end over real WebSockets, both databases.
+"""The live chat list (``chatEvents``) end to end over real WebSockets (both
+subprotocols) and Server-Sent Events, on both databases.
 
 A real uvicorn server; writes go over HTTP, subscribers listen on both WebSocket
 subprotocols. Each scenario ends with a marker write the subscriber may see, so "nothing
@@ -16,6 +17,7 @@ import httpx
 import pytest
 
 from gql.settings import Settings
+from tests.gql.test_sse import SSEStream
 from tests.gql.test_streams_ws import PROTOCOLS, serve
 from tests.gql.wsclient import WSClient, connect
 
@@ -201,3 +203,28 @@ async def test_a_write_on_one_instance_reaches_a_sidebar_on_another(
         first, second = await sidebar.next(), await sidebar.next()
         assert [(first["type"], first["chat"]["title"]), (second["type"], second["chatId"])] == [
             ("CREATED", "from A"), ("MESSAGES", chat)]
+
+
+async def test_a_sidebar_over_sse_sees_its_chats_and_not_others(settings: Settings) -> None:
+    async with serve(settings) as (server, app), httpx.AsyncClient(timeout=30) as http, \
+            http.stream("POST", f"http://{server}/graphql",
+                        json={"query": EVENTS, "variables": {"filter": None}},
+                        headers={"Accept": "text/event-stream", **BOB}) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        stream = SSEStream(response)
+        await listening(app)
+        team = await create(server, ALICE, title="team", share="TEAM")
+        await create(server, CAROL, title="not for bob")
+        await call(server, APPEND, {"chat": team, "aid": "a1"}, ALICE)
+        await call(server, UPDATE, {"id": team, "input": {"share": "PRIVATE"}}, ALICE)
+        await call(server, APPEND, {"chat": team, "aid": "a2"}, ALICE)
+        marker = await create(server, BOB, title="marker")
+        seen = []
+        for _ in range(4):
+            name, payload = await stream.event()
+            assert name == "next" and not payload.get("errors"), payload
+            event = payload["data"]["chatEvents"]
+            seen.append((event["type"], event["chatId"], (event["chat"] or {}).get("title")))
+        assert seen == [("CREATED", team, "team"), ("MESSAGES", team, "team"),
+                        ("DELETED", team, None), ("CREATED", marker, "marker")]
