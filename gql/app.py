@@ -29,6 +29,7 @@ from strawberry.types.execution import ExecutionResult
 from gql.auth import CREDENTIAL_KEYS, authenticator_for, identity_from_credentials
 from gql.bodylimit import BodyLimitMiddleware, error_body
 from gql.context import Context, Services
+from gql.export import export_endpoint
 from gql.push_fastpath import fast_push
 from gql.schema import schema
 from gql.settings import Settings
@@ -39,12 +40,14 @@ from gql.websocket import (
     ChatqlTransportWSHandler,
     ChatqlWebSocketAdapter,
 )
+from store.archive import ChatArchive
 from store.cursors import CursorSigner, load_or_create_secret
 from store.database import Database
 from store.errors import Unauthenticated
 from store.events import ChatEvents
 from store.migrate import migrate
 from store.records import Identity
+from store.retention import RetentionSweeper
 from store.streams import StreamService, backend_from_url
 
 __all__ = ["GraphQLEndpoint", "create_app"]
@@ -254,15 +257,22 @@ def create_app(settings: Settings | None = None) -> Starlette:
             streams = StreamService(db, backend_from_url(settings.broker_url),
                                     idle_timeout=settings.stream_idle_timeout,
                                     max_bytes=settings.max_stream_bytes)
+            archive = ChatArchive(settings.archive_url)
             events = ChatEvents(db, streams.backend)
             streams.events = events
             app.state.services = Services(settings=settings, db=db, cursors=CursorSigner(key),
-                                          streams=streams, events=events)
+                                          streams=streams, archive=archive, events=events)
             await events.start()
             await streams.start()
+            retention = RetentionSweeper(db, interval=settings.sweep_interval,
+                                         trash_days=settings.trash_days, archive=archive,
+                                         archive_after_days=settings.archive_after_days,
+                                         events=events)
+            retention.start()
             try:
                 yield
             finally:
+                await retention.close()
                 # Shutdown (SIGTERM/SIGINT): end the live lists, then persist or hand
                 # over every stream.
                 await events.close()
@@ -288,6 +298,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             WebSocketRoute("/graphql", graphql),
             Route("/healthz", healthz),
             *web_routes(settings),
+            Route("/chats/{chat_id}/export", export_endpoint, methods=["GET"]),
         ],
         lifespan=lifespan,
         middleware=[

@@ -13,6 +13,7 @@ from gql.context import Info
 from gql.types import Chat
 from store import chat_lists as store_lists
 from store import events as store_events
+from store.errors import InvalidArgument
 from store.records import Chat as StoreChat
 
 __all__ = ["ChatEvent", "ChatEventSubscription", "ChatEventType", "announce", "before_write"]
@@ -76,6 +77,9 @@ class ChatEventSubscription:
                           ) -> AsyncGenerator[ChatEvent, None]:
         list_filter = filter.to_store() if filter else store_lists.ChatListFilter()
         list_filter.check()
+        if list_filter.deleted:
+            raise InvalidArgument("chatEvents follows live chats; list the trash with "
+                                  "chats(filter: {deleted: true})")
         events = info.context.services.events
         assert events is not None
         subscriber = events.subscribe(info.context.identity, list_filter)

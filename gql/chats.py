@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import strawberry
 
 from gql.chat_events import announce, before_write
@@ -30,6 +32,12 @@ class ChatMutation:
     async def create_chat(self, info: Info, input: CreateChatInput) -> Chat:
         if input.metadata is not None and not isinstance(input.metadata, dict):
             raise InvalidArgument("metadata must be a JSON object")
+        expires_at = input.expires_at
+        if input.temporary:
+            if expires_at is not None:
+                raise InvalidArgument("give either temporary or expiresAt, not both")
+            ttl = info.context.services.settings.temporary_ttl
+            expires_at = store_chats.now() + timedelta(seconds=ttl)
         chat = await store_chats.create_chat(
             info.context.db,
             info.context.identity,
@@ -42,6 +50,9 @@ class ChatMutation:
             sort=input.sort,
             metadata=input.metadata,
             channel=input.channel,
+            tags=input.tags,
+            pinned=input.pinned,
+            expires_at=expires_at,
         )
         await announce(info, "CREATED", chat.id)
         return chat  # type: ignore[return-value]
@@ -64,7 +75,10 @@ class ChatMutation:
             await announce(info, "CREATED", chat.id)
         return chat  # type: ignore[return-value]
 
-    @strawberry.mutation(description="Change title, status, share, public, sort or metadata.")
+    @strawberry.mutation(
+        description="Change title, status, share, public, sort, metadata, tags, pinned "
+        "or expiresAt."
+    )
     async def update_chat(self, info: Info, id: strawberry.ID, input: UpdateChatInput) -> Chat:
         before = await before_write(info, str(id))
         chat = await store_chats.update_chat(

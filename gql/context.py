@@ -10,6 +10,7 @@ from starlette.websockets import WebSocket
 from strawberry.types import Info as StrawberryInfo
 
 from gql.settings import Settings
+from store.archive import ChatArchive
 from store.cursors import CursorSigner
 from store.database import Database
 from store.events import ChatEvents
@@ -30,6 +31,8 @@ class Services:
     streams: StreamService | None = None
     #: The live chat list's events: every write path publishes, subscribers follow.
     events: ChatEvents | None = None
+    #: Cold storage for archived chats.
+    archive: ChatArchive | None = None
 
 
 @dataclass

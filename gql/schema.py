@@ -5,11 +5,13 @@ from __future__ import annotations
 from strawberry.extensions import ValidationCache
 from strawberry.tools import merge_types
 
+from gql.archive import ArchiveMutation
 from gql.chat_events import ChatEventSubscription
 from gql.chat_lists import ChatListQuery
 from gql.chats import ChatMutation, ChatQuery
 from gql.errors import ChatqlSchema
 from gql.execution import LeafFastPathExecutionContext
+from gql.imports import ImportMutation
 from gql.lifecycle import LifecycleMutation, LifecycleQuery
 from gql.limits import DocumentParserCache, QueryLimits
 from gql.memory import MemoryMutation, MemoryQuery
@@ -27,7 +29,8 @@ Query = merge_types(
 )
 Mutation = merge_types(
     "Mutation",
-    (ChatMutation, MessageMutation, LifecycleMutation, StreamMutation, MemoryMutation),
+    (ChatMutation, MessageMutation, LifecycleMutation, StreamMutation, MemoryMutation,
+     ImportMutation, ArchiveMutation),
 )
 Subscription = merge_types("Subscription", (StreamSubscription, ChatEventSubscription))
 

@@ -162,6 +162,8 @@ class ChatEventSubscription:
     def _sees(self, chat: Chat | None, *, deleted_too: bool = False) -> bool:
         if chat is None or (chat.deleted_at is not None and not deleted_too):
             return False
+        if chat.expires_at is not None and chat.expires_at <= datetime.now(UTC):
+            return False  # expired reads as absent, swept or not
         return access.may_read(self.who, chat) and self.filter.matches(chat)
 
     def offer(self, event: _Published, current: Chat | None) -> None:

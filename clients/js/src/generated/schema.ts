@@ -27,11 +27,15 @@ export type AppendReceipt = {
 /** A conversation between people and assistants. */
 export type Chat = {
   __typename?: 'Chat';
+  /** When its messages moved to the cold archive (null: in the database). Reading, appending or streaming brings them back first. */
+  archivedAt: Maybe<Scalars['DateTime']['output']>;
   assistantId: Scalars['String']['output'];
   /** Where the conversation happens (api, widget, telegram …); set at creation. */
   channel: Scalars['String']['output'];
   createdAt: Scalars['DateTime']['output'];
   createdBy: Maybe<Scalars['String']['output']>;
+  /** When the chat is purged for good; null keeps it until deleted. */
+  expiresAt: Maybe<Scalars['DateTime']['output']>;
   id: Scalars['ID']['output'];
   /** The newest message, or null while the chat has none. */
   lastMessage: Maybe<Message>;
@@ -40,10 +44,13 @@ export type Chat = {
   messages: MessageConnection;
   metadata: Maybe<Scalars['JSON']['output']>;
   mode: Scalars['String']['output'];
+  pinned: Scalars['Boolean']['output'];
   public: Scalars['Boolean']['output'];
   share: ChatShare;
   sort: Scalars['Int']['output'];
   status: ChatStatus;
+  /** Sorted, distinct; at most 20. */
+  tags: Array<Scalars['String']['output']>;
   teamId: Maybe<Scalars['String']['output']>;
   tenantId: Maybe<Scalars['String']['output']>;
   title: Maybe<Scalars['String']['output']>;
@@ -106,13 +113,24 @@ export type ChatFilter = {
   assistantId?: InputMaybe<Scalars['String']['input']>;
   /** Only chats of this channel (api, widget, telegram …). */
   channel?: InputMaybe<Scalars['String']['input']>;
+  createdBy?: InputMaybe<Scalars['String']['input']>;
+  /** true: the trash, the deleted chats the caller may restore. */
+  deleted?: InputMaybe<Scalars['Boolean']['input']>;
   /** Exclusive upper bound on timeField. */
   endTime?: InputMaybe<Scalars['DateTime']['input']>;
+  /** Also list chats whose mode is subagent. */
+  includeSubagents?: InputMaybe<Scalars['Boolean']['input']>;
   /** Case-insensitive match anywhere in the title. */
   keywords?: InputMaybe<Scalars['String']['input']>;
+  /** Only chats of this mode (naming subagent lists them). */
+  mode?: InputMaybe<Scalars['String']['input']>;
+  pinned?: InputMaybe<Scalars['Boolean']['input']>;
   /** Inclusive lower bound on timeField. */
   startTime?: InputMaybe<Scalars['DateTime']['input']>;
   status?: InputMaybe<ChatStatus>;
+  /** Only chats carrying every one of these tags. */
+  tags?: InputMaybe<Array<Scalars['String']['input']>>;
+  teamId?: InputMaybe<Scalars['String']['input']>;
   timeField?: InputMaybe<TimeField>;
 };
 
@@ -184,14 +202,39 @@ export type CreateChatInput = {
   assistantId: Scalars['String']['input'];
   /** Where the conversation happens, 1-64 characters. */
   channel?: Scalars['String']['input'];
+  /** Purge the chat for good at this moment. */
+  expiresAt?: InputMaybe<Scalars['DateTime']['input']>;
   id?: InputMaybe<Scalars['ID']['input']>;
   metadata?: InputMaybe<Scalars['JSON']['input']>;
   mode?: Scalars['String']['input'];
+  pinned?: Scalars['Boolean']['input'];
   public?: Scalars['Boolean']['input'];
   share?: ChatShare;
   sort?: Scalars['Int']['input'];
+  /** At most 20, each 1-64 characters; kept sorted, repeats dropped. */
+  tags?: InputMaybe<Array<Scalars['String']['input']>>;
+  /** Expire after the service's temporary-chat lifetime. */
+  temporary?: Scalars['Boolean']['input'];
   title?: InputMaybe<Scalars['String']['input']>;
 };
+
+/** A chat to create from a document. */
+export type ImportChatInput = {
+  /** Required for OPENAI; overrides the export's for CHATQL. */
+  assistantId?: InputMaybe<Scalars['String']['input']>;
+  /** The new chat's id (default: the export's, or generated). */
+  chatId?: InputMaybe<Scalars['ID']['input']>;
+  /** CHATQL: the lines of a chatql export (chat line first) as a list. OPENAI: {"messages": [{role, content, tool_calls, tool_call_id, name}]}. */
+  document: Scalars['JSON']['input'];
+  format: ImportFormat;
+  /** Re-sending the same importId with the same input returns the same chat and writes nothing (like appendId). */
+  importId?: InputMaybe<Scalars['String']['input']>;
+};
+
+/** What an imported document is. */
+export type ImportFormat =
+  | 'CHATQL'
+  | 'OPENAI';
 
 /** Something an agent chose to remember about a person. */
 export type MemoryEntry = {
@@ -303,6 +346,8 @@ export type Mutation = {
   __typename?: 'Mutation';
   /** Append a batch atomically; re-sending the same appendId is safe. */
   appendMessages: AppendReceipt;
+  /** Move the chat's messages to the cold archive (verified before any row is deleted); the chat stays in lists with archivedAt set. */
+  archiveChat: Chat;
   /** THE chat of (tenant, assistant, channel, person), created on first use: the person is the caller, or `subject` when an agent or admin asks on someone's behalf. Concurrent first calls create one chat; after a purge the next call creates a new one; a soft-deleted one is restored. */
   chatFor: Chat;
   /** Draw a boundary carrying `summary` (props.summary), a recap that stands in for everything before it. */
@@ -319,12 +364,16 @@ export type Mutation = {
   deleteResume: Scalars['Int']['output'];
   /** End the stream and persist it in one write (idempotent); `usage` is recorded with it, once. */
   endStream: StreamResult;
+  /** Create a chat from a chatql export or an OpenAI-style conversation; all or nothing. */
+  importChat: Chat;
   /** Remove the chat and its messages for good; its id is closed forever. */
   purgeChat: Scalars['Boolean']['output'];
   /** Push up to 1,000 chunks; accepted whole or not at all. */
   pushChunks: PushResult;
   /** Buffer (or update by id) an execution step for resume. */
   recordStep: Scalars['Boolean']['output'];
+  /** Bring an archived chat's messages back now. */
+  restoreArchive: Chat;
   /** Undo a soft delete. */
   restoreChat: Chat;
   /** Draw a boundary (role SYSTEM, type boundary): people still see what came before, the model does not. When the newest message already is a boundary, that one is returned. */
@@ -333,7 +382,7 @@ export type Mutation = {
   startStream: Stream;
   /** Stop the chat's active stream (ends it INTERRUPTED); needs the right to write to the chat. */
   stopStream: Scalars['Boolean']['output'];
-  /** Change title, status, share, public, sort or metadata. */
+  /** Change title, status, share, public, sort, metadata, tags, pinned or expiresAt. */
   updateChat: Chat;
   /** Replace an entry's content or pinned flag; keeps its id and createdAt. */
   updateMemory: MemoryEntry;
@@ -348,6 +397,11 @@ export type MutationAppendMessagesArgs = {
   appendId: Scalars['String']['input'];
   chatId: Scalars['ID']['input'];
   messages: Array<MessageInput>;
+};
+
+
+export type MutationArchiveChatArgs = {
+  id: Scalars['ID']['input'];
 };
 
 
@@ -398,6 +452,11 @@ export type MutationEndStreamArgs = {
 };
 
 
+export type MutationImportChatArgs = {
+  input: ImportChatInput;
+};
+
+
 export type MutationPurgeChatArgs = {
   id: Scalars['ID']['input'];
 };
@@ -412,6 +471,11 @@ export type MutationPushChunksArgs = {
 export type MutationRecordStepArgs = {
   step: StepInput;
   streamId: Scalars['ID']['input'];
+};
+
+
+export type MutationRestoreArchiveArgs = {
+  id: Scalars['ID']['input'];
 };
 
 
@@ -712,11 +776,15 @@ export type TimeField =
 
 /** Fields left out stay as they are. */
 export type UpdateChatInput = {
+  /** null keeps the chat until it is deleted. */
+  expiresAt?: InputMaybe<Scalars['DateTime']['input']>;
   metadata?: InputMaybe<Scalars['JSON']['input']>;
+  pinned?: InputMaybe<Scalars['Boolean']['input']>;
   public?: InputMaybe<Scalars['Boolean']['input']>;
   share?: InputMaybe<ChatShare>;
   sort?: InputMaybe<Scalars['Int']['input']>;
   status?: InputMaybe<ChatStatus>;
+  tags?: InputMaybe<Array<Scalars['String']['input']>>;
   title?: InputMaybe<Scalars['String']['input']>;
 };
 
