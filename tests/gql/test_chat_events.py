@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -228,3 +229,21 @@ async def test_a_sidebar_over_sse_sees_its_chats_and_not_others(settings: Settin
             seen.append((event["type"], event["chatId"], (event["chat"] or {}).get("title")))
         assert seen == [("CREATED", team, "team"), ("MESSAGES", team, "team"),
                         ("DELETED", team, None), ("CREATED", marker, "marker")]
+
+
+async def test_filter_narrows_by_tags_and_the_sweeper_purges_an_expired_chat(
+        settings: Settings) -> None:
+    sweeping = dataclasses.replace(settings, sweep_interval=0.2)
+    async with serve(sweeping) as (server, app), \
+            connect(server, "graphql-transport-ws", ALICE) as ws:
+        sidebar = await Sidebar.open(ws, {"tags": ["work"]})
+        await listening(app)
+        await create(server, ALICE, title="untagged")
+        await create(server, ALICE, title="home", tags=["home"])
+        soon = (datetime.now(UTC) + timedelta(seconds=1)).isoformat()
+        work = await create(server, ALICE, title="work", tags=["work", "q3"], expiresAt=soon)
+        created = await sidebar.next()
+        assert (created["type"], created["chatId"]) == ("CREATED", work)
+        # Past its expiry the sweeper purges it: the list is told, with no content.
+        purged = await sidebar.next()
+        assert (purged["type"], purged["chatId"], purged["chat"]) == ("PURGED", work, None)

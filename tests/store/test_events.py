@@ -38,8 +38,10 @@ async def _chats(db: Database) -> list[Chat]:
     shapes = itertools.product(("PRIVATE", "TEAM"), (False, True), ("helper", "other"),
                                ("Road Trip", "groceries", None))
     for n, (share, public, assistant, title) in enumerate(shapes):
-        chat = await store_chats.create_chat(db, OWNER, id=f"c{n}", share=share, public=public,
-                                             assistant_id=assistant, title=title)
+        chat = await store_chats.create_chat(
+            db, OWNER, id=f"c{n}", share=share, public=public, assistant_id=assistant,
+            title=title, tags=[["a"], ["a", "b"], []][n % 3], pinned=n % 4 == 0,
+            mode="subagent" if n % 5 == 0 else "chat")
         async with db.write() as conn:
             stamp = T0 + timedelta(hours=n)
             await conn.execute(update(chats).where(chats.c.id == chat.id).values(
@@ -60,11 +62,17 @@ async def test_may_read_and_matches_agree_with_the_sql_rule(db: Database) -> Non
         ChatListFilter(start_time=T0 + timedelta(hours=5), end_time=T0 + timedelta(hours=9)),
         ChatListFilter(time_field="CREATED_AT", start_time=T0 + timedelta(hours=2)),
         ChatListFilter(status="ARCHIVED"),
+        ChatListFilter(tags=("a",)),
+        ChatListFilter(tags=("b", "a"), pinned=False),
+        ChatListFilter(pinned=True, include_subagents=True),
+        ChatListFilter(mode="subagent"),
+        ChatListFilter(created_by="alice", team_id="red"),
     ]
     async with db.read() as conn:
         for who in CALLERS:
             for list_filter in filters:
-                query = select(chats.c.id).where(access.can_read(who), *list_filter.clauses())
+                query = select(chats.c.id).where(*list_filter.visible(who),
+                                                 *list_filter.clauses())
                 in_sql = set((await conn.scalars(query)).all())
                 in_memory = {c.id for c in made
                              if access.may_read(who, c) and list_filter.matches(c)}
