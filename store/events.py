@@ -42,6 +42,7 @@ from sqlalchemy import select
 from store import access
 from store.chat_lists import ChatListFilter
 from store.chats import chat_from_row
+from store.chats import now as service_now
 from store.database import Database
 from store.records import Chat, Identity
 from store.streams.backends import Backend
@@ -162,7 +163,7 @@ class ChatEventSubscription:
     def _sees(self, chat: Chat | None, *, deleted_too: bool = False) -> bool:
         if chat is None or (chat.deleted_at is not None and not deleted_too):
             return False
-        if chat.expires_at is not None and chat.expires_at <= datetime.now(UTC):
+        if chat.expires_at is not None and chat.expires_at <= service_now():
             return False  # expired reads as absent, swept or not
         return access.may_read(self.who, chat) and self.filter.matches(chat)
 
