@@ -28,6 +28,7 @@ from strawberry.types.execution import ExecutionResult
 
 from gql.auth import CREDENTIAL_KEYS, authenticator_for, identity_from_credentials
 from gql.bodylimit import BodyLimitMiddleware, error_body
+from gql.compiled_reads import CompiledReads
 from gql.context import Context, Services
 from gql.push_fastpath import fast_push
 from gql.schema import schema
@@ -85,6 +86,7 @@ class GraphQLEndpoint(GraphQL[Context, None]):
         )
         self._services_of = services_of
         self._settings = settings
+        self._compiled_reads = CompiledReads(schema, settings)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -159,6 +161,12 @@ class GraphQLEndpoint(GraphQL[Context, None]):
                                      request_data.operation_name, request_data.variables)
             if pushed is not None:
                 return ExecutionResult(data=pushed["data"], errors=None)
+        # Message pages are read again and again: see gql/compiled_reads.py.
+        compiled = await self._compiled_reads.execute(context, request_data.query,
+                                                      request_data.operation_name,
+                                                      request_data.variables)
+        if compiled is not None:
+            return ExecutionResult(data=compiled, errors=None)
         return await super().execute_single(request, request_adapter, sub_response, context,
                                             root_value, request_data)
 

@@ -59,6 +59,8 @@ class Settings:
     #: Agent memory: characters per entry, and per (subject, scope) in total.
     memory_entry_chars: int = 4_000
     memory_scope_chars: int = 20_000
+    #: Answer the documents front ends repeat (message pages) from compiled plans.
+    compiled_reads: bool = True
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

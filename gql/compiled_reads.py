@@ -1,0 +1,476 @@
+"""Compiled reads: message pages answered without field-by-field execution.
+
+Front ends send the same few documents again and again, and for a page of messages
+the general executor spends far more time walking ~300 fields than the database spends
+finding the rows. Here a document is turned, once per text, into a *plan*: the page's
+arguments (as AST, coerced per request by graphql-core's own functions, so defaults and
+variables mean exactly what they mean to the executor) and the response's shape as a
+tree of output keys. A request with a plan runs one prepared statement
+(:mod:`store.prepared`) and fills the shape from the rows in one pass.
+
+The general executor stays the reference. A document gets a plan only when it parses
+and validates under the same rules and limits, and when everything it selects is
+known here *and* still has the shape this module expects in the schema it was built
+from (a field that gained arguments or a resolver, an argument or filter field the
+module does not know, any directive): everything else is ``None`` and runs the
+ordinary way. A request whose plan exists still takes the ordinary way whenever its
+answer would be anything but a plain page — a variable or argument that fails to
+coerce or check, a cursor that does not verify, an empty page (absent chat or empty
+list), a value a scalar refuses — so errors and their codes are always the executor's.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from graphql import (
+    DocumentNode,
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
+    GraphQLEnumType,
+    GraphQLError,
+    GraphQLField,
+    GraphQLList,
+    GraphQLNonNull,
+    GraphQLObjectType,
+    GraphQLScalarType,
+    InlineFragmentNode,
+    OperationDefinitionNode,
+    OperationType,
+    SelectionSetNode,
+    parse,
+    specified_rules,
+)
+from graphql.execution.values import get_argument_values, get_variable_values
+from strawberry.schema.schema import validate_document
+
+from gql.context import Context
+from gql.document_shapes import has_nul
+from gql.limits import limit_rules
+from gql.messages import _cursor_scope
+from gql.settings import Settings
+from store.errors import ChatqlError
+from store.ids import check_chat_id
+from store.messages import DEFAULT_PAGE_SIZE, MessageFilter, check_page_size
+from store.prepared import (
+    FILTER_FIELDS,
+    MessagePageShape,
+    fetch,
+    message_page_statement,
+    message_values,
+)
+
+__all__ = ["CompiledReads"]
+
+logger = logging.getLogger("chatql")
+
+_PLAN_CACHE_SIZE = 512
+#: Longer documents are not worth a plan (and must not fill the cache).
+_MAX_DOCUMENT = 4_000
+_PAGE_ARGUMENTS = frozenset({"chatId", "filter", "first", "after", "last", "before"})
+_FILTER_FIELDS = {"requestId": "request_id", "role": "role", "blockId": "block_id",
+                  "threadId": "thread_id", "type": "type"}
+_CONNECTION_FIELDS = frozenset({"edges", "pageInfo"})
+_EDGE_FIELDS = frozenset({"cursor", "node"})
+_PAGE_INFO_FIELDS = {"hasNextPage": "next", "hasPreviousPage": "previous",
+                     "startCursor": "start", "endCursor": "end"}
+
+# Shapes: a list of (response key, what). ``what`` is a type name string for
+# __typename, or a field-specific item.
+_Leaf = tuple[str, Callable[[Any], Any], bool]  # record attribute, coercer, nullable
+_Shape = list[tuple[str, Any]]
+
+
+class _NoPlan(Exception):
+    """The document is not one this module compiles."""
+
+
+class _Fallback(Exception):
+    """This request must run the ordinary way."""
+
+
+@dataclass(frozen=True, slots=True)
+class _PagePlan:
+    operation: OperationDefinitionNode
+    root: _Shape  # ("__typename", name) or (key, None) for the page itself
+    field: GraphQLField
+    node: FieldNode
+    connection: _Shape  # edges -> edge shape, pageInfo -> page-info shape
+    needs_cursors: bool
+
+
+def _unwrap(kind: Any) -> tuple[Any, bool]:
+    nullable = not isinstance(kind, GraphQLNonNull)
+    return (kind if nullable else kind.of_type), nullable
+
+
+def _is_plain(field_def: GraphQLField) -> bool:
+    """A field with no arguments whose value is its record attribute."""
+    if field_def.args:
+        return False
+    resolver = field_def.resolve
+    strawberry_field = field_def.extensions.get("strawberry-definition")
+    return (
+        resolver is not None and getattr(resolver, "_is_default", False)
+        and bool(getattr(strawberry_field, "python_name", None))
+        and not getattr(strawberry_field, "permission_classes", None)
+        and not getattr(strawberry_field, "extensions", None)
+    )
+
+
+class _Collector:
+    """Groups a selection set's fields by response key, resolving fragments."""
+
+    def __init__(self, fragments: dict[str, FragmentDefinitionNode]) -> None:
+        self._fragments = fragments
+
+    def collect(self, parent: GraphQLObjectType,
+                selection_sets: list[SelectionSetNode]) -> OrderedDict[str, list[FieldNode]]:
+        grouped: OrderedDict[str, list[FieldNode]] = OrderedDict()
+        for selection_set in selection_sets:
+            self._into(parent, selection_set, grouped, set())
+        return grouped
+
+    def _into(self, parent: GraphQLObjectType, selection_set: SelectionSetNode,
+              grouped: OrderedDict[str, list[FieldNode]], seen: set[str]) -> None:
+        for selection in selection_set.selections:
+            if selection.directives:
+                raise _NoPlan
+            if isinstance(selection, FieldNode):
+                key = (selection.alias or selection.name).value
+                grouped.setdefault(key, []).append(selection)
+            elif isinstance(selection, InlineFragmentNode):
+                condition = selection.type_condition
+                if condition is not None and condition.name.value != parent.name:
+                    raise _NoPlan
+                self._into(parent, selection.selection_set, grouped, seen)
+            elif isinstance(selection, FragmentSpreadNode):
+                name = selection.name.value
+                if name in seen:
+                    continue  # graphql-core collects a fragment once per selection set
+                seen.add(name)
+                fragment = self._fragments.get(name)
+                if fragment is None or fragment.directives or (
+                    fragment.type_condition.name.value != parent.name
+                ):
+                    raise _NoPlan
+                self._into(parent, fragment.selection_set, grouped, seen)
+            else:  # pragma: no cover - no other selection kinds exist
+                raise _NoPlan
+
+    def fields(self, parent: GraphQLObjectType, nodes: list[FieldNode]
+               ) -> OrderedDict[str, tuple[str, list[FieldNode]]]:
+        """Sub-selections of ``nodes`` (one response key), keyed, with field names."""
+        sets = [node.selection_set for node in nodes if node.selection_set is not None]
+        grouped = self.collect(parent, sets)
+        result: OrderedDict[str, tuple[str, list[FieldNode]]] = OrderedDict()
+        for key, fields in grouped.items():
+            name = fields[0].name.value
+            if any(field.arguments for field in fields):
+                raise _NoPlan
+            result[key] = (name, fields)
+        return result
+
+
+def _leaf(parent: GraphQLObjectType, name: str) -> _Leaf:
+    field_def = parent.fields.get(name)
+    if field_def is None or not _is_plain(field_def):
+        raise _NoPlan
+    leaf, nullable = _unwrap(field_def.type)
+    if not isinstance(leaf, GraphQLScalarType | GraphQLEnumType):
+        raise _NoPlan
+    python_name = field_def.extensions["strawberry-definition"].python_name
+    return python_name, leaf.coerce_output_value, nullable
+
+
+def _object(parent: GraphQLObjectType, name: str, *, plain: bool = True,
+            listed: bool = False) -> GraphQLObjectType:
+    field_def = parent.fields.get(name)
+    if field_def is None or (plain and not _is_plain(field_def)):
+        raise _NoPlan
+    kind, nullable = _unwrap(field_def.type)
+    if nullable:
+        raise _NoPlan
+    if listed:
+        if not isinstance(kind, GraphQLList):
+            raise _NoPlan
+        kind, nullable = _unwrap(kind.of_type)
+        if nullable:
+            raise _NoPlan
+    if not isinstance(kind, GraphQLObjectType):
+        raise _NoPlan
+    return kind
+
+
+def _compile_page(schema: Any, document: DocumentNode,
+                  operation_name: str | None) -> _PagePlan:
+    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+    fragments = {d.name.value: d for d in document.definitions
+                 if isinstance(d, FragmentDefinitionNode)}
+    if len(operations) + len(fragments) != len(document.definitions):
+        raise _NoPlan
+    if operation_name is not None:
+        operations = [o for o in operations if o.name and o.name.value == operation_name]
+    if len(operations) != 1:
+        raise _NoPlan
+    operation = operations[0]
+    if operation.operation != OperationType.QUERY or operation.directives or any(
+        definition.directives for definition in operation.variable_definitions or ()
+    ):
+        raise _NoPlan
+    query_type: GraphQLObjectType = schema.query_type
+    collector = _Collector(fragments)
+    roots = collector.collect(query_type, [operation.selection_set])
+    root: _Shape = []
+    page: tuple[GraphQLField, list[FieldNode]] | None = None
+    for key, nodes in roots.items():
+        name = nodes[0].name.value
+        if name == "__typename":
+            root.append((key, query_type.name))
+        elif name == "messages" and page is None and len(nodes) == 1:
+            page = (query_type.fields["messages"], nodes)
+            root.append((key, None))
+        else:
+            raise _NoPlan
+    if page is None:
+        raise _NoPlan
+    field_def, nodes = page
+    if not set(field_def.args) <= _PAGE_ARGUMENTS:
+        raise _NoPlan
+    filter_type, _ = _unwrap(field_def.args["filter"].type) if "filter" in field_def.args else (
+        None, True)
+    if filter_type is not None and not set(filter_type.fields) <= set(_FILTER_FIELDS):
+        raise _NoPlan
+    connection_type, nullable = _unwrap(field_def.type)
+    if nullable or not isinstance(connection_type, GraphQLObjectType):
+        raise _NoPlan
+
+    edge_type = _object(connection_type, "edges", listed=True)
+    info_type = _object(connection_type, "pageInfo")
+    node_type = _object(edge_type, "node")
+    needs_cursors = False
+    connection: _Shape = []
+    for key, (name, fields) in collector.fields(connection_type, nodes).items():
+        if name == "__typename":
+            connection.append((key, connection_type.name))
+        elif name == "edges":
+            edge: _Shape = []
+            for edge_key, (edge_name, edge_fields) in collector.fields(edge_type,
+                                                                      fields).items():
+                if edge_name == "__typename":
+                    edge.append((edge_key, edge_type.name))
+                elif edge_name == "cursor":
+                    _leaf(edge_type, "cursor")
+                    needs_cursors = True
+                    edge.append((edge_key, ("cursor",)))
+                elif edge_name == "node":
+                    shape: _Shape = []
+                    for node_key, (node_name, _) in collector.fields(node_type,
+                                                                     edge_fields).items():
+                        if node_name == "__typename":
+                            shape.append((node_key, node_type.name))
+                        else:
+                            shape.append((node_key, ("leaf", _leaf(node_type, node_name))))
+                    edge.append((edge_key, ("node", shape)))
+                else:
+                    raise _NoPlan
+            connection.append((key, ("edges", edge)))
+        elif name == "pageInfo":
+            info: _Shape = []
+            for info_key, (info_name, _) in collector.fields(info_type, fields).items():
+                if info_name == "__typename":
+                    info.append((info_key, info_type.name))
+                elif info_name in _PAGE_INFO_FIELDS:
+                    _leaf(info_type, info_name)
+                    needs_cursors = needs_cursors or info_name in ("startCursor", "endCursor")
+                    info.append((info_key, ("info", _PAGE_INFO_FIELDS[info_name])))
+                else:
+                    raise _NoPlan
+            connection.append((key, ("pageInfo", info)))
+        else:
+            raise _NoPlan
+    return _PagePlan(operation=operation, root=root, field=field_def, node=nodes[0],
+                     connection=connection, needs_cursors=needs_cursors)
+
+
+def _fill(shape: _Shape, values: dict[str, Any]) -> dict[str, Any]:
+    """A node object from a message's values (leaves coerced as the executor does)."""
+    result: dict[str, Any] = {}
+    for key, what in shape:
+        if isinstance(what, str):
+            result[key] = what
+            continue
+        python_name, coerce, nullable = what[1]
+        value = values[python_name]
+        if value is None:
+            if not nullable:
+                raise _Fallback
+            result[key] = None
+            continue
+        try:
+            coerced = coerce(value)
+        except Exception:
+            raise _Fallback from None
+        if coerced is None:
+            raise _Fallback
+        result[key] = coerced
+    return result
+
+
+class CompiledReads:
+    """The plans of one app (one schema, one set of limits), made once per document."""
+
+    def __init__(self, schema: Any, settings: Settings) -> None:
+        self._schema = schema
+        self._settings = settings
+        self._plans: OrderedDict[tuple[str, str | None], _PagePlan | None] = OrderedDict()
+
+    def plan_for(self, query: str | None, operation_name: str | None) -> _PagePlan | None:
+        """The cached plan for a document, or None when it must run the ordinary way."""
+        if (not self._settings.compiled_reads or not query or len(query) > _MAX_DOCUMENT
+                or "messages" not in query):
+            return None
+        key = (query, operation_name)
+        try:
+            self._plans.move_to_end(key)
+            return self._plans[key]
+        except KeyError:
+            pass
+        plan = self._make(query, operation_name)
+        self._plans[key] = plan
+        if len(self._plans) > _PLAN_CACHE_SIZE:
+            self._plans.popitem(last=False)
+        return plan
+
+    def _make(self, query: str, operation_name: str | None) -> _PagePlan | None:
+        settings = self._settings
+        graphql_schema = self._schema._schema
+        try:
+            document = parse(query, max_lexical_tokens=settings.max_query_tokens,
+                             max_comments=settings.max_query_tokens)
+        except GraphQLError:
+            return None
+        rules = (*specified_rules,
+                 *limit_rules(settings.max_query_depth, settings.max_query_aliases))
+        if validate_document(graphql_schema, document, rules):
+            return None
+        try:
+            return _compile_page(graphql_schema, document, operation_name)
+        except _NoPlan:
+            return None
+        except Exception:  # a shape this module misjudged: the executor serves it
+            logger.debug("no plan for a document", exc_info=True)
+            return None
+
+    async def execute(self, context: Context, query: str | None, operation_name: str | None,
+                      variables: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The ``data`` of a compiled read, or None (run the request the ordinary way)."""
+        plan = self.plan_for(query, operation_name)
+        if plan is None:
+            return None
+        try:
+            return await self._run(plan, context, variables or {})
+        except (_Fallback, ChatqlError):
+            return None
+        except Exception:  # the ordinary path reports whatever this was, properly
+            logger.debug("compiled read fell back", exc_info=True)
+            return None
+
+    async def _run(self, plan: _PagePlan, context: Context,
+                   variables: dict[str, Any]) -> dict[str, Any]:
+        if has_nul(variables):
+            raise _Fallback
+        graphql_schema = self._schema._schema
+        coerced = get_variable_values(graphql_schema,
+                                      plan.operation.variable_definitions or (), variables,
+                                      max_errors=1)
+        if isinstance(coerced, list):
+            raise _Fallback
+        arguments = get_argument_values(plan.field, plan.node, coerced)
+        chat_id = arguments.get("chatId")
+        if not isinstance(chat_id, str):
+            raise _Fallback
+        check_chat_id(chat_id)
+        given = arguments.get("filter") or {}
+        filter_values = {name: given.get(wire) for wire, name in _FILTER_FIELDS.items()}
+        role = filter_values["role"]
+        if role is not None:
+            filter_values["role"] = role.value
+        store_filter = MessageFilter(**filter_values)
+        scope = _cursor_scope(chat_id, store_filter)
+        signer = context.services.cursors
+        after = self._position(signer, scope, arguments.get("after"))
+        before = self._position(signer, scope, arguments.get("before"))
+        first = check_page_size(arguments.get("first"), "first")
+        last = check_page_size(arguments.get("last"), "last")
+        if first is not None and last is not None:
+            raise _Fallback
+        forward = first is not None or (after is not None and last is None)
+        size = (first if forward else last) or DEFAULT_PAGE_SIZE
+        filters = tuple(name for name in FILTER_FIELDS if filter_values[name] is not None)
+        db = context.db
+        who = context.identity
+        statement = message_page_statement(MessagePageShape.of(
+            db, who, forward=forward, after=after is not None, before=before is not None,
+            filters=filters))
+        values: dict[str, Any] = {"chat": chat_id, "user": who.user_id,
+                                  "tenant": who.tenant_id, "team": who.team_id,
+                                  "after": after, "before": before, "limit": size + 1}
+        for name in filters:
+            values[name] = filter_values[name]
+        rows = await fetch(db, statement, values)
+        if not rows:
+            raise _Fallback  # absent chat or empty page: the executor tells which
+        has_older, has_newer = bool(rows[0][-2]), bool(rows[0][-1])
+        more = len(rows) > size
+        page = [message_values(row) for row in rows[:size]]
+        if forward:
+            has_previous, has_next = has_older, more or has_newer
+        else:
+            page.reverse()
+            has_previous, has_next = more or has_older, has_newer
+        cursors = [signer.encode(scope, item["sequence"]) for item in page] if (
+            plan.needs_cursors) else []
+        flags = {"next": has_next, "previous": has_previous,
+                 "start": cursors[0] if cursors else None,
+                 "end": cursors[-1] if cursors else None}
+        connection: dict[str, Any] = {}
+        for key, what in plan.connection:
+            if isinstance(what, str):
+                connection[key] = what
+            elif what[0] == "edges":
+                connection[key] = [self._edge(what[1], item, cursors, index)
+                                   for index, item in enumerate(page)]
+            else:
+                connection[key] = {info_key: info if isinstance(info, str) else flags[info[1]]
+                                   for info_key, info in what[1]}
+        return {key: connection if what is None else what for key, what in plan.root}
+
+    @staticmethod
+    def _edge(shape: _Shape, item: dict[str, Any], cursors: list[str],
+              index: int) -> dict[str, Any]:
+        edge: dict[str, Any] = {}
+        for key, what in shape:
+            if isinstance(what, str):
+                edge[key] = what
+            elif what[0] == "cursor":
+                edge[key] = cursors[index]
+            else:
+                edge[key] = _fill(what[1], item)
+        return edge
+
+    @staticmethod
+    def _position(signer: Any, scope: str, cursor: Any) -> int | None:
+        if cursor is None:
+            return None
+        if not isinstance(cursor, str):
+            raise _Fallback
+        position = signer.decode(scope, cursor)
+        if not isinstance(position, int) or isinstance(position, bool):
+            raise _Fallback
+        return position
