@@ -32,13 +32,17 @@ from graphql import (
     FieldNode,
     FragmentDefinitionNode,
     FragmentSpreadNode,
+    GraphQLBoolean,
     GraphQLEnumType,
     GraphQLError,
     GraphQLField,
+    GraphQLID,
+    GraphQLInt,
     GraphQLList,
     GraphQLNonNull,
     GraphQLObjectType,
     GraphQLScalarType,
+    GraphQLString,
     InlineFragmentNode,
     OperationDefinitionNode,
     OperationType,
@@ -59,10 +63,11 @@ from store.ids import check_chat_id
 from store.messages import DEFAULT_PAGE_SIZE, MessageFilter, check_page_size
 from store.prepared import (
     FILTER_FIELDS,
+    MESSAGE_COLUMNS,
     MessagePageShape,
     fetch,
     message_page_statement,
-    message_values,
+    message_reader,
 )
 
 __all__ = ["CompiledReads"]
@@ -70,6 +75,7 @@ __all__ = ["CompiledReads"]
 logger = logging.getLogger("chatql")
 
 _PLAN_CACHE_SIZE = 512
+_SEQUENCE = MESSAGE_COLUMNS.index("sequence")
 #: Longer documents are not worth a plan (and must not fill the cache).
 _MAX_DOCUMENT = 4_000
 _PAGE_ARGUMENTS = frozenset({"chatId", "filter", "first", "after", "last", "before"})
@@ -79,6 +85,9 @@ _CONNECTION_FIELDS = frozenset({"edges", "pageInfo"})
 _EDGE_FIELDS = frozenset({"cursor", "node"})
 _PAGE_INFO_FIELDS = {"hasNextPage": "next", "hasPreviousPage": "previous",
                      "startCursor": "start", "endCursor": "end"}
+
+_BUILTIN_COERCERS = {scalar.name: scalar.coerce_output_value
+                     for scalar in (GraphQLString, GraphQLID, GraphQLBoolean, GraphQLInt)}
 
 # Shapes: a list of (response key, what). ``what`` is a type name string for
 # __typename, or a field-specific item.
@@ -188,6 +197,29 @@ def _leaf(parent: GraphQLObjectType, name: str) -> _Leaf:
     return python_name, leaf.coerce_output_value, nullable
 
 
+# Scalars whose output coercion returns these values unchanged (graphql-core's own
+# String, ID, Boolean and 32-bit Int): the coercer is skipped for them.
+_UNCHANGED: dict[str, Callable[[Any], bool]] = {
+    "String": lambda value: type(value) is str,
+    "ID": lambda value: type(value) is str,
+    "Boolean": lambda value: type(value) is bool,
+    "Int": lambda value: type(value) is int and -(2**31) <= value < 2**31,
+}
+_Column = tuple[Callable[[Any], Any], Callable[[Any], Any], bool, Callable[[Any], bool]]
+
+
+def _column(parent: GraphQLObjectType, name: str) -> _Column:
+    """How a node field is read from a row: reader, coercer, nullable, pass-through test."""
+    python_name, coerce, nullable = _leaf(parent, name)
+    reader = message_reader(python_name)
+    if reader is None:
+        raise _NoPlan
+    leaf, _ = _unwrap(parent.fields[name].type)
+    unchanged = _UNCHANGED.get(leaf.name) if isinstance(leaf, GraphQLScalarType) and (
+        leaf.coerce_output_value is _BUILTIN_COERCERS.get(leaf.name)) else None
+    return reader, coerce, nullable, unchanged or (lambda value: False)
+
+
 def _object(parent: GraphQLObjectType, name: str, *, plain: bool = True,
             listed: bool = False) -> GraphQLObjectType:
     field_def = parent.fields.get(name)
@@ -275,7 +307,7 @@ def _compile_page(schema: Any, document: DocumentNode,
                         if node_name == "__typename":
                             shape.append((node_key, node_type.name))
                         else:
-                            shape.append((node_key, ("leaf", _leaf(node_type, node_name))))
+                            shape.append((node_key, _column(node_type, node_name)))
                     edge.append((edge_key, ("node", shape)))
                 else:
                     raise _NoPlan
@@ -298,15 +330,18 @@ def _compile_page(schema: Any, document: DocumentNode,
                      connection=connection, needs_cursors=needs_cursors)
 
 
-def _fill(shape: _Shape, values: dict[str, Any]) -> dict[str, Any]:
-    """A node object from a message's values (leaves coerced as the executor does)."""
+def _fill(shape: _Shape, row: Any) -> dict[str, Any]:
+    """A node object from a page row (leaves coerced as the executor does)."""
     result: dict[str, Any] = {}
     for key, what in shape:
         if isinstance(what, str):
             result[key] = what
             continue
-        python_name, coerce, nullable = what[1]
-        value = values[python_name]
+        read, coerce, nullable, unchanged = what
+        value = read(row)
+        if unchanged(value):
+            result[key] = value
+            continue
         if value is None:
             if not nullable:
                 raise _Fallback
@@ -428,14 +463,14 @@ class CompiledReads:
             raise _Fallback  # absent chat or empty page: the executor tells which
         has_older, has_newer = bool(rows[0][-2]), bool(rows[0][-1])
         more = len(rows) > size
-        page = [message_values(row) for row in rows[:size]]
+        page = list(rows[:size])
         if forward:
             has_previous, has_next = has_older, more or has_newer
         else:
             page.reverse()
             has_previous, has_next = more or has_older, has_newer
-        cursors = [signer.encode(scope, item["sequence"]) for item in page] if (
-            plan.needs_cursors) else []
+        encode = signer.encoder(scope)
+        cursors = [encode(row[_SEQUENCE]) for row in page] if plan.needs_cursors else []
         flags = {"next": has_next, "previous": has_previous,
                  "start": cursors[0] if cursors else None,
                  "end": cursors[-1] if cursors else None}
@@ -452,7 +487,7 @@ class CompiledReads:
         return {key: connection if what is None else what for key, what in plan.root}
 
     @staticmethod
-    def _edge(shape: _Shape, item: dict[str, Any], cursors: list[str],
+    def _edge(shape: _Shape, item: Any, cursors: list[str],
               index: int) -> dict[str, Any]:
         edge: dict[str, Any] = {}
         for key, what in shape:

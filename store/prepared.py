@@ -13,18 +13,21 @@ The caller's identity goes into the statement through marker values that are rep
 by the request's own when the statement runs, so the access rule is written once, in
 :mod:`store.access`, and never copied here.
 
-Rows come back as the driver gives them; :func:`message_values` turns one into the
+Rows come back as the driver gives them; :func:`message_reader` reads from one the
 values :func:`store.messages.message_from_row` would have put into a record.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import weakref
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import BigInteger, Integer, String, bindparam, false, select
+from sqlalchemy.engine import make_url
 
 from store import access
 from store.database import Database
@@ -38,7 +41,7 @@ __all__ = [
     "PreparedStatement",
     "fetch",
     "message_page_statement",
-    "message_values",
+    "message_reader",
 ]
 
 #: Filter fields a prepared message page knows, in :class:`store.messages.MessageFilter` order.
@@ -157,17 +160,52 @@ def _compile_message_page(shape: MessagePageShape) -> PreparedStatement:
     return PreparedStatement(sql=compiled.string, slots=tuple(slots))
 
 
+_pools: weakref.WeakKeyDictionary[Database, Any] = weakref.WeakKeyDictionary()
+
+
+async def _asyncpg_pool(db: Database) -> Any:
+    """The database's own asyncpg pool for prepared reads, opened on first use.
+
+    Beside the engine's pool rather than through it: a checkout there pings the server
+    first (a round trip per read), and asyncpg keeps each connection's prepared
+    statements only while it lives. :meth:`Database.dispose` closes it.
+    """
+    pool = _pools.get(db)
+    if pool is not None:
+        return pool
+    import asyncpg
+
+    parsed = make_url(db.url)
+    created = await asyncpg.create_pool(
+        host=parsed.host, port=parsed.port or 5432, user=parsed.username,
+        password=parsed.password, database=parsed.database, min_size=1,
+        max_size=db.pool_size)
+    pool = _pools.get(db)
+    if pool is not None:  # another request opened one meanwhile: keep that one
+        await created.close()
+        return pool
+    _pools[db] = created
+
+    async def close() -> None:
+        _pools.pop(db, None)
+        await created.close()
+
+    db.closers.append(close)
+    return created
+
+
 async def fetch(db: Database, statement: PreparedStatement,
                 values: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
-    """Run ``statement`` with ``values`` on a raw driver connection; the rows as given."""
+    """Run ``statement`` with ``values`` on a driver connection; the rows as given."""
     arguments = statement.arguments(values)
+    if db.is_postgres:
+        pool = await _asyncpg_pool(db)
+        rows: Sequence[Sequence[Any]] = await pool.fetch(statement.sql, *arguments)
+        return rows
     async with db.engine.connect() as conn:
         raw = await conn.get_raw_connection()
         driver = raw.driver_connection
         assert driver is not None
-        if db.is_postgres:
-            rows: Sequence[Sequence[Any]] = await driver.fetch(statement.sql, *arguments)
-            return rows
         cursor = await driver.execute(statement.sql, arguments)
         try:
             return list(await cursor.fetchall())
@@ -184,16 +222,23 @@ def _moment(value: Any) -> datetime | None:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def message_values(row: Sequence[Any]) -> dict[str, Any]:
-    """One prepared-page row as the values of a :class:`store.records.Message`."""
-    values: dict[str, Any] = {}
-    for index, name in enumerate(MESSAGE_COLUMNS):
-        value = row[index]
-        if name in _JSON_COLUMNS:
-            if isinstance(value, str | bytes):
-                value = loads(value)
-        elif name in _TIME_COLUMNS:
-            value = _moment(value)
-        values[name] = value
-    values["tokens_estimated"] = False
-    return values
+def _document(value: Any) -> Any:
+    return loads(value) if isinstance(value, str | bytes) else value
+
+
+def message_reader(name: str) -> Callable[[Sequence[Any]], Any] | None:
+    """How a prepared-page row gives the :class:`store.records.Message` attribute ``name``.
+
+    The value is the one :func:`store.messages.message_from_row` would have put in the
+    record; None when ``name`` is not an attribute a prepared page reads.
+    """
+    if name == "tokens_estimated":
+        return lambda row: False  # stored messages carry reported counts only
+    if name not in MESSAGE_COLUMNS:
+        return None
+    index = MESSAGE_COLUMNS.index(name)
+    if name in _JSON_COLUMNS:
+        return lambda row: _document(row[index])
+    if name in _TIME_COLUMNS:
+        return lambda row: _moment(row[index])
+    return itemgetter(index)
