@@ -53,18 +53,27 @@ from graphql import (
 from graphql.execution.values import get_argument_values, get_variable_values
 from strawberry.schema.schema import validate_document
 
+from gql.chat_lists import _cursor_scope as chat_list_scope
 from gql.context import Context
 from gql.document_shapes import has_nul
 from gql.limits import limit_rules
 from gql.messages import _cursor_scope
 from gql.settings import Settings
+from store.chat_lists import DEFAULT_CHAT_PAGE_SIZE, MAX_CHAT_PAGE_SIZE, ChatListFilter
+from store.chat_lists import _parse_position as parse_position
 from store.errors import ChatqlError
 from store.ids import check_chat_id
 from store.messages import DEFAULT_PAGE_SIZE, MessageFilter, check_page_size
 from store.prepared import (
+    CHAT_COLUMNS,
     FILTER_FIELDS,
     MESSAGE_COLUMNS,
+    ChatPageShape,
     MessagePageShape,
+    chat_after,
+    chat_page_statement,
+    chat_position,
+    chat_reader,
     fetch,
     message_page_statement,
     message_reader,
@@ -76,11 +85,15 @@ logger = logging.getLogger("chatql")
 
 _PLAN_CACHE_SIZE = 512
 _SEQUENCE = MESSAGE_COLUMNS.index("sequence")
+_SIGNED_CACHE_SIZE = 20_000
 #: Longer documents are not worth a plan (and must not fill the cache).
 _MAX_DOCUMENT = 4_000
 _PAGE_ARGUMENTS = frozenset({"chatId", "filter", "first", "after", "last", "before"})
 _FILTER_FIELDS = {"requestId": "request_id", "role": "role", "blockId": "block_id",
                   "threadId": "thread_id", "type": "type"}
+_CHAT_LIST_DEFAULTS: dict[str, Any] = {"filter": None, "orderBy": "LAST_MESSAGE_AT",
+                                        "order": "DESC", "timezone": "UTC",
+                                        "weekStart": "MONDAY"}
 _CONNECTION_FIELDS = frozenset({"edges", "pageInfo"})
 _EDGE_FIELDS = frozenset({"cursor", "node"})
 _PAGE_INFO_FIELDS = {"hasNextPage": "next", "hasPreviousPage": "previous",
@@ -105,6 +118,7 @@ class _Fallback(Exception):
 
 @dataclass(frozen=True, slots=True)
 class _PagePlan:
+    kind: str  # the root field: "messages" or "chats"
     operation: OperationDefinitionNode
     root: _Shape  # ("__typename", name) or (key, None) for the page itself
     field: GraphQLField
@@ -205,19 +219,51 @@ _UNCHANGED: dict[str, Callable[[Any], bool]] = {
     "Boolean": lambda value: type(value) is bool,
     "Int": lambda value: type(value) is int and -(2**31) <= value < 2**31,
 }
-_Column = tuple[Callable[[Any], Any], Callable[[Any], Any], bool, Callable[[Any], bool]]
 
 
-def _column(parent: GraphQLObjectType, name: str) -> _Column:
-    """How a node field is read from a row: reader, coercer, nullable, pass-through test."""
+def _column(parent: GraphQLObjectType, name: str,
+            reader_of: Callable[[str], Callable[[Any], Any] | None]) -> Callable[[Any], Any]:
+    """The node field ``name`` read from a page row and coerced as the executor does.
+
+    Raises :class:`_Fallback` where the executor would report an error (a null in a
+    non-null field, a value the scalar refuses).
+    """
     python_name, coerce, nullable = _leaf(parent, name)
-    reader = message_reader(python_name)
+    reader = reader_of(python_name)
     if reader is None:
         raise _NoPlan
     leaf, _ = _unwrap(parent.fields[name].type)
-    unchanged = _UNCHANGED.get(leaf.name) if isinstance(leaf, GraphQLScalarType) and (
-        leaf.coerce_output_value is _BUILTIN_COERCERS.get(leaf.name)) else None
-    return reader, coerce, nullable, unchanged or (lambda value: False)
+    builtin = isinstance(leaf, GraphQLScalarType) and (
+        leaf.coerce_output_value is _BUILTIN_COERCERS.get(leaf.name))
+    unchanged = _UNCHANGED.get(leaf.name) if builtin else None
+    # An enum has a handful of values: each one's output is worked out once.
+    remembered: dict[Any, Any] | None = {} if isinstance(leaf, GraphQLEnumType) else None
+
+    def output(row: Any) -> Any:
+        value = reader(row)
+        if unchanged is not None and unchanged(value):
+            return value
+        if value is None:
+            if nullable:
+                return None
+            raise _Fallback
+        if remembered is not None and value in remembered:
+            return remembered[value]
+        try:
+            coerced = coerce(value)
+        except Exception:
+            raise _Fallback from None
+        if coerced is None:
+            raise _Fallback
+        if remembered is not None and len(remembered) < 64:
+            remembered[value] = coerced
+        return coerced
+
+    return output
+
+
+def _constant(value: str) -> Callable[[Any], str]:
+    return lambda row: value
 
 
 def _object(parent: GraphQLObjectType, name: str, *, plain: bool = True,
@@ -237,6 +283,32 @@ def _object(parent: GraphQLObjectType, name: str, *, plain: bool = True,
     if not isinstance(kind, GraphQLObjectType):
         raise _NoPlan
     return kind
+
+
+_READERS: dict[str, Callable[[str], Callable[[Any], Any] | None]] = {
+    "messages": message_reader, "chats": chat_reader}
+
+
+def _check_message_arguments(field_def: GraphQLField) -> None:
+    if not set(field_def.args) <= _PAGE_ARGUMENTS:
+        raise _NoPlan
+    filter_type, _ = _unwrap(field_def.args["filter"].type) if "filter" in field_def.args else (
+        None, True)
+    if filter_type is not None and not set(filter_type.fields) <= set(_FILTER_FIELDS):
+        raise _NoPlan
+
+
+def _check_chat_list_arguments(field_def: GraphQLField, node: FieldNode) -> None:
+    """Chat lists are compiled in their default shape only: no filter, newest activity
+    first; the document may give ``first`` and ``after`` and nothing else."""
+    if set(field_def.args) != set(_CHAT_LIST_DEFAULTS) | {"first", "after"}:
+        raise _NoPlan
+    for name, expected in _CHAT_LIST_DEFAULTS.items():
+        default = field_def.args[name].default_value
+        if getattr(default, "value", default) != expected:
+            raise _NoPlan
+    if any(argument.name.value not in ("first", "after") for argument in node.arguments or ()):
+        raise _NoPlan
 
 
 def _compile_page(schema: Any, document: DocumentNode,
@@ -264,20 +336,20 @@ def _compile_page(schema: Any, document: DocumentNode,
         name = nodes[0].name.value
         if name == "__typename":
             root.append((key, query_type.name))
-        elif name == "messages" and page is None and len(nodes) == 1:
-            page = (query_type.fields["messages"], nodes)
+        elif name in _READERS and page is None and len(nodes) == 1:
+            page = (query_type.fields[name], nodes)
             root.append((key, None))
         else:
             raise _NoPlan
     if page is None:
         raise _NoPlan
     field_def, nodes = page
-    if not set(field_def.args) <= _PAGE_ARGUMENTS:
-        raise _NoPlan
-    filter_type, _ = _unwrap(field_def.args["filter"].type) if "filter" in field_def.args else (
-        None, True)
-    if filter_type is not None and not set(filter_type.fields) <= set(_FILTER_FIELDS):
-        raise _NoPlan
+    kind = nodes[0].name.value
+    if kind == "messages":
+        _check_message_arguments(field_def)
+    else:
+        _check_chat_list_arguments(field_def, nodes[0])
+    reader_of = _READERS[kind]
     connection_type, nullable = _unwrap(field_def.type)
     if nullable or not isinstance(connection_type, GraphQLObjectType):
         raise _NoPlan
@@ -305,9 +377,10 @@ def _compile_page(schema: Any, document: DocumentNode,
                     for node_key, (node_name, _) in collector.fields(node_type,
                                                                      edge_fields).items():
                         if node_name == "__typename":
-                            shape.append((node_key, node_type.name))
+                            shape.append((node_key, _constant(node_type.name)))
                         else:
-                            shape.append((node_key, _column(node_type, node_name)))
+                            shape.append((node_key, _column(node_type, node_name,
+                                                            reader_of)))
                     edge.append((edge_key, ("node", shape)))
                 else:
                     raise _NoPlan
@@ -326,35 +399,13 @@ def _compile_page(schema: Any, document: DocumentNode,
             connection.append((key, ("pageInfo", info)))
         else:
             raise _NoPlan
-    return _PagePlan(operation=operation, root=root, field=field_def, node=nodes[0],
+    return _PagePlan(kind=kind, operation=operation, root=root, field=field_def, node=nodes[0],
                      connection=connection, needs_cursors=needs_cursors)
 
 
 def _fill(shape: _Shape, row: Any) -> dict[str, Any]:
-    """A node object from a page row (leaves coerced as the executor does)."""
-    result: dict[str, Any] = {}
-    for key, what in shape:
-        if isinstance(what, str):
-            result[key] = what
-            continue
-        read, coerce, nullable, unchanged = what
-        value = read(row)
-        if unchanged(value):
-            result[key] = value
-            continue
-        if value is None:
-            if not nullable:
-                raise _Fallback
-            result[key] = None
-            continue
-        try:
-            coerced = coerce(value)
-        except Exception:
-            raise _Fallback from None
-        if coerced is None:
-            raise _Fallback
-        result[key] = coerced
-    return result
+    """A node object from a page row."""
+    return {key: output(row) for key, output in shape}
 
 
 class CompiledReads:
@@ -364,11 +415,15 @@ class CompiledReads:
         self._schema = schema
         self._settings = settings
         self._plans: OrderedDict[tuple[str, str | None], _PagePlan | None] = OrderedDict()
+        # Cursors are a pure function of (key, scope, position): pages read again and
+        # again (a chat's newest page) need not be signed again.
+        self._signed: dict[tuple[str, int], str] = {}
+        self._signer: Any = None
 
     def plan_for(self, query: str | None, operation_name: str | None) -> _PagePlan | None:
         """The cached plan for a document, or None when it must run the ordinary way."""
         if (not self._settings.compiled_reads or not query or len(query) > _MAX_DOCUMENT
-                or "messages" not in query):
+                or ("messages" not in query and "chats" not in query)):
             return None
         key = (query, operation_name)
         try:
@@ -427,6 +482,26 @@ class CompiledReads:
         if isinstance(coerced, list):
             raise _Fallback
         arguments = get_argument_values(plan.field, plan.node, coerced)
+        read = self._messages if plan.kind == "messages" else self._chats
+        page, cursors, has_next, has_previous = await read(plan, context, arguments)
+        flags = {"next": has_next, "previous": has_previous,
+                 "start": cursors[0] if cursors else None,
+                 "end": cursors[-1] if cursors else None}
+        connection: dict[str, Any] = {}
+        for key, what in plan.connection:
+            if isinstance(what, str):
+                connection[key] = what
+            elif what[0] == "edges":
+                connection[key] = [self._edge(what[1], item, cursors, index)
+                                   for index, item in enumerate(page)]
+            else:
+                connection[key] = {info_key: info if isinstance(info, str) else flags[info[1]]
+                                   for info_key, info in what[1]}
+        return {key: connection if what is None else what for key, what in plan.root}
+
+    async def _messages(self, plan: _PagePlan, context: Context, arguments: dict[str, Any]
+                        ) -> tuple[list[Any], list[str], bool, bool]:
+        """A message page as ``list_messages`` reads it: rows, cursors and flags."""
         chat_id = arguments.get("chatId")
         if not isinstance(chat_id, str):
             raise _Fallback
@@ -469,22 +544,39 @@ class CompiledReads:
         else:
             page.reverse()
             has_previous, has_next = more or has_older, has_newer
+        cursors = self._cursors(signer, scope, page) if plan.needs_cursors else []
+        return page, cursors, has_next, has_previous
+
+    async def _chats(self, plan: _PagePlan, context: Context, arguments: dict[str, Any]
+                     ) -> tuple[list[Any], list[str], bool, bool]:
+        """A chat-list page as ``list_chats`` reads it (default order, no filter)."""
+        who = context.identity
+        scope = chat_list_scope(who, ChatListFilter(), "LAST_MESSAGE_AT", "DESC", "UTC",
+                                "MONDAY")
+        signer = context.services.cursors
+        cursor = arguments.get("after")
+        if cursor is not None and not isinstance(cursor, str):
+            raise _Fallback
+        start = None if cursor is None else parse_position(signer.decode(scope, cursor),
+                                                            "LAST_MESSAGE_AT")
+        first = arguments.get("first")
+        if first is not None and first <= 0:
+            raise _Fallback
+        size = min(first or DEFAULT_CHAT_PAGE_SIZE, MAX_CHAT_PAGE_SIZE)
+        db = context.db
+        statement = chat_page_statement(ChatPageShape.of(db, who, after=start is not None))
+        values: dict[str, Any] = {"user": who.user_id, "tenant": who.tenant_id,
+                                  "team": who.team_id, "limit": size + 1}
+        if start is not None:
+            values.update(chat_after(start, db.dialect))
+        rows = await fetch(db, statement, values)
+        if not rows:
+            raise _Fallback  # the executor asks the neighbour question on its own
+        has_previous = start is not None and bool(rows[0][len(CHAT_COLUMNS)])
+        page = list(rows[:size])
         encode = signer.encoder(scope)
-        cursors = [encode(row[_SEQUENCE]) for row in page] if plan.needs_cursors else []
-        flags = {"next": has_next, "previous": has_previous,
-                 "start": cursors[0] if cursors else None,
-                 "end": cursors[-1] if cursors else None}
-        connection: dict[str, Any] = {}
-        for key, what in plan.connection:
-            if isinstance(what, str):
-                connection[key] = what
-            elif what[0] == "edges":
-                connection[key] = [self._edge(what[1], item, cursors, index)
-                                   for index, item in enumerate(page)]
-            else:
-                connection[key] = {info_key: info if isinstance(info, str) else flags[info[1]]
-                                   for info_key, info in what[1]}
-        return {key: connection if what is None else what for key, what in plan.root}
+        cursors = [encode(chat_position(row)) for row in page] if plan.needs_cursors else []
+        return page, cursors, len(rows) > size, has_previous
 
     @staticmethod
     def _edge(shape: _Shape, item: Any, cursors: list[str],
@@ -498,6 +590,24 @@ class CompiledReads:
             else:
                 edge[key] = _fill(what[1], item)
         return edge
+
+    def _cursors(self, signer: Any, scope: str, page: list[Any]) -> list[str]:
+        """The page's cursors; a page read again reuses the ones signed before."""
+        cache = self._signed
+        if signer is not self._signer or len(cache) > _SIGNED_CACHE_SIZE:
+            cache.clear()
+            self._signer = signer
+        cursors = []
+        encode = None
+        for row in page:
+            key = (scope, row[_SEQUENCE])
+            cursor = cache.get(key)
+            if cursor is None:
+                if encode is None:
+                    encode = signer.encoder(scope)
+                cursor = cache[key] = encode(key[1])
+            cursors.append(cursor)
+        return cursors
 
     @staticmethod
     def _position(signer: Any, scope: str, cursor: Any) -> int | None:

@@ -36,9 +36,15 @@ from store.records import Identity
 from store.tables import chats, messages
 
 __all__ = [
+    "CHAT_COLUMNS",
     "MESSAGE_COLUMNS",
+    "ChatPageShape",
     "MessagePageShape",
     "PreparedStatement",
+    "chat_after",
+    "chat_page_statement",
+    "chat_position",
+    "chat_reader",
     "fetch",
     "message_page_statement",
     "message_reader",
@@ -51,14 +57,26 @@ MESSAGE_COLUMNS = (
     "id", "chat_id", "sequence", "request_id", "role", "type", "props", "block_id",
     "thread_id", "assistant_id", "status", "metadata", "created_at", "updated_at", "tokens",
 )
+#: The chat columns a prepared chat list returns, in this order, before its flag.
+CHAT_COLUMNS = (
+    "id", "title", "assistant_id", "mode", "status", "public", "share", "sort",
+    "last_message_at", "metadata", "created_at", "updated_at", "created_by", "updated_by",
+    "team_id", "tenant_id", "deleted_at", "activity_at", "channel",
+)
+_ACTIVITY = CHAT_COLUMNS.index("activity_at")
 _JSON_COLUMNS = frozenset({"props", "metadata"})
-_TIME_COLUMNS = frozenset({"created_at", "updated_at"})
+_TIME_COLUMNS = frozenset({"created_at", "updated_at", "last_message_at", "deleted_at",
+                           "activity_at"})
+_BOOL_COLUMNS = frozenset({"public"})
 
 # Marker values standing in for the caller's identity while a statement is compiled.
 _USER = "\x00prepared:user"
 _TENANT = "\x00prepared:tenant"
 _TEAM = "\x00prepared:team"
-_MARKERS = {_USER: "user", _TENANT: "tenant", _TEAM: "team"}
+_AFTER_ID = "\x00prepared:after_id"
+_AFTER_VALUE = datetime(1111, 11, 11, 11, 11, 11, 111111, tzinfo=UTC)
+_MARKERS: dict[Any, str] = {_USER: "user", _TENANT: "tenant", _TEAM: "team",
+                            _AFTER_ID: "after_id", _AFTER_VALUE: "after_value"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,10 +127,7 @@ def message_page_statement(shape: MessagePageShape) -> PreparedStatement:
 
 
 def _compile_message_page(shape: MessagePageShape) -> PreparedStatement:
-    from sqlalchemy.dialects import postgresql, sqlite
-
-    who = Identity(user_id=_USER, tenant_id=_TENANT, team_id=_TEAM if shape.team else None,
-                   roles=frozenset({"admin"}) if shape.privileged else frozenset())
+    who = _marked_identity(shape.privileged, shape.team)
     chat = bindparam("chat", type_=String())
     base = [messages.c.chat_id == chat,
             *(messages.c[name] == bindparam(name, type_=String()) for name in shape.filters)]
@@ -144,14 +159,21 @@ def _compile_message_page(shape: MessagePageShape) -> PreparedStatement:
         .order_by(order)
         .limit(bindparam("limit", type_=Integer()))
     )
+    return _compiled(query, shape.dialect)
+
+
+def _compiled(query: Any, dialect_name: str) -> PreparedStatement:
+    """``query`` as the driver's SQL text, with its parameters mapped to named slots."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
     dialect = (postgresql.asyncpg.dialect()  # type: ignore[no-untyped-call]
-               if shape.dialect == "postgresql" else sqlite.aiosqlite.dialect())
+               if dialect_name == "postgresql" else sqlite.aiosqlite.dialect())
     compiled = query.compile(dialect=dialect)
     names = compiled.positiontup or ()
     slots: list[tuple[bool, Any]] = []
     for name in names:
         value = compiled.params[name]
-        if isinstance(value, str) and value in _MARKERS:
+        if isinstance(value, str | datetime) and value in _MARKERS:
             slots.append((True, _MARKERS[value]))
         elif compiled.binds[name].value is None and compiled.binds[name].callable is None:
             slots.append((True, name))  # one of the named slots above
@@ -161,6 +183,63 @@ def _compile_message_page(shape: MessagePageShape) -> PreparedStatement:
 
 
 _pools: weakref.WeakKeyDictionary[Database, Any] = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True, slots=True)
+class ChatPageShape:
+    """What decides the text of a chat-list statement (newest activity first, no filter)."""
+
+    dialect: str
+    privileged: bool
+    team: bool
+    after: bool
+
+    @classmethod
+    def of(cls, db: Database, who: Identity, *, after: bool) -> ChatPageShape:
+        return cls(db.dialect, who.is_admin or who.is_agent, bool(who.team_id), after)
+
+
+_chat_statements: dict[ChatPageShape, PreparedStatement] = {}
+
+
+def chat_page_statement(shape: ChatPageShape) -> PreparedStatement:
+    """The statement :func:`store.chat_lists.list_chats` runs for an unfiltered page in
+    its default order (newest activity first), without totals.
+
+    Named slots: ``user``, ``tenant``, ``team``, ``after_value`` and ``after_id`` (the
+    cursor's position, see :func:`chat_after`) and ``limit``. Rows:
+    :data:`CHAT_COLUMNS`, then (after a cursor) whether rows lie behind it.
+    """
+    statement = _chat_statements.get(shape)
+    if statement is None:
+        statement = _chat_statements[shape] = _compile_chat_page(shape)
+    return statement
+
+
+def _compile_chat_page(shape: ChatPageShape) -> PreparedStatement:
+    from store.chat_lists import _keyset_rows
+
+    who = _marked_identity(shape.privileged, shape.team)
+    where = [chats.c.deleted_at.is_(None), access.can_read(who)]
+    base = select(*(chats.c[name] for name in CHAT_COLUMNS)).where(*where)
+    start = (_AFTER_VALUE, _AFTER_ID) if shape.after else None
+    (query,) = _keyset_rows(base, "LAST_MESSAGE_AT", True, start, inclusive=False, limit=1)
+    if start is not None:
+        (probe,) = _keyset_rows(select(chats.c.id).where(*where), "LAST_MESSAGE_AT", False,
+                                start, inclusive=True, limit=1)
+        behind = probe.correlate(None).scalar_subquery().is_not(None)
+        query = query.add_columns(behind.label("_behind"))
+    return _compiled(query.limit(bindparam("limit", type_=Integer())), shape.dialect)
+
+
+def _marked_identity(privileged: bool, team: bool) -> Identity:
+    return Identity(user_id=_USER, tenant_id=_TENANT, team_id=_TEAM if team else None,
+                    roles=frozenset({"admin"}) if privileged else frozenset())
+
+
+async def _keep(connection: Any) -> None:
+    """Nothing to reset: prepared reads are single statements that leave no state behind
+    (asyncpg's default reset costs a round trip per release)."""
 
 
 async def _asyncpg_pool(db: Database) -> Any:
@@ -179,7 +258,7 @@ async def _asyncpg_pool(db: Database) -> Any:
     created = await asyncpg.create_pool(
         host=parsed.host, port=parsed.port or 5432, user=parsed.username,
         password=parsed.password, database=parsed.database, min_size=1,
-        max_size=db.pool_size)
+        max_size=db.pool_size, reset=_keep)
     pool = _pools.get(db)
     if pool is not None:  # another request opened one meanwhile: keep that one
         await created.close()
@@ -226,6 +305,19 @@ def _document(value: Any) -> Any:
     return loads(value) if isinstance(value, str | bytes) else value
 
 
+def _reader(columns: tuple[str, ...], name: str) -> Callable[[Sequence[Any]], Any] | None:
+    if name not in columns:
+        return None
+    index = columns.index(name)
+    if name in _JSON_COLUMNS:
+        return lambda row: _document(row[index])
+    if name in _TIME_COLUMNS:
+        return lambda row: _moment(row[index])
+    if name in _BOOL_COLUMNS:
+        return lambda row: bool(row[index])  # SQLite answers 0/1
+    return itemgetter(index)
+
+
 def message_reader(name: str) -> Callable[[Sequence[Any]], Any] | None:
     """How a prepared-page row gives the :class:`store.records.Message` attribute ``name``.
 
@@ -234,11 +326,27 @@ def message_reader(name: str) -> Callable[[Sequence[Any]], Any] | None:
     """
     if name == "tokens_estimated":
         return lambda row: False  # stored messages carry reported counts only
-    if name not in MESSAGE_COLUMNS:
-        return None
-    index = MESSAGE_COLUMNS.index(name)
-    if name in _JSON_COLUMNS:
-        return lambda row: _document(row[index])
-    if name in _TIME_COLUMNS:
-        return lambda row: _moment(row[index])
-    return itemgetter(index)
+    return _reader(MESSAGE_COLUMNS, name)
+
+
+def chat_reader(name: str) -> Callable[[Sequence[Any]], Any] | None:
+    """How a prepared chat-list row gives the :class:`store.records.Chat` attribute
+    ``name`` (as :func:`store.chats.chat_from_row` would); None when it does not."""
+    return _reader(CHAT_COLUMNS, name)
+
+
+def chat_position(row: Sequence[Any]) -> list[Any]:
+    """What the cursor of a chat-list row (newest activity first) encodes."""
+    activity = _moment(row[_ACTIVITY])
+    assert activity is not None  # the column is NOT NULL
+    return [activity.isoformat(), row[0]]
+
+
+def chat_after(start: tuple[datetime, str], dialect: str) -> dict[str, Any]:
+    """The ``after_value`` and ``after_id`` slots for a verified cursor position."""
+    value = start[0].astimezone(UTC)
+    if dialect == "sqlite":
+        # How SQLAlchemy stores a UTC timestamp on SQLite (naive, fixed-width text).
+        value = value.replace(tzinfo=None)
+        return {"after_value": value.strftime("%Y-%m-%d %H:%M:%S.%f"), "after_id": start[1]}
+    return {"after_value": value, "after_id": start[1]}

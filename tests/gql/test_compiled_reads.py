@@ -19,7 +19,8 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
+from hypothesis import settings as settings_
 from hypothesis import strategies as st
 
 from gql.compiled_reads import CompiledReads
@@ -219,7 +220,7 @@ async def test_compiled_pages_match_the_executor_byte_for_byte(
     def run(make: Callable[[], Coroutine[Any, Any, httpx.Response]]) -> httpx.Response:
         return asyncio.run_coroutine_threadsafe(make(), loop).result(30)
 
-    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+    @settings_(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
     @given(documents(), st.sampled_from(sorted(CALLERS)))
     def check(document: tuple[str, dict[str, Any], str | None], caller: str) -> None:
@@ -294,3 +295,131 @@ async def test_documents_a_plan_does_not_cover_take_the_executor(
     theirs = await slow.post("/graphql", json=body, headers=CALLERS["owner"])
     assert (ours.status_code, ours.content) == (theirs.status_code, theirs.content)
     assert answered == [False]
+
+
+CHAT_FIELDS = ("id", "title", "assistantId", "mode", "status", "public", "share", "sort",
+               "lastMessageAt", "metadata", "createdAt", "updatedAt", "createdBy",
+               "updatedBy", "teamId", "tenantId", "channel", "__typename")
+CHAT_LIST = "{ chats(first: 100) { edges { cursor } } }"
+
+
+async def _chat_cursors(slow: httpx.AsyncClient) -> list[str]:
+    """Real cursors of every caller's chat list (they differ per caller)."""
+    found: list[str] = []
+    for headers in CALLERS.values():
+        body = (await slow.post("/graphql", json={"query": CHAT_LIST}, headers=headers)).json()
+        found.extend(edge["cursor"] for edge in body["data"]["chats"]["edges"])
+    return found
+
+
+@st.composite
+def chat_documents(draw: st.DrawFn, cursors: list[str]) -> tuple[str, dict[str, Any]]:
+    node = draw(selections(CHAT_FIELDS, "Chat"))
+    if draw(st.integers(0, 9)) == 0:  # a resolver field: the executor's
+        node += " lastMessage { id }"
+    edge_parts = draw(st.lists(st.sampled_from(("cursor", "node", "__typename")), min_size=1,
+                               max_size=3, unique=True))
+    edge = " ".join(f"node {{ {node} }}" if part == "node" else part for part in edge_parts)
+    info = draw(selections(PAGE_INFO_FIELDS, "PageInfo"))
+    parts = draw(st.lists(st.sampled_from(("edges", "pageInfo", "__typename", "edges",
+                                           "pageInfo", "totalCount")),
+                          min_size=1, max_size=3, unique=True))
+    connection = " ".join(
+        "edges { " + edge + " }" if part == "edges" else
+        "pageInfo { " + info + " }" if part == "pageInfo" else part for part in parts)
+    first = draw(st.sampled_from((None, None, 1, 5, 20, 0, -1, 150)))
+    after = draw(st.one_of(st.none(), st.none(), st.sampled_from(cursors),
+                           st.sampled_from(cursors),
+                           st.sampled_from(cursors).map(lambda c: c[:-2] + "xx"),
+                           st.just("garbage")))
+    extra = draw(st.sampled_from(("", "", "", "", "", "order: ASC",
+                                  "filter: {status: ACTIVE}")))
+    variables: dict[str, Any] = {}
+    if draw(st.booleans()):
+        written = ", ".join(part for part in ("first: $first", "after: $after", extra) if part)
+        header = "query($first: Int, $after: String) "
+        variables = {"first": first, "after": after}
+    else:
+        pieces = [f"first: {first}" if first is not None else "",
+                  f'after: "{after}"' if after is not None else "", extra]
+        written = ", ".join(piece for piece in pieces if piece)
+        header = ""
+    call = f"chats({written})" if written else "chats"
+    return f"{header}{{ {call} {{ {connection} }} }}", variables
+
+
+async def test_compiled_chat_lists_match_the_executor_byte_for_byte(
+    apps: tuple[httpx.AsyncClient, httpx.AsyncClient], settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fast, slow = apps
+    db = Database(settings.database_url)
+    try:
+        for n in range(25):
+            await store_chats.create_chat(db, OWNER, id=f"mine{n}", assistant_id="helper",
+                                          title=None if n % 4 == 0 else f"Chat {n}",
+                                          metadata={"n": n} if n % 3 == 0 else None)
+        for n in range(4):
+            await store_chats.create_chat(db, OTHER, id=f"team{n}", assistant_id="helper",
+                                          share="TEAM")
+        await store_chats.delete_chat(db, OWNER, "mine3")
+    finally:
+        await db.dispose()
+    cursors = await _chat_cursors(slow)
+    answered = _spy(monkeypatch)
+    loop = asyncio.get_running_loop()
+
+    def run(make: Callable[[], Coroutine[Any, Any, httpx.Response]]) -> httpx.Response:
+        return asyncio.run_coroutine_threadsafe(make(), loop).result(30)
+
+    @settings_(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+               suppress_health_check=list(HealthCheck))
+    @given(chat_documents(cursors), st.sampled_from(sorted(CALLERS)))
+    def check(document: tuple[str, dict[str, Any]], caller: str) -> None:
+        query, variables = document
+        body = {"query": query, "variables": variables}
+        headers = CALLERS[caller]
+        ours = run(lambda: fast.post("/graphql", json=body, headers=headers))
+        theirs = run(lambda: slow.post("/graphql", json=body, headers=headers))
+        assert (ours.status_code, ours.content) == (theirs.status_code, theirs.content), query
+
+    await asyncio.to_thread(check)
+    assert len(answered) == EXAMPLES
+    assert sum(answered) >= EXAMPLES // 8, sum(answered)
+
+
+CHAT_PAGE = """query($after: String) { chats(first: 7, after: $after) {
+  edges { cursor node { id title assistantId lastMessageAt createdAt } }
+  pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }"""
+
+
+async def test_a_chat_list_walk_is_compiled_page_by_page(
+    apps: tuple[httpx.AsyncClient, httpx.AsyncClient], settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fast, slow = apps
+    db = Database(settings.database_url)
+    try:
+        for n in range(20):
+            await store_chats.create_chat(db, OWNER, id=f"walk{n}", assistant_id="helper")
+    finally:
+        await db.dispose()
+    answered = _spy(monkeypatch)
+    seen: list[str] = []
+    after = None
+    while True:
+        body = {"query": CHAT_PAGE, "variables": {"after": after}}
+        ours = await fast.post("/graphql", json=body, headers=CALLERS["owner"])
+        theirs = await slow.post("/graphql", json=body, headers=CALLERS["owner"])
+        assert ours.content == theirs.content
+        page = ours.json()["data"]["chats"]
+        seen.extend(edge["node"]["id"] for edge in page["edges"])
+        assert page["pageInfo"]["hasPreviousPage"] is (after is not None)
+        if not page["pageInfo"]["hasNextPage"]:
+            break
+        after = page["pageInfo"]["endCursor"]
+    # The 23 chats of the owner (3 from the fixture, 20 here) and one public chat,
+    # newest activity first.
+    assert len(seen) == len(set(seen)) == 24
+    assert seen[:20] == [f"walk{n}" for n in reversed(range(20))]
+    assert answered == [True, True, True, True]
