@@ -13,10 +13,14 @@ Prints, for K = 1, 10 and 100 subscribers:
   steady pace (the producer stamps each chunk; both processes read the same
   monotonic clock);
 
-then the server's RSS per idle subscriber and per 1 MiB of buffered stream, and the
+then the server's RSS per idle subscriber and per 1 MiB of buffered stream, the
 ``endStream`` persist time of 10,000 messages divided by asyncpg
 ``copy_records_to_table`` of the same rows (Postgres from ``CHATQL_TEST_POSTGRES_URL``
-or the local server; skipped when unreachable).
+or the local server; skipped when unreachable), and the push growth per backend: the
+median latency of a 100-chunk delta batch into one message once 5 MiB are buffered
+divided by the same at the start, through the stream service on SQLite, for
+``memory://`` and ``redis://`` (Redis from ``CHATQL_TEST_REDIS_URL`` or the local
+server), and Redis's push at the start divided by memory's.
 
 ``--two-instance`` instead runs two chatql processes on one database with the
 ``redis://`` broker (Redis from ``CHATQL_TEST_REDIS_URL`` or 127.0.0.1:6379) and prints
@@ -521,13 +525,13 @@ async def persist_figures(messages: int, repeats: int) -> tuple[float, float] | 
     import asyncpg
     from sqlalchemy.engine import make_url
 
-    from store.broker.memory import MemoryBroker
     from store.chats import create_chat
     from store.database import Database
     from store.migrate import migrate
     from store.records import Identity
-    from store.reducer import ChunkIn
     from store.streams import StreamService
+    from store.streams.backends.memory import MemoryBackend
+    from store.streams.reducer import ChunkIn
 
     base = os.environ.get("CHATQL_TEST_POSTGRES_URL", DEFAULT_PG_URL).replace(
         "postgresql://", "postgresql+asyncpg://", 1)
@@ -546,7 +550,7 @@ async def persist_figures(messages: int, repeats: int) -> tuple[float, float] | 
     who = Identity(user_id="bench", tenant_id="bench", roles=frozenset({"agent"}))
     try:
         await migrate(db)
-        service = StreamService(db, MemoryBroker())
+        service = StreamService(db, MemoryBackend())
         columns = ["id", "chat_id", "sequence", "request_id", "role", "type", "props",
                    "block_id", "thread_id", "assistant_id", "status", "metadata",
                    "created_at", "updated_at"]
@@ -632,6 +636,78 @@ async def run(quick: bool) -> None:
         print(f"endStream persist of {count:,} messages: {persist * 1000:,.1f} ms; "
               f"asyncpg copy_records_to_table: {copy * 1000:,.1f} ms; "
               f"ratio {persist / copy:.2f}")
+    await growth(quick)
+
+
+# ---- push growth ---------------------------------------------------------------------------
+
+
+async def growth_figures(broker_url: str, target_bytes: int,
+                         probes: int) -> tuple[float, float]:
+    """Median push latency (s) of a 100-chunk delta batch into one message at the start
+    and once ``target_bytes`` are buffered, through the stream service on SQLite."""
+    from store.chats import create_chat
+    from store.database import Database
+    from store.migrate import migrate
+    from store.records import Identity
+    from store.streams import StreamService, backend_from_url
+    from store.streams.reducer import ChunkIn
+
+    tmp = tempfile.mkdtemp(prefix="chatql-bench-")
+    db = Database(f"sqlite+aiosqlite:///{tmp}/growth.db")
+    who = Identity(user_id="bench", tenant_id="bench", roles=frozenset({"agent"}))
+    service = StreamService(db, backend_from_url(broker_url), idle_timeout=0)
+    text = "x" * 500
+    batch = [ChunkIn(type="text", message_id="m", props={"content": text}, delta=True)
+             for _ in range(100)]
+
+    async def timed() -> float:
+        began = time.perf_counter()
+        await service.push_chunks(who, info.id, batch)
+        return time.perf_counter() - began
+
+    try:
+        await migrate(db)
+        chat = f"growth-{uuid.uuid4().hex[:8]}"
+        await create_chat(db, who, id=chat, title=None, assistant_id="b")
+        info = await service.start_stream(who, chat)
+        await timed()  # warm-up: the first push pays for lazy set-up
+        start = sorted([await timed() for _ in range(probes)])[probes // 2]
+        buffer = service.buffered(info.id)
+        assert buffer is not None
+        while buffer.buffered_bytes < target_bytes:
+            await service.push_chunks(who, info.id, batch)
+            buffer = service.buffered(info.id) or buffer
+        grown = sorted([await timed() for _ in range(probes)])[probes // 2]
+        await service.end_stream(who, info.id, "COMPLETED")
+    finally:
+        await service.close()
+        await db.dispose()
+    return start, grown
+
+
+async def growth(quick: bool) -> None:
+    target = (512 * 1024) if quick else 5 * 2**20
+    probes = 5 if quick else 21
+    from redis.exceptions import RedisError
+
+    redis_url = os.environ.get("CHATQL_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    prefix = f"chatql-bench-{uuid.uuid4().hex[:8]}:"
+    figures: dict[str, tuple[float, float]] = {}
+    for name, url in (("memory", "memory://"), ("redis", f"{redis_url}?prefix={prefix}")):
+        try:
+            figures[name] = await growth_figures(url, target, probes)
+        except (OSError, RedisError) as error:  # no Redis here: say so, measure the rest
+            print(f"push growth {name}: skipped ({error})")
+            continue
+        start, grown = figures[name]
+        print(f"push growth {name}: 100-chunk batch at {target / 2**20:.1f} MiB buffered"
+              f" {grown * 1000:.2f} ms / at start {start * 1000:.2f} ms ="
+              f" {grown / start:.2f}")
+    if "memory" in figures and "redis" in figures:
+        print(f"redis push / memory push at start: {figures['redis'][0] * 1000:.2f} ms /"
+              f" {figures['memory'][0] * 1000:.2f} ms ="
+              f" {figures['redis'][0] / figures['memory'][0]:.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,13 +38,12 @@ from gql.websocket import (
     ChatqlTransportWSHandler,
     ChatqlWebSocketAdapter,
 )
-from store.broker import broker_from_url
 from store.cursors import CursorSigner, load_or_create_secret
 from store.database import Database
 from store.errors import Unauthenticated
 from store.migrate import migrate
 from store.records import Identity
-from store.shared_streams import stream_service_for
+from store.streams import StreamService, backend_from_url
 
 __all__ = ["GraphQLEndpoint", "create_app"]
 
@@ -251,19 +250,17 @@ def create_app(settings: Settings | None = None) -> Starlette:
             if settings.migrate_on_start:
                 await migrate(db)
             key = settings.secret.encode() if settings.secret else await load_or_create_secret(db)
-            broker = broker_from_url(settings.broker_url)
-            streams = stream_service_for(db, broker,
-                                         idle_timeout=settings.stream_idle_timeout,
-                                         max_bytes=settings.max_stream_bytes)
+            streams = StreamService(db, backend_from_url(settings.broker_url),
+                                    idle_timeout=settings.stream_idle_timeout,
+                                    max_bytes=settings.max_stream_bytes)
             app.state.services = Services(settings=settings, db=db, cursors=CursorSigner(key),
-                                          broker=broker, streams=streams)
+                                          streams=streams)
             await streams.start()
             try:
                 yield
             finally:
-                # Shutdown (SIGTERM/SIGINT): end and persist every active stream first.
+                # Shutdown (SIGTERM/SIGINT): persist or hand over every stream first.
                 await streams.close()
-                await broker.close()
         finally:
             await db.dispose()
 

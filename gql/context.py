@@ -10,7 +10,6 @@ from starlette.websockets import WebSocket
 from strawberry.types import Info as StrawberryInfo
 
 from gql.settings import Settings
-from store.broker import Broker
 from store.cursors import CursorSigner
 from store.database import Database
 from store.records import Identity
@@ -26,8 +25,7 @@ class Services:
     settings: Settings
     db: Database
     cursors: CursorSigner
-    #: Live-stream fan-out (store.broker) and the active streams' buffers.
-    broker: Broker | None = None
+    #: Live streams: producers' operations and subscriptions.
     streams: StreamService | None = None
 
 

@@ -4,22 +4,30 @@ Executing ``pushChunks`` the ordinary way spends most of its time in graphql-cor
 generic variable coercion and Strawberry's argument conversion, not in the stream.
 Here a ``pushChunks`` document is parsed and validated against the schema once per
 distinct text (then cached); each request's ``chunks`` variable is checked against the
-``ChunkInput`` shape by hand and handed straight to the stream service.
+``ChunkInput`` shape by hand and handed straight to the stream service. The shape is
+read from the schema when the plan is made: if ``ChunkInput`` has a field this path
+does not convert (one added later, say), no plan is made and every push runs the
+ordinary way, so no field is ever skipped.
 
 Anything unusual — another operation, fragments, directives, literal chunks, a value
 of an unexpected type, or any error from the stream service — returns None and the
-request runs the ordinary way. A failed push changes nothing (batches are accepted
-whole or not at all), so running it again yields exactly the ordinary error.
+request runs the ordinary way. A push the stream service refused is never run twice:
+the error is kept for the operation (:func:`take_refusal`, per task) and the ordinary
+``pushChunks`` resolver raises it instead of pushing again, so the caller sees exactly
+the ordinary error for the attempt it made (a holder that lost its lease must not
+apply the batch on a second try behind the caller's back).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from graphql import (
     GraphQLError,
+    GraphQLInputObjectType,
     OperationType,
     StringValueNode,
     ValueNode,
@@ -31,9 +39,9 @@ from graphql import (
 from gql.context import Context
 from gql.document_shapes import MAX_FAST_DOCUMENT, has_nul, leaf_selections, sole_root_field
 from store.errors import ChatqlError
-from store.reducer import ChunkIn
+from store.streams.reducer import ChunkIn
 
-__all__ = ["PushPlan", "fast_push", "push_plan_for"]
+__all__ = ["PushPlan", "fast_push", "push_plan_for", "take_refusal"]
 
 _RESULT_FIELDS = frozenset({"accepted", "duplicates", "lastSeq", "__typename"})
 _TEXT_FIELDS = ("chunkId", "messageId", "blockId", "threadId", "deltaPath", "deltaAction")
@@ -52,7 +60,20 @@ class PushPlan:
     chunks_variable: str
 
 
-_plans: OrderedDict[tuple[str, str | None], PushPlan | None] = OrderedDict()
+# The stream service's refusal of this operation's fast push (each operation runs in
+# its own task, which holds its own copy of the variable).
+_refusal: ContextVar[ChatqlError | None] = ContextVar("chatql_push_refusal", default=None)
+
+
+def take_refusal() -> ChatqlError | None:
+    """The error the fast path met for this operation's push, once."""
+    error = _refusal.get()
+    if error is not None:
+        _refusal.set(None)
+    return error
+
+
+_plans: OrderedDict[tuple[int, str, str | None], PushPlan | None] = OrderedDict()
 
 
 def _plan(query: str, operation_name: str | None, schema: Any) -> PushPlan | None:
@@ -75,7 +96,7 @@ def _plan(query: str, operation_name: str | None, schema: Any) -> PushPlan | Non
     ):
         return None
     # Validated last: only documents that can take the path pay for it, once.
-    if validate(schema._schema, document):
+    if not _converts_every_chunk_field(schema) or validate(schema._schema, document):
         return None
     return PushPlan(
         response_key=(root.alias or root.name).value,
@@ -85,13 +106,21 @@ def _plan(query: str, operation_name: str | None, schema: Any) -> PushPlan | Non
     )
 
 
+def _converts_every_chunk_field(schema: Any) -> bool:
+    """True when :func:`_chunk` converts every field the schema's ``ChunkInput`` has."""
+    shape = schema._schema.type_map.get("ChunkInput")
+    return isinstance(shape, GraphQLInputObjectType) and _CHUNK_FIELDS.issuperset(
+        shape.fields)
+
+
 def push_plan_for(schema: Any, query: str | None, operation_name: str | None) -> PushPlan | None:
     """The cached plan for a ``pushChunks`` document, or None."""
     # A real pushChunks document is ~150 characters; long ones (comments, padding) go
     # the ordinary way, through the document limits, and never fill the cache.
     if not query or len(query) > MAX_FAST_DOCUMENT or "pushChunks" not in query:
         return None
-    key = (query, operation_name)
+    # Plans are made from the schema's shapes: one cache entry per schema and document.
+    key = (id(schema), query, operation_name)
     if key in _plans:
         _plans.move_to_end(key)
         return _plans[key]
@@ -165,6 +194,7 @@ async def fast_push(schema: Any, context: Context, query: str | None,
                     operation_name: str | None,
                     variables: dict[str, Any] | None) -> dict[str, Any] | None:
     """``{"data": …}`` of a ``pushChunks`` done the fast way, or None (run it normally)."""
+    _refusal.set(None)
     plan = push_plan_for(schema, query, operation_name)
     streams = context.services.streams
     if plan is None or streams is None:
@@ -187,7 +217,8 @@ async def fast_push(schema: Any, context: Context, query: str | None,
     try:
         result = await streams.push_chunks(context.identity, stream_id,
                                            chunks)  # type: ignore[arg-type]
-    except ChatqlError:
+    except ChatqlError as error:
+        _refusal.set(error)
         return None
     values = {"accepted": result.accepted, "duplicates": result.duplicates,
               "lastSeq": result.last_seq, "__typename": "PushResult"}

@@ -1,9 +1,9 @@
 """Live streams over GraphQL: producer mutations, resume queries, ``chatStream``.
 
-The resolvers only translate: the buffer, reducer and persist live in
-``store.streams``, fan-out in ``store.broker``. ``chatStream`` checks once that the
-caller may read the chat, then relays what the broker queues for it — stream after
-stream, each bracketed by the service's stream_start/stream_end event chunks.
+The resolvers only translate: streams, their fan-out and persist live behind
+``store.streams.StreamService``. ``chatStream`` checks once that the caller may read
+the chat, then relays what the service queues for it — stream after stream, each
+bracketed by the service's stream_start/stream_end event chunks.
 """
 
 from __future__ import annotations
@@ -16,15 +16,16 @@ import strawberry
 from strawberry.scalars import JSON
 
 from gql.context import Info
+from gql.push_fastpath import take_refusal
 from gql.types import Message, MessageInput, Role, StreamStatus
 from gql.usage import UsageInput
 from store import resume as store_resume
 from store.chats import get_chat
 from store.errors import InvalidArgument, NotFound
 from store.ids import check_chat_id
-from store.reducer import ChunkEvent, ChunkIn
 from store.resume import StepIn
 from store.streams import StreamService
+from store.streams.reducer import ChunkEvent, ChunkIn
 
 __all__ = [
     "Chunk",
@@ -98,6 +99,14 @@ class Chunk:
     delta: bool
     delta_path: str | None
     delta_action: str | None
+    from_seq: int = strawberry.field(description=(
+        "The first seq this chunk stands for: equal to seq, unless queued deltas of a"
+        " slow subscriber were merged into it (then the first merged chunk's seq), or 1"
+        " on a snapshot chunk. Within one stream a client that applies chunks in order"
+        " sees fromSeq == previous seq + 1 on every chunk that is not a snapshot."))
+    snapshot: bool = strawberry.field(description=(
+        "True on the chunks of a late-join or resync snapshot: each replaces the"
+        " client's state for its message (they all carry the seq the snapshot reflects)."))
 
     @classmethod
     def from_event(cls, event: ChunkEvent) -> Chunk:
@@ -115,6 +124,8 @@ class Chunk:
             delta=event["delta"],
             delta_path=event["deltaPath"],
             delta_action=event["deltaAction"],
+            from_seq=event["fromSeq"],
+            snapshot=event["snapshot"],
         )
 
 
@@ -259,6 +270,9 @@ class StreamMutation:
     @strawberry.mutation(description="Push up to 1,000 chunks; accepted whole or not at all.")
     async def push_chunks(self, info: Info, stream_id: strawberry.ID,
                           chunks: list[ChunkInput]) -> PushResult:
+        refused = take_refusal()
+        if refused is not None:  # the fast path tried this very push: not twice
+            raise refused
         # ChunkInput values arrive as store ChunkIn already (see _chunk_from_input).
         batch = [c if isinstance(c, ChunkIn) else c.to_store() for c in chunks]
         result = await _streams(info).push_chunks(info.context.identity, str(stream_id), batch)
@@ -295,15 +309,15 @@ class StreamMutation:
 
 
 async def open_chat_stream(info: Info, chat_id: str, after_seq: int | None) -> Any:
-    """Check access and subscribe; returns the broker queue."""
+    """Check access and subscribe; returns the subscriber's queue."""
     check_chat_id(chat_id)
     if after_seq is not None and after_seq < 0:
         raise InvalidArgument("afterSeq must not be negative")
     if await get_chat(info.context.db, info.context.identity, chat_id) is None:
         raise NotFound(f"chat {chat_id!r} not found")
-    broker = info.context.services.broker
-    assert broker is not None
-    return await broker.subscribe(chat_id, after_seq)
+    streams = info.context.services.streams
+    assert streams is not None
+    return await streams.subscribe(chat_id, after_seq)
 
 
 @strawberry.type
@@ -314,10 +328,10 @@ class StreamSubscription:
     async def chat_stream(self, info: Info, chat_id: strawberry.ID,
                           after_seq: int | None = None) -> AsyncGenerator[Chunk, None]:
         queue = await open_chat_stream(info, str(chat_id), after_seq)
-        broker = info.context.services.broker
-        assert broker is not None
+        streams = info.context.services.streams
+        assert streams is not None
         try:
             async for event in queue.events():
                 yield Chunk.from_event(event)
         finally:
-            await broker.unsubscribe(str(chat_id), queue)
+            await streams.unsubscribe(str(chat_id), queue)

@@ -64,11 +64,11 @@ from strawberry.types.execution import ExecutionResult, PreExecutionError
 from gql.context import Context
 from gql.document_shapes import MAX_FAST_DOCUMENT, leaf_selections, sole_root_field
 from gql.push_fastpath import fast_push
-from store.broker import SubscriberQueue
 from store.chats import get_chat
 from store.errors import ChatqlError
 from store.ids import check_chat_id
-from store.reducer import ChunkEvent
+from store.streams import SubscriberQueue
+from store.streams.reducer import ChunkEvent
 
 __all__ = [
     "ChatStreamPlan",
@@ -121,7 +121,6 @@ def fit_close_reason(reason: str) -> str:
 
 
 _CHUNK_FIELDS = frozenset(ChunkEvent.__annotations__)
-_SELECTABLE = _CHUNK_FIELDS | {"__typename"}
 _PLAN_CACHE_SIZE = 512
 _FRAME_CACHE_SIZE = 4_096
 
@@ -167,15 +166,26 @@ class ChatStreamPlan:
         return text
 
 
-_plans: OrderedDict[tuple[str, str | None], ChatStreamPlan | None] = OrderedDict()
+_plans: OrderedDict[tuple[int, str, str | None], ChatStreamPlan | None] = OrderedDict()
 
 
-def _plan(document: DocumentNode, operation_name: str | None) -> ChatStreamPlan | None:
+def _selectable(schema: Any) -> frozenset[str]:
+    """The ``Chunk`` fields of the schema that a published chunk carries as they are
+    sent; any other field (one added later, say) makes the subscription run the
+    ordinary way, where its resolver runs."""
+    shape = schema._schema.type_map.get("Chunk")
+    names = frozenset(getattr(shape, "fields", None) or ())
+    return (names & _CHUNK_FIELDS) | {"__typename"}
+
+
+def _plan(schema: Any, document: DocumentNode,
+          operation_name: str | None) -> ChatStreamPlan | None:
     shape = sole_root_field(document, operation_name, OperationType.SUBSCRIPTION, "chatStream")
     if shape is None:
         return None
     operation, root = shape
-    fields = leaf_selections(root, _SELECTABLE, max_fields=len(_SELECTABLE))
+    selectable = _selectable(schema)
+    fields = leaf_selections(root, selectable, max_fields=len(selectable))
     if fields is None:
         return None
     arguments = {argument.name.value: argument.value for argument in root.arguments or ()}
@@ -197,14 +207,16 @@ def plan_for(schema: Any, query: str, operation_name: str | None) -> ChatStreamP
     """The fast-path plan for ``query``, or None when it must run the ordinary way."""
     if len(query) > MAX_FAST_DOCUMENT or "chatStream" not in query:
         return None
-    key = (query, operation_name)
+    # Plans are made from the schema's shapes: one cache entry per schema and document.
+    key = (id(schema), query, operation_name)
     if key in _plans:
         _plans.move_to_end(key)
         return _plans[key]
     plan: ChatStreamPlan | None
     try:
         document = parse(query)
-        plan = None if validate(schema._schema, document) else _plan(document, operation_name)
+        plan = None if validate(schema._schema, document) else _plan(schema, document,
+                                                                     operation_name)
     except GraphQLError:
         plan = None
     _plans[key] = plan
@@ -220,7 +232,7 @@ async def _open(context: Context, plan: ChatStreamPlan,
                 variables: dict[str, Any] | None) -> tuple[str, SubscriberQueue] | None:
     """Subscribe when everything checks out; None sends the caller the ordinary way."""
     services = context.services
-    if services.broker is None:
+    if services.streams is None:
         return None
     try:
         chat_id = plan.argument(plan.chat_id, variables or {})
@@ -238,18 +250,18 @@ async def _open(context: Context, plan: ChatStreamPlan,
             return None
     except (ChatqlError, KeyError):
         return None
-    return chat_id, await services.broker.subscribe(chat_id, after_seq)
+    return chat_id, await services.streams.subscribe(chat_id, after_seq)
 
 
 async def _relay(context: Context, plan: ChatStreamPlan, chat_id: str,
                  queue: SubscriberQueue, envelope: Callable[[str], str], send: Send) -> None:
-    broker = context.services.broker
-    assert broker is not None
+    streams = context.services.streams
+    assert streams is not None
     try:
         async for event in queue.events():
             await send(envelope(plan.payload(event)))
     finally:
-        await broker.unsubscribe(chat_id, queue)
+        await streams.unsubscribe(chat_id, queue)
 
 
 def _sender(websocket: Any) -> Send:

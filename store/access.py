@@ -12,7 +12,8 @@ A chat the caller may not read is treated exactly as if it did not exist.
 
 How operations use it (new operations pick the predicate of their kind):
 
-- reads, subscriptions, ``stopStream``, search, lists and counts: ``can_read``;
+- reads, subscriptions, search, lists and counts: ``can_read``;
+- ``stopStream``: ``can_write(append=True)`` (whoever may write to the chat);
 - changes (update, delete, restore, purge, message edits): ``can_read`` to see the chat
   at all (else NOT_FOUND), then ``can_write`` (else FORBIDDEN);
 - appends: ``can_write(append=True)``;
@@ -22,16 +23,25 @@ Agent memory belongs to a (tenant, subject) rather than to a chat: the subject r
 and changes its own; ``agent`` and ``admin`` may name any subject of their tenant;
 everyone else finds nothing (``may_use_memory`` for a named subject,
 ``can_use_memory`` as a predicate over ``memory_entries`` rows).
+
+An operation on one chat checks it with :func:`require` (the NOT_FOUND / FORBIDDEN
+rule written once); queries over many chats filter with the predicates.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import ColumnElement, and_, false, or_, true
+from collections.abc import Sequence
+from typing import Any, Literal
 
+from sqlalchemy import ColumnElement, Row, and_, false, or_, select, true
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from store.errors import Forbidden, NotFound
 from store.records import Identity
 from store.tables import chats, memory_entries
 
-__all__ = ["can_read", "can_stream", "can_use_memory", "can_write", "may_use_memory"]
+__all__ = ["Need", "can_read", "can_stream", "can_use_memory", "can_write", "may_use_memory",
+           "require"]
 
 
 def _owner_clause(who: Identity) -> ColumnElement[bool]:
@@ -77,3 +87,42 @@ def can_use_memory(who: Identity) -> ColumnElement[bool]:
     if who.is_admin or who.is_agent:
         return and_(same_tenant, true())
     return and_(same_tenant, memory_entries.c.subject == who.user_id)
+#: What a caller needs a chat for: ``read`` it, ``write`` (change) it, ``append`` to it
+#: (agents may), or ``stream`` into it (agents and admins).
+Need = Literal["read", "write", "append", "stream"]
+
+_REFUSED = {"write": "change it", "append": "append to it", "stream": "stream into it"}
+
+
+async def require(conn: AsyncConnection, who: Identity, chat_id: str, need: Need = "read",
+                  *, columns: Sequence[Any] = (), lock: bool = False,
+                  include_deleted: bool = False) -> Row[Any]:
+    """The chat row ``who`` may use for ``need`` (with ``columns``, and ``allowed``).
+
+    The one access check of the store: a chat the caller may not read — or a deleted
+    one, unless ``include_deleted`` and the caller may change it — is NOT_FOUND; a
+    readable one the caller may not use for ``need`` is FORBIDDEN. ``lock`` takes the
+    chat's row lock for the transaction.
+    """
+    allowed = {
+        "read": true(),
+        "write": can_write(who),
+        "append": can_write(who, append=True),
+        "stream": can_stream(who),
+    }[need]
+    query = select(*(columns or (chats.c.id,)), chats.c.deleted_at.label("chat_deleted_at"),
+                   allowed.label("allowed")).where(chats.c.id == chat_id, can_read(who))
+    if not include_deleted:
+        query = query.where(chats.c.deleted_at.is_(None))
+    if lock:
+        query = query.with_for_update(of=chats)
+    row: Any = (await conn.execute(query)).first()
+    if row is None:
+        raise NotFound(f"chat {chat_id!r} not found")
+    if not row.allowed:
+        if row.chat_deleted_at is not None:
+            # A deleted chat is hidden from everyone who could not restore it.
+            raise NotFound(f"chat {chat_id!r} not found")
+        raise Forbidden(f"you may read chat {chat_id!r} but not {_REFUSED[need]}")
+    allowed_row: Row[Any] = row
+    return allowed_row

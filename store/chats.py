@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store import access
 from store.database import Database
-from store.errors import Conflict, Forbidden, InvalidArgument, NotFound
+from store.errors import Conflict, Forbidden, InvalidArgument
 from store.ids import check_chat_id, new_id
 from store.records import Chat, Identity
 from store.tables import (
@@ -234,19 +234,8 @@ async def _writable_chat(
 
     Not readable (or deleted) reads as absent; readable but not writable is FORBIDDEN.
     """
-    query = select(chats, access.can_write(who).label("writable")).where(
-        chats.c.id == chat_id, access.can_read(who)
-    )
-    if not include_deleted:
-        query = query.where(chats.c.deleted_at.is_(None))
-    row = (await conn.execute(query.with_for_update(of=chats))).first()
-    if row is None:
-        raise NotFound(f"chat {chat_id!r} not found")
-    if not row.writable:
-        if row.deleted_at is not None:
-            # A deleted chat is hidden from everyone who could not restore it.
-            raise NotFound(f"chat {chat_id!r} not found")
-        raise Forbidden(f"you may read chat {chat_id!r} but not change it")
+    row = await access.require(conn, who, chat_id, "write", columns=(chats,), lock=True,
+                               include_deleted=include_deleted)
     return chat_from_row(row)
 
 

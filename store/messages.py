@@ -23,7 +23,6 @@ from store.errors import (
     AppendConflict,
     ChatClosed,
     Conflict,
-    Forbidden,
     InvalidArgument,
     NotFound,
     PayloadTooLarge,
@@ -191,23 +190,18 @@ async def lock_chat_for_append(conn: AsyncConnection, who: Identity, chat_id: st
     )))
     if closed:
         raise ChatClosed(f"chat {chat_id!r} was purged; it accepts no more messages")
-    row = (
-        await conn.execute(
-            select(chats.c.last_sequence, access.can_write(who, append=True).label("writable"))
-            .where(chats.c.id == chat_id, chats.c.deleted_at.is_(None), access.can_read(who))
-            .with_for_update()
-        )
-    ).first()
-    if row is None:
+    try:
+        row = await access.require(conn, who, chat_id, "append",
+                                   columns=(chats.c.last_sequence,), lock=True)
+    except NotFound:
         # A purge that held the chat lock while we waited has committed its tombstone
         # by now: report the closure, not a mere absence.
         if await conn.scalar(select(exists().where(
             closed_chats.c.id == chat_id, closed_chats.c.tenant_id == who.tenant_id
         ))):
-            raise ChatClosed(f"chat {chat_id!r} was purged; it accepts no more messages")
-        raise NotFound(f"chat {chat_id!r} not found")
-    if not row.writable:
-        raise Forbidden(f"you may read chat {chat_id!r} but not append to it")
+            raise ChatClosed(
+                f"chat {chat_id!r} was purged; it accepts no more messages") from None
+        raise
     return int(row.last_sequence)
 
 
@@ -384,17 +378,7 @@ async def update_message(
 
 
 async def _lock_writable(conn: AsyncConnection, who: Identity, chat_id: str) -> None:
-    row = (
-        await conn.execute(
-            select(access.can_write(who).label("writable"))
-            .where(chats.c.id == chat_id, chats.c.deleted_at.is_(None), access.can_read(who))
-            .with_for_update()
-        )
-    ).first()
-    if row is None:
-        raise NotFound(f"chat {chat_id!r} not found")
-    if not row.writable:
-        raise Forbidden(f"you may read chat {chat_id!r} but not change it")
+    await access.require(conn, who, chat_id, "write", lock=True)
 
 
 async def delete_messages(db: Database, who: Identity, chat_id: str, ids: Sequence[str]) -> int:

@@ -1,7 +1,7 @@
 """Resume records: the execution steps of a stream that ended interrupted or failed.
 
 They are written only by the stream persist (one transaction with the stream's
-messages, see :mod:`store.streams`) and read back here so an agent can pick up where
+messages, see :mod:`store.streams.service`) and read back here so an agent can pick up where
 it stopped: ``resume_records`` (a chat's steps, oldest first), ``last_resume`` (the
 newest), ``resume_by_stack`` (one stack's steps) and ``stack_path`` (the stack ids
 from the root of an A2A delegation down to a nested stack). Every query applies the
@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from store import access
 from store.chats import fetch_visible_chat, now
 from store.database import Database
-from store.errors import Forbidden, InvalidArgument, NotFound
+from store.errors import InvalidArgument, NotFound
 from store.ids import check_chat_id, new_id
 from store.records import Identity, ResumeRecord
 from store.tables import chats
@@ -210,17 +210,7 @@ async def delete_resume(db: Database, who: Identity, chat_id: str) -> int:
     """Remove a chat's resume records (after a successful resume); returns how many."""
     check_chat_id(chat_id)
     async with db.write() as conn:
-        row = (
-            await conn.execute(
-                select(access.can_write(who, append=True).label("writable")).where(
-                    chats.c.id == chat_id, chats.c.deleted_at.is_(None), access.can_read(who)
-                )
-            )
-        ).first()
-        if row is None:
-            raise NotFound(f"chat {chat_id!r} not found")
-        if not row.writable:
-            raise Forbidden(f"you may read chat {chat_id!r} but not change it")
+        await access.require(conn, who, chat_id, "append")
         result = await conn.execute(
             delete(resume_table).where(resume_table.c.chat_id == chat_id)
         )

@@ -1,4 +1,4 @@
-"""A deliberately plain client-side chunk reducer, written apart from ``store.reducer``.
+"""A deliberately plain client-side chunk reducer, written apart from ``store.streams.reducer``.
 
 Tests feed it only what subscribers receive and compare the result with what the
 service buffered or stored: the SPEC §8 rule "the persisted message is exactly what

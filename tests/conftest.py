@@ -10,6 +10,7 @@ unless ``CHATQL_REQUIRE_POSTGRES=1`` (as in CI), which turns that into a failure
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import shutil
 import socket
@@ -167,6 +168,29 @@ async def db(database_url: str) -> AsyncIterator[Database]:
 @pytest.fixture
 def settings(database_url: str) -> Settings:
     return Settings(database_url=database_url, secret=TEST_SECRET, migrate_on_start=False)
+
+
+#: The live-stream backends a stream suite runs on (see :func:`on_backend`).
+BACKENDS = ["memory", "redis"]
+
+
+def on_backend(request: pytest.FixtureRequest, settings: Settings) -> Settings:
+    """``settings`` on the backend named by ``request.param`` (one of ``BACKENDS``).
+
+    A stream suite runs on every backend by overriding ``settings`` in its module::
+
+        @pytest.fixture(params=BACKENDS)
+        def settings(request: pytest.FixtureRequest, settings: Settings) -> Settings:
+            return on_backend(request, settings)
+    """
+    if request.param == "memory":
+        return settings
+    from store.streams.backends.redis import split_prefix
+
+    # A key prefix of the test's own (under the run's): tests reuse chat and stream ids.
+    url, prefix = split_prefix(request.getfixturevalue("redis_url"))
+    return dataclasses.replace(settings,
+                               broker_url=f"{url}?prefix={prefix}{uuid.uuid4().hex[:8]}:")
 
 
 @asynccontextmanager

@@ -29,3 +29,7 @@ def test_streams_bench_quick_prints_all_figures() -> None:
     assert re.search(r"RSS per 1 MiB buffered stream: -?[\d.,]+ MiB", out), out
     assert re.search(r"endStream persist of 500 messages: .* ratio [\d.]+|persist: skipped",
                      out), out
+    growth = re.findall(r"^push growth (memory|redis): .* = ([\d.]+)$", out, re.MULTILINE)
+    assert [name for name, _ in growth] == ["memory", "redis"], out
+    assert all(float(ratio) > 0 for _, ratio in growth)
+    assert re.search(r"^redis push / memory push at start: .* = [\d.]+$", out, re.MULTILINE), out

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import GraphQLClient
+from gql.settings import Settings
+from tests.conftest import BACKENDS, GraphQLClient, on_backend
 
 CREATE = 'mutation($id: ID!) { createChat(input: {assistantId: "bot", id: $id}) { id } }'
 START = """mutation($input: StartStreamInput!) {
@@ -36,6 +37,12 @@ class AgentClient(GraphQLClient):
     async def execute(self, query: str, variables: dict[str, Any] | None = None,
                       headers: dict[str, str] | None = None) -> dict[str, Any]:
         return await super().execute(query, variables, AGENT if headers is None else headers)
+
+
+@pytest.fixture(params=BACKENDS)
+def settings(request: pytest.FixtureRequest, settings: Settings) -> Settings:
+    """Every test here runs on each live-stream backend and each database."""
+    return on_backend(request, settings)
 
 
 @pytest.fixture

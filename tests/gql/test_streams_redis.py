@@ -40,7 +40,7 @@ def shared(settings: Settings, redis_url: str) -> Settings:
 async def subscribed(app: Any, chat: str, count: int) -> None:
     """Wait until ``count`` subscriptions of ``chat`` reached this instance's broker."""
     for _ in range(500):
-        if app.state.services.broker.subscriber_count(chat) >= count:
+        if app.state.services.streams.backend.subscriber_count(chat) >= count:
             return
         await asyncio.sleep(0.01)
     raise AssertionError("the subscriptions never arrived")
@@ -96,7 +96,7 @@ async def test_producer_on_a_subscribers_on_both_late_join_and_reconnect_on_b(
         await on_a.until_event("stream_end")
         await on_b.until_event("stream_end")
         # Both instances' single reader per chat served every local subscriber.
-        assert app_b.state.services.broker.reader_count <= 1
+        assert app_b.state.services.streams.backend.reader_count <= 1
         rows = await Http(b).messages(chat)
         assert [m["id"] for m in rows] == [m["id"] for m in ended["endStream"]["messages"]]
         stored = persisted(rows)

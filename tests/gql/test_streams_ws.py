@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from gql.app import create_app
 from gql.settings import Settings
-from tests.conftest import free_port
+from tests.conftest import BACKENDS, free_port, on_backend
 from tests.gql.wsclient import ChunkView, connect
 
 PROTOCOLS = ["graphql-transport-ws", "graphql-ws"]
@@ -37,6 +37,12 @@ STOP = "mutation($chat: ID!) { stopStream(chatId: $chat) }"
 STEP = "mutation($id: ID!, $step: StepInput!) { recordStep(streamId: $id, step: $step) }"
 MESSAGES = """query($chat: ID!) { messages(chatId: $chat, first: 200) {
   edges { node { id role type props status sequence blockId threadId } } } }"""
+
+
+@pytest.fixture(params=BACKENDS)
+def settings(request: pytest.FixtureRequest, settings: Settings) -> Settings:
+    """Every test here runs on each live-stream backend and each database."""
+    return on_backend(request, settings)
 
 
 @asynccontextmanager
@@ -63,8 +69,7 @@ async def serve(settings: Settings) -> AsyncIterator[tuple[str, Any]]:
 async def subscribed(app: Any, chat: str, count: int) -> None:
     """Wait until ``count`` subscriptions of ``chat`` reached the broker."""
     for _ in range(500):
-        topic = app.state.services.broker.topic(chat)
-        if topic is not None and len(topic.subscribers) >= count:
+        if app.state.services.streams.backend.subscriber_count(chat) >= count:
             return
         await asyncio.sleep(0.01)
     raise AssertionError("the subscriptions never arrived")
@@ -325,7 +330,8 @@ async def test_caller_retry_after_database_recovers(settings: Settings) -> None:
 
 SLOW_STREAM = """subscription($chat: ID!) { chatStream(chatId: $chat) { ...C } }
 fragment C on Chunk {
-  streamId seq chunkId messageId blockId threadId type role props delta deltaPath deltaAction }"""
+  streamId seq chunkId messageId blockId threadId type role props delta deltaPath deltaAction
+  fromSeq snapshot }"""
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

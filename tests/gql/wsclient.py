@@ -17,7 +17,7 @@ import websockets
 
 from tests.client_reducer import client_apply
 
-__all__ = ["ChunkView", "WSClient", "connect"]
+__all__ = ["ChunkView", "WSClient", "check_continuity", "connect"]
 
 TIMEOUT = 10.0
 
@@ -114,15 +114,37 @@ async def connect(server: str, protocol: str,
 CHAT_STREAM = """subscription($chat: ID!, $after: Int) {
   chatStream(chatId: $chat, afterSeq: $after) {
     streamId seq chunkId messageId blockId threadId type role props delta deltaPath deltaAction
+    fromSeq snapshot
   } }"""
+
+
+def check_continuity(previous: dict[str, Any] | None, chunk: dict[str, Any],
+                     after: int | None = None) -> None:
+    """The client's gap check: within a stream each chunk that is not part of a
+    snapshot starts right after the previous chunk's seq; a replay after ``after``
+    starts at ``after + 1``; a new stream starts at seq 1."""
+    assert 1 <= chunk["fromSeq"] <= chunk["seq"], chunk
+    if chunk["snapshot"]:
+        assert chunk["fromSeq"] == 1 and not chunk["delta"], chunk
+        return
+    if previous is not None and previous["streamId"] == chunk["streamId"]:
+        expected = previous["seq"] + 1
+    elif previous is None and after is not None and chunk["seq"] > after >= 1 and not (
+            chunk["type"] == "event" and chunk["fromSeq"] == 1):
+        expected = after + 1
+    else:
+        expected = 1
+    assert chunk["fromSeq"] == expected, (
+        f"gap: chunk {chunk} should start at seq {expected} after {previous}")
 
 
 class ChunkView:
     """What a front end shows: the chunks of a ``chatStream`` subscription applied."""
 
-    def __init__(self, client: WSClient, op: str) -> None:
+    def __init__(self, client: WSClient, op: str, after: int | None = None) -> None:
         self.client = client
         self.op = op
+        self.after = after
         self.chunks: list[dict[str, Any]] = []
         self.messages: dict[str, dict[str, Any]] = {}
         self.last_seq = 0
@@ -130,13 +152,14 @@ class ChunkView:
     @classmethod
     async def open(cls, client: WSClient, chat: str, after: int | None = None) -> ChunkView:
         op = await client.start(CHAT_STREAM, {"chat": chat, "after": after})
-        return cls(client, op)
+        return cls(client, op, after)
 
     async def next(self, timeout: float = TIMEOUT) -> dict[str, Any]:
         payload = await self.client.receive(self.op, timeout)
         assert payload is not None, "the subscription ended"
         assert not payload.get("errors"), payload
         chunk: dict[str, Any] = payload["data"]["chatStream"]
+        check_continuity(self.chunks[-1] if self.chunks else None, chunk, self.after)
         self.chunks.append(chunk)
         self.last_seq = chunk["seq"]
         client_apply(self.messages, chunk)

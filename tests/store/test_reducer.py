@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from store.errors import InvalidArgument, InvalidDelta
-from store.reducer import (
+from store.streams.reducer import (
     ChunkEvent,
     ChunkIn,
     MessageState,

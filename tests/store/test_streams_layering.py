@@ -8,7 +8,7 @@ import sys
 
 def test_stream_modules_import_no_web_code() -> None:
     code = (
-        "import sys, store.reducer, store.streams, store.resume, store.broker.memory\n"
+        "import sys, store.streams, store.streams.backends.memory, store.resume\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in "
         "('strawberry', 'starlette', 'gql', 'uvicorn', 'graphql')]\n"
         "assert not bad, bad\n"

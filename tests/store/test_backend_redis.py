@@ -1,6 +1,6 @@
-"""The Redis broker: the memory broker's guarantees, across instances, from Redis Streams.
+"""The Redis backend's fan-out: the memory backend's guarantees, across instances.
 
-Each ``RedisBroker`` here stands for one chatql instance; two of them on the same
+Each ``RedisBackend`` here stands for one chatql instance; two of them on the same
 Redis (and key prefix) are two instances sharing it.
 """
 
@@ -9,22 +9,25 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from store.broker import SubscriberQueue, broker_from_url
-from store.broker.redis import RedisBroker, split_prefix
-from store.reducer import ChunkEvent, ChunkIn
-from tests.store.test_broker import Producer, end_event, start_event, text, view_of
+from store.records import Identity
+from store.streams import SubscriberQueue, backend_from_url
+from store.streams.backends.redis import RedisBackend, split_prefix
+from store.streams.buffer import StreamBuffer, StreamInfo
+from store.streams.reducer import ChunkEvent, ChunkIn, StreamState
+from tests.store.test_backend_memory import Producer, end_event, start_event, text, view_of
 
 
 @pytest.fixture
-async def make_broker(redis_url: str) -> AsyncIterator[Callable[..., RedisBroker]]:
-    made: list[RedisBroker] = []
+async def make_broker(redis_url: str) -> AsyncIterator[Callable[..., RedisBackend]]:
+    made: list[RedisBackend] = []
 
-    def make(**options: Any) -> RedisBroker:
-        broker = RedisBroker(redis_url, **options)
+    def make(**options: Any) -> RedisBackend:
+        broker = RedisBackend(redis_url, **options)
         made.append(broker)
         return broker
 
@@ -60,12 +63,12 @@ def test_redis_urls_pick_the_redis_broker_and_keep_the_prefix_out_of_the_url() -
     assert split_prefix("redis://h:1/2?prefix=x:&socket_timeout=3") == (
         "redis://h:1/2?socket_timeout=3", "x:")
     assert split_prefix("redis://h:1/0")[1] == "chatql:"
-    broker = broker_from_url("redis://127.0.0.1:1/0?prefix=p:")
-    assert isinstance(broker, RedisBroker) and broker.key("c") == "p:chat:c"
+    broker = backend_from_url("redis://127.0.0.1:1/0?prefix=p:")
+    assert isinstance(broker, RedisBackend) and broker.key("c") == "p:chat:c"
 
 
 async def test_after_seq_replays_exactly_and_none_joins_with_a_snapshot(
-        make_broker: Callable[..., RedisBroker], chat: str) -> None:
+        make_broker: Callable[..., RedisBackend], chat: str) -> None:
     publisher, broker = make_broker(), make_broker(queue_limit=10_000)
     producer = Producer("s1")
     published = [start_event("s1")]
@@ -88,7 +91,7 @@ async def test_after_seq_replays_exactly_and_none_joins_with_a_snapshot(
 
 
 async def test_live_chunks_reach_subscribers_on_every_instance_in_order(
-        make_broker: Callable[..., RedisBroker], chat: str) -> None:
+        make_broker: Callable[..., RedisBackend], chat: str) -> None:
     a, b = make_broker(), make_broker()
     producer = Producer("s1")
     await a.publish(chat, [start_event("s1")])
@@ -117,7 +120,7 @@ async def test_live_chunks_reach_subscribers_on_every_instance_in_order(
 
 
 async def test_after_seq_for_an_ended_stream_and_joining_between_streams(
-        make_broker: Callable[..., RedisBroker], chat: str) -> None:
+        make_broker: Callable[..., RedisBackend], chat: str) -> None:
     publisher = make_broker()
     producer = Producer("s1")
     events = [start_event("s1"), *producer.push(text("a", "hi"))]
@@ -133,22 +136,29 @@ async def test_after_seq_for_an_ended_stream_and_joining_between_streams(
     assert await publisher.redis.xlen(publisher.key(chat)) == 1
 
 
+def retired(chat: str, stream_id: str) -> StreamBuffer:
+    info = StreamInfo(id=stream_id, chat_id=chat, request_id=None, status="COMPLETED",
+                      started_at=datetime.now(UTC))
+    return StreamBuffer(info=info, owner=Identity(user_id="u", tenant_id="t"),
+                        assistant_id=None, state=StreamState(stream_id), user_input=None)
+
+
 async def test_a_persisted_stream_is_trimmed_after_the_retention(
-        make_broker: Callable[..., RedisBroker], chat: str) -> None:
+        make_broker: Callable[..., RedisBackend], chat: str) -> None:
     broker = make_broker(retain_seconds=0.2)
     key = broker.key(chat)
     await broker.publish(chat, [start_event("s1"), end_event("s1", 2)])
     assert await broker.redis.pttl(key) > 60_000  # the long safety TTL while live
-    await broker.stream_persisted(chat, "other-stream")  # not this chat's stream: kept
+    await broker.retire(retired(chat, "other-stream"))  # not this chat's stream: kept
     assert await broker.redis.pttl(key) > 60_000
-    await broker.stream_persisted(chat, "s1")
+    await broker.retire(retired(chat, "s1"))
     assert 0 < await broker.redis.pttl(key) <= 200
     await asyncio.sleep(0.4)
     assert await broker.redis.exists(key) == 0
 
 
 async def test_a_hopelessly_slow_subscriber_is_resynchronised_with_a_snapshot(
-        make_broker: Callable[..., RedisBroker], chat: str) -> None:
+        make_broker: Callable[..., RedisBackend], chat: str) -> None:
     publisher, broker = make_broker(), make_broker(queue_limit=8)
     producer = Producer("s")
     await publisher.publish(chat, [start_event("s")])
@@ -169,7 +179,7 @@ async def test_a_hopelessly_slow_subscriber_is_resynchronised_with_a_snapshot(
 
 
 async def test_a_subscriber_whose_reader_left_while_loading_gets_a_fresh_one(
-        make_broker: Callable[..., RedisBroker], chat: str) -> None:
+        make_broker: Callable[..., RedisBackend], chat: str) -> None:
     broker = make_broker()
     await broker.publish(chat, [start_event("s")])
 

@@ -1,4 +1,4 @@
-"""The memory broker: exact replay, late-join snapshots, lossless coalescing, resync."""
+"""The memory backend's fan-out: exact replay, late-join snapshots, lossless coalescing, resync."""
 
 from __future__ import annotations
 
@@ -7,22 +7,23 @@ from typing import Any
 
 import pytest
 
-from store.broker import SubscriberQueue, broker_from_url
-from store.broker.memory import MemoryBroker
-from store.reducer import ChunkEvent, ChunkIn, StreamState, apply_chunks
+from store.streams import SubscriberQueue, backend_from_url
+from store.streams.backends.memory import MemoryBackend
+from store.streams.reducer import ChunkEvent, ChunkIn, StreamState, apply_chunks
 from tests.client_reducer import client_apply
+from tests.gql.wsclient import check_continuity
 
 
 def start_event(stream_id: str) -> ChunkEvent:
     return ChunkEvent(streamId=stream_id, seq=1, chunkId=f"{stream_id}.1", messageId=None,
                       blockId=None, threadId=None, type="event", role=None,
                       props={"event": "stream_start"}, delta=False, deltaPath=None,
-                      deltaAction=None)
+                      deltaAction=None, fromSeq=1, snapshot=False)
 
 
 def end_event(stream_id: str, seq: int) -> ChunkEvent:
     event = start_event(stream_id)
-    event.update(seq=seq, chunkId=f"{stream_id}.{seq}",
+    event.update(seq=seq, fromSeq=seq, chunkId=f"{stream_id}.{seq}",
                  props={"event": "stream_end", "status": "completed"})
     return event
 
@@ -57,13 +58,13 @@ async def take(queue: SubscriberQueue) -> list[ChunkEvent]:
 
 
 def test_unknown_broker_url_is_refused() -> None:
-    assert isinstance(broker_from_url("memory://"), MemoryBroker)
+    assert isinstance(backend_from_url("memory://"), MemoryBackend)
     with pytest.raises(ValueError, match="unsupported broker"):
-        broker_from_url("kafka://x")
+        backend_from_url("kafka://x")
 
 
 async def test_after_seq_replays_exactly_and_none_joins_with_a_snapshot() -> None:
-    broker = MemoryBroker(queue_limit=10_000)
+    broker = MemoryBackend(queue_limit=10_000)
     producer = Producer("s1")
     published = [start_event("s1")]
     published += producer.push(text("a", "x"), ChunkIn(type="tool_call", message_id="b",
@@ -77,15 +78,20 @@ async def test_after_seq_replays_exactly_and_none_joins_with_a_snapshot() -> Non
         assert view_of(got) == view_of(published[after:])
         assert (got[-1]["seq"] if got else after) == len(published)
         assert got == [] or got[0]["seq"] > after
+        previous: dict[str, Any] | None = None
+        for event in got:
+            check_continuity(previous, dict(event), after)
+            previous = dict(event)
     late = await broker.subscribe("chat")
     snapshot = await take(late)
     assert snapshot[0]["props"]["event"] == "stream_start"
-    assert {e["seq"] for e in snapshot[1:]} == {len(published)}
+    assert {e["seq"] for e in snapshot} == {len(published)}
+    assert all(e["snapshot"] for e in snapshot)
     assert view_of(snapshot) == view_of(published)
 
 
 async def test_after_seq_for_an_ended_stream_and_joining_between_streams() -> None:
-    broker = MemoryBroker()
+    broker = MemoryBackend()
     producer = Producer("s1")
     events = [start_event("s1"), *producer.push(text("a", "hi"))]
     events.append(end_event("s1", 3))
@@ -111,6 +117,13 @@ async def test_queued_appends_coalesce_without_loss() -> None:
     got = await take(queue)
     assert len(got) == 5 and queue.coalesced == 3
     assert got[0]["props"] == {"content": "Hello"} and got[0]["seq"] == events[1]["seq"]
+    # A merged chunk stands for every chunk merged into it: no gap for the client.
+    assert got[0]["fromSeq"] == events[0]["seq"]
+    previous = None
+    for event in got:  # the producer's seq 1 (stream_start) is not in this queue
+        check_continuity(previous, dict(event), after=1)
+        previous = dict(event)
+    assert previous is not None and previous["seq"] == events[-1]["seq"]
     assert got[-1]["props"] == {"items": [1, 2]}
     assert view_of(got) == view_of(events)
 
@@ -128,7 +141,7 @@ async def test_appends_with_extra_props_or_other_actions_are_not_merged() -> Non
 
 
 async def test_a_hopelessly_slow_subscriber_is_resynchronised_with_a_snapshot() -> None:
-    broker = MemoryBroker(queue_limit=8)
+    broker = MemoryBackend(queue_limit=8)
     producer = Producer("s")
     await broker.publish("chat", [start_event("s")])
     slow = await broker.subscribe("chat", 0)
@@ -147,3 +160,10 @@ async def test_a_hopelessly_slow_subscriber_is_resynchronised_with_a_snapshot() 
     got = await take(slow)
     assert view_of(got) == view_of(sent)
     assert got[-1]["seq"] == sent[-1]["seq"]
+    # The resync is a snapshot at the current seq; the next live chunk follows it.
+    assert all(e["snapshot"] and e["fromSeq"] == 1 for e in got)
+    after = producer.push(text("m0", "!"))
+    await broker.publish("chat", after)
+    (following,) = await take(slow)
+    assert not following["snapshot"]
+    check_continuity(dict(got[-1]), dict(following))

@@ -1,16 +1,7 @@
-"""Live fan-out of stream chunks behind one small interface, chosen by URL.
+"""One subscriber's bounded queue of live chunks.
 
-A :class:`Broker` carries every chunk published for a chat to that chat's
-subscribers and answers late joiners. ``memory://`` (one process) is
-:mod:`store.broker.memory`; a distributed backend (``redis://`` on Redis Streams)
-implements the same three methods and plugs in through :func:`broker_from_url`
-without any change to the resolvers.
-
-A broker keeps, per chat, the chunks of the current (or last) stream and a reduced
-view of them (:func:`store.reducer.apply_event`), so it can replay exactly the
-chunks after a ``seq`` or hand a snapshot of the state so far. Each subscriber
-reads from its own bounded :class:`SubscriberQueue`, which coalesces queued string
-or list appends to the same message and path without loss and, past its hard
+Each subscriber reads from its own :class:`SubscriberQueue`, which coalesces queued
+string or list appends to the same message and path without loss and, past its hard
 bound, drops what it queued for a fresh snapshot: a slow reader never slows the
 producer or the other readers and never grows memory without bound.
 """
@@ -18,14 +9,13 @@ producer or the other readers and never grows memory without bound.
 from __future__ import annotations
 
 import asyncio
-from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from store.reducer import ChunkEvent
+from store.streams.reducer import ChunkEvent
 
-__all__ = ["DEFAULT_QUEUE_LIMIT", "Broker", "SubscriberQueue", "broker_from_url"]
+__all__ = ["DEFAULT_QUEUE_LIMIT", "SubscriberQueue"]
 
 #: Events a subscriber may have queued before it is resynchronised with a snapshot.
 DEFAULT_QUEUE_LIMIT = 2_048
@@ -60,6 +50,9 @@ def _coalesced(previous: ChunkEvent, event: ChunkEvent) -> ChunkEvent | None:
         return None
     merged = ChunkEvent(**event)
     merged["props"] = {name: joined}
+    # It stands for every chunk merged into it, so a client's continuity check
+    # (fromSeq == previous seq + 1) still holds.
+    merged["fromSeq"] = previous["fromSeq"]
     return merged
 
 
@@ -140,49 +133,3 @@ class SubscriberQueue:
     def close(self) -> None:
         self.closed = True
         self._ready.set()
-
-
-class Broker(ABC):
-    """Publishes chunks per chat and hands subscribers their queues."""
-
-    @abstractmethod
-    async def publish(self, chat_id: str, events: Sequence[ChunkEvent]) -> None:
-        """Deliver ``events`` (in ``seq`` order) to every subscriber of ``chat_id``.
-
-        A chunk of a stream id not seen before starts that chat's new stream.
-        """
-
-    @abstractmethod
-    async def subscribe(self, chat_id: str, after_seq: int | None = None) -> SubscriberQueue:
-        """A queue that first holds the catch-up for ``after_seq`` (or the late-join
-        snapshot when ``None``), then every chunk published from now on."""
-
-    @abstractmethod
-    async def unsubscribe(self, chat_id: str, queue: SubscriberQueue) -> None:
-        """Stop delivering to ``queue``."""
-
-    async def stream_persisted(self, chat_id: str, stream_id: str) -> None:
-        """``stream_id`` is written to the database: its chunks may be trimmed soon.
-
-        The memory broker needs nothing (it expires ended topics by itself); a
-        distributed backend shortens how long it keeps the stream's entries.
-        """
-        return None
-
-    @abstractmethod
-    async def close(self) -> None:
-        """Release connections; subscribers' queues are closed."""
-
-
-def broker_from_url(url: str, *, queue_limit: int = DEFAULT_QUEUE_LIMIT) -> Broker:
-    """The backend named by ``url``: ``memory://`` or ``redis://host:port/db``."""
-    scheme = url.split(":", 1)[0].lower()
-    if scheme == "memory":
-        from store.broker.memory import MemoryBroker
-
-        return MemoryBroker(queue_limit=queue_limit)
-    if scheme in ("redis", "rediss", "unix"):
-        from store.broker.redis import RedisBroker
-
-        return RedisBroker(url, queue_limit=queue_limit)
-    raise ValueError(f"unsupported broker URL {url!r}: use memory:// or redis://")

@@ -72,6 +72,13 @@ class ChunkEvent(TypedDict):
     delta: bool
     deltaPath: str | None
     deltaAction: str | None
+    #: The first ``seq`` this chunk stands for: ``seq`` itself, unless a subscriber's
+    #: queue merged queued deltas into it (then the first merged chunk's ``seq``), or
+    #: 1 on a snapshot chunk, which stands for the whole stream so far.
+    fromSeq: int
+    #: True on the chunks of a late-join or resync snapshot: they replace the
+    #: client's state for their messages instead of applying to it.
+    snapshot: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +137,12 @@ class PushOutcome:
 
     events: list[ChunkEvent]
     duplicates: int
+    #: What the batch added to the state besides its messages: producer message id ->
+    #: service message id, and the producer's chunk ids (a shared backend saves them).
+    aliases: dict[str, str] = field(default_factory=dict)
+    seen: set[str] = field(default_factory=set)
+    #: Token counts the batch set: service message id -> count (the last one wins).
+    tokens: dict[str, int] = field(default_factory=dict)
 
     @property
     def accepted(self) -> int:
@@ -380,6 +393,7 @@ def apply_chunks(
     aliases: dict[str, str] = {}
     seen: set[str] = set()
     events: list[ChunkEvent] = []
+    tokens: dict[str, int] = {}
     duplicates = 0
     for chunk in chunks:
         if chunk.chunk_id is not None:
@@ -409,6 +423,8 @@ def apply_chunks(
             delta=is_delta,
             deltaPath=chunk.delta_path if is_delta else None,
             deltaAction=(chunk.delta_action or "append") if is_delta else None,
+            fromSeq=seq,
+            snapshot=False,
         )
         if message_id is not None and chunk.type != "event":
             existing = state.messages.get(message_id)
@@ -423,13 +439,14 @@ def apply_chunks(
                 undo.append(_forget_message(state.messages, message_id))
             if chunk.tokens is not None:
                 undo.append(_restore_tokens(merged, merged.tokens))
-                merged.tokens = chunk.tokens
+                merged.tokens = tokens[message_id] = chunk.tokens
         events.append(event)
     # Nothing raised: commit the batch.
     state.seq = seq
     state.aliases.update(aliases)
     state.seen_chunks.update(seen)
-    return PushOutcome(events=events, duplicates=duplicates)
+    return PushOutcome(events=events, duplicates=duplicates, aliases=aliases, seen=seen,
+                       tokens=tokens)
 
 
 def snapshot_events(stream_id: str, seq: int,
@@ -449,6 +466,8 @@ def snapshot_events(stream_id: str, seq: int,
             delta=False,
             deltaPath=None,
             deltaAction=None,
+            fromSeq=1,
+            snapshot=True,
         )
         for index, message in enumerate(messages)
     ]

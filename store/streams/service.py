@@ -1,0 +1,542 @@
+"""Live streams: the one door for gql/ (start, push, step, end, stop, subscribe).
+
+A :class:`StreamService` drives every stream through its
+:class:`store.streams.backends.Backend` (chosen once from the broker URL): each
+operation holds the stream's lease, loads its latest state, applies the chunks
+through the reducer (:mod:`store.streams.reducer`) and saves the state together with
+the chunks it publishes. During a stream nothing is written to the database. When the
+stream ends (``end_stream``, ``stop_stream``, the idle timeout, or shutdown) the
+stream_end event is published and the buffer is written in ONE transaction
+(:mod:`store.streams.persist`).
+
+If the database fails the buffer is kept, the caller gets PERSIST_FAILED and a
+background task retries with exponential backoff until the write succeeds (or the
+service closes, which makes a last attempt). A chat stays busy (STREAM_ACTIVE) until
+its stream's write succeeded, so its messages can never be interleaved.
+
+On shutdown a backend that shares streams with other instances (``redis://``) hands
+active streams over (their producers carry on elsewhere; an idle sweeper ends them if
+none does); otherwise every active stream is ended INTERRUPTED and persisted first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import orjson
+from sqlalchemy import select
+
+from store import access
+from store.chats import now
+from store.database import Database
+from store.errors import (
+    ChatqlError,
+    Conflict,
+    InvalidArgument,
+    NotFound,
+    PayloadTooLarge,
+    PersistFailed,
+    StreamClosed,
+    StreamNotFound,
+)
+from store.ids import check_chat_id, new_id
+from store.messages import NewMessage
+from store.records import Identity
+from store.resume import StepIn
+from store.streams import persist
+from store.streams.backends import Backend
+from store.streams.buffer import PushResult, StreamBuffer, StreamInfo, StreamResult
+from store.streams.queue import SubscriberQueue
+from store.streams.reducer import ChunkEvent, ChunkIn, StreamState, apply_chunks
+from store.tables import append_receipts, messages
+from store.usage import UsageIn, record_usage
+
+__all__ = ["END_STATUSES", "MAX_PUSH_CHUNKS", "StreamService"]
+
+logger = logging.getLogger("chatql.streams")
+
+END_STATUSES = ("COMPLETED", "INTERRUPTED", "FAILED")
+MAX_PUSH_CHUNKS = 1_000
+_MAX_NAME = 200
+# Rough per-chunk overhead of the buffered copy besides its props (ids, seq, dict).
+_CHUNK_OVERHEAD = 160
+# Results of finished streams kept for endStream retries without a database read
+# (older ones are read back from the database), and ids of ended streams kept so a
+# late push is STREAM_CLOSED rather than STREAM_NOT_FOUND.
+_FINISHED_KEPT = 256
+_CLOSED_IDS_KEPT = 100_000
+
+
+def _byte_size(chunks: Sequence[ChunkIn]) -> int:
+    size = 0
+    for chunk in chunks:
+        size += _CHUNK_OVERHEAD + len(chunk.type)
+        if chunk.props:
+            try:
+                size += len(orjson.dumps(chunk.props))
+            except TypeError:  # integers beyond 64 bits; only the size matters here
+                size += len(repr(chunk.props))
+    return size
+
+
+class StreamService:
+    """Every live stream, over one backend, and their persistence."""
+
+    def __init__(
+        self,
+        db: Database,
+        backend: Backend,
+        *,
+        idle_timeout: float = 300.0,
+        max_bytes: int = 16 * 1024 * 1024,
+        retry_initial: float = 0.5,
+        retry_max: float = 30.0,
+    ) -> None:
+        self.db = db
+        self.backend = backend
+        self.idle_timeout = idle_timeout
+        self.max_bytes = max_bytes
+        self.retry_initial = retry_initial
+        self.retry_max = retry_max
+        # This process's copies of the streams it operated on (the backend says
+        # whether a copy is still current).
+        self._streams: dict[str, StreamBuffer] = {}
+        self._finished: dict[str, StreamResult] = {}
+        # Ended stream id -> its chat id, so a late push is checked against the chat's
+        # access rule before it learns the stream existed (STREAM_CLOSED).
+        self._closed: dict[str, str] = {}
+        self._watcher: asyncio.Task[None] | None = None
+        self._closing = False
+
+    # ---- lifecycle ---------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the idle-stream sweeper."""
+        if self._watcher is None and self.idle_timeout > 0:
+            self._watcher = asyncio.create_task(self._watch_idle(), name="chatql-idle-streams")
+
+    async def close(self) -> None:
+        """Shutdown: persist what ended; end active streams INTERRUPTED and persist them,
+        unless the backend hands them over to other instances. Then close the backend."""
+        self._closing = True
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+            self._watcher = None
+        for stream_id, local in list(self._streams.items()):
+            if local.retry_task is not None:
+                local.retry_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await local.retry_task
+            try:
+                async with self.backend.lease(stream_id, wait=not self.backend.hands_over) \
+                        as mine:
+                    stream = await self._load(stream_id) if mine else None
+                    if stream is None:
+                        continue
+                    if stream.end_status is not None:
+                        await self._persist(stream)
+                    elif not self.backend.hands_over:
+                        await self._end(stream, "INTERRUPTED", "the service shut down")
+            except ChatqlError as error:
+                logger.error("stream %s could not be persisted at shutdown: %s",
+                             stream_id, error)
+            except Exception as error:  # the backend is down: its sweepers finish it
+                logger.warning("stream %s left to the sweepers: %s", stream_id, error)
+        await self.backend.close()
+
+    @property
+    def active_count(self) -> int:
+        return sum(1 for s in self._streams.values() if s.end_status is None)
+
+    def buffered(self, stream_id: str) -> StreamBuffer | None:
+        """This process's buffer of a stream not yet persisted (for tests and metrics)."""
+        return self._streams.get(stream_id)
+
+    # ---- subscribers -----------------------------------------------------------------
+
+    async def subscribe(self, chat_id: str, after_seq: int | None = None) -> SubscriberQueue:
+        """The chat's chunks, stream after stream: first the catch-up for ``after_seq``
+        (or the late-join snapshot when ``None``), then live. The caller checked that the
+        subscriber may read the chat."""
+        return await self.backend.subscribe(chat_id, after_seq)
+
+    async def unsubscribe(self, chat_id: str, queue: SubscriberQueue) -> None:
+        await self.backend.unsubscribe(chat_id, queue)
+
+    # ---- producer operations -------------------------------------------------------
+
+    async def start_stream(
+        self,
+        who: Identity,
+        chat_id: str,
+        *,
+        request_id: str | None = None,
+        assistant_id: str | None = None,
+        stream_id: str | None = None,
+        user_input: NewMessage | None = None,
+    ) -> StreamInfo:
+        check_chat_id(chat_id)
+        if stream_id is not None and not 1 <= len(stream_id) <= 128:
+            raise InvalidArgument("streamId must be 1-128 characters")
+        for name, value in (("requestId", request_id), ("assistantId", assistant_id)):
+            if value is not None and len(value) > _MAX_NAME:
+                raise InvalidArgument(f"{name} must be at most {_MAX_NAME} characters")
+        if user_input is not None:
+            user_input = replace(
+                user_input,
+                id=user_input.id or new_id(),
+                request_id=user_input.request_id or request_id,
+            )
+            user_input.check()
+        await self._check_producer(who, chat_id)
+        stream_id = stream_id or new_id()
+        if stream_id in self._streams or stream_id in self._closed:
+            raise Conflict(f"stream id {stream_id!r} was already used")
+        await self.backend.claim(chat_id, stream_id)
+        try:
+            async with self.backend.lease(stream_id):
+                return await self._open(who, chat_id, stream_id, request_id, assistant_id,
+                                        user_input)
+        except BaseException:
+            self._streams.pop(stream_id, None)
+            await self.backend.unclaim(chat_id, stream_id)
+            raise
+
+    async def _open(self, who: Identity, chat_id: str, stream_id: str,
+                    request_id: str | None, assistant_id: str | None,
+                    user_input: NewMessage | None) -> StreamInfo:
+        async with self.db.read() as conn:
+            used = await conn.scalar(
+                select(append_receipts.c.append_id).where(
+                    append_receipts.c.chat_id == chat_id, append_receipts.c.append_id == stream_id
+                )
+            )
+            taken = user_input is not None and await conn.scalar(
+                select(messages.c.id).where(messages.c.id == user_input.id))
+        if used is not None:
+            raise Conflict(f"stream id {stream_id!r} was already used")
+        if taken:
+            # Found now rather than at the end, when the whole stream would be lost.
+            raise Conflict(f"message id {user_input.id!r} is already taken")  # type: ignore[union-attr]
+        info = StreamInfo(id=stream_id, chat_id=chat_id, request_id=request_id,
+                          status="ACTIVE", started_at=now())
+        stream = StreamBuffer(
+            info=info, owner=who, assistant_id=assistant_id, state=StreamState(stream_id),
+            user_input=user_input, allowed={who},
+        )
+        self._streams[stream_id] = stream
+        props: dict[str, Any] = {"event": "stream_start", "requestId": request_id}
+        if user_input is not None:
+            # The user's message is not a chunk (it takes no seq), but viewers other
+            # than its sender should be able to show it while the stream runs.
+            props["input"] = {"id": user_input.id, **user_input.wire()}
+        await self.backend.save(stream, [self._event(stream, props)])
+        return info
+
+    async def push_chunks(self, who: Identity, stream_id: str,
+                          chunks: Sequence[ChunkIn]) -> PushResult:
+        async with self.backend.lease(stream_id):
+            stream = await self._producer_stream(who, stream_id)
+            if len(chunks) > MAX_PUSH_CHUNKS:
+                raise PayloadTooLarge(f"pushChunks takes at most {MAX_PUSH_CHUNKS} chunks")
+            size = _byte_size(chunks)
+            if stream.buffered_bytes + size > self.max_bytes:
+                raise PayloadTooLarge(
+                    f"the stream's buffer would exceed {self.max_bytes} bytes; end the stream"
+                )
+            # Numbering and publishing under one lock: a backend whose save really
+            # awaits must still receive chunks in seq order.
+            async with stream.publish_lock:
+                if stream.end_status is not None:  # ended while we awaited
+                    raise StreamClosed(f"stream {stream_id!r} has ended")
+                outcome = apply_chunks(stream.state, chunks)
+                stream.buffered_bytes += size
+                stream.last_push = time.time()
+                if outcome.events:
+                    await self.backend.save(stream, outcome.events, aliases=outcome.aliases,
+                                            seen=outcome.seen, tokens=outcome.tokens)
+        return PushResult(accepted=outcome.accepted, duplicates=outcome.duplicates,
+                          last_seq=stream.state.seq)
+
+    async def record_step(self, who: Identity, stream_id: str, step: StepIn) -> bool:
+        async with self.backend.lease(stream_id):
+            stream = await self._producer_stream(who, stream_id)
+            step.check()
+            earlier = stream.steps.get(step.id)
+            if earlier is not None:
+                # Fields the update leaves out keep their recorded values.
+                defaults = StepIn(id=step.id, type=step.type)
+                changes = {
+                    name: getattr(step, name)
+                    for name in StepIn.__dataclass_fields__
+                    if getattr(step, name) != getattr(defaults, name)
+                }
+                step = replace(earlier, **changes)
+            # Re-recording keeps the first-recorded order (dicts keep insertion order).
+            stream.steps[step.id] = step
+            stream.last_push = time.time()
+            await self.backend.save(stream, steps=True)
+        return True
+
+    async def end_stream(self, who: Identity, stream_id: str, status: str,
+                         error: str | None = None,
+                         usage: UsageIn | None = None) -> StreamResult:
+        if status not in END_STATUSES:
+            raise InvalidArgument(f"status must be one of {', '.join(END_STATUSES)}")
+        if usage is not None:
+            usage.check()
+        finished = self._finished.get(stream_id)
+        if finished is not None:
+            await self._check_stream_chat(who, stream_id, finished.stream.chat_id)
+            await self._late_usage(finished, usage)
+            return finished
+        async with self.backend.lease(stream_id):
+            stream = await self._load(stream_id)
+            if stream is None:
+                stored = await persist.stored_result(self.db, who, stream_id)
+                if stored is None:
+                    raise StreamNotFound(f"stream {stream_id!r} not found")
+                # Readers find the stored stream, but ending it is for producers.
+                await self._check_stream_chat(who, stream_id, stored.stream.chat_id)
+                await self._late_usage(stored, usage)
+                return stored
+            await self._check_stream_access(who, stream)
+            if stream.usage is None:
+                # Kept with the buffer, so the write that persists the stream records it.
+                stream.usage = usage
+            if stream.end_status is not None:
+                # Ended already (stopped, idle, or a retried endStream): finish that end.
+                result = await self._persist(stream)
+                await self._late_usage(result, usage)
+                return result
+            return await self._end(stream, status, error)
+
+    async def _late_usage(self, result: StreamResult, usage: UsageIn | None) -> None:
+        """Usage reported by an endStream after the stream was already written (a stop
+        or an idle timeout got there first): recorded on its own, at most once."""
+        if usage is None:
+            return
+        async with self.db.write() as conn:
+            assistant_id = next((m.assistant_id for m in result.messages
+                                 if m.role != "USER" and m.assistant_id), None)
+            await record_usage(conn, chat_id=result.stream.chat_id,
+                               stream_id=result.stream.id,
+                               request_id=result.stream.request_id,
+                               assistant_id=assistant_id, usage=usage)
+
+    async def stop_stream(self, who: Identity, chat_id: str) -> bool:
+        """The person pressed stop: end the chat's active stream INTERRUPTED.
+
+        False when the chat has no active stream. Stopping needs the right to write to
+        the chat (its creator, its team for TEAM chats, ``agent``, ``admin``); a
+        read-only viewer of a public chat is FORBIDDEN and the stream keeps running.
+        """
+        check_chat_id(chat_id)
+        async with self.db.read() as conn:
+            await access.require(conn, who, chat_id, "append")
+        stream_id = await self.backend.active_stream(chat_id)
+        if stream_id is None:
+            return False
+        async with self.backend.lease(stream_id):
+            stream = await self._load(stream_id)
+            if stream is None or stream.end_status is not None:
+                return False
+            # Stopped all the same when the write fails: the background retry persists it.
+            with contextlib.suppress(PersistFailed):
+                await self._end(stream, "INTERRUPTED", None)
+        return True
+
+    # ---- internals -----------------------------------------------------------------
+
+    async def _load(self, stream_id: str) -> StreamBuffer | None:
+        """The stream's latest state (under its lease), kept as this process's copy."""
+        stream = await self.backend.load(stream_id, self._streams.get(stream_id))
+        if stream is None:
+            self._streams.pop(stream_id, None)
+        else:
+            self._streams[stream_id] = stream
+        return stream
+
+    def _event(self, stream: StreamBuffer, props: dict[str, Any]) -> ChunkEvent:
+        seq = stream.state.next_seq()
+        return ChunkEvent(
+            streamId=stream.info.id, seq=seq, chunkId=f"{stream.info.id}.{seq}",
+            messageId=None, blockId=None, threadId=None, type="event", role=None,
+            props=props, delta=False, deltaPath=None, deltaAction=None,
+            fromSeq=seq, snapshot=False,
+        )
+
+    async def _check_producer(self, who: Identity, chat_id: str) -> None:
+        async with self.db.read() as conn:
+            # The producer mutations need ``agent`` or ``admin``.
+            await access.require(conn, who, chat_id, "stream")
+
+    async def _check_stream_chat(self, who: Identity, stream_id: str, chat_id: str) -> None:
+        """The producer rule on a stream's chat; a hidden chat's stream does not exist."""
+        try:
+            await self._check_producer(who, chat_id)
+        except NotFound:
+            raise StreamNotFound(f"stream {stream_id!r} not found") from None
+
+    async def _check_stream_access(self, who: Identity, stream: StreamBuffer) -> None:
+        # The starter (and anyone checked once) skips the database on every push.
+        if who in stream.allowed:
+            return
+        await self._check_stream_chat(who, stream.info.id, stream.info.chat_id)
+        stream.allowed.add(who)
+
+    async def _producer_stream(self, who: Identity, stream_id: str) -> StreamBuffer:
+        stream = await self._load(stream_id)
+        if stream is None:
+            closed_chat = self._closed.get(stream_id) or await self.backend.closed_chat(
+                stream_id)
+            if closed_chat is not None:
+                # Only those who could have pushed learn that it ended.
+                await self._check_stream_chat(who, stream_id, closed_chat)
+                raise StreamClosed(f"stream {stream_id!r} has ended")
+            raise StreamNotFound(f"stream {stream_id!r} not found")
+        await self._check_stream_access(who, stream)
+        if stream.end_status is not None:
+            raise StreamClosed(f"stream {stream_id!r} has ended")
+        return stream
+
+    async def _finish(self, stream: StreamBuffer, reason: str) -> StreamResult:
+        """End ``stream`` INTERRUPTED for ``reason``, or persist it if it already ended."""
+        if stream.end_status is None:
+            return await self._end(stream, "INTERRUPTED", reason)
+        return await self._persist(stream)
+
+    async def _end(self, stream: StreamBuffer, status: str, error: str | None) -> StreamResult:
+        stream.end_status = status
+        stream.end_error = error
+        stream.info = replace(stream.info, status=status)
+        async with stream.publish_lock:
+            # Counted under the lock: a push that was publishing has finished.
+            message_count = len(stream.state.messages) + (stream.user_input is not None)
+            end = self._event(stream, {
+                "event": "stream_end",
+                "status": status.lower(),
+                "messageCount": message_count,
+                "durationMs": max(0, int((time.time() - stream.started) * 1000)),
+            })
+            await self.backend.save(stream, [end])
+        return await self._persist(stream)
+
+    async def _persist(self, stream: StreamBuffer) -> StreamResult:
+        """Write the ended stream (once); PERSIST_FAILED schedules a retry."""
+        async with stream.persist_lock:
+            if stream.result is not None:
+                return stream.result
+            try:
+                result = await persist.write(self.db, stream)
+            except persist.DB_ERRORS as error:
+                logger.warning("persisting stream %s failed: %s", stream.info.id, error)
+                self._schedule_retry(stream)
+                raise PersistFailed(
+                    f"the database failed while persisting stream {stream.info.id!r}; the"
+                    " stream is kept and will be written by a retry (endStream again or wait)"
+                ) from None
+            except ChatqlError:
+                # The chat went away (deleted, purged, access revoked): nothing can
+                # ever be written, so the buffer is dropped instead of retried forever.
+                self._forget(stream)
+                await self._retire(stream)
+                raise
+            stream.result = result
+            self._forget(stream)
+            self._remember(result)
+        await self._retire(stream)
+        return result
+
+    def _remember(self, result: StreamResult) -> None:
+        self._finished[result.stream.id] = result
+        while len(self._finished) > _FINISHED_KEPT:
+            del self._finished[next(iter(self._finished))]
+
+    def _forget(self, stream: StreamBuffer) -> None:
+        self._closed[stream.info.id] = stream.info.chat_id
+        while len(self._closed) > _CLOSED_IDS_KEPT:
+            del self._closed[next(iter(self._closed))]
+        self._streams.pop(stream.info.id, None)
+        task = stream.retry_task
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+        stream.retry_task = None
+
+    async def _retire(self, stream: StreamBuffer) -> None:
+        # Only releases the chat and shortens how long chunks are kept: never fails
+        # the write it follows.
+        try:
+            await self.backend.retire(stream)
+        except Exception as error:  # a backend outage must not undo a persist
+            logger.warning("backend could not retire stream %s: %s", stream.info.id, error)
+
+    def _schedule_retry(self, stream: StreamBuffer) -> None:
+        if self._closing or stream.retry_task is not None:
+            return
+        stream.retry_task = asyncio.create_task(
+            self._retry(stream), name=f"chatql-persist-{stream.info.id}"
+        )
+
+    async def _retry(self, stream: StreamBuffer) -> None:
+        delay = self.retry_initial
+        while stream.result is None and not self._closing:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self.retry_max)
+            try:
+                # Let _persist not schedule another task while this one runs.
+                async with stream.persist_lock:
+                    if stream.result is not None:
+                        return
+                    result = await persist.write(self.db, stream)
+                    stream.result = result
+                    self._remember(result)
+            except persist.DB_ERRORS as error:
+                logger.warning("retrying stream %s persist failed: %s", stream.info.id, error)
+                continue
+            except ChatqlError as error:
+                logger.error("stream %s cannot be persisted: %s", stream.info.id, error)
+                break
+            break
+        stream.retry_task = None
+        if stream.result is not None or not self._closing:
+            self._forget(stream)
+        if stream.result is not None:
+            await self._retire(stream)
+
+    async def sweep(self) -> int:
+        """End and persist every stream idle past the timeout (on a shared backend, on
+        any instance: an orphan of a dead one); returns how many this instance took."""
+        before = time.time() - self.idle_timeout
+        taken = 0
+        for stream_id in await self.backend.idle_streams(before, self._streams):
+            async with self.backend.lease(stream_id, wait=False) as mine:
+                if not mine or not await self.backend.still_idle(stream_id, before,
+                                                                 self._streams):
+                    continue
+                stream = await self._load(stream_id)
+                if stream is None:
+                    continue
+                taken += 1
+                try:
+                    await self._finish(stream, "the producer went silent")
+                except ChatqlError as error:
+                    logger.warning("idle stream %s: %s", stream_id, error)
+        return taken
+
+    async def _watch_idle(self) -> None:
+        interval = max(0.05, min(self.idle_timeout / 4, 5.0))
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.sweep()
+            except Exception as error:  # the backend is down: try again next round
+                logger.warning("sweeping idle streams failed: %s", error)

@@ -1,0 +1,132 @@
+"""One chat's live topic: the current (or last) stream's log, its view, its subscribers.
+
+The log holds the stream's chunks in ``seq`` order — stream_start is seq 1 and seqs have
+no gaps, so the log is indexed by ``seq - 1`` — and the view a subscriber would have
+built from them, so a topic can replay exactly the chunks after a ``seq`` or hand a
+snapshot of the state so far. Fan-out (:meth:`Topic.deliver`) and the subscribe steps
+(:meth:`Topic.join`) are written here once; every backend feeds its topics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+from store.errors import InvalidDelta
+from store.streams.queue import SubscriberQueue
+from store.streams.reducer import ChunkEvent, MessageState, apply_event, snapshot_events
+
+__all__ = ["Topic"]
+
+logger = logging.getLogger("chatql.streams")
+
+
+def _is_stream_end(event: ChunkEvent) -> bool:
+    props = event["props"]
+    return event["type"] == "event" and isinstance(props, dict) and (
+        props.get("event") == "stream_end")
+
+
+def _as_snapshot(event: ChunkEvent, seq: int) -> ChunkEvent:
+    copy = ChunkEvent(**event)
+    copy["seq"] = seq
+    copy["fromSeq"] = 1
+    copy["snapshot"] = True
+    return copy
+
+
+class Topic:
+    """One chat's live state: the stream log, its reduced view, its subscribers."""
+
+    def __init__(self) -> None:
+        self.stream_id: str | None = None
+        self.log: list[ChunkEvent] = []
+        self.view: dict[str, MessageState] = {}
+        #: How much of the log the view has applied.
+        self.view_upto = 0
+        self.ended = False
+        self.subscribers: set[SubscriberQueue] = set()
+        #: The backend's retention timer for an ended or empty topic (memory only).
+        self.expiry: asyncio.TimerHandle | None = None
+
+    @property
+    def last_seq(self) -> int:
+        return self.log[-1]["seq"] if self.log else 0
+
+    def add(self, event: ChunkEvent) -> None:
+        if event["streamId"] != self.stream_id:
+            self.stream_id = event["streamId"]
+            self.log = []
+            self.view = {}
+            self.view_upto = 0
+            self.ended = False
+        self.log.append(event)
+        if event["type"] == "event" and _is_stream_end(event):
+            self.ended = True
+
+    def _catch_up_view(self) -> None:
+        # The view is brought up to date only when a snapshot is asked for: most
+        # streams never have a late joiner, and then reducing every chunk a second
+        # time would be wasted work (the total is the same either way).
+        log, view = self.log, self.view
+        for index in range(self.view_upto, len(log)):
+            try:
+                apply_event(view, log[index], trusted=True)
+            except InvalidDelta:  # pragma: no cover - the producer side checked it
+                logger.exception("published chunk does not apply to the broker's view")
+        self.view_upto = len(log)
+
+    def snapshot(self) -> list[ChunkEvent]:
+        """stream_start, one chunk per message, and stream_end when the stream is over,
+        every one marked ``snapshot`` and carrying the current seq (so the next live
+        chunk follows the snapshot's last one without a gap) and ``fromSeq`` 1."""
+        if self.stream_id is None or not self.log:
+            return []
+        self._catch_up_view()
+        last_seq = self.last_seq
+        events = [_as_snapshot(self.log[0], last_seq)]
+        events.extend(snapshot_events(self.stream_id, last_seq, self.view.values()))
+        if self.ended:
+            events.append(_as_snapshot(self.log[-1], last_seq))
+        return events
+
+    def catch_up(self, after_seq: int | None) -> list[ChunkEvent]:
+        if self.stream_id is None or not self.log:
+            return []
+        if after_seq is None:
+            # Joining between streams: the last one is in the history already.
+            return [] if self.ended else self.snapshot()
+        if after_seq < 0:
+            after_seq = 0
+        if after_seq <= self.last_seq:
+            # seq n sits at index n - 1 (see the module docstring).
+            return self.log[after_seq:]
+        # A seq this stream never reached belongs to an older stream.
+        return [] if self.ended else self.snapshot()
+
+    def deliver(self, events: Sequence[ChunkEvent]) -> None:
+        """Add ``events`` (in ``seq`` order) and queue them for every subscriber."""
+        for event in events:
+            self.add(event)
+            for queue in self.subscribers:
+                queue.put(event)
+
+    def join(self, queue_limit: int, after_seq: int | None) -> SubscriberQueue:
+        """A new subscriber: its queue first holds the catch-up for ``after_seq`` (or the
+        late-join snapshot when ``None``), then every chunk delivered from now on.
+
+        Synchronous: nothing can be delivered between the catch-up and joining."""
+        queue = SubscriberQueue(queue_limit, self.snapshot)
+        queue.extend(self.catch_up(after_seq))
+        self.subscribers.add(queue)
+        return queue
+
+    def leave(self, queue: SubscriberQueue) -> None:
+        queue.close()
+        self.subscribers.discard(queue)
+
+    def close(self) -> None:
+        for queue in self.subscribers:
+            queue.close()
+        self.subscribers.clear()

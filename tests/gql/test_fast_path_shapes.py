@@ -1,0 +1,49 @@
+"""The fast paths take their shapes from the schema when a plan is made.
+
+A field added to ``ChunkInput`` that the ``pushChunks`` fast path does not convert
+must send pushes the ordinary way (never silently dropped); a ``Chunk`` field that
+published chunks do not carry must run its resolver the ordinary way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from graphql import GraphQLSchema, extend_schema, parse
+
+from gql.push_fastpath import push_plan_for
+from gql.schema import schema
+from gql.websocket import plan_for
+from tests.gql.wsclient import CHAT_STREAM
+
+PUSH = """mutation($id: ID!, $chunks: [ChunkInput!]!) {
+  pushChunks(streamId: $id, chunks: $chunks) { accepted duplicates lastSeq } }"""
+
+
+@dataclass
+class Schema:
+    """A schema as the plans see it (Strawberry's wraps graphql-core's as ``_schema``)."""
+
+    _schema: GraphQLSchema
+
+
+def extended(sdl: str) -> Any:
+    return Schema(extend_schema(schema._schema, parse(sdl)))
+
+
+def test_a_chunk_input_field_the_push_fast_path_does_not_convert_disables_it() -> None:
+    assert push_plan_for(schema, PUSH, None) is not None
+    for sdl in ("extend input ChunkInput { tokens: Int! }",
+                "extend input ChunkInput { tokens: Int }"):
+        assert push_plan_for(extended(sdl), PUSH, None) is None, sdl
+    # The real schema's plan is unaffected (one cache entry per schema).
+    assert push_plan_for(schema, PUSH, None) is not None
+
+
+def test_a_chunk_field_published_chunks_do_not_carry_runs_the_ordinary_way() -> None:
+    other = extended("extend type Chunk { tokens: Int }")
+    assert plan_for(other, CHAT_STREAM, None) is not None  # its fields are all carried
+    with_tokens = CHAT_STREAM.replace("fromSeq snapshot", "fromSeq snapshot tokens")
+    assert plan_for(other, with_tokens, None) is None
+    assert plan_for(schema, CHAT_STREAM, None) is not None

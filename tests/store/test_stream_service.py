@@ -1,0 +1,149 @@
+"""The stream service directly, on every backend (memory, redis) and both databases."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from store.chats import create_chat
+from store.database import Database
+from store.errors import StreamActive, StreamClosed
+from store.messages import NewMessage
+from store.records import Identity
+from store.resume import StepIn
+from store.streams import StreamService, backend_from_url
+from store.streams.backends.redis import RedisBackend, split_prefix
+from store.streams.reducer import ChunkIn
+from tests.client_reducer import client_apply
+
+AGENT = Identity(user_id="agent", tenant_id="acme", roles=frozenset({"agent"}))
+
+
+def text(mid: str, value: str, chunk_id: str | None = None) -> ChunkIn:
+    return ChunkIn(type="text", message_id=mid, chunk_id=chunk_id,
+                   props={"content": value}, delta=True)
+
+
+@pytest.fixture(params=["memory", "redis"])
+def broker_url(request: pytest.FixtureRequest) -> str:
+    if request.param == "memory":
+        return "memory://"
+    url: str = request.getfixturevalue("redis_url")
+    return url
+
+
+@pytest.fixture
+async def services(db: Database, broker_url: str) -> AsyncIterator[
+        Callable[[], StreamService]]:
+    made: list[StreamService] = []
+
+    def make() -> StreamService:
+        service = StreamService(db, backend_from_url(broker_url), idle_timeout=0)
+        made.append(service)
+        return service
+
+    yield make
+    for service in made:
+        await service.close()
+
+
+async def new_chat(db: Database) -> str:
+    chat = f"svc-{uuid.uuid4().hex[:10]}"
+    await create_chat(db, AGENT, id=chat, assistant_id="bot")
+    return chat
+
+
+async def drain(queue: Any, until_seq: int) -> list[dict[str, Any]]:
+    got: list[dict[str, Any]] = []
+    while not got or got[-1]["seq"] < until_seq:
+        got.extend(await asyncio.wait_for(queue.get(), 10))
+    return got
+
+
+async def test_start_push_step_end_and_subscribe_through_the_one_service(
+        db: Database, services: Callable[[], StreamService]) -> None:
+    service = services()
+    chat = await new_chat(db)
+    queue = await service.subscribe(chat)
+    info = await service.start_stream(
+        AGENT, chat, request_id="r1",
+        user_input=NewMessage(role="USER", type="user_input", props={"text": "hi"}))
+    first = await service.push_chunks(AGENT, info.id, [text("m", "Hel", "c1"), text("m", "lo")])
+    again = await service.push_chunks(AGENT, info.id, [text("m", "Hel", "c1")])
+    assert (first.accepted, first.last_seq, again.duplicates, again.last_seq) == (2, 3, 1, 3)
+    assert await service.record_step(AGENT, info.id, StepIn(id="s1", type="llm",
+                                                             status="running"))
+    result = await service.end_stream(AGENT, info.id, "INTERRUPTED")
+    assert [m.type for m in result.messages] == ["user_input", "text"]
+    assert result.messages[1].props == {"content": "Hello"}
+    assert [r.status for r in result.resume] == ["interrupted"]
+    seen = await drain(queue, 4)
+    view: dict[str, Any] = {}
+    for event in seen:
+        client_apply(view, event)
+    assert [v["props"] for v in view.values()] == [{"content": "Hello"}]
+    assert seen[-1]["props"]["event"] == "stream_end"
+    await service.unsubscribe(chat, queue)
+    with pytest.raises(StreamClosed):
+        await service.push_chunks(AGENT, info.id, [text("m", "late")])
+
+
+async def test_one_active_stream_per_chat_across_services(
+        db: Database, services: Callable[[], StreamService], broker_url: str) -> None:
+    one, two = services(), services()
+    chat = await new_chat(db)
+    info = await one.start_stream(AGENT, chat)
+    # Another service on the same backend URL: Redis shares the claim, memory does not
+    # share anything (one process, one service).
+    if broker_url.startswith("redis"):
+        with pytest.raises(StreamActive):
+            await two.start_stream(AGENT, chat)
+        await two.push_chunks(AGENT, info.id, [text("m", "from two")])
+    with pytest.raises(StreamActive):
+        await one.start_stream(AGENT, chat)
+    await one.end_stream(AGENT, info.id, "COMPLETED")
+    await one.start_stream(AGENT, chat)
+
+
+async def test_redis_pushes_save_only_the_batch_and_a_stale_holder_is_refused(
+        db: Database, redis_url: str) -> None:
+    a = StreamService(db, backend_from_url(redis_url), idle_timeout=0)
+    b = StreamService(db, backend_from_url(redis_url), idle_timeout=0)
+    backend_a, backend_b = a.backend, b.backend
+    assert isinstance(backend_a, RedisBackend) and isinstance(backend_b, RedisBackend)
+    _, prefix = split_prefix(redis_url)
+    try:
+        chat = await new_chat(db)
+        info = await a.start_stream(AGENT, chat)
+        for i in range(20):
+            await a.push_chunks(AGENT, info.id, [text("m", f"{i} ")])
+        # The holder kept its state: nothing was rebuilt, and the shared state holds
+        # no copy of the messages (the log is the chunks).
+        assert backend_a.rebuilds == 0
+        fields = await backend_a.redis.hkeys(f"{prefix}stream:{info.id}")
+        assert {f.decode() for f in fields} == {"v", "meta", "bytes"}
+        # B takes the stream over: it rebuilds from the log and numbers on.
+        pushed = await b.push_chunks(AGENT, info.id, [text("m", "B")])
+        assert (pushed.last_seq, backend_b.rebuilds) == (22, 1)
+        # A stalls inside an operation past its lease; B is granted a newer token and
+        # writes; A's write is then refused and A reloads.
+        async with backend_a.lease(info.id):
+            stream = await a._load(info.id)
+            assert stream is not None
+            await backend_a.redis.delete(f"{prefix}lease:{info.id}")
+            await b.push_chunks(AGENT, info.id, [text("m", "C")])
+            with pytest.raises(StreamActive):
+                await backend_a.save(stream, [])
+        assert backend_a.refused == 1
+        after = await a.push_chunks(AGENT, info.id, [text("m", "D")])
+        assert after.last_seq == 24
+        result = await a.end_stream(AGENT, info.id, "COMPLETED")
+        expected = "".join(f"{i} " for i in range(20)) + "BCD"
+        assert [m.props for m in result.messages] == [{"content": expected}]
+    finally:
+        await a.close()
+        await b.close()
