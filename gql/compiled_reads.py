@@ -74,7 +74,10 @@ from store.prepared import (
     chat_page_statement,
     chat_position,
     chat_reader,
+    chat_statement,
     fetch,
+    has_last_message,
+    last_message_reader,
     message_page_statement,
     message_reader,
 )
@@ -286,7 +289,7 @@ def _object(parent: GraphQLObjectType, name: str, *, plain: bool = True,
 
 
 _READERS: dict[str, Callable[[str], Callable[[Any], Any] | None]] = {
-    "messages": message_reader, "chats": chat_reader}
+    "messages": message_reader, "chats": chat_reader, "chat": chat_reader}
 
 
 def _check_message_arguments(field_def: GraphQLField) -> None:
@@ -309,6 +312,48 @@ def _check_chat_list_arguments(field_def: GraphQLField, node: FieldNode) -> None
             raise _NoPlan
     if any(argument.name.value not in ("first", "after") for argument in node.arguments or ()):
         raise _NoPlan
+
+
+def _compile_chat(operation: OperationDefinitionNode, root: _Shape, field_def: GraphQLField,
+                  nodes: list[FieldNode], collector: _Collector) -> _PagePlan:
+    """``chat(id)``: its scalars and ``lastMessage`` (its scalars), from one row."""
+    if set(field_def.args) != {"id"}:
+        raise _NoPlan
+    chat_type, nullable = _unwrap(field_def.type)
+    if not nullable or not isinstance(chat_type, GraphQLObjectType):
+        raise _NoPlan
+    shape: _Shape = []
+    for key, (name, fields) in collector.fields(chat_type, nodes).items():
+        if name == "__typename":
+            shape.append((key, _constant(chat_type.name)))
+        elif name == "lastMessage":
+            last = chat_type.fields.get(name)
+            strawberry_field = last.extensions.get("strawberry-definition") if last else None
+            message_type, last_nullable = _unwrap(last.type) if last else (None, False)
+            if last is None or last.args or not last_nullable or (
+                getattr(strawberry_field, "python_name", None) != "last_message"
+            ) or not isinstance(message_type, GraphQLObjectType):
+                raise _NoPlan
+            message: _Shape = []
+            for message_key, (message_name, _) in collector.fields(message_type,
+                                                                   fields).items():
+                if message_name == "__typename":
+                    message.append((message_key, _constant(message_type.name)))
+                else:
+                    message.append((message_key, _column(message_type, message_name,
+                                                         last_message_reader)))
+            shape.append((key, _last_message(message)))
+        else:
+            shape.append((key, _column(chat_type, name, chat_reader)))
+    return _PagePlan(kind="chat", operation=operation, root=root, field=field_def,
+                     node=nodes[0], connection=shape, needs_cursors=False)
+
+
+def _last_message(shape: _Shape) -> Callable[[Any], Any]:
+    def output(row: Any) -> Any:
+        return _fill(shape, row) if has_last_message(row) else None
+
+    return output
 
 
 def _compile_page(schema: Any, document: DocumentNode,
@@ -345,6 +390,8 @@ def _compile_page(schema: Any, document: DocumentNode,
         raise _NoPlan
     field_def, nodes = page
     kind = nodes[0].name.value
+    if kind == "chat":
+        return _compile_chat(operation, root, field_def, nodes, collector)
     if kind == "messages":
         _check_message_arguments(field_def)
     else:
@@ -423,7 +470,7 @@ class CompiledReads:
     def plan_for(self, query: str | None, operation_name: str | None) -> _PagePlan | None:
         """The cached plan for a document, or None when it must run the ordinary way."""
         if (not self._settings.compiled_reads or not query or len(query) > _MAX_DOCUMENT
-                or ("messages" not in query and "chats" not in query)):
+                or ("messages" not in query and "chat" not in query)):
             return None
         key = (query, operation_name)
         try:
@@ -482,6 +529,9 @@ class CompiledReads:
         if isinstance(coerced, list):
             raise _Fallback
         arguments = get_argument_values(plan.field, plan.node, coerced)
+        if plan.kind == "chat":
+            chat = await self._chat(plan, context, arguments)
+            return {key: chat if what is None else what for key, what in plan.root}
         read = self._messages if plan.kind == "messages" else self._chats
         page, cursors, has_next, has_previous = await read(plan, context, arguments)
         flags = {"next": has_next, "previous": has_previous,
@@ -498,6 +548,21 @@ class CompiledReads:
                 connection[key] = {info_key: info if isinstance(info, str) else flags[info[1]]
                                    for info_key, info in what[1]}
         return {key: connection if what is None else what for key, what in plan.root}
+
+    async def _chat(self, plan: _PagePlan, context: Context,
+                    arguments: dict[str, Any]) -> dict[str, Any]:
+        """One visible chat (and its newest message) as ``get_chat`` finds it."""
+        chat_id = arguments.get("id")
+        if not isinstance(chat_id, str):
+            raise _Fallback
+        check_chat_id(chat_id)
+        db, who = context.db, context.identity
+        statement = chat_statement(ChatPageShape.of(db, who, after=False))
+        rows = await fetch(db, statement, {"chat": chat_id, "user": who.user_id,
+                                           "tenant": who.tenant_id, "team": who.team_id})
+        if len(rows) != 1:
+            raise _Fallback  # null chat: the executor answers it
+        return _fill(plan.connection, rows[0])
 
     async def _messages(self, plan: _PagePlan, context: Context, arguments: dict[str, Any]
                         ) -> tuple[list[Any], list[str], bool, bool]:

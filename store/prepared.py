@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, String, bindparam, false, select
+from sqlalchemy import BigInteger, Integer, String, and_, bindparam, false, func, select
 from sqlalchemy.engine import make_url
 
 from store import access
@@ -45,7 +45,10 @@ __all__ = [
     "chat_page_statement",
     "chat_position",
     "chat_reader",
+    "chat_statement",
     "fetch",
+    "has_last_message",
+    "last_message_reader",
     "message_page_statement",
     "message_reader",
 ]
@@ -235,6 +238,53 @@ def _compile_chat_page(shape: ChatPageShape) -> PreparedStatement:
 def _marked_identity(privileged: bool, team: bool) -> Identity:
     return Identity(user_id=_USER, tenant_id=_TENANT, team_id=_TEAM if team else None,
                     roles=frozenset({"admin"}) if privileged else frozenset())
+
+
+_chat_reads: dict[ChatPageShape, PreparedStatement] = {}
+
+
+def chat_statement(shape: ChatPageShape) -> PreparedStatement:
+    """One chat as :func:`store.chats.get_chat` finds it, with its newest message as
+    :func:`store.chat_lists.newest_messages` finds it (``after`` is unused).
+
+    Named slots: ``chat``, ``user``, ``tenant``, ``team``. One row when the chat is
+    visible: :data:`CHAT_COLUMNS`, then :data:`MESSAGE_COLUMNS` (all null while the chat
+    has no messages).
+    """
+    statement = _chat_reads.get(shape)
+    if statement is None:
+        who = _marked_identity(shape.privileged, shape.team)
+        later = messages.alias("later")
+        newest = select(func.max(later.c.sequence)).where(
+            later.c.chat_id == chats.c.id).scalar_subquery()
+        query = (
+            select(*(chats.c[name] for name in CHAT_COLUMNS),
+                   *(messages.c[name] for name in MESSAGE_COLUMNS))
+            .select_from(chats)
+            .outerjoin(messages, and_(messages.c.chat_id == chats.c.id,
+                                      messages.c.sequence == newest))
+            .where(chats.c.id == bindparam("chat", type_=String()),
+                   chats.c.deleted_at.is_(None), access.can_read(who))
+        )
+        statement = _chat_reads[shape] = _compiled(query, shape.dialect)
+    return statement
+
+
+def last_message_reader(name: str) -> Callable[[Sequence[Any]], Any] | None:
+    """Like :func:`message_reader`, for the message half of a :func:`chat_statement` row."""
+    offset = len(CHAT_COLUMNS)
+    if name == "tokens_estimated":
+        return lambda row: False
+    if name not in MESSAGE_COLUMNS:
+        return None
+    read = _reader(MESSAGE_COLUMNS, name)
+    assert read is not None
+    return lambda row: read(row[offset:])
+
+
+def has_last_message(row: Sequence[Any]) -> bool:
+    """Whether a :func:`chat_statement` row carries a message."""
+    return row[len(CHAT_COLUMNS)] is not None
 
 
 async def _keep(connection: Any) -> None:
