@@ -4,10 +4,10 @@ Front ends send the same few documents again and again — a page of messages
 (``messages``), the chat list in its default shape (``chats(first, after)``) and a
 chat with its newest message (``chat(id) { … lastMessage { … } }``) — and for a page
 of messages the general executor spends far more time walking ~300 fields than the
-database spends finding the rows. Here a document is turned, once per text, into a *plan*: the page's
-arguments (as AST, coerced per request by graphql-core's own functions, so defaults and
-variables mean exactly what they mean to the executor) and the response's shape as a
-tree of output keys. A request with a plan runs one prepared statement
+database spends finding the rows. Here a document is turned, once per text, into a
+*plan*: the page's arguments (as AST, coerced per request by graphql-core's own
+functions, so defaults and variables mean exactly what they mean to the executor) and
+the response's shape as a tree of output keys. A request with a plan runs one prepared statement
 (:mod:`store.prepared`) and fills the shape from the rows in one pass.
 
 The general executor stays the reference. A document gets a plan only when it parses
