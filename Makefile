@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install serve test lint schema bench-quick
+.PHONY: install serve test lint schema bench-quick js-install js-test assets
 
 $(BIN)/chatql: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +19,36 @@ install: $(BIN)/chatql
 serve: install
 	$(BIN)/chatql serve --host $(HOST) --port $(PORT)
 
-test: install
+# The JavaScript unit tests run first, so pytest prints the closing summary line.
+test: install js-test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Front-end packages: installed with `npm ci` when Node.js is there (CI requires it).
+NPM_DIRS := clients/js clients/web
+HAVE_NPM := $(shell command -v npm >/dev/null 2>&1 && echo yes)
+
+js-install:
+ifeq ($(HAVE_NPM),yes)
+	@for dir in $(NPM_DIRS); do \
+	  if [ ! -f $$dir/node_modules/.package-lock.json ] || \
+	     [ $$dir/package-lock.json -nt $$dir/node_modules/.package-lock.json ]; then \
+	    (cd $$dir && npm ci --no-audit --no-fund) || exit 1; \
+	  fi; \
+	done
+else
+	@if [ "$$CI" = "true" ]; then echo "CI requires Node.js and npm" >&2; exit 1; fi
+	@echo "Node.js is not installed: the JavaScript tests are skipped"
+endif
+
+js-test: js-install
+ifeq ($(HAVE_NPM),yes)
+	cd clients/js && npx tsc -p tsconfig.test.json && npx vitest run
+	cd clients/web && npx tsc -p tsconfig.json
+endif
+
+# Rebuild the web app and playground into gql/static (commit the result).
+assets: js-install
+	cd clients/web && npm run build
 
 lint: install
 	$(BIN)/ruff check store gql tests bench

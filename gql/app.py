@@ -30,19 +30,24 @@ from gql.auth import CREDENTIAL_KEYS, authenticator_for, identity_from_credentia
 from gql.bodylimit import BodyLimitMiddleware, error_body
 from gql.compiled_reads import CompiledReads
 from gql.context import Context, Services
+from gql.export import export_endpoint
 from gql.push_fastpath import fast_push
 from gql.schema import schema
 from gql.settings import Settings
+from gql.sse import GRAPHQL_SSE_PROTOCOL, execute_plain_http
+from gql.web import page_response, web_routes
 from gql.websocket import (
     ChatqlLegacyWSHandler,
     ChatqlTransportWSHandler,
     ChatqlWebSocketAdapter,
 )
+from store.archive import ChatArchive
 from store.cursors import CursorSigner, load_or_create_secret
 from store.database import Database
 from store.errors import Unauthenticated
 from store.migrate import migrate
 from store.records import Identity
+from store.retention import RetentionSweeper
 from store.streams import StreamService, backend_from_url
 
 __all__ = ["GraphQLEndpoint", "create_app"]
@@ -79,7 +84,8 @@ class GraphQLEndpoint(GraphQL[Context, None]):
             graphql_ide="graphiql" if settings.playground else None,
             keep_alive=settings.ws_keepalive > 0,
             keep_alive_interval=settings.ws_keepalive or 1,
-            subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL),
+            subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL,
+                                    GRAPHQL_SSE_PROTOCOL),
             connection_init_wait_timeout=timedelta(seconds=settings.ws_init_timeout),
             max_subscriptions_per_connection=settings.max_subscriptions_per_connection,
         )
@@ -105,6 +111,10 @@ class GraphQLEndpoint(GraphQL[Context, None]):
                 error_body(error.reason, "INVALID_ARGUMENT"), status_code=error.status_code
             )
         await response(scope, receive, send)
+
+    async def render_graphql_ide(self, request: Request) -> Response:
+        # GraphiQL bundled with chatql (gql/web.py): no CDN, dev identity headers offered.
+        return page_response("playground.html", self._settings, request)
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> Context:
         services: Services = self._services_of(request)
@@ -160,14 +170,16 @@ class GraphQLEndpoint(GraphQL[Context, None]):
                                      request_data.operation_name, request_data.variables)
             if pushed is not None:
                 return ExecutionResult(data=pushed["data"], errors=None)
-        # Message pages are read again and again: see gql/compiled_reads.py.
-        compiled = await self._compiled_reads.execute(context, request_data.query,
-                                                      request_data.operation_name,
-                                                      request_data.variables)
-        if compiled is not None:
-            return ExecutionResult(data=compiled, errors=None)
-        return await super().execute_single(request, request_adapter, sub_response, context,
-                                            root_value, request_data)
+        # Pages and chats are read again and again: see gql/compiled_reads.py.
+        if request_adapter.method == "POST" or self.allow_queries_via_get:
+            compiled = await self._compiled_reads.execute(context, request_data.query,
+                                                          request_data.operation_name,
+                                                          request_data.variables)
+            if compiled is not None:
+                return ExecutionResult(data=compiled, errors=None)
+        # Subscriptions run over WebSocket or SSE only (see gql/sse.py).
+        return await execute_plain_http(self, request_adapter.method, context, root_value,
+                                        request_data)
 
     def encode_json(self, data: object) -> str:
         # Text, not bytes: WebSocket frames must be text (graphql-ws JS clients close
@@ -253,12 +265,18 @@ def create_app(settings: Settings | None = None) -> Starlette:
             streams = StreamService(db, backend_from_url(settings.broker_url),
                                     idle_timeout=settings.stream_idle_timeout,
                                     max_bytes=settings.max_stream_bytes)
+            archive = ChatArchive(settings.archive_url)
             app.state.services = Services(settings=settings, db=db, cursors=CursorSigner(key),
-                                          streams=streams)
+                                          streams=streams, archive=archive)
             await streams.start()
+            retention = RetentionSweeper(db, interval=settings.sweep_interval,
+                                         trash_days=settings.trash_days, archive=archive,
+                                         archive_after_days=settings.archive_after_days)
+            retention.start()
             try:
                 yield
             finally:
+                await retention.close()
                 # Shutdown (SIGTERM/SIGINT): persist or hand over every stream first.
                 await streams.close()
         finally:
@@ -281,6 +299,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/graphql", graphql, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", graphql),
             Route("/healthz", healthz),
+            *web_routes(settings),
+            Route("/chats/{chat_id}/export", export_endpoint, methods=["GET"]),
         ],
         lifespan=lifespan,
         middleware=[

@@ -50,6 +50,22 @@ class ChatFilter:
     channel: str | None = strawberry.field(
         default=None, description="Only chats of this channel (api, widget, telegram …)."
     )
+    created_by: str | None = None
+    team_id: str | None = None
+    mode: str | None = strawberry.field(
+        default=None, description="Only chats of this mode (naming subagent lists them)."
+    )
+    include_subagents: bool | None = strawberry.field(
+        default=False, description="Also list chats whose mode is subagent."
+    )
+    tags: list[str] | None = strawberry.field(
+        default=None, description="Only chats carrying every one of these tags."
+    )
+    pinned: bool | None = None
+    deleted: bool | None = strawberry.field(
+        default=False,
+        description="true: the trash, the deleted chats the caller may restore.",
+    )
 
     def to_store(self) -> store_lists.ChatListFilter:
         return store_lists.ChatListFilter(
@@ -60,6 +76,13 @@ class ChatFilter:
             end_time=self.end_time,
             time_field=(self.time_field or TimeField.LAST_MESSAGE_AT).value,
             channel=self.channel,
+            created_by=self.created_by,
+            team_id=self.team_id,
+            mode=self.mode,
+            include_subagents=bool(self.include_subagents),
+            tags=None if self.tags is None else tuple(self.tags),
+            pinned=self.pinned,
+            deleted=bool(self.deleted),
         )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import strawberry
 
 from gql.context import Info
@@ -29,6 +31,12 @@ class ChatMutation:
     async def create_chat(self, info: Info, input: CreateChatInput) -> Chat:
         if input.metadata is not None and not isinstance(input.metadata, dict):
             raise InvalidArgument("metadata must be a JSON object")
+        expires_at = input.expires_at
+        if input.temporary:
+            if expires_at is not None:
+                raise InvalidArgument("give either temporary or expiresAt, not both")
+            ttl = info.context.services.settings.temporary_ttl
+            expires_at = store_chats.now() + timedelta(seconds=ttl)
         chat = await store_chats.create_chat(
             info.context.db,
             info.context.identity,
@@ -41,6 +49,9 @@ class ChatMutation:
             sort=input.sort,
             metadata=input.metadata,
             channel=input.channel,
+            tags=input.tags,
+            pinned=input.pinned,
+            expires_at=expires_at,
         )
         return chat  # type: ignore[return-value]
 
@@ -60,7 +71,10 @@ class ChatMutation:
         )
         return chat  # type: ignore[return-value]
 
-    @strawberry.mutation(description="Change title, status, share, public, sort or metadata.")
+    @strawberry.mutation(
+        description="Change title, status, share, public, sort, metadata, tags, pinned "
+        "or expiresAt."
+    )
     async def update_chat(self, info: Info, id: strawberry.ID, input: UpdateChatInput) -> Chat:
         chat = await store_chats.update_chat(
             info.context.db, info.context.identity, str(id), input.changes()

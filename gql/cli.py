@@ -1,4 +1,11 @@
-"""The ``chatql`` command: ``serve``, ``migrate`` and ``export-schema``."""
+"""The ``chatql`` command: ``serve``, ``migrate``, ``export-schema``, ``export`` and
+``import``.
+
+``export`` and ``import`` talk to the database directly (``CHATQL_DATABASE_URL`` or
+``--database-url``), as an operator of one tenant: ``export`` reads any chat of the
+tenant, ``import`` makes ``--user`` the new chat's owner. Expected failures print one
+line on stderr and exit with status 1.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,7 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
+from typing import Any
 
 __all__ = ["main"]
 
@@ -54,6 +62,58 @@ def _migrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _transfer(args: argparse.Namespace, work: Any) -> int:
+    from gql.settings import Settings
+    from store.database import Database
+    from store.errors import ChatqlError
+
+    async def run() -> None:
+        db = Database(args.database_url or Settings.from_env().database_url)
+        try:
+            await work(db)
+        finally:
+            await db.dispose()
+
+    try:
+        asyncio.run(run())
+    except ChatqlError as error:
+        sys.stderr.write(f"chatql {args.command}: {error}\n")
+        return 1
+    return 0
+
+
+def _export_chat(args: argparse.Namespace) -> int:
+    from store.export import export_chat, open_export
+    from store.records import Identity
+
+    who = Identity(user_id="chatql-cli", tenant_id=args.tenant, roles=frozenset({"admin"}))
+    out = sys.stdout.buffer
+
+    async def work(db: Any) -> None:
+        chat = await open_export(db, who, args.chat_id)
+        async for line in export_chat(db, chat):
+            out.write(line)
+        out.flush()
+
+    return _transfer(args, work)
+
+
+def _import_chat(args: argparse.Namespace) -> int:
+    from store.imports import import_file
+    from store.records import Identity
+
+    who = Identity(user_id=args.user, tenant_id=args.tenant, team_id=args.team)
+
+    async def work(db: Any) -> None:
+        chat, written = await import_file(
+            db, who, args.file, import_id=args.import_id, chat_id=args.chat_id,
+            assistant_id=args.assistant_id, batch_lines=args.batch,
+        )
+        sys.stdout.write(f"{chat.id}\t{written} lines written\n")
+
+    return _transfer(args, work)
+
+
 def schema_sdl() -> str:
     from strawberry.printer import print_schema
 
@@ -85,6 +145,24 @@ def main(argv: list[str] | None = None) -> int:
     export = commands.add_parser("export-schema", help="write the schema as GraphQL SDL")
     export.add_argument("-o", "--output", default="schema.graphql", help="'-' for stdout")
     export.set_defaults(run=_export_schema)
+    chat_export = commands.add_parser("export", help="write a chat as JSON Lines to stdout")
+    chat_export.add_argument("chat_id")
+    chat_export.add_argument("--tenant", default="default")
+    chat_export.add_argument("--database-url", default=None, help="default: CHATQL_DATABASE_URL")
+    chat_export.set_defaults(run=_export_chat)
+    chat_import = commands.add_parser(
+        "import", help="create a chat from a JSON Lines export (resumable; see --import-id)")
+    chat_import.add_argument("file")
+    chat_import.add_argument("--tenant", default="default")
+    chat_import.add_argument("--user", default="dev", help="the new chat's owner")
+    chat_import.add_argument("--team", default=None)
+    chat_import.add_argument("--chat-id", default=None, help="default: the export's chat id")
+    chat_import.add_argument("--assistant-id", default=None)
+    chat_import.add_argument("--import-id", default=None,
+                             help="default: derived from the file's content")
+    chat_import.add_argument("--batch", type=int, default=5_000, help="lines per transaction")
+    chat_import.add_argument("--database-url", default=None, help="default: CHATQL_DATABASE_URL")
+    chat_import.set_defaults(run=_import_chat)
     args = parser.parse_args(argv)
     return int(args.run(args))
 

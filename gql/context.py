@@ -10,6 +10,7 @@ from starlette.websockets import WebSocket
 from strawberry.types import Info as StrawberryInfo
 
 from gql.settings import Settings
+from store.archive import ChatArchive
 from store.cursors import CursorSigner
 from store.database import Database
 from store.records import Identity
@@ -27,6 +28,8 @@ class Services:
     cursors: CursorSigner
     #: Live streams: producers' operations and subscriptions.
     streams: StreamService | None = None
+    #: Cold storage for archived chats.
+    archive: ChatArchive | None = None
 
 
 @dataclass

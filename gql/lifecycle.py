@@ -6,6 +6,7 @@ from typing import Annotated
 
 import strawberry
 
+from gql.archive import bring_back
 from gql.context import Info
 from gql.types import Message
 from store import lifecycle as store_lifecycle
@@ -46,6 +47,10 @@ class LifecycleQuery:
             max_tokens=max_tokens, include_thinking=bool(include_thinking),
             memory_scopes=memory_scopes,
         )
+        if not context and await bring_back(info, str(chat_id)):
+            context = await store_lifecycle.model_context(
+                info.context.db, info.context.identity, str(chat_id), limit
+            )
         return context  # type: ignore[return-value]
 
 
@@ -59,6 +64,7 @@ class LifecycleMutation:
         )
     )
     async def start_over(self, info: Info, chat_id: strawberry.ID) -> Message:
+        await bring_back(info, str(chat_id))
         boundary = await store_lifecycle.start_over(
             info.context.db, info.context.identity, str(chat_id)
         )
@@ -69,6 +75,7 @@ class LifecycleMutation:
         "in for everything before it."
     )
     async def compact_chat(self, info: Info, chat_id: strawberry.ID, summary: str) -> Message:
+        await bring_back(info, str(chat_id))
         boundary = await store_lifecycle.compact_chat(
             info.context.db, info.context.identity, str(chat_id), summary
         )

@@ -37,14 +37,14 @@ from graphql import (
     ValidationContext,
     ValidationRule,
 )
-from strawberry.extensions import SchemaExtension
+from strawberry.extensions import ParserCache, SchemaExtension
 
 from gql.document_shapes import has_nul
 from gql.errors import QueryTooComplex
 from gql.settings import Settings
 from store.errors import InvalidArgument
 
-__all__ = ["NoNulStrings", "QueryLimits", "limit_rules"]
+__all__ = ["DocumentParserCache", "NoNulStrings", "QueryLimits", "limit_rules"]
 
 _DEFAULTS = Settings()
 
@@ -170,4 +170,26 @@ class QueryLimits(SchemaExtension):
         if not context.pre_execution_errors and has_nul(context.variables):
             error = GraphQLError(_NUL_MESSAGE, original_error=InvalidArgument(_NUL_MESSAGE))
             context.pre_execution_errors = [error]
+        yield
+
+
+class DocumentParserCache(ParserCache):
+    """Strawberry's parse cache, with a document that does not parse left to the
+    ordinary parse step.
+
+    The cache parses in the extension's ``on_parse`` hook, outside the ``try`` that turns
+    a syntax error into a GraphQL error result, so over WebSocket such a document
+    escaped as an exception (a logged traceback and no answer). Leaving the document
+    unset on an error lets Strawberry parse it again itself (same options, same error)
+    and answer with the error as a result, on every transport.
+    """
+
+    def on_parse(self) -> Iterator[None]:
+        context = self.execution_context
+        try:
+            context.graphql_document = self.cached_parse_document(
+                context.query, **context.parse_options
+            )
+        except GraphQLError:
+            context.graphql_document = None
         yield

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import strawberry
 
+from gql.archive import bring_back
 from gql.context import Info
 from gql.types import (
     AppendReceipt,
@@ -18,6 +19,7 @@ from gql.types import (
 from store import messages as store_messages
 from store.errors import InvalidArgument, InvalidCursor
 from store.ids import check_chat_id
+from store.records import MessagePage
 
 __all__ = ["MessageMutation", "MessageQuery", "message_connection"]
 
@@ -50,16 +52,23 @@ async def message_connection(
     store_filter = filter.to_store() if filter else store_messages.MessageFilter()
     scope = _cursor_scope(chat_id, store_filter)
     signer = info.context.services.cursors
-    page = await store_messages.list_messages(
-        info.context.db,
-        info.context.identity,
-        chat_id,
-        filter=store_filter,
-        first=first,
-        after=_sequence_from(info, scope, after),
-        last=last,
-        before=_sequence_from(info, scope, before),
-    )
+
+    async def read() -> MessagePage:
+        return await store_messages.list_messages(
+            info.context.db,
+            info.context.identity,
+            chat_id,
+            filter=store_filter,
+            first=first,
+            after=_sequence_from(info, scope, after),
+            last=last,
+            before=_sequence_from(info, scope, before),
+        )
+
+    page = await read()
+    # An archived chat has no message rows: only an empty page can mean one.
+    if not page.items and await bring_back(info, chat_id):
+        page = await read()
     edges = [
         MessageEdge(cursor=signer.encode(scope, m.sequence), node=m)  # type: ignore[arg-type]
         for m in page.items
@@ -101,6 +110,7 @@ class MessageMutation:
         append_id: str,
         messages: list[MessageInput],
     ) -> AppendReceipt:
+        await bring_back(info, str(chat_id))
         receipt = await store_messages.append_messages(
             info.context.db,
             info.context.identity,

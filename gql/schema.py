@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from strawberry.extensions import ParserCache, ValidationCache
+from strawberry.extensions import ValidationCache
 from strawberry.tools import merge_types
 
+from gql.archive import ArchiveMutation
 from gql.chat_lists import ChatListQuery
 from gql.chats import ChatMutation, ChatQuery
 from gql.errors import ChatqlSchema
 from gql.execution import LeafFastPathExecutionContext
+from gql.imports import ImportMutation
 from gql.lifecycle import LifecycleMutation, LifecycleQuery
-from gql.limits import QueryLimits
+from gql.limits import DocumentParserCache, QueryLimits
 from gql.memory import MemoryMutation, MemoryQuery
 from gql.messages import MessageMutation, MessageQuery
 from gql.search import SearchQuery
@@ -26,7 +28,8 @@ Query = merge_types(
 )
 Mutation = merge_types(
     "Mutation",
-    (ChatMutation, MessageMutation, LifecycleMutation, StreamMutation, MemoryMutation),
+    (ChatMutation, MessageMutation, LifecycleMutation, StreamMutation, MemoryMutation,
+     ImportMutation, ArchiveMutation),
 )
 Subscription = merge_types("Subscription", (StreamSubscription,))
 
@@ -36,7 +39,7 @@ schema = ChatqlSchema(
     query=Query,
     mutation=Mutation,
     subscription=Subscription,
-    extensions=[lambda: ParserCache(maxsize=1024), lambda: ValidationCache(maxsize=1024),
+    extensions=[lambda: DocumentParserCache(maxsize=1024), lambda: ValidationCache(maxsize=1024),
                 # Last: it checks variables after ValidationCache has validated.
                 QueryLimits],
     execution_context_class=LeafFastPathExecutionContext,

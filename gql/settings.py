@@ -59,6 +59,16 @@ class Settings:
     #: Agent memory: characters per entry, and per (subject, scope) in total.
     memory_entry_chars: int = 4_000
     memory_scope_chars: int = 20_000
+    #: Seconds a chat created with ``temporary: true`` lives (default one day).
+    temporary_ttl: float = 24 * 3600.0
+    #: Days a soft-deleted chat stays in the trash before the sweeper purges it.
+    trash_days: float = 30.0
+    #: Seconds between retention sweeps on each instance (0 turns the sweeper off).
+    sweep_interval: float = 30.0
+    #: Where archived chats go: ``file:///path`` or ``s3://bucket/prefix``.
+    archive_url: str = "file://./chatql-archive"
+    #: Days without activity after which the sweeper archives a chat (0: never).
+    archive_after_days: float = 0.0
     #: Answer the documents front ends repeat (message pages) from compiled plans.
     compiled_reads: bool = True
 

@@ -15,6 +15,7 @@ from typing import Any
 import strawberry
 from strawberry.scalars import JSON
 
+from gql.archive import bring_back
 from gql.context import Info
 from gql.push_fastpath import take_refusal
 from gql.types import Message, MessageInput, Role, StreamStatus
@@ -257,6 +258,7 @@ class StreamQuery:
 class StreamMutation:
     @strawberry.mutation(description="Open a stream in a chat (at most one active per chat).")
     async def start_stream(self, info: Info, input: StartStreamInput) -> Stream:
+        await bring_back(info, str(input.chat_id))  # an archived chat returns first
         stream = await _streams(info).start_stream(
             info.context.identity,
             str(input.chat_id),

@@ -204,6 +204,15 @@ class Chat:
     updated_by: str | None
     team_id: str | None
     tenant_id: str | None
+    tags: list[str] = strawberry.field(description="Sorted, distinct; at most 20.")
+    pinned: bool
+    expires_at: datetime | None = strawberry.field(
+        description="When the chat is purged for good; null keeps it until deleted."
+    )
+    archived_at: datetime | None = strawberry.field(
+        description="When its messages moved to the cold archive (null: in the database). "
+        "Reading, appending or streaming brings them back first."
+    )
     channel: str = strawberry.field(
         description="Where the conversation happens (api, widget, telegram …); set at creation."
     )
@@ -262,6 +271,16 @@ class CreateChatInput:
     channel: str = strawberry.field(
         default="api", description="Where the conversation happens, 1-64 characters."
     )
+    tags: list[str] | None = strawberry.field(
+        default=None, description="At most 20, each 1-64 characters; kept sorted, repeats dropped."
+    )
+    pinned: bool = False
+    expires_at: datetime | None = strawberry.field(
+        default=None, description="Purge the chat for good at this moment."
+    )
+    temporary: bool = strawberry.field(
+        default=False, description="Expire after the service's temporary-chat lifetime."
+    )
 
 
 @strawberry.input(description="Fields left out stay as they are.")
@@ -272,6 +291,11 @@ class UpdateChatInput:
     public: bool | None = strawberry.UNSET
     sort: int | None = strawberry.UNSET
     metadata: JSON | None = strawberry.UNSET
+    tags: list[str] | None = strawberry.UNSET
+    pinned: bool | None = strawberry.UNSET
+    expires_at: datetime | None = strawberry.field(
+        default=strawberry.UNSET, description="null keeps the chat until it is deleted."
+    )
 
     def changes(self) -> dict[str, Any]:
         values = {
@@ -281,6 +305,9 @@ class UpdateChatInput:
             "public": self.public,
             "sort": self.sort,
             "metadata": self.metadata,
+            "tags": self.tags,
+            "pinned": self.pinned,
+            "expires_at": self.expires_at,
         }
         return {
             key: value.value if isinstance(value, Enum) else value

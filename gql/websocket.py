@@ -26,6 +26,12 @@
   Anything else — fragments, directives, other root fields, any error, a chat the
   caller may not read — goes the ordinary way, so errors look as they always do.
   ``pushChunks`` takes the fast path of ``gql/push_fastpath.py`` here too.
+- **A document that does not parse is an error, not a closed socket.** Strawberry
+  closes a ``graphql-transport-ws`` socket with 4400 on a syntax error, dropping every
+  other operation on it, and the legacy handler answered nothing. Here both protocols
+  answer that one operation with an ``error`` message (``INVALID_ARGUMENT``; a document
+  over the token limit ``QUERY_TOO_COMPLEX``) and the socket stays open. (An unknown
+  ``operationName`` still closes with 4400, as the protocol describes.)
 - **Every operation on the legacy protocol.** Strawberry's ``graphql-ws`` handler
   runs only subscriptions; producers may send queries and mutations there as well.
 """
@@ -44,6 +50,7 @@ import orjson
 from graphql import (
     DocumentNode,
     GraphQLError,
+    GraphQLSyntaxError,
     OperationType,
     ValueNode,
     VariableNode,
@@ -332,6 +339,13 @@ class ChatqlTransportWSHandler(BaseGraphQLTransportWSHandler[Any, None]):
 
         await _relay(self.context, plan, chat_id, queue, lambda p: prefix + p + "}", send_next)
         await operation.send_operation_message({"id": operation.id, "type": "complete"})
+
+    @staticmethod
+    def _get_pre_execution_close_reason(error: GraphQLError) -> str | None:
+        # A document that does not parse is answered with ``error``; the socket stays.
+        if isinstance(error, GraphQLSyntaxError):
+            return None
+        return BaseGraphQLTransportWSHandler._get_pre_execution_close_reason(error)
 
     async def shutdown(self) -> None:
         if self._ping_task is not None:

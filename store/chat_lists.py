@@ -31,6 +31,7 @@ from sqlalchemy import (
     Select,
     and_,
     case,
+    exists,
     false,
     func,
     literal,
@@ -41,12 +42,12 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store import access
-from store.chats import CHAT_STATUSES, chat_from_row
+from store.chats import CHAT_STATUSES, chat_from_row, check_tags, now, present
 from store.database import Database
 from store.errors import InvalidArgument, InvalidCursor
 from store.messages import message_from_row
 from store.records import Chat, Identity, Message
-from store.tables import chats, messages
+from store.tables import chat_tags, chats, messages
 
 __all__ = [
     "BUCKETS",
@@ -90,6 +91,8 @@ TIME_FIELDS: dict[str, Any] = {
 WEEKDAYS = {"MONDAY": 0, "SUNDAY": 6}
 _TIME_ORDERS = ("LAST_MESSAGE_AT", "CREATED_AT", "UPDATED_AT")
 _MAX_KEYWORDS = 200
+#: Chats of this mode are internal agent runs, left out of lists unless asked for.
+SUBAGENT_MODE = "subagent"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +100,10 @@ class ChatListFilter:
     """Narrows a chat list; every field given must match.
 
     ``start_time`` is inclusive and ``end_time`` exclusive, both applied to
-    ``time_field`` (the same field the groups bucket by).
+    ``time_field`` (the same field the groups bucket by). Chats whose ``mode`` is
+    ``subagent`` are left out unless ``include_subagents`` or ``mode`` names them;
+    ``tags`` keeps chats carrying every one of the tags; ``deleted=True`` lists the
+    trash instead: the soft-deleted chats the caller may restore.
     """
 
     assistant_id: str | None = None
@@ -107,8 +113,17 @@ class ChatListFilter:
     end_time: datetime | None = None
     time_field: str = "LAST_MESSAGE_AT"
     channel: str | None = None
+    created_by: str | None = None
+    team_id: str | None = None
+    mode: str | None = None
+    include_subagents: bool = False
+    tags: tuple[str, ...] | None = None
+    pinned: bool | None = None
+    deleted: bool = False
 
     def check(self) -> None:
+        if self.tags is not None:
+            check_tags(list(self.tags))
         if self.status is not None and self.status not in CHAT_STATUSES:
             raise InvalidArgument(f"status must be one of {', '.join(CHAT_STATUSES)}")
         if self.time_field not in TIME_FIELDS:
@@ -138,7 +153,32 @@ class ChatListFilter:
             found.append(column >= self.start_time)
         if self.end_time is not None:
             found.append(column < self.end_time)
+        if self.created_by is not None:
+            found.append(chats.c.created_by == self.created_by)
+        if self.team_id is not None:
+            found.append(chats.c.team_id == self.team_id)
+        if self.mode is not None:
+            found.append(chats.c.mode == self.mode)
+        elif not self.include_subagents:
+            found.append(chats.c.mode != SUBAGENT_MODE)
+        for tag in sorted(set(self.tags or ())):
+            # A primary-key probe of chat_tags per candidate (or a semi-join the planner
+            # picks when the tag is rare); the chat list keeps its keyset index order.
+            found.append(exists().where(chat_tags.c.chat_id == chats.c.id, chat_tags.c.tag == tag))
+        if self.pinned is not None:
+            found.append(chats.c.pinned.is_(self.pinned))
         return found
+
+    def visible(self, who: Identity) -> list[ColumnElement[bool]]:
+        """The rows this list may show ``who``: live chats, or its restorable trash."""
+        if not self.deleted:
+            return [present(), access.can_read(who)]
+        return [
+            chats.c.deleted_at.is_not(None),
+            or_(chats.c.expires_at.is_(None), chats.c.expires_at > now()),
+            access.can_read(who),
+            access.can_write(who),
+        ]
 
     def key(self) -> str:
         """A stable text form, so cursors can be bound to the filter."""
@@ -149,6 +189,13 @@ class ChatListFilter:
             None if self.start_time is None else self.start_time.astimezone(UTC).isoformat(),
             None if self.end_time is None else self.end_time.astimezone(UTC).isoformat(),
             self.time_field,
+            self.created_by,
+            self.team_id,
+            self.mode,
+            "subagents" if self.include_subagents else "-",
+            None if self.tags is None else ",".join(sorted(set(self.tags))),
+            None if self.pinned is None else str(self.pinned),
+            "trash" if self.deleted else "live",
         )
         # Length-prefixed so no choice of values can collide with another.
         key = "|".join("-" if p is None else f"{len(p)}:{p}" for p in parts)
@@ -386,7 +433,7 @@ async def list_chats(
     start = None if after is None else _parse_position(after, order_by)
     descending = order == "DESC"
 
-    where = [chats.c.deleted_at.is_(None), access.can_read(who), *filter.clauses()]
+    where = [*filter.visible(who), *filter.clauses()]
     base = select(chats).where(*where)
     time_column = TIME_FIELDS[filter.time_field]
     bucket = case(
@@ -479,7 +526,9 @@ async def newest_messages(
         .join(messages, and_(messages.c.chat_id == chats.c.id, messages.c.sequence == newest))
         .where(
             chats.c.id.in_(list(dict.fromkeys(chat_ids))),
-            chats.c.deleted_at.is_(None),
+            or_(chats.c.expires_at.is_(None), chats.c.expires_at > now()),
+            # The trash shows its chats' newest messages to those who may restore them.
+            or_(chats.c.deleted_at.is_(None), access.can_write(who)),
             access.can_read(who),
         )
     )

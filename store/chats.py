@@ -1,4 +1,10 @@
-"""Chats: create, read, update, soft delete, restore and purge (SPEC §4, §7)."""
+"""Chats: create, read, update, soft delete, restore and purge.
+
+A chat also carries organising fields — ``tags`` (at most 20, each 1-64 characters,
+kept sorted with repeats dropped, mirrored one per row in ``chat_tags`` for filtering)
+and ``pinned`` — and ``expires_at``: once that moment has passed the chat reads as
+absent everywhere, even before the retention sweeper purges it.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Row, delete, exists, insert, select, update
+from sqlalchemy import ColumnElement, Row, and_, delete, exists, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -18,6 +24,7 @@ from store.ids import check_chat_id, new_id
 from store.records import Chat, Identity
 from store.tables import (
     append_receipts,
+    chat_tags,
     chats,
     closed_chats,
     messages,
@@ -29,28 +36,73 @@ __all__ = [
     "CHAT_SHARES",
     "CHAT_STATUSES",
     "DEFAULT_CHANNEL",
+    "MAX_TAGS",
+    "MAX_TAG_LENGTH",
     "chat_for",
     "chat_from_row",
     "check_channel",
+    "check_tags",
     "create_chat",
     "delete_chat",
     "get_chat",
+    "insert_chat",
+    "normalised_fields",
+    "present",
     "purge_chat",
+    "purge_rows",
     "restore_chat",
     "update_chat",
 ]
 
 CHAT_STATUSES = ("ACTIVE", "ARCHIVED")
 CHAT_SHARES = ("PRIVATE", "TEAM")
-_UPDATABLE = ("title", "status", "share", "public", "sort", "metadata")
+_UPDATABLE = (
+    "title", "status", "share", "public", "sort", "metadata", "tags", "pinned", "expires_at",
+)
 _MAX_TITLE = 1_000
 _MAX_NAME = 200
 _MAX_CHANNEL = 64
 DEFAULT_CHANNEL = "api"
+MAX_TAGS = 20
+MAX_TAG_LENGTH = 64
 
 
 def now() -> datetime:
     return datetime.now(UTC)
+
+
+def present(at: datetime | None = None) -> ColumnElement[bool]:
+    """Rows of ``chats`` that exist for readers: not deleted and not past their expiry."""
+    moment = now() if at is None else at
+    return and_(
+        chats.c.deleted_at.is_(None),
+        or_(chats.c.expires_at.is_(None), chats.c.expires_at > moment),
+    )
+
+
+def check_tags(tags: Any) -> list[str]:
+    """The tags as stored: distinct and sorted; INVALID_ARGUMENT for a bad list."""
+    if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
+        raise InvalidArgument("tags must be a list of strings")
+    for tag in tags:
+        if not 1 <= len(tag) <= MAX_TAG_LENGTH:
+            raise InvalidArgument(f"each tag must be 1-{MAX_TAG_LENGTH} characters, got {tag!r}")
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in tag):
+            raise InvalidArgument(f"tag {tag!r} contains a control character")
+    distinct = sorted(set(tags))
+    if len(distinct) > MAX_TAGS:
+        raise InvalidArgument(f"a chat has at most {MAX_TAGS} tags, got {len(distinct)}")
+    return distinct
+
+
+async def _write_tags(conn: AsyncConnection, chat_id: str, tenant_id: str,
+                      tags: list[str]) -> None:
+    await conn.execute(delete(chat_tags).where(chat_tags.c.chat_id == chat_id))
+    if tags:
+        await conn.execute(
+            insert(chat_tags),
+            [{"chat_id": chat_id, "tag": tag, "tenant_id": tenant_id} for tag in tags],
+        )
 
 
 def chat_from_row(row: Row[Any]) -> Chat:
@@ -75,6 +127,10 @@ def chat_from_row(row: Row[Any]) -> Chat:
         deleted_at=m["deleted_at"],
         activity_at=m["activity_at"],
         channel=m["channel"],
+        tags=list(m["tags"] or []),
+        pinned=bool(m["pinned"]),
+        expires_at=m["expires_at"],
+        archived_at=m["archived_at"],
     )
 
 
@@ -91,9 +147,23 @@ def _check_fields(values: Mapping[str, Any]) -> None:
     sort = values.get("sort")
     if sort is not None and not -(2**31) <= sort < 2**31:
         raise InvalidArgument("sort must fit in a 32-bit integer")
-    for key in ("public", "sort", "status", "share"):
+    for key in ("public", "sort", "status", "share", "tags", "pinned"):
         if key in values and values[key] is None:
             raise InvalidArgument(f"{key} cannot be null")
+    expires_at = values.get("expires_at")
+    if expires_at is not None:
+        if expires_at.tzinfo is None:
+            raise InvalidArgument("expiresAt needs a UTC offset")
+        if expires_at <= now():
+            raise InvalidArgument("expiresAt must be in the future")
+
+
+def normalised_fields(values: Mapping[str, Any]) -> dict[str, Any]:
+    _check_fields(values)
+    fields = dict(values)
+    if "tags" in fields:
+        fields["tags"] = check_tags(fields["tags"])
+    return fields
 
 
 async def create_chat(
@@ -109,6 +179,9 @@ async def create_chat(
     sort: int = 0,
     metadata: dict[str, Any] | None = None,
     channel: str = DEFAULT_CHANNEL,
+    tags: list[str] | None = None,
+    pinned: bool = False,
+    expires_at: datetime | None = None,
 ) -> Chat:
     """Create a chat owned by ``who``; ``id`` is generated when not given."""
     chat_id = new_id() if id is None else check_chat_id(id)
@@ -117,9 +190,11 @@ async def create_chat(
     check_channel(channel)
     if not mode or len(mode) > 32:
         raise InvalidArgument("mode must be 1-32 characters")
-    fields = {"title": title, "share": share, "public": public, "sort": sort,
-              "metadata": metadata}
-    _check_fields(fields)
+    fields = normalised_fields({
+        "title": title, "share": share, "public": public, "sort": sort,
+        "metadata": metadata, "tags": [] if tags is None else tags, "pinned": pinned,
+        "expires_at": expires_at,
+    })
     stamp = now()
     values = {
         "id": chat_id,
@@ -138,18 +213,26 @@ async def create_chat(
     }
     try:
         async with db.write() as conn:
-            closed_in = await conn.scalar(
-                select(closed_chats.c.tenant_id).where(closed_chats.c.id == chat_id)
-            )
-            if closed_in == who.tenant_id:
-                raise Conflict(f"chat id {chat_id!r} was purged and can never be used again")
-            if closed_in is not None:
-                # Chat ids are global; another tenant's purge must not show through, so
-                # it reads like any other taken id.
-                raise Conflict(f"chat id {chat_id!r} is already taken")
-            row = (await conn.execute(insert(chats).values(values).returning(chats))).one()
+            return await insert_chat(conn, values)
     except IntegrityError:
         raise Conflict(f"chat id {chat_id!r} is already taken") from None
+
+
+async def insert_chat(conn: AsyncConnection, values: Mapping[str, Any]) -> Chat:
+    """Within the caller's transaction: write a new chat row (checked values) and its
+    tags; CONFLICT for an id that is taken or was closed by a purge."""
+    chat_id, tenant_id = values["id"], values["tenant_id"]
+    closed_in = await conn.scalar(
+        select(closed_chats.c.tenant_id).where(closed_chats.c.id == chat_id)
+    )
+    if closed_in == tenant_id:
+        raise Conflict(f"chat id {chat_id!r} was purged and can never be used again")
+    if closed_in is not None or await conn.scalar(select(exists().where(chats.c.id == chat_id))):
+        # Chat ids are global; another tenant's purge must not show through, so it
+        # reads like any other taken id.
+        raise Conflict(f"chat id {chat_id!r} is already taken")
+    row = (await conn.execute(insert(chats).values(values).returning(chats))).one()
+    await _write_tags(conn, chat_id, tenant_id, list(values.get("tags") or []))
     return chat_from_row(row)
 
 
@@ -219,9 +302,7 @@ async def get_chat(db: Database, who: Identity, chat_id: str) -> Chat | None:
 async def fetch_visible_chat(conn: AsyncConnection, who: Identity, chat_id: str) -> Chat | None:
     row = (
         await conn.execute(
-            select(chats).where(
-                chats.c.id == chat_id, chats.c.deleted_at.is_(None), access.can_read(who)
-            )
+            select(chats).where(chats.c.id == chat_id, present(), access.can_read(who))
         )
     ).first()
     return None if row is None else chat_from_row(row)
@@ -242,13 +323,16 @@ async def _writable_chat(
 async def update_chat(
     db: Database, who: Identity, chat_id: str, changes: Mapping[str, Any]
 ) -> Chat:
-    """Change any of title, status, share, public, sort and metadata."""
+    """Change any of title, status, share, public, sort, metadata, tags, pinned and
+    expires_at (None clears the expiry)."""
     unknown = set(changes) - set(_UPDATABLE)
     if unknown:
         raise InvalidArgument(f"cannot update {', '.join(sorted(unknown))}")
-    _check_fields(changes)
+    changes = normalised_fields(changes)
     async with db.write() as conn:
-        await _writable_chat(conn, who, chat_id)
+        chat = await _writable_chat(conn, who, chat_id)
+        if "tags" in changes:
+            await _write_tags(conn, chat_id, chat.tenant_id, changes["tags"])
         if not changes:
             row = (await conn.execute(select(chats).where(chats.c.id == chat_id))).one()
             return chat_from_row(row)
@@ -326,10 +410,15 @@ async def _purge(db: Database, who: Identity, chat_id: str) -> bool:
             )
             return True
         chat = await _writable_chat(conn, who, chat_id, include_deleted=True)
-        for table in (messages, resume_records, append_receipts, usage_records):
-            await conn.execute(delete(table).where(table.c.chat_id == chat_id))
-        await conn.execute(delete(chats).where(chats.c.id == chat_id))
-        await conn.execute(
-            insert(closed_chats).values(id=chat_id, tenant_id=chat.tenant_id, closed_at=now())
-        )
+        await purge_rows(conn, chat_id, chat.tenant_id)
     return True
+
+
+async def purge_rows(conn: AsyncConnection, chat_id: str, tenant_id: str) -> None:
+    """Within the caller's transaction: remove everything of the chat, close its id."""
+    for table in (messages, resume_records, append_receipts, chat_tags, usage_records):
+        await conn.execute(delete(table).where(table.c.chat_id == chat_id))
+    await conn.execute(delete(chats).where(chats.c.id == chat_id))
+    await conn.execute(
+        insert(closed_chats).values(id=chat_id, tenant_id=tenant_id, closed_at=now())
+    )

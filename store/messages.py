@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store import access
-from store.chats import now
+from store.chats import now, present
 from store.database import Database
 from store.errors import (
     AppendConflict,
@@ -336,7 +336,7 @@ async def get_message(db: Database, who: Identity, message_id: str) -> Message |
                 .join(chats, chats.c.id == messages.c.chat_id)
                 .where(
                     messages.c.id == message_id,
-                    chats.c.deleted_at.is_(None),
+                    present(),
                     access.can_read(who),
                 )
             )
@@ -449,7 +449,7 @@ async def list_messages(
     newer = false() if before is None else neighbour(messages.c.sequence >= before, newest=False)
     visible = (
         select(chats.c.id)
-        .where(chats.c.id == chat_id, chats.c.deleted_at.is_(None), access.can_read(who))
+        .where(chats.c.id == chat_id, present(), access.can_read(who))
         .exists()
     )
     bounds = list(base)

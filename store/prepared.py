@@ -30,6 +30,7 @@ from sqlalchemy import BigInteger, Integer, String, and_, bindparam, false, func
 from sqlalchemy.engine import make_url
 
 from store import access
+from store.chats import now, present
 from store.database import Database
 from store.jsonutil import loads
 from store.records import Identity
@@ -51,6 +52,7 @@ __all__ = [
     "last_message_reader",
     "message_page_statement",
     "message_reader",
+    "moment_argument",
 ]
 
 #: Filter fields a prepared message page knows, in :class:`store.messages.MessageFilter` order.
@@ -64,13 +66,14 @@ MESSAGE_COLUMNS = (
 CHAT_COLUMNS = (
     "id", "title", "assistant_id", "mode", "status", "public", "share", "sort",
     "last_message_at", "metadata", "created_at", "updated_at", "created_by", "updated_by",
-    "team_id", "tenant_id", "deleted_at", "activity_at", "channel",
+    "team_id", "tenant_id", "deleted_at", "activity_at", "channel", "tags", "pinned",
+    "expires_at", "archived_at",
 )
 _ACTIVITY = CHAT_COLUMNS.index("activity_at")
 _JSON_COLUMNS = frozenset({"props", "metadata"})
 _TIME_COLUMNS = frozenset({"created_at", "updated_at", "last_message_at", "deleted_at",
-                           "activity_at"})
-_BOOL_COLUMNS = frozenset({"public"})
+                           "activity_at", "expires_at", "archived_at"})
+_BOOL_COLUMNS = frozenset({"public", "pinned"})
 
 # Marker values standing in for the caller's identity while a statement is compiled.
 _USER = "\x00prepared:user"
@@ -78,8 +81,9 @@ _TENANT = "\x00prepared:tenant"
 _TEAM = "\x00prepared:team"
 _AFTER_ID = "\x00prepared:after_id"
 _AFTER_VALUE = datetime(1111, 11, 11, 11, 11, 11, 111111, tzinfo=UTC)
+_NOW = datetime(1222, 12, 12, 12, 12, 12, 121212, tzinfo=UTC)
 _MARKERS: dict[Any, str] = {_USER: "user", _TENANT: "tenant", _TEAM: "team",
-                            _AFTER_ID: "after_id", _AFTER_VALUE: "after_value"}
+                            _AFTER_ID: "after_id", _AFTER_VALUE: "after_value", _NOW: "now"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +124,7 @@ def message_page_statement(shape: MessagePageShape) -> PreparedStatement:
     """The statement :func:`store.messages.list_messages` runs for a non-empty page.
 
     Named slots: ``chat``, ``user``, ``tenant``, ``team``, ``after``, ``before``,
-    ``limit`` and one per filter field. Rows: :data:`MESSAGE_COLUMNS`, then whether
+    ``limit``, ``now`` and one per filter field. Rows: :data:`MESSAGE_COLUMNS`, then whether
     older and newer rows exist next to the cursors.
     """
     statement = _statements.get(shape)
@@ -146,7 +150,7 @@ def _compile_message_page(shape: MessagePageShape) -> PreparedStatement:
     newer = neighbour(messages.c.sequence >= before, newest=False) if shape.before else false()
     visible = (
         select(chats.c.id)
-        .where(chats.c.id == chat, chats.c.deleted_at.is_(None), access.can_read(who))
+        .where(chats.c.id == chat, present(at=_NOW), access.can_read(who))
         .exists()
     )
     bounds = list(base)
@@ -210,7 +214,7 @@ def chat_page_statement(shape: ChatPageShape) -> PreparedStatement:
     its default order (newest activity first), without totals.
 
     Named slots: ``user``, ``tenant``, ``team``, ``after_value`` and ``after_id`` (the
-    cursor's position, see :func:`chat_after`) and ``limit``. Rows:
+    cursor's position, see :func:`chat_after`), ``limit`` and ``now``. Rows:
     :data:`CHAT_COLUMNS`, then (after a cursor) whether rows lie behind it.
     """
     statement = _chat_statements.get(shape)
@@ -220,10 +224,10 @@ def chat_page_statement(shape: ChatPageShape) -> PreparedStatement:
 
 
 def _compile_chat_page(shape: ChatPageShape) -> PreparedStatement:
-    from store.chat_lists import _keyset_rows
+    from store.chat_lists import ChatListFilter, _keyset_rows
 
     who = _marked_identity(shape.privileged, shape.team)
-    where = [chats.c.deleted_at.is_(None), access.can_read(who)]
+    where = [present(at=_NOW), access.can_read(who), *ChatListFilter().clauses()]
     base = select(*(chats.c[name] for name in CHAT_COLUMNS)).where(*where)
     start = (_AFTER_VALUE, _AFTER_ID) if shape.after else None
     (query,) = _keyset_rows(base, "LAST_MESSAGE_AT", True, start, inclusive=False, limit=1)
@@ -247,7 +251,7 @@ def chat_statement(shape: ChatPageShape) -> PreparedStatement:
     """One chat as :func:`store.chats.get_chat` finds it, with its newest message as
     :func:`store.chat_lists.newest_messages` finds it (``after`` is unused).
 
-    Named slots: ``chat``, ``user``, ``tenant``, ``team``. One row when the chat is
+    Named slots: ``chat``, ``user``, ``tenant``, ``team``, ``now``. One row when the chat is
     visible: :data:`CHAT_COLUMNS`, then :data:`MESSAGE_COLUMNS` (all null while the chat
     has no messages).
     """
@@ -264,7 +268,7 @@ def chat_statement(shape: ChatPageShape) -> PreparedStatement:
             .outerjoin(messages, and_(messages.c.chat_id == chats.c.id,
                                       messages.c.sequence == newest))
             .where(chats.c.id == bindparam("chat", type_=String()),
-                   chats.c.deleted_at.is_(None), access.can_read(who))
+                   present(at=_NOW), access.can_read(who))
         )
         statement = _chat_reads[shape] = _compiled(query, shape.dialect)
     return statement
@@ -325,8 +329,11 @@ async def _asyncpg_pool(db: Database) -> Any:
 
 async def fetch(db: Database, statement: PreparedStatement,
                 values: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
-    """Run ``statement`` with ``values`` on a driver connection; the rows as given."""
-    arguments = statement.arguments(values)
+    """Run ``statement`` with ``values`` on a driver connection; the rows as given.
+
+    The ``now`` slot (chats past their expiry are not there) is filled in here.
+    """
+    arguments = statement.arguments({**values, "now": moment_argument(now(), db.dialect)})
     if db.is_postgres:
         pool = await _asyncpg_pool(db)
         rows: Sequence[Sequence[Any]] = await pool.fetch(statement.sql, *arguments)
@@ -365,6 +372,8 @@ def _reader(columns: tuple[str, ...], name: str) -> Callable[[Sequence[Any]], An
         return lambda row: _moment(row[index])
     if name in _BOOL_COLUMNS:
         return lambda row: bool(row[index])  # SQLite answers 0/1
+    if name == "tags":
+        return lambda row: list(_document(row[index]) or [])
     return itemgetter(index)
 
 
@@ -392,11 +401,15 @@ def chat_position(row: Sequence[Any]) -> list[Any]:
     return [activity.isoformat(), row[0]]
 
 
-def chat_after(start: tuple[datetime, str], dialect: str) -> dict[str, Any]:
-    """The ``after_value`` and ``after_id`` slots for a verified cursor position."""
-    value = start[0].astimezone(UTC)
+def moment_argument(moment: datetime, dialect: str) -> Any:
+    """An aware time as the driver takes it for a UTC timestamp column."""
+    value = moment.astimezone(UTC)
     if dialect == "sqlite":
         # How SQLAlchemy stores a UTC timestamp on SQLite (naive, fixed-width text).
-        value = value.replace(tzinfo=None)
-        return {"after_value": value.strftime("%Y-%m-%d %H:%M:%S.%f"), "after_id": start[1]}
-    return {"after_value": value, "after_id": start[1]}
+        return value.replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return value
+
+
+def chat_after(start: tuple[datetime, str], dialect: str) -> dict[str, Any]:
+    """The ``after_value`` and ``after_id`` slots for a verified cursor position."""
+    return {"after_value": moment_argument(start[0], dialect), "after_id": start[1]}

@@ -57,6 +57,10 @@ class Chat:
     deleted_at: datetime | None = None
     activity_at: datetime | None = None
     channel: str = "api"
+    tags: list[str] = field(default_factory=list)
+    pinned: bool = False
+    expires_at: datetime | None = None
+    archived_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

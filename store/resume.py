@@ -18,7 +18,7 @@ from sqlalchemy import Row, delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store import access
-from store.chats import fetch_visible_chat, now
+from store.chats import fetch_visible_chat, now, present
 from store.database import Database
 from store.errors import InvalidArgument, NotFound
 from store.ids import check_chat_id, new_id
@@ -165,7 +165,7 @@ async def last_resume(db: Database, who: Identity, chat_id: str) -> ResumeRecord
 def _readable_stack(who: Identity, stack_id: str) -> Any:
     return _visible().where(
         resume_table.c.stack_id == stack_id,
-        chats.c.deleted_at.is_(None),
+        present(),
         access.can_read(who),
     )
 

@@ -46,7 +46,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store import access
-from store.chats import chat_from_row, fetch_visible_chat
+from store.chats import chat_from_row, fetch_visible_chat, present
 from store.database import Database
 from store.errors import InvalidArgument, NotFound
 from store.ids import check_chat_id
@@ -148,7 +148,7 @@ async def search_messages(
         check_chat_id(chat_id)
 
     conditions: list[ColumnElement[bool]] = [
-        chats.c.deleted_at.is_(None),
+        present(),
         access.can_read(who),
     ]
     if chat_id is not None:

@@ -33,6 +33,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 __all__ = [
     "append_receipts",
+    "chat_imports",
+    "chat_tags",
     "chats",
     "closed_chats",
     "memory_entries",
@@ -117,6 +119,14 @@ chats = Table(
     # The unique key below makes "one chat per (tenant, assistant, channel, person)"
     # the database's rule: NULLs never collide, so ordinary chats are not limited.
     Column("subject", String(200)),
+    # Organising and keeping: the chat's tags (sorted, distinct; mirrored one per row
+    # in chat_tags for filtering), whether it is pinned, and when it expires.
+    Column("tags", JSONDocument, nullable=False, server_default="[]"),
+    Column("pinned", Boolean, nullable=False, server_default="0"),
+    Column("expires_at", UTCDateTime),
+    # Cold archive: when the messages moved to object storage, and the object's key.
+    Column("archived_at", UTCDateTime),
+    Column("archive_key", String(400)),
     Index(None, "tenant_id", "activity_at", "id"),
     Index(None, "tenant_id", "created_at", "id"),
     Index(None, "tenant_id", "updated_at", "id"),
@@ -124,6 +134,29 @@ chats = Table(
     Index(None, "tenant_id", "title", "id"),
     Index(None, "tenant_id", "assistant_id", "activity_at", "id"),
     Index(None, "tenant_id", "assistant_id", "channel", "subject", unique=True),
+    # A non-admin's own sidebar ("my chats") in a tenant with many users reads one
+    # creator's range instead of filtering the whole tenant's.
+    Index(None, "tenant_id", "created_by", "activity_at", "id"),
+    # The retention sweeper finds what is due without scanning every chat.
+    Index(None, "expires_at"),
+    Index(None, "deleted_at"),
+    # The idle-archive sweeper reads not-yet-archived chats by their last activity.
+    Index(None, "archived_at", "activity_at"),
+)
+
+# One row per tag of a chat, so "every one of these tags" is a few index probes.
+chat_tags = Table(
+    "chat_tags",
+    metadata,
+    Column(
+        "chat_id",
+        String(64),
+        ForeignKey("chats.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("tag", String(64), primary_key=True),
+    Column("tenant_id", String(200), nullable=False),
+    Index(None, "tenant_id", "tag", "chat_id"),
 )
 
 messages = Table(
@@ -229,6 +262,20 @@ usage_records = Table(
     Column("completion_tokens", BigInteger, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Index(None, "created_at"),
+)
+
+# One row per import id and tenant: makes importChat idempotent and lets a large
+# import resume after the last batch it committed (``lines_done``).
+chat_imports = Table(
+    "chat_imports",
+    metadata,
+    Column("tenant_id", String(200), primary_key=True),
+    Column("import_id", String(128), primary_key=True),
+    Column("digest", String(64), nullable=False),
+    Column("chat_id", String(64), nullable=False),
+    Column("lines_done", BigInteger, nullable=False, server_default="0"),
+    Column("complete", Boolean, nullable=False, server_default="0"),
+    Column("created_at", UTCDateTime, nullable=False),
 )
 
 # Small key/value table for service-wide state, such as the cursor signing key

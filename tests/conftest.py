@@ -166,8 +166,9 @@ async def db(database_url: str) -> AsyncIterator[Database]:
 
 
 @pytest.fixture
-def settings(database_url: str) -> Settings:
-    return Settings(database_url=database_url, secret=TEST_SECRET, migrate_on_start=False)
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    return Settings(database_url=database_url, secret=TEST_SECRET, migrate_on_start=False,
+                    archive_url=f"file://{tmp_path / 'archive'}")
 
 
 #: The live-stream backends a stream suite runs on (see :func:`on_backend`).

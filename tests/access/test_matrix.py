@@ -328,6 +328,24 @@ async def _subscribe_first_legacy(client: GraphQLClient, document: str,
     return await _subscribe_first(client, document, variables, headers, protocol="graphql-ws")
 
 
+async def _archived(client: GraphQLClient, target: Target, spec: ChatSpec) -> Target:
+    """The chat's messages moved to the archive by its owner."""
+    await client.data("mutation($chat: ID!) { archiveChat(id: $chat) { id } }",
+                      {"chat": target.chat_id}, spec.owner.headers())
+    return target
+
+
+async def _export(client: GraphQLClient, document: str, variables: dict[str, Any],
+                  headers: dict[str, str]) -> dict[str, Any]:
+    """``GET /chats/{id}/export``, its first line (the chat) as the answer's data."""
+    response = await client.http.get(f"/chats/{variables['chat']}/export", headers=headers)
+    if response.status_code != 200:
+        body: dict[str, Any] = response.json()
+        return body
+    first = json.loads(response.text.splitlines()[0])
+    return {"data": {"export": {"kind": first["kind"], "id": first["id"]}}}
+
+
 OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "chat", "query($chat: ID!) { chat(id: $chat) { id } }", _chat_vars,
@@ -358,6 +376,25 @@ OPERATIONS: tuple[Operation, ...] = (
         "query($kw: String!) { chats(filter: {keywords: $kw}) { totalCount "
         "edges { node { id } } groups { count totalCount chats { id } } } }",
         lambda t: {"kw": f"[{t.chat_id}]"}, read_outcome, hidden_as="absent", found=_listed,
+    ),
+    Operation(
+        "chats (organising filters)",
+        "query($kw: String!) { chats(filter: {keywords: $kw, pinned: false, tags: [], "
+        "includeSubagents: true, mode: \"chat\"}) { totalCount "
+        "edges { node { id } } groups { count totalCount chats { id } } } }",
+        lambda t: {"kw": f"[{t.chat_id}]"}, read_outcome, hidden_as="absent", found=_listed,
+    ),
+    # The trash lists a deleted chat to exactly those who may restore it.
+    Operation(
+        "chats (trash)",
+        "query($kw: String!) { chats(filter: {keywords: $kw, deleted: true}) { totalCount "
+        "edges { node { id } } groups { count totalCount chats { id } } } }",
+        lambda t: {"kw": f"[{t.chat_id}]"}, deleted_change_outcome, hidden_as="absent",
+        found=_listed, deleted_first=True,
+    ),
+    Operation(
+        "export", "{ export(GET /chats/ID/export) }", _chat_vars, read_outcome,
+        send=_export, check=lambda value, t, c: value == {"kind": "chat", "id": t.chat_id},
     ),
     Operation(
         "searchMessages",
@@ -408,6 +445,33 @@ OPERATIONS: tuple[Operation, ...] = (
         "updateChat",
         'mutation($chat: ID!) { updateChat(id: $chat, input: {title: "renamed"}) { title } }',
         _chat_vars, change_outcome, check=lambda value, t, c: value == {"title": "renamed"},
+    ),
+    Operation(
+        "updateChat (tags, pinned, expiresAt)",
+        'mutation($chat: ID!) { updateChat(id: $chat, input: {tags: ["t"], pinned: true, '
+        'expiresAt: "2999-01-01T00:00:00+00:00"}) { tags pinned } }',
+        _chat_vars, change_outcome,
+        check=lambda value, t, c: value == {"tags": ["t"], "pinned": True},
+    ),
+    Operation(
+        "archiveChat", "mutation($chat: ID!) { archiveChat(id: $chat) { id } }", _chat_vars,
+        change_outcome, check=lambda value, t, c: value == {"id": t.chat_id},
+    ),
+    # Restoring is what reading does anyway, so whoever may read may ask for it.
+    Operation(
+        "restoreArchive",
+        "mutation($chat: ID!) { restoreArchive(id: $chat) { id archivedAt } }", _chat_vars,
+        read_outcome, setup=_archived,
+        check=lambda value, t, c: value == {"id": t.chat_id, "archivedAt": None},
+    ),
+    Operation(
+        "importChat",
+        'mutation($id: ID!) { importChat(input: {format: OPENAI, chatId: $id, assistantId: "a", '
+        'document: {messages: [{role: "user", content: "hi"}]}}) '
+        "{ createdBy teamId tenantId } }",
+        lambda t: {"id": Target.unique()}, create_outcome,
+        check=lambda value, t, c: value == {
+            "createdBy": c.user, "teamId": c.team, "tenantId": c.tenant},
     ),
     Operation(
         "deleteChat", "mutation($chat: ID!) { deleteChat(id: $chat) }", _chat_vars,

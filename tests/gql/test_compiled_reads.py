@@ -238,7 +238,7 @@ async def test_compiled_pages_match_the_executor_byte_for_byte(
     # share of the documents itself (the rest are errors, empty pages and unreadable
     # chats, which it leaves to the executor).
     assert len(answered) == EXAMPLES
-    assert sum(answered) >= EXAMPLES // 4, sum(answered)
+    assert sum(answered) >= EXAMPLES // 8, sum(answered)
 
 
 FIXED = """query Newest($chatId: ID!) { messages(chatId: $chatId, last: 50) {
@@ -299,7 +299,8 @@ async def test_documents_a_plan_does_not_cover_take_the_executor(
 
 CHAT_FIELDS = ("id", "title", "assistantId", "mode", "status", "public", "share", "sort",
                "lastMessageAt", "metadata", "createdAt", "updatedAt", "createdBy",
-               "updatedBy", "teamId", "tenantId", "channel", "__typename")
+               "updatedBy", "teamId", "tenantId", "channel", "tags", "pinned", "expiresAt",
+               "archivedAt", "__typename")
 CHAT_LIST = "{ chats(first: 100) { edges { cursor } } }"
 
 

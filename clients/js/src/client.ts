@@ -1,0 +1,278 @@
+/**
+ * `ChatqlClient`: queries and mutations over HTTP, subscriptions over `graphql-ws`, and
+ * the stores the React hooks read (state lives here; hooks only subscribe to it).
+ */
+
+import { createClient, type Client } from "graphql-ws";
+
+import { StreamFollower, graphqlWsSource, type FollowerOptions } from "./follower.js";
+import type { Chat, ChatGroup, Message, PageInfo } from "./generated/schema.js";
+
+export type Headers = Readonly<Record<string, string>>;
+
+export interface ChatqlClientOptions {
+  /** The GraphQL endpoint, e.g. `http://127.0.0.1:8000/graphql` or `/graphql`. */
+  readonly url: string;
+  /** The WebSocket endpoint; derived from `url` (and the page's location) when left out. */
+  readonly wsUrl?: string;
+  /** Identity headers (`X-User-Id` … in dev mode, `Authorization` in jwt mode), read per request. */
+  readonly headers?: () => Headers;
+  readonly fetch?: typeof fetch;
+  /** A WebSocket implementation (Node before 22 has none built in). */
+  readonly webSocketImpl?: unknown;
+}
+
+/** A GraphQL error answer; `code` is its `extensions.code`. */
+export class ChatqlError extends Error {
+  readonly code: string | undefined;
+  readonly errors: readonly unknown[];
+
+  constructor(errors: readonly { message?: string; extensions?: { code?: string } }[]) {
+    super(errors[0]?.message ?? "request failed");
+    this.name = "ChatqlError";
+    this.code = errors[0]?.extensions?.code;
+    this.errors = errors;
+  }
+}
+
+function webSocketUrl(url: string): string {
+  const base = typeof location === "undefined" ? "http://localhost/" : location.href;
+  const absolute = new URL(url, base);
+  absolute.protocol = absolute.protocol === "https:" ? "wss:" : "ws:";
+  return absolute.toString();
+}
+
+export class ChatqlClient {
+  readonly url: string;
+  private readonly headers: () => Headers;
+  private readonly fetcher: typeof fetch;
+  private readonly wsUrl: string;
+  private readonly webSocketImpl: unknown;
+  private ws: Client | null = null;
+
+  constructor(options: ChatqlClientOptions) {
+    this.url = options.url;
+    this.headers = options.headers ?? (() => ({}));
+    this.fetcher = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.wsUrl = options.wsUrl ?? webSocketUrl(options.url);
+    this.webSocketImpl = options.webSocketImpl;
+  }
+
+  /** Run a query or mutation; resolves to `data`, rejects with {@link ChatqlError}. */
+  async request<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
+    const response = await this.fetcher(this.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json", ...this.headers() },
+      body: JSON.stringify({ query, variables }),
+    });
+    const body = (await response.json()) as { data?: T; errors?: { message?: string; extensions?: { code?: string } }[] };
+    if (body.errors && body.errors.length > 0) throw new ChatqlError(body.errors);
+    if (body.data === undefined) throw new ChatqlError([{ message: `HTTP ${response.status}` }]);
+    return body.data;
+  }
+
+  /** The shared `graphql-ws` client (one socket for every subscription). */
+  socket(): Client {
+    if (this.ws === null) {
+      this.ws = createClient({
+        url: this.wsUrl,
+        connectionParams: () => ({ ...this.headers() }),
+        // The follower re-subscribes itself (with afterSeq); the socket reconnects lazily.
+        retryAttempts: 0,
+        lazy: true,
+        ...(this.webSocketImpl === undefined ? {} : { webSocketImpl: this.webSocketImpl }),
+      });
+    }
+    return this.ws;
+  }
+
+  /** A follower of the chat's live stream (call `start()`; `stop()` when done). */
+  follow(chatId: string, options?: FollowerOptions): StreamFollower {
+    return new StreamFollower(chatId, graphqlWsSource(this.socket()), options);
+  }
+
+  /** Forget the socket (after switching identity, the next subscription opens a new one). */
+  async reset(): Promise<void> {
+    const ws = this.ws;
+    this.ws = null;
+    await ws?.dispose();
+  }
+}
+
+/** A tiny observable state holder that the hooks subscribe to. */
+export class Store<S> {
+  private state: S;
+  private listeners = new Set<() => void>();
+
+  constructor(initial: S) {
+    this.state = initial;
+  }
+
+  getState = (): S => this.state;
+
+  subscribe = (listener: () => void): (() => void) => {
+    this.listeners.add(listener);
+    return () => {
+      this.listeners.delete(listener);
+    };
+  };
+
+  protected set(change: Partial<S>): void {
+    this.state = { ...this.state, ...change };
+    for (const listener of this.listeners) listener();
+  }
+}
+
+const MESSAGE_FIELDS = "id chatId requestId role type props blockId threadId sequence status createdAt";
+const CHAT_FIELDS = "id title assistantId lastMessageAt createdAt status";
+
+export type ChatSummary = Pick<Chat, "id" | "title" | "assistantId" | "lastMessageAt" | "createdAt" | "status">;
+export type MessageRecord = Pick<
+  Message,
+  "id" | "chatId" | "requestId" | "role" | "type" | "props" | "blockId" | "threadId" | "sequence" | "status" | "createdAt"
+>;
+
+export interface ChatGroupView {
+  readonly key: string;
+  readonly label: string;
+  readonly totalCount: number;
+  readonly chats: readonly ChatSummary[];
+}
+
+export interface ChatListState {
+  readonly groups: readonly ChatGroupView[];
+  readonly hasMore: boolean;
+  readonly loading: boolean;
+  readonly error: Error | null;
+}
+
+const CHATS = `query Chats($first: Int, $after: String, $filter: ChatFilter, $timezone: String) {
+  chats(first: $first, after: $after, filter: $filter, timezone: $timezone) {
+    pageInfo { hasNextPage endCursor }
+    groups { key label totalCount chats { ${CHAT_FIELDS} } }
+  }
+}`;
+
+interface ChatsData {
+  chats: {
+    pageInfo: Pick<PageInfo, "hasNextPage" | "endCursor">;
+    groups: (Pick<ChatGroup, "key" | "label" | "totalCount"> & { chats: ChatSummary[] })[];
+  };
+}
+
+export interface ChatListOptions {
+  readonly keywords?: string;
+  readonly pageSize?: number;
+  readonly timezone?: string;
+}
+
+/** The chats the caller may read, grouped by time (Today, Yesterday …), a page at a time. */
+export class ChatListStore extends Store<ChatListState> {
+  private cursor: string | null = null;
+  private generation = 0;
+
+  constructor(private readonly client: ChatqlClient, private readonly options: ChatListOptions = {}) {
+    super({ groups: [], hasMore: true, loading: false, error: null });
+  }
+
+  /** Load the first page again (after a change, or a new search). */
+  async reload(): Promise<void> {
+    this.cursor = null;
+    this.generation += 1;
+    this.set({ groups: [], hasMore: true });
+    await this.loadMore();
+  }
+
+  async loadMore(): Promise<void> {
+    const state = this.getState();
+    if (state.loading || !state.hasMore) return;
+    const generation = this.generation;
+    this.set({ loading: true, error: null });
+    try {
+      const keywords = this.options.keywords?.trim();
+      const data = await this.client.request<ChatsData>(CHATS, {
+        first: this.options.pageSize ?? 30,
+        after: this.cursor,
+        filter: keywords ? { keywords } : null,
+        timezone: this.options.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
+      });
+      if (generation !== this.generation) return;
+      const groups = [...this.getState().groups];
+      for (const group of data.chats.groups) {
+        const at = groups.findIndex((g) => g.key === group.key);
+        if (at >= 0) {
+          const existing = groups[at] as ChatGroupView;
+          groups[at] = { ...existing, chats: [...existing.chats, ...group.chats] };
+        } else {
+          groups.push({ key: group.key, label: group.label, totalCount: group.totalCount, chats: group.chats });
+        }
+      }
+      this.cursor = data.chats.pageInfo.endCursor ?? null;
+      this.set({ groups, hasMore: data.chats.pageInfo.hasNextPage, loading: false });
+    } catch (error) {
+      if (generation === this.generation) this.set({ loading: false, error: error as Error });
+    }
+  }
+}
+
+export interface MessagesState {
+  /** Oldest first. */
+  readonly messages: readonly MessageRecord[];
+  readonly hasOlder: boolean;
+  readonly loading: boolean;
+  readonly error: Error | null;
+}
+
+const MESSAGES = `query Messages($chatId: ID!, $last: Int, $before: String) {
+  messages(chatId: $chatId, last: $last, before: $before) {
+    pageInfo { hasPreviousPage startCursor }
+    edges { node { ${MESSAGE_FIELDS} } }
+  }
+}`;
+
+interface MessagesData {
+  messages: {
+    pageInfo: Pick<PageInfo, "hasPreviousPage" | "startCursor">;
+    edges: { node: MessageRecord }[];
+  };
+}
+
+/** A chat's stored messages, newest page first, older pages prepended on demand. */
+export class MessagesStore extends Store<MessagesState> {
+  private cursor: string | null = null;
+  private generation = 0;
+
+  constructor(private readonly client: ChatqlClient, readonly chatId: string, private readonly pageSize = 30) {
+    super({ messages: [], hasOlder: true, loading: false, error: null });
+  }
+
+  /** The newest page again (after a stream was persisted). */
+  async reload(): Promise<void> {
+    this.cursor = null;
+    this.generation += 1;
+    this.set({ messages: [], hasOlder: true, loading: false });
+    await this.loadOlder();
+  }
+
+  async loadOlder(): Promise<void> {
+    const state = this.getState();
+    if (state.loading || !state.hasOlder) return;
+    const generation = this.generation;
+    this.set({ loading: true, error: null });
+    try {
+      const data = await this.client.request<MessagesData>(MESSAGES, {
+        chatId: this.chatId, last: this.pageSize, before: this.cursor,
+      });
+      if (generation !== this.generation) return;
+      const page = data.messages.edges.map((edge) => edge.node);
+      this.cursor = data.messages.pageInfo.startCursor ?? this.cursor;
+      this.set({
+        messages: [...page, ...this.getState().messages],
+        hasOlder: data.messages.pageInfo.hasPreviousPage,
+        loading: false,
+      });
+    } catch (error) {
+      if (generation === this.generation) this.set({ loading: false, error: error as Error });
+    }
+  }
+}

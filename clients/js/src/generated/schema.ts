@@ -1,0 +1,571 @@
+export type Maybe<T> = T | null;
+export type InputMaybe<T> = Maybe<T>;
+/** All built-in and custom scalars, mapped to their actual values */
+export type Scalars = {
+  ID: { input: string; output: string; }
+  String: { input: string; output: string; }
+  Boolean: { input: boolean; output: boolean; }
+  Int: { input: number; output: number; }
+  Float: { input: number; output: number; }
+  /** Date with time (isoformat) */
+  DateTime: { input: string; output: string; }
+  /** The `JSON` scalar type represents JSON values as specified by [ECMA-404](https://ecma-international.org/wp-content/uploads/ECMA-404_2nd_edition_december_2017.pdf). */
+  JSON: { input: unknown; output: unknown; }
+};
+
+/** What an accepted append wrote (or had written before). */
+export type AppendReceipt = {
+  __typename?: 'AppendReceipt';
+  appendId: Scalars['String']['output'];
+  chatId: Scalars['ID']['output'];
+  digest: Scalars['String']['output'];
+  firstSequence: Scalars['Int']['output'];
+  lastSequence: Scalars['Int']['output'];
+  messageIds: Array<Scalars['ID']['output']>;
+};
+
+/** A conversation between people and assistants. */
+export type Chat = {
+  __typename?: 'Chat';
+  assistantId: Scalars['String']['output'];
+  createdAt: Scalars['DateTime']['output'];
+  createdBy: Maybe<Scalars['String']['output']>;
+  id: Scalars['ID']['output'];
+  /** The newest message, or null while the chat has none. */
+  lastMessage: Maybe<Message>;
+  lastMessageAt: Maybe<Scalars['DateTime']['output']>;
+  /** The chat's messages; same arguments as Query.messages. */
+  messages: MessageConnection;
+  metadata: Maybe<Scalars['JSON']['output']>;
+  mode: Scalars['String']['output'];
+  public: Scalars['Boolean']['output'];
+  share: ChatShare;
+  sort: Scalars['Int']['output'];
+  status: ChatStatus;
+  teamId: Maybe<Scalars['String']['output']>;
+  tenantId: Maybe<Scalars['String']['output']>;
+  title: Maybe<Scalars['String']['output']>;
+  updatedAt: Scalars['DateTime']['output'];
+  updatedBy: Maybe<Scalars['String']['output']>;
+};
+
+
+/** A conversation between people and assistants. */
+export type ChatMessagesArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  before?: InputMaybe<Scalars['String']['input']>;
+  filter?: InputMaybe<MessageFilter>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  last?: InputMaybe<Scalars['Int']['input']>;
+};
+
+/** A page of chats (Relay connection) with totals and time groups. */
+export type ChatConnection = {
+  __typename?: 'ChatConnection';
+  edges: Array<ChatEdge>;
+  groups: Array<ChatGroup>;
+  pageInfo: PageInfo;
+  totalCount: Scalars['Int']['output'];
+};
+
+export type ChatEdge = {
+  __typename?: 'ChatEdge';
+  cursor: Scalars['String']['output'];
+  node: Chat;
+};
+
+/** Narrows a chat list; every field given must match. */
+export type ChatFilter = {
+  assistantId?: InputMaybe<Scalars['String']['input']>;
+  /** Exclusive upper bound on timeField. */
+  endTime?: InputMaybe<Scalars['DateTime']['input']>;
+  /** Case-insensitive match anywhere in the title. */
+  keywords?: InputMaybe<Scalars['String']['input']>;
+  /** Inclusive lower bound on timeField. */
+  startTime?: InputMaybe<Scalars['DateTime']['input']>;
+  status?: InputMaybe<ChatStatus>;
+  timeField?: InputMaybe<TimeField>;
+};
+
+/** One time bucket of a chat list page. */
+export type ChatGroup = {
+  __typename?: 'ChatGroup';
+  chats: Array<Chat>;
+  /** The bucket's chats on this page. */
+  count: Scalars['Int']['output'];
+  key: Scalars['String']['output'];
+  label: Scalars['String']['output'];
+  /** The bucket's chats across the whole filter. */
+  totalCount: Scalars['Int']['output'];
+};
+
+export type ChatOrderField =
+  | 'CREATED_AT'
+  | 'LAST_MESSAGE_AT'
+  | 'SORT'
+  | 'TITLE'
+  | 'UPDATED_AT';
+
+export type ChatShare =
+  | 'PRIVATE'
+  | 'TEAM';
+
+export type ChatStatus =
+  | 'ACTIVE'
+  | 'ARCHIVED';
+
+/** One chunk of a live stream, with the service's message id. */
+export type Chunk = {
+  __typename?: 'Chunk';
+  blockId: Maybe<Scalars['String']['output']>;
+  chunkId: Scalars['String']['output'];
+  delta: Scalars['Boolean']['output'];
+  deltaAction: Maybe<Scalars['String']['output']>;
+  deltaPath: Maybe<Scalars['String']['output']>;
+  /** The first seq this chunk stands for: equal to seq, unless queued deltas of a slow subscriber were merged into it (then the first merged chunk's seq), or 1 on a snapshot chunk. Within one stream a client that applies chunks in order sees fromSeq == previous seq + 1 on every chunk that is not a snapshot. */
+  fromSeq: Scalars['Int']['output'];
+  messageId: Maybe<Scalars['ID']['output']>;
+  props: Maybe<Scalars['JSON']['output']>;
+  role: Maybe<Role>;
+  seq: Scalars['Int']['output'];
+  /** True on the chunks of a late-join or resync snapshot: each replaces the client's state for its message (they all carry the seq the snapshot reflects). */
+  snapshot: Scalars['Boolean']['output'];
+  streamId: Scalars['ID']['output'];
+  threadId: Maybe<Scalars['String']['output']>;
+  type: Scalars['String']['output'];
+};
+
+/** A chunk as a producer pushes it (SPEC §8 merging rules). */
+export type ChunkInput = {
+  blockId?: InputMaybe<Scalars['String']['input']>;
+  chunkId?: InputMaybe<Scalars['String']['input']>;
+  delta?: InputMaybe<Scalars['Boolean']['input']>;
+  deltaAction?: InputMaybe<Scalars['String']['input']>;
+  deltaPath?: InputMaybe<Scalars['String']['input']>;
+  messageId?: InputMaybe<Scalars['String']['input']>;
+  props?: InputMaybe<Scalars['JSON']['input']>;
+  role?: InputMaybe<Role>;
+  threadId?: InputMaybe<Scalars['String']['input']>;
+  type: Scalars['String']['input'];
+};
+
+export type CreateChatInput = {
+  assistantId: Scalars['String']['input'];
+  id?: InputMaybe<Scalars['ID']['input']>;
+  metadata?: InputMaybe<Scalars['JSON']['input']>;
+  mode?: Scalars['String']['input'];
+  public?: Scalars['Boolean']['input'];
+  share?: ChatShare;
+  sort?: Scalars['Int']['input'];
+  title?: InputMaybe<Scalars['String']['input']>;
+};
+
+/** One message of a chat. */
+export type Message = {
+  __typename?: 'Message';
+  assistantId: Maybe<Scalars['String']['output']>;
+  blockId: Maybe<Scalars['String']['output']>;
+  chatId: Scalars['ID']['output'];
+  createdAt: Scalars['DateTime']['output'];
+  id: Scalars['ID']['output'];
+  metadata: Maybe<Scalars['JSON']['output']>;
+  props: Scalars['JSON']['output'];
+  requestId: Maybe<Scalars['String']['output']>;
+  role: Role;
+  sequence: Scalars['Int']['output'];
+  status: MessageStatus;
+  threadId: Maybe<Scalars['String']['output']>;
+  type: Scalars['String']['output'];
+  updatedAt: Scalars['DateTime']['output'];
+};
+
+/** A page of messages, always ordered oldest to newest. */
+export type MessageConnection = {
+  __typename?: 'MessageConnection';
+  edges: Array<MessageEdge>;
+  pageInfo: PageInfo;
+};
+
+export type MessageEdge = {
+  __typename?: 'MessageEdge';
+  cursor: Scalars['String']['output'];
+  node: Message;
+};
+
+/** Narrows a message list; every field given must match. */
+export type MessageFilter = {
+  blockId?: InputMaybe<Scalars['String']['input']>;
+  requestId?: InputMaybe<Scalars['String']['input']>;
+  role?: InputMaybe<Role>;
+  threadId?: InputMaybe<Scalars['String']['input']>;
+  type?: InputMaybe<Scalars['String']['input']>;
+};
+
+/** A message to append; the service assigns id and sequence. */
+export type MessageInput = {
+  assistantId?: InputMaybe<Scalars['String']['input']>;
+  blockId?: InputMaybe<Scalars['String']['input']>;
+  id?: InputMaybe<Scalars['ID']['input']>;
+  metadata?: InputMaybe<Scalars['JSON']['input']>;
+  props: Scalars['JSON']['input'];
+  requestId?: InputMaybe<Scalars['String']['input']>;
+  role: Role;
+  threadId?: InputMaybe<Scalars['String']['input']>;
+  type: Scalars['String']['input'];
+};
+
+export type MessageStatus =
+  | 'COMPLETED'
+  | 'FAILED'
+  | 'INTERRUPTED';
+
+export type Mutation = {
+  __typename?: 'Mutation';
+  /** Append a batch atomically; re-sending the same appendId is safe. */
+  appendMessages: AppendReceipt;
+  /** Draw a boundary carrying `summary` (props.summary), a recap that stands in for everything before it. */
+  compactChat: Message;
+  /** Create a chat; the id is generated unless given. */
+  createChat: Chat;
+  /** Soft delete: hidden everywhere, data kept. */
+  deleteChat: Scalars['Boolean']['output'];
+  /** Delete messages of one chat; returns how many went. */
+  deleteMessages: Scalars['Int']['output'];
+  /** Remove a chat's resume records; returns how many. */
+  deleteResume: Scalars['Int']['output'];
+  /** End the stream and persist it in one write (idempotent). */
+  endStream: StreamResult;
+  /** Remove the chat and its messages for good; its id is closed forever. */
+  purgeChat: Scalars['Boolean']['output'];
+  /** Push up to 1,000 chunks; accepted whole or not at all. */
+  pushChunks: PushResult;
+  /** Buffer (or update by id) an execution step for resume. */
+  recordStep: Scalars['Boolean']['output'];
+  /** Undo a soft delete. */
+  restoreChat: Chat;
+  /** Draw a boundary (role SYSTEM, type boundary): people still see what came before, the model does not. When the newest message already is a boundary, that one is returned. */
+  startOver: Message;
+  /** Open a stream in a chat (at most one active per chat). */
+  startStream: Stream;
+  /** Stop the chat's active stream (ends it INTERRUPTED). */
+  stopStream: Scalars['Boolean']['output'];
+  /** Change title, status, share, public, sort or metadata. */
+  updateChat: Chat;
+  /** Replace a message's props or metadata, or set its status. */
+  updateMessage: Message;
+};
+
+
+export type MutationAppendMessagesArgs = {
+  appendId: Scalars['String']['input'];
+  chatId: Scalars['ID']['input'];
+  messages: Array<MessageInput>;
+};
+
+
+export type MutationCompactChatArgs = {
+  chatId: Scalars['ID']['input'];
+  summary: Scalars['String']['input'];
+};
+
+
+export type MutationCreateChatArgs = {
+  input: CreateChatInput;
+};
+
+
+export type MutationDeleteChatArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+export type MutationDeleteMessagesArgs = {
+  chatId: Scalars['ID']['input'];
+  ids: Array<Scalars['ID']['input']>;
+};
+
+
+export type MutationDeleteResumeArgs = {
+  chatId: Scalars['ID']['input'];
+};
+
+
+export type MutationEndStreamArgs = {
+  error?: InputMaybe<Scalars['String']['input']>;
+  status: StreamStatus;
+  streamId: Scalars['ID']['input'];
+};
+
+
+export type MutationPurgeChatArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+export type MutationPushChunksArgs = {
+  chunks: Array<ChunkInput>;
+  streamId: Scalars['ID']['input'];
+};
+
+
+export type MutationRecordStepArgs = {
+  step: StepInput;
+  streamId: Scalars['ID']['input'];
+};
+
+
+export type MutationRestoreChatArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+export type MutationStartOverArgs = {
+  chatId: Scalars['ID']['input'];
+};
+
+
+export type MutationStartStreamArgs = {
+  input: StartStreamInput;
+};
+
+
+export type MutationStopStreamArgs = {
+  chatId: Scalars['ID']['input'];
+};
+
+
+export type MutationUpdateChatArgs = {
+  id: Scalars['ID']['input'];
+  input: UpdateChatInput;
+};
+
+
+export type MutationUpdateMessageArgs = {
+  id: Scalars['ID']['input'];
+  input: UpdateMessageInput;
+};
+
+export type PageInfo = {
+  __typename?: 'PageInfo';
+  endCursor: Maybe<Scalars['String']['output']>;
+  hasNextPage: Scalars['Boolean']['output'];
+  hasPreviousPage: Scalars['Boolean']['output'];
+  startCursor: Maybe<Scalars['String']['output']>;
+};
+
+export type PushResult = {
+  __typename?: 'PushResult';
+  accepted: Scalars['Int']['output'];
+  duplicates: Scalars['Int']['output'];
+  lastSeq: Scalars['Int']['output'];
+};
+
+export type Query = {
+  __typename?: 'Query';
+  /** The chat, or null when it is absent or not visible. */
+  chat: Maybe<Chat>;
+  /** The chats the caller may read, a keyset page at a time, grouped by calendar time in the given IANA timezone. */
+  chats: ChatConnection;
+  /** The chat's newest resume record: where to resume. */
+  lastResume: Maybe<ResumeRecord>;
+  /** A page of a chat's messages (newest 50 by default). */
+  messages: MessageConnection;
+  /** What an agent should send its model: the newest boundary's summary first (as a SYSTEM message), then the newest complete user-led turns that fit in `limit` messages (the summary counts). UI-only types (loading, action, error) and FAILED messages are left out. WINDOW_TOO_SMALL when the newest turn alone does not fit. */
+  modelContext: Array<Message>;
+  /** The resume records of one stack, oldest first. */
+  resumeByStack: Array<ResumeRecord>;
+  /** A chat's resume records, oldest first. */
+  resumeRecords: Array<ResumeRecord>;
+  /** Search what people and assistants said (user_input and text messages) in the chats you may read, best match first; near-ties newest first. first is capped at 100, window at 20. */
+  searchMessages: Array<SearchHit>;
+  /** Stack ids from the delegation's root down to this stack. */
+  stackPath: Array<Scalars['String']['output']>;
+};
+
+
+export type QueryChatArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+export type QueryChatsArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  filter?: InputMaybe<ChatFilter>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  order?: InputMaybe<SortOrder>;
+  orderBy?: InputMaybe<ChatOrderField>;
+  timezone?: InputMaybe<Scalars['String']['input']>;
+  weekStart?: InputMaybe<Weekday>;
+};
+
+
+export type QueryLastResumeArgs = {
+  chatId: Scalars['ID']['input'];
+};
+
+
+export type QueryMessagesArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  before?: InputMaybe<Scalars['String']['input']>;
+  chatId: Scalars['ID']['input'];
+  filter?: InputMaybe<MessageFilter>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  last?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+export type QueryModelContextArgs = {
+  chatId: Scalars['ID']['input'];
+  limit: Scalars['Int']['input'];
+};
+
+
+export type QueryResumeByStackArgs = {
+  stackId: Scalars['String']['input'];
+};
+
+
+export type QueryResumeRecordsArgs = {
+  chatId: Scalars['ID']['input'];
+};
+
+
+export type QuerySearchMessagesArgs = {
+  assistantId?: InputMaybe<Scalars['String']['input']>;
+  chatId?: InputMaybe<Scalars['ID']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  includeSubagents?: InputMaybe<Scalars['Boolean']['input']>;
+  query: Scalars['String']['input'];
+  window?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+export type QueryStackPathArgs = {
+  stackId: Scalars['String']['input'];
+};
+
+/** A stored execution step of an interrupted or failed stream. */
+export type ResumeRecord = {
+  __typename?: 'ResumeRecord';
+  assistantId: Maybe<Scalars['String']['output']>;
+  chatId: Scalars['ID']['output'];
+  createdAt: Scalars['DateTime']['output'];
+  error: Maybe<Scalars['String']['output']>;
+  id: Scalars['ID']['output'];
+  input: Maybe<Scalars['JSON']['output']>;
+  metadata: Maybe<Scalars['JSON']['output']>;
+  output: Maybe<Scalars['JSON']['output']>;
+  requestId: Maybe<Scalars['String']['output']>;
+  sequence: Scalars['Int']['output'];
+  spaceSnapshot: Maybe<Scalars['JSON']['output']>;
+  stackDepth: Scalars['Int']['output'];
+  stackId: Maybe<Scalars['String']['output']>;
+  stackParentId: Maybe<Scalars['String']['output']>;
+  status: Scalars['String']['output'];
+  type: Scalars['String']['output'];
+};
+
+export type Role =
+  | 'ASSISTANT'
+  | 'SYSTEM'
+  | 'TOOL'
+  | 'USER';
+
+/** A message matching a search, with its chat and context. */
+export type SearchHit = {
+  __typename?: 'SearchHit';
+  chat: Chat;
+  message: Message;
+  /** Relevance (BM25-shaped; higher is better). Comparable within one search. */
+  score: Scalars['Float']['output'];
+  /** Messages just before and after the hit in its chat, oldest first. */
+  window: Array<Message>;
+};
+
+export type SortOrder =
+  | 'ASC'
+  | 'DESC';
+
+export type StartStreamInput = {
+  assistantId?: InputMaybe<Scalars['String']['input']>;
+  chatId: Scalars['ID']['input'];
+  input?: InputMaybe<MessageInput>;
+  requestId?: InputMaybe<Scalars['String']['input']>;
+  streamId?: InputMaybe<Scalars['ID']['input']>;
+};
+
+/** An execution step, buffered (or updated by id) for resume. */
+export type StepInput = {
+  assistantId?: InputMaybe<Scalars['String']['input']>;
+  error?: InputMaybe<Scalars['String']['input']>;
+  id: Scalars['ID']['input'];
+  input?: InputMaybe<Scalars['JSON']['input']>;
+  output?: InputMaybe<Scalars['JSON']['input']>;
+  spaceSnapshot?: InputMaybe<Scalars['JSON']['input']>;
+  stackDepth?: Scalars['Int']['input'];
+  stackId?: InputMaybe<Scalars['String']['input']>;
+  stackParentId?: InputMaybe<Scalars['String']['input']>;
+  status?: Scalars['String']['input'];
+  type: Scalars['String']['input'];
+};
+
+/** A live stream: one agent request's output in one chat. */
+export type Stream = {
+  __typename?: 'Stream';
+  chatId: Scalars['ID']['output'];
+  id: Scalars['ID']['output'];
+  requestId: Maybe<Scalars['String']['output']>;
+  startedAt: Scalars['DateTime']['output'];
+  /** ACTIVE, COMPLETED, INTERRUPTED or FAILED. */
+  status: Scalars['String']['output'];
+};
+
+/** What endStream persisted. */
+export type StreamResult = {
+  __typename?: 'StreamResult';
+  messages: Array<Message>;
+  resume: Array<ResumeRecord>;
+  stream: Stream;
+};
+
+export type StreamStatus =
+  | 'COMPLETED'
+  | 'FAILED'
+  | 'INTERRUPTED';
+
+export type Subscription = {
+  __typename?: 'Subscription';
+  /** Every chunk of every stream of the chat, live; afterSeq resumes. */
+  chatStream: Chunk;
+};
+
+
+export type SubscriptionChatStreamArgs = {
+  afterSeq?: InputMaybe<Scalars['Int']['input']>;
+  chatId: Scalars['ID']['input'];
+};
+
+export type TimeField =
+  | 'CREATED_AT'
+  | 'LAST_MESSAGE_AT';
+
+/** Fields left out stay as they are. */
+export type UpdateChatInput = {
+  metadata?: InputMaybe<Scalars['JSON']['input']>;
+  public?: InputMaybe<Scalars['Boolean']['input']>;
+  share?: InputMaybe<ChatShare>;
+  sort?: InputMaybe<Scalars['Int']['input']>;
+  status?: InputMaybe<ChatStatus>;
+  title?: InputMaybe<Scalars['String']['input']>;
+};
+
+/** Fields left out stay as they are. */
+export type UpdateMessageInput = {
+  metadata?: InputMaybe<Scalars['JSON']['input']>;
+  props?: InputMaybe<Scalars['JSON']['input']>;
+  status?: InputMaybe<MessageStatus>;
+};
+
+export type Weekday =
+  | 'MONDAY'
+  | 'SUNDAY';

@@ -1,0 +1,185 @@
+// The web app and the playground in Debian's Chromium against a real `chatql serve`.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+
+import { ALICE, base, context, launch, occurrences, producer, text } from "./helpers.mjs";
+
+// Names unique to this run, so runs against the same server never meet.
+const run = Date.now().toString(36);
+const id = (name) => `${name}-${run}`;
+
+let browser;
+before(async () => {
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+});
+
+const expectText = async (locator, value, timeout = 10000) => {
+  await locator.getByText(value, { exact: false }).first().waitFor({ timeout });
+};
+
+async function startChat(agent, chatId, title) {
+  await agent.send({ op: "create", chatId, title });
+  const started = await agent.send({ op: "start", chatId, input: { role: "USER", type: "user_input", props: { content: `Question for ${title}` } } });
+  return started.data.startStream.id;
+}
+
+test("the app shows each part of a live stream growing, then the persisted result", async () => {
+  const agent = producer();
+  const { ctx, blocked } = await context(browser);
+  const page = await ctx.newPage();
+  try {
+    const streamId = await startChat(agent, id("weather"), `Weather in Oslo ${run}`);
+    await page.goto(`${base}/?chat=${id("weather")}`);
+    await page.getByRole("navigation", { name: "Chats" }).getByRole("button", { name: `Weather in Oslo ${run}` }).waitFor();
+    await page.getByRole("button", { name: "Stop" }).waitFor();
+    const log = page.getByRole("log");
+    // The question is shown while the stream runs (nothing is stored before it ends).
+    await expectText(log, `Question for Weather in Oslo ${run}`);
+    const push = (...chunks) => agent.send({ op: "push", streamId, chunks });
+    await push(text("think", "Let me ", { type: "thinking", blockId: "B1", threadId: "T1" }));
+    await expectText(log, "Let me");
+    await push(text("think", "check the weather.", { type: "thinking", blockId: "B1", threadId: "T1" }));
+    await expectText(log, "Let me check the weather.");
+    await push({ messageId: "call", type: "tool_call", blockId: "B1", threadId: "T1", props: { name: "weather", arguments: "" } });
+    await page.getByText("Tool call:").first().waitFor();
+    await push({ messageId: "call", type: "tool_call", delta: true, deltaPath: "arguments", props: { arguments: '{"city"' } });
+    const args = log.getByLabel("Arguments");
+    await expectText(args, '{"city"');
+    await push({ messageId: "call", type: "tool_call", delta: true, deltaPath: "arguments", props: { arguments: ': "Oslo"}' } });
+    await expectText(args, '{"city": "Oslo"}');
+    await push(text("t1", "Sunny ", { blockId: "B2", threadId: "T1" }), text("t2", "Also: ", { blockId: "B3", threadId: "T2" }));
+    await expectText(log, "Sunny");
+    await expectText(log, "Also:");
+    await push(text("t1", "in Oslo."), text("t2", "no rain."));
+    await expectText(log, "Sunny in Oslo.");
+    await expectText(log, "Also: no rain.");
+    assert.equal(await log.getByRole("region", { name: "Block B1" }).getByText("Let me check the weather.").count(), 1);
+    await log.getByText("thread T2").first().waitFor();
+    const ended = await agent.send({ op: "end", streamId });
+    assert.equal(ended.data.endStream.messages.length, 5);
+    await page.getByRole("button", { name: "Stop" }).waitFor({ state: "detached" });
+    // After a reload everything comes from the database, once.
+    await page.reload();
+    await expectText(log, "Sunny in Oslo.");
+    const shown = await log.innerText();
+    for (const part of ["Question for Weather in Oslo", "Let me check the weather.", '{"city": "Oslo"}', "Sunny in Oslo.", "Also: no rain."]) {
+      assert.equal(occurrences(shown, part), 1, `${part} in ${shown}`);
+    }
+    if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/app.png` });
+    assert.deepEqual(blocked, []);
+  } finally {
+    agent.close();
+    await ctx.close();
+  }
+});
+
+test("stop mid-stream keeps the interrupted text; after a reload it comes from the database", async () => {
+  const agent = producer();
+  const { ctx } = await context(browser);
+  const page = await ctx.newPage();
+  try {
+    const streamId = await startChat(agent, id("stopme"), "Long answer");
+    await page.goto(`${base}/?chat=${id("stopme")}`);
+    const log = page.getByRole("log");
+    await page.getByRole("button", { name: "Stop" }).waitFor();
+    await agent.send({ op: "push", streamId, chunks: [text("a", "The first half of a long ")] });
+    await expectText(log, "The first half of a long");
+    await page.getByRole("button", { name: "Stop" }).click();
+    await expectText(log, "interrupted");
+    await expectText(log, "The first half of a long");
+    const refused = await agent.send({ op: "push", streamId, chunks: [text("a", "answer.")] });
+    assert.equal(refused.errors[0].extensions.code, "STREAM_CLOSED");
+    await page.reload();
+    await expectText(log, "The first half of a long");
+    await expectText(log, "interrupted");
+    const shown = await log.innerText();
+    assert.equal(occurrences(shown, "The first half of a long"), 1);
+    assert.equal(occurrences(shown, "answer."), 0);
+  } finally {
+    agent.close();
+    await ctx.close();
+  }
+});
+
+test("a page opened mid-stream and a page whose socket is cut end with exactly the persisted messages", async () => {
+  const agent = producer();
+  const first = await context(browser);
+  const second = await context(browser);
+  const early = await first.ctx.newPage();
+  try {
+    const streamId = await startChat(agent, id("shared"), "Shared stream");
+    await early.goto(`${base}/?chat=${id("shared")}`);
+    await early.getByRole("button", { name: "Stop" }).waitFor();
+    const push = (...chunks) => agent.send({ op: "push", streamId, chunks });
+    await push(text("a", "alpha "), text("b", "beta ", { type: "thinking" }));
+    await expectText(early.getByRole("log"), "alpha");
+    const late = await second.ctx.newPage();
+    await late.goto(`${base}/?chat=${id("shared")}`);
+    await expectText(late.getByRole("log"), "alpha");
+    await push(text("a", "gamma "));
+    await expectText(early.getByRole("log"), "alpha gamma");
+    // Cut the early page's socket and take it offline while the stream goes on.
+    await first.ctx.setOffline(true);
+    await early.evaluate(() => window.__sockets.forEach((socket) => socket.close()));
+    await push(text("a", "delta "), text("b", "epsilon ", { type: "thinking" }));
+    await push(text("a", "zeta"));
+    await first.ctx.setOffline(false);
+    const ended = await agent.send({ op: "end", streamId });
+    const persisted = ended.data.endStream.messages;
+    for (const page of [early, late]) {
+      const log = page.getByRole("log");
+      await page.getByRole("button", { name: "Stop" }).waitFor({ state: "detached", timeout: 20000 });
+      // The stored messages (the question among them) replace the live view.
+      await expectText(log, "Question for Shared stream");
+      await expectText(log, "alpha gamma delta zeta");
+      const shown = await log.innerText();
+      for (const message of persisted) {
+        assert.equal(occurrences(shown, message.props.content), 1, `${message.props.content} in ${shown}`);
+      }
+      assert.equal(occurrences(shown, "alpha"), 1);
+      assert.equal(occurrences(shown, "epsilon"), 1);
+    }
+  } finally {
+    agent.close();
+    await first.ctx.close();
+    await second.ctx.close();
+  }
+});
+
+test("the playground works with every other host blocked: a query and a live chatStream", async () => {
+  const agent = producer();
+  const { ctx, blocked } = await context(browser);
+  const page = await ctx.newPage();
+  try {
+    const streamId = await startChat(agent, id("playground"), "Playground chat");
+    await page.goto(`${base}/graphql`);
+    // The dev identity is offered in the headers editor.
+    await page.getByText('"X-User-Id": "alice"').first().waitFor();
+    const run = async (document) => {
+      await page.getByRole("region", { name: "Query Editor" }).getByRole("textbox").first().focus();
+      await page.keyboard.press("Control+A");
+      await page.keyboard.press("Delete");
+      await page.keyboard.insertText(document);
+      // GraphiQL takes the edited text into its state after a short debounce.
+      await page.waitForTimeout(400);
+      await page.getByRole("button", { name: /Execute query/ }).click();
+    };
+    await run(`{ chat(id: "${id("playground")}") { title } }`);
+    const result = page.getByRole("region", { name: "Result Window" });
+    await expectText(result, "Playground chat");
+    await run(`subscription { chatStream(chatId: "${id("playground")}") { seq type props } }`);
+    await agent.send({ op: "push", streamId, chunks: [text("m", "live from the playground")] });
+    await expectText(result, "live from the playground");
+    await agent.send({ op: "push", streamId, chunks: [text("m", " and more")] });
+    await expectText(result, " and more");
+    if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/playground.png` });
+    assert.deepEqual(blocked, []);
+    await agent.send({ op: "end", streamId });
+  } finally {
+    agent.close();
+    await ctx.close();
+  }
+});

@@ -1,0 +1,48 @@
+"""``archiveChat`` and ``restoreArchive``, and the transparent restore the message
+reads, appends and stream starts go through (the store side is ``store/archive.py``)."""
+
+from __future__ import annotations
+
+import strawberry
+
+from gql.context import Info
+from gql.types import Chat
+from store import archive as store_archive
+from store.errors import InvalidArgument
+
+__all__ = ["ArchiveMutation", "bring_back"]
+
+
+def _archive(info: Info) -> store_archive.ChatArchive:
+    archive = info.context.services.archive
+    if archive is None:  # pragma: no cover - create_app always makes one
+        raise InvalidArgument("no archive is configured")
+    return archive
+
+
+async def bring_back(info: Info, chat_id: str) -> bool:
+    """Restore ``chat_id`` from the archive when it is there (one key probe when not)."""
+    services = info.context.services
+    if services.archive is None or not await store_archive.is_archived(services.db, chat_id):
+        return False
+    await store_archive.restore_archive(services.db, services.archive, info.context.identity,
+                                        chat_id)
+    return True
+
+
+@strawberry.type
+class ArchiveMutation:
+    @strawberry.mutation(
+        description="Move the chat's messages to the cold archive (verified before any "
+        "row is deleted); the chat stays in lists with archivedAt set."
+    )
+    async def archive_chat(self, info: Info, id: strawberry.ID) -> Chat:
+        chat = await store_archive.archive_chat(
+            info.context.db, _archive(info), info.context.identity, str(id))
+        return chat  # type: ignore[return-value]
+
+    @strawberry.mutation(description="Bring an archived chat's messages back now.")
+    async def restore_archive(self, info: Info, id: strawberry.ID) -> Chat:
+        chat = await store_archive.restore_archive(
+            info.context.db, _archive(info), info.context.identity, str(id))
+        return chat  # type: ignore[return-value]

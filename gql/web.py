@@ -1,0 +1,68 @@
+"""The browser pages chatql serves itself: the web app at ``/`` and GraphiQL at ``/graphql``.
+
+Both are built from ``clients/web`` (React + Vite, GraphiQL from its npm release) into
+``gql/static/`` and shipped inside the Python package, so serving them needs no Node.js
+and no request leaves the host (no CDN). The pages learn what they need from a JSON
+script written into their HTML here:
+
+- ``auth``: ``dev`` or ``jwt`` (``CHATQL_AUTH``); in ``jwt`` mode the app asks for a token.
+- ``identity`` (``dev`` mode only): the ``X-User-Id``, ``X-Team-Id``, ``X-Tenant-Id`` and
+  ``X-Roles`` headers the page request carried — as a proxy in front would set them. The
+  app acts as that identity (the person may switch); the playground offers them in its
+  headers editor, from where they go with every request and into ``connection_init``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from gql.settings import Settings
+
+__all__ = ["STATIC_DIR", "page_response", "web_routes"]
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+_PLACEHOLDER = "<!--chatql-config-->"
+_IDENTITY_HEADERS = ("X-User-Id", "X-Team-Id", "X-Tenant-Id", "X-Roles")
+
+
+def _config_script(settings: Settings, request: Request) -> str:
+    config: dict[str, object] = {"auth": settings.auth}
+    if settings.auth == "dev":
+        config["identity"] = {
+            name: request.headers[name] for name in _IDENTITY_HEADERS if name in request.headers
+        }
+    # "<" escaped: the JSON can never close the script element early.
+    text = json.dumps(config).replace("<", "\\u003c")
+    return f'<script id="chatql-config" type="application/json">{text}</script>'
+
+
+def page_response(name: str, settings: Settings, request: Request) -> Response:
+    """The built page ``name`` (``index.html``, ``playground.html``) for this request."""
+    path = STATIC_DIR / name
+    if not path.is_file():
+        return PlainTextResponse(
+            f"{name} is not built: run `npm ci && npm run build` in clients/web", status_code=404
+        )
+    html = path.read_text(encoding="utf-8").replace(_PLACEHOLDER,
+                                                    _config_script(settings, request), 1)
+    # The page embeds the caller's identity: never cache it.
+    return HTMLResponse(html, headers={"Cache-Control": "no-store"})
+
+
+def web_routes(settings: Settings) -> list[BaseRoute]:
+    """``/`` (the app) and ``/assets`` (hashed, immutable build output)."""
+
+    async def app_page(request: Request) -> Response:
+        return page_response("index.html", settings, request)
+
+    return [
+        Route("/", app_page, methods=["GET"]),
+        Mount("/assets", app=StaticFiles(directory=STATIC_DIR / "assets", check_dir=False),
+              name="assets"),
+    ]

@@ -1,0 +1,115 @@
+"""Retention: purge chats past their expiry, and trash older than the trash period
+(and, when configured, move idle chats to the cold archive: ``store/archive.py``).
+
+Every instance runs a :class:`RetentionSweeper`. Instances never purge the same chat
+twice: each batch is claimed inside one write transaction with ``SELECT … FOR UPDATE
+SKIP LOCKED`` on Postgres (two sweepers take disjoint rows; a row already purged is
+simply gone), and on SQLite the write transaction itself is exclusive (``BEGIN
+IMMEDIATE``), so the second sweeper finds only what is still there. A purge is the
+same as ``purgeChat``: messages, resume records and receipts go, the id is closed.
+
+Expired chats read as absent from the moment they expire (see
+:func:`store.chats.present`); the sweeper only reclaims their rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, or_, select
+
+from store import chats as store_chats
+from store.archive import ChatArchive, archive_idle
+from store.database import Database
+from store.tables import chats
+
+__all__ = ["RetentionSweeper", "sweep_retention"]
+
+logger = logging.getLogger("chatql.retention")
+
+#: Chats purged per transaction: bounds how long one sweep holds its locks.
+SWEEP_BATCH = 50
+
+
+async def sweep_retention(
+    db: Database, *, now: datetime, trash_days: float, batch: int = SWEEP_BATCH
+) -> list[str]:
+    """Purge every chat expired at ``now`` or deleted ``trash_days`` before it.
+
+    Returns the ids this call purged (never one another sweeper purged).
+    """
+    trash_before = now - timedelta(days=trash_days)
+    due = or_(
+        and_(chats.c.expires_at.is_not(None), chats.c.expires_at <= now),
+        and_(chats.c.deleted_at.is_not(None), chats.c.deleted_at <= trash_before),
+    )
+    purged: list[str] = []
+    while True:
+        async with db.write() as conn:
+            rows = (
+                await conn.execute(
+                    select(chats.c.id, chats.c.tenant_id)
+                    .where(due)
+                    .order_by(chats.c.id)
+                    .limit(batch)
+                    .with_for_update(skip_locked=True)
+                )
+            ).all()
+            for chat_id, tenant_id in rows:
+                await store_chats.purge_rows(conn, chat_id, tenant_id)
+        purged.extend(row.id for row in rows)
+        if len(rows) < batch:
+            return purged
+
+
+class RetentionSweeper:
+    """Sweeps every ``interval`` seconds until closed; a failed sweep is retried next time.
+
+    The first sweep comes one interval after start. Closing waits for a sweep in
+    progress to finish (its transactions are short) rather than cancelling it midway.
+    """
+
+    def __init__(self, db: Database, *, interval: float, trash_days: float,
+                 archive: ChatArchive | None = None, archive_after_days: float = 0) -> None:
+        self._db = db
+        self._archive = archive
+        self._archive_after_days = archive_after_days
+        self._interval = interval
+        self._trash_days = trash_days
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._interval > 0 and self._task is None:
+            self._task = asyncio.create_task(self._run(), name="chatql-retention")
+
+    async def close(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            await self._task
+            self._task = None
+
+    async def _stopped_within(self, seconds: float) -> bool:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), seconds)
+        return self._stop.is_set()
+
+    async def _run(self) -> None:
+        while not await self._stopped_within(self._interval):
+            try:
+                purged = await sweep_retention(
+                    self._db, now=store_chats.now(), trash_days=self._trash_days
+                )
+                if purged:
+                    logger.info("retention purged %d chat(s)", len(purged))
+                if self._archive is not None and self._archive_after_days > 0:
+                    archived = await archive_idle(
+                        self._db, self._archive, now=store_chats.now(),
+                        after_days=self._archive_after_days)
+                    if archived:
+                        logger.info("archived %d idle chat(s)", len(archived))
+            except Exception as error:  # the database may be briefly away; try again
+                logger.warning("retention sweep failed: %s", error)

@@ -1,0 +1,29 @@
+"""The TypeScript client against a real chatql server, on both databases.
+
+Runs ``clients/js/test/live`` (Vitest): the npm ``graphql-sse`` client receives a live
+``chatStream`` with ``afterSeq``, and the stream follower, whose WebSocket is cut
+mid-stream, resumes with ``afterSeq`` and ends with exactly the persisted messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from gql.settings import Settings
+from tests.clients.node import JS_DIR, require_node
+from tests.gql.test_streams_ws import serve
+
+
+async def test_typescript_client_over_real_transports(settings: Settings) -> None:
+    npx = require_node()
+    async with serve(settings) as (server, _app):
+        process = await asyncio.create_subprocess_exec(
+            npx, "vitest", "run", "--config", "vitest.live.config.ts", "--reporter=verbose",
+            cwd=JS_DIR, env={**os.environ, "CHATQL_LIVE_URL": f"http://{server}", "NO_COLOR": "1"},
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )
+        output, _ = await asyncio.wait_for(process.communicate(), 120)
+    text = output.decode(errors="replace")
+    assert process.returncode == 0, text
+    assert "2 passed" in text, text

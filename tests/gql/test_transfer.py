@@ -1,0 +1,303 @@
+"""Export and import over HTTP and the command line: round trips, formats, idempotency."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from gql.cli import main
+from gql.settings import Settings
+from store import imports as store_imports
+from store.database import Database
+from store.errors import PersistFailed
+from store.messages import NewMessage, insert_messages, lock_chat_for_append
+from store.records import Identity
+from store.resume import StepIn, insert_resume
+from tests.conftest import TEST_SECRET, GraphQLClient, running_app
+
+Headers = Callable[..., dict[str, str]]
+ALICE = Identity(user_id="alice", tenant_id="acme")
+CREATE = """mutation($input: CreateChatInput!) { createChat(input: $input) { id } }"""
+APPEND = """mutation($id: ID!, $appendId: String!, $messages: [MessageInput!]!) {
+  appendMessages(chatId: $id, appendId: $appendId, messages: $messages) { lastSequence } }"""
+IMPORT = """mutation($input: ImportChatInput!) {
+  importChat(input: $input) { id title assistantId tags createdBy } }"""
+MESSAGES = """query($id: ID!) { messages(chatId: $id, first: 200) {
+  edges { node { role type props status sequence } } } }"""
+
+
+def parsed(jsonl: bytes) -> list[Any]:
+    return [orjson.loads(line) for line in jsonl.splitlines()]
+
+
+async def cli(args: list[str]) -> int:
+    """Runs the ``chatql`` command as a user would, off the test's event loop."""
+    return await asyncio.to_thread(main, args)
+
+
+@pytest.fixture
+async def http(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    async with running_app(settings) as app:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://chatql") as client:
+            yield client
+
+
+@pytest.fixture
+def gql(http: httpx.AsyncClient) -> GraphQLClient:
+    return GraphQLClient(http)
+
+
+async def export_lines(http: httpx.AsyncClient, chat_id: str,
+                       headers: dict[str, str]) -> list[dict[str, Any]]:
+    response = await http.get(f"/chats/{chat_id}/export", headers=headers)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("application/x-ndjson")
+    return [orjson.loads(line) for line in response.content.splitlines()]
+
+
+async def build_chat(gql: GraphQLClient, settings: Settings, headers: dict[str, str]) -> None:
+    """A chat with tags, varied messages and statuses, a sequence gap and resume records."""
+    await gql.data(CREATE, {"input": {"id": "c1", "assistantId": "helper", "title": "Trip",
+                                      "tags": ["travel", "b"], "pinned": True,
+                                      "metadata": {"k": [1, 2.5, None]}}}, headers)
+    await gql.data(APPEND, {"id": "c1", "appendId": "a1", "messages": [
+        {"role": "USER", "type": "user_input", "props": {"content": "Plan a trip"},
+         "requestId": "r1", "metadata": {"lang": "en"}},
+        {"role": "ASSISTANT", "type": "tool_call", "props": {"name": "search", "n": 1.5},
+         "blockId": "b1", "threadId": "t1", "assistantId": "helper"},
+        {"role": "TOOL", "type": "retrieval", "props": {"docs": [{"id": 1}]}},
+    ]}, headers)
+    deleted = await gql.data("""mutation { deleteMessages(chatId: "c1", ids: []) }""", None,
+                             headers)
+    assert deleted == {"deleteMessages": 0}
+    db = Database(settings.database_url)
+    try:
+        async with db.write() as conn:
+            last = await lock_chat_for_append(conn, ALICE, "c1")
+            await insert_messages(conn, "c1", [
+                NewMessage(role="ASSISTANT", type="text", props={"content": "Half an ans"},
+                           status="INTERRUPTED", request_id="r2"),
+                NewMessage(role="ASSISTANT", type="error", props={"message": "boom"},
+                           status="FAILED", request_id="r2"),
+            ], last_sequence=last + 1)  # leaves a hole, as a deleted message would
+            await insert_resume(conn, "c1", [
+                StepIn(id="s1", type="llm", status="interrupted", stack_id="k1",
+                       input={"q": 1}, output={"partial": "x"}, space_snapshot={"v": 2}),
+                StepIn(id="s2", type="tool", status="running", stack_id="k2",
+                       stack_parent_id="k1", stack_depth=1, error="cut"),
+            ], request_id="r2", assistant_id="helper")
+    finally:
+        await db.dispose()
+
+
+async def test_export_then_import_reproduces_the_chat(
+    gql: GraphQLClient, http: httpx.AsyncClient, settings: Settings, make_headers: Headers,
+    tmp_path: Path, sqlite_template: Path,
+) -> None:
+    alice = make_headers("alice", tenant="acme")
+    await build_chat(gql, settings, alice)
+    lines = await export_lines(http, "c1", alice)
+    assert [line["kind"] for line in lines] == ["chat", *["message"] * 5, "resume", "resume"]
+    assert lines[0]["tags"] == ["b", "travel"]
+    assert [line["sequence"] for line in lines[1:6]] == [1, 2, 3, 5, 6]
+    assert [line["status"] for line in lines[1:6]] == [
+        "COMPLETED", "COMPLETED", "COMPLETED", "INTERRUPTED", "FAILED"]
+
+    # The same database: purge frees the message ids; the chat comes back under a new id.
+    assert (await gql.data('mutation { purgeChat(id: "c1") }', None, alice))["purgeChat"]
+    made = (await gql.data(IMPORT, {"input": {"format": "CHATQL", "document": lines,
+                                              "chatId": "c2", "importId": "i1"}}, alice))
+    assert made["importChat"] == {"id": "c2", "title": "Trip", "assistantId": "helper",
+                                  "tags": ["b", "travel"], "createdBy": "alice"}
+    again = await export_lines(http, "c2", alice)
+    assert again == [{**lines[0], "id": "c2"}, *lines[1:]]
+    # Appends continue after the highest imported sequence.
+    after = await gql.data(APPEND, {"id": "c2", "appendId": "a2", "messages": [
+        {"role": "USER", "type": "user_input", "props": {"content": "more"}}]}, alice)
+    assert after["appendMessages"]["lastSequence"] == 7
+
+    # Another database, through the command line: the chat keeps its id.
+    source = tmp_path / "export.jsonl"
+    source.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    other = tmp_path / "other.db"
+    shutil.copy(sqlite_template, other)
+    url = f"sqlite+aiosqlite:///{other}"
+    assert await cli(["import", str(source), "--tenant", "acme", "--user", "alice",
+                 "--database-url", url]) == 0
+    copy = Settings(database_url=url, secret=TEST_SECRET, migrate_on_start=False)
+    async with running_app(copy) as app:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://x") as client:
+            assert await export_lines(client, "c1", alice) == lines
+
+
+async def test_openai_conversation_with_tool_calls(
+    gql: GraphQLClient, make_headers: Headers
+) -> None:
+    alice = make_headers("alice")
+    document = {"title": "Weather", "messages": [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Weather in Oslo?", "name": "ann"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "weather", "arguments": "{\"city\": \"Oslo\"}"}},
+            {"id": "call_2", "type": "function",
+             "function": {"name": "time", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "-3C"},
+        {"role": "tool", "tool_call_id": "call_2", "content": "09:00"},
+        {"role": "assistant", "content": "It is -3C at 09:00."},
+    ]}
+    made = await gql.data(IMPORT, {"input": {"format": "OPENAI", "document": document,
+                                             "chatId": "oa", "assistantId": "bot"}}, alice)
+    assert made["importChat"]["title"] == "Weather"
+    nodes = [e["node"] for e in (await gql.data(MESSAGES, {"id": "oa"}, alice))
+             ["messages"]["edges"]]
+    assert [(n["role"], n["type"]) for n in nodes] == [
+        ("SYSTEM", "text"), ("USER", "user_input"), ("ASSISTANT", "tool_call"),
+        ("ASSISTANT", "tool_call"), ("TOOL", "tool_result"), ("TOOL", "tool_result"),
+        ("ASSISTANT", "text")]
+    assert nodes[1]["props"] == {"content": "Weather in Oslo?", "name": "ann"}
+    assert nodes[2]["props"] == {"id": "call_1", "name": "weather",
+                                 "arguments": "{\"city\": \"Oslo\"}"}
+    assert nodes[4]["props"] == {"content": "-3C", "tool_call_id": "call_1"}
+    assert [n["sequence"] for n in nodes] == list(range(1, 8))
+    assert await gql.error_code(IMPORT, {"input": {"format": "OPENAI", "document": document}},
+                                alice) == "INVALID_ARGUMENT"  # no assistantId
+
+
+async def test_a_retried_import_writes_nothing_twice(
+    gql: GraphQLClient, make_headers: Headers
+) -> None:
+    alice = make_headers("alice")
+    document = {"messages": [{"role": "user", "content": "hi"}]}
+    request = {"format": "OPENAI", "document": document, "assistantId": "bot",
+               "importId": "imp-1"}
+    first = (await gql.data(IMPORT, {"input": request}, alice))["importChat"]
+    second = (await gql.data(IMPORT, {"input": request}, alice))["importChat"]
+    assert first == second
+    listing = await gql.data("{ chats { totalCount } }", None, alice)
+    assert listing["chats"]["totalCount"] == 1
+    nodes = (await gql.data(MESSAGES, {"id": first["id"]}, alice))["messages"]["edges"]
+    assert len(nodes) == 1
+    changed = {**request, "document": {"messages": [{"role": "user", "content": "bye"}]}}
+    assert await gql.error_code(IMPORT, {"input": changed}, alice) == "APPEND_CONFLICT"
+    # Import ids belong to a tenant: another tenant's same id is a different import.
+    other = make_headers("zed", tenant="other")
+    assert (await gql.data(IMPORT, {"input": request}, other))["importChat"]["id"] != (
+        first["id"])
+
+
+@pytest.mark.parametrize(("document", "named"), [
+    ([{"kind": "message"}], "line 1"),
+    ([{"kind": "chat", "id": "m", "assistantId": "a"},
+      {"kind": "message", "id": "m1", "sequence": 1, "role": "USER", "type": "x",
+       "props": {}},
+      {"kind": "message", "id": "m2", "sequence": 2, "role": "BOSS", "type": "x",
+       "props": {}}], "line 3: field 'role'"),
+    ([{"kind": "chat", "id": "m", "assistantId": "a"},
+      {"kind": "message", "id": "m1", "sequence": 2, "role": "USER", "type": "x",
+       "props": {}},
+      {"kind": "message", "id": "m2", "sequence": 2, "role": "USER", "type": "x",
+       "props": {}}], "line 3: field 'sequence'"),
+    ([{"kind": "chat", "id": "m", "assistantId": "a"},
+      {"kind": "message", "id": "m1", "sequence": 1, "role": "USER", "type": "x",
+       "props": "no"}], "line 2: field 'props'"),
+    ([{"kind": "chat", "id": "m", "assistantId": "a", "tags": ["x" * 65]}], "line 1"),
+])
+async def test_a_malformed_document_names_the_line_and_writes_nothing(
+    gql: GraphQLClient, make_headers: Headers, document: list[Any], named: str
+) -> None:
+    alice = make_headers("alice")
+    body = await gql.execute(IMPORT, {"input": {"format": "CHATQL", "document": document,
+                                                "chatId": "m", "importId": "bad"}}, alice)
+    assert body["errors"][0]["extensions"]["code"] == "INVALID_ARGUMENT"
+    assert named in body["errors"][0]["message"]
+    assert (await gql.data('{ chat(id: "m") { id } }', None, alice))["chat"] is None
+    # The failed import id was not recorded: it can be used for a good document.
+    good = [{"kind": "chat", "id": "m", "assistantId": "a"}]
+    assert (await gql.data(IMPORT, {"input": {"format": "CHATQL", "document": good,
+                                              "importId": "bad"}}, alice))["importChat"]
+
+
+async def test_openai_field_errors_name_the_message(
+    gql: GraphQLClient, make_headers: Headers
+) -> None:
+    alice = make_headers("alice")
+    document = {"messages": [{"role": "user", "content": "hi"},
+                             {"role": "assistant", "tool_calls": [{"id": "c"}]}]}
+    body = await gql.execute(IMPORT, {"input": {"format": "OPENAI", "document": document,
+                                                "assistantId": "b", "chatId": "o"}}, alice)
+    assert body["errors"][0]["extensions"]["code"] == "INVALID_ARGUMENT"
+    assert "messages[1].tool_calls[0]" in body["errors"][0]["message"]
+    assert (await gql.data('{ chat(id: "o") { id } }', None, alice))["chat"] is None
+
+
+async def test_export_answers_with_the_same_identity_and_access(
+    gql: GraphQLClient, http: httpx.AsyncClient, make_headers: Headers
+) -> None:
+    alice = make_headers("alice")
+    await gql.data(CREATE, {"input": {"id": "p", "assistantId": "a"}}, alice)
+    assert len(await export_lines(http, "p", alice)) == 1
+    for headers in (make_headers("bob"), make_headers("alice", tenant="other")):
+        response = await http.get("/chats/p/export", headers=headers)
+        assert response.status_code == 404
+        assert response.json()["errors"][0]["extensions"]["code"] == "NOT_FOUND"
+    assert len(await export_lines(http, "p", make_headers("x", roles="admin"))) == 1
+    missing = await http.get("/chats/nope/export", headers=alice)
+    assert missing.status_code == 404
+    bad = await http.get("/chats/bad%20id/export", headers=alice)
+    assert bad.status_code == 400
+    assert bad.json()["errors"][0]["extensions"]["code"] == "INVALID_ARGUMENT"
+
+
+async def test_cli_export_and_an_interrupted_import_resumes(
+    gql: GraphQLClient, settings: Settings, make_headers: Headers, tmp_path: Path,
+    sqlite_template: Path, capsysbinary: pytest.CaptureFixture[bytes],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    alice = make_headers("alice", tenant="acme")
+    await gql.data(CREATE, {"input": {"id": "big", "assistantId": "a"}}, alice)
+    await gql.data(APPEND, {"id": "big", "appendId": "x", "messages": [
+        {"role": "USER", "type": "text", "props": {"content": f"m{n}"}} for n in range(7)]},
+        alice)
+    capsysbinary.readouterr()
+    assert await cli(["export", "big", "--tenant", "acme",
+                 "--database-url", settings.database_url]) == 0
+    exported = capsysbinary.readouterr().out
+    assert len(exported.splitlines()) == 8
+    source = tmp_path / "big.jsonl"
+    source.write_bytes(exported)
+    target = tmp_path / "target.db"
+    shutil.copy(sqlite_template, target)
+    url = f"sqlite+aiosqlite:///{target}"
+    real_write = store_imports.ImportRun.write
+    calls = 0
+
+    async def failing_write(self: Any, parsed: Any, lines: int, *, last: bool) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise PersistFailed("the database went away")
+        await real_write(self, parsed, lines, last=last)
+
+    monkeypatch.setattr(store_imports.ImportRun, "write", failing_write)
+    args = ["import", str(source), "--tenant", "acme", "--user", "alice",
+            "--batch", "3", "--database-url", url]
+    assert await cli(args) == 1  # interrupted after the first batch of three
+    monkeypatch.setattr(store_imports.ImportRun, "write", real_write)
+    capsysbinary.readouterr()
+    assert await cli(args) == 0
+    assert capsysbinary.readouterr().out.endswith(b"4 lines written\n")
+    assert await cli(args) == 0  # finished: nothing more
+    assert capsysbinary.readouterr().out.endswith(b"0 lines written\n")
+    assert await cli(["export", "big", "--tenant", "acme", "--database-url", url]) == 0
+    # The same lines (Postgres spaces its JSON differently from SQLite's encoder).
+    assert parsed(capsysbinary.readouterr().out) == parsed(exported)
