@@ -31,7 +31,6 @@ rule written once); queries over many chats filter with the predicates.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, Row, and_, false, or_, select, true
@@ -113,8 +112,11 @@ async def require(conn: AsyncConnection, who: Identity, chat_id: str, need: Need
     }[need]
     query = select(*(columns or (chats.c.id,)), chats.c.deleted_at.label("chat_deleted_at"),
                    allowed.label("allowed")).where(chats.c.id == chat_id, can_read(who))
-    # A chat past its expiry reads as absent even before the sweeper purges it.
-    query = query.where(or_(chats.c.expires_at.is_(None), chats.c.expires_at > datetime.now(UTC)))
+    # A chat past its expiry reads as absent even before the sweeper purges it. The
+    # service clock lives in store.chats, which imports this module.
+    from store import chats as chat_rows
+
+    query = query.where(or_(chats.c.expires_at.is_(None), chats.c.expires_at > chat_rows.now()))
     if not include_deleted:
         query = query.where(chats.c.deleted_at.is_(None))
     if lock:

@@ -260,11 +260,14 @@ class StreamService:
                 outcome = apply_chunks(stream.state, chunks)
                 stream.buffered_bytes += size
                 stream.last_push = time.time()
+                # Read under the lease: releasing it awaits, and the next holder on this
+                # instance numbers on in the same state.
+                last_seq = stream.state.seq
                 if outcome.events:
                     await self.backend.save(stream, outcome.events, aliases=outcome.aliases,
                                             seen=outcome.seen, tokens=outcome.tokens)
         return PushResult(accepted=outcome.accepted, duplicates=outcome.duplicates,
-                          last_seq=stream.state.seq)
+                          last_seq=last_seq)
 
     async def record_step(self, who: Identity, stream_id: str, step: StepIn) -> bool:
         async with self.backend.lease(stream_id):

@@ -27,9 +27,15 @@ export type AppendReceipt = {
 /** A conversation between people and assistants. */
 export type Chat = {
   __typename?: 'Chat';
+  /** When its messages moved to the cold archive (null: in the database). Reading, appending or streaming brings them back first. */
+  archivedAt: Maybe<Scalars['DateTime']['output']>;
   assistantId: Scalars['String']['output'];
+  /** Where the conversation happens (api, widget, telegram …); set at creation. */
+  channel: Scalars['String']['output'];
   createdAt: Scalars['DateTime']['output'];
   createdBy: Maybe<Scalars['String']['output']>;
+  /** When the chat is purged for good; null keeps it until deleted. */
+  expiresAt: Maybe<Scalars['DateTime']['output']>;
   id: Scalars['ID']['output'];
   /** The newest message, or null while the chat has none. */
   lastMessage: Maybe<Message>;
@@ -38,15 +44,20 @@ export type Chat = {
   messages: MessageConnection;
   metadata: Maybe<Scalars['JSON']['output']>;
   mode: Scalars['String']['output'];
+  pinned: Scalars['Boolean']['output'];
   public: Scalars['Boolean']['output'];
   share: ChatShare;
   sort: Scalars['Int']['output'];
   status: ChatStatus;
+  /** Sorted, distinct; at most 20. */
+  tags: Array<Scalars['String']['output']>;
   teamId: Maybe<Scalars['String']['output']>;
   tenantId: Maybe<Scalars['String']['output']>;
   title: Maybe<Scalars['String']['output']>;
   updatedAt: Scalars['DateTime']['output'];
   updatedBy: Maybe<Scalars['String']['output']>;
+  /** The chat's recorded model usage and message token sum. */
+  usage: Usage;
 };
 
 
@@ -77,13 +88,26 @@ export type ChatEdge = {
 /** Narrows a chat list; every field given must match. */
 export type ChatFilter = {
   assistantId?: InputMaybe<Scalars['String']['input']>;
+  /** Only chats of this channel (api, widget, telegram …). */
+  channel?: InputMaybe<Scalars['String']['input']>;
+  createdBy?: InputMaybe<Scalars['String']['input']>;
+  /** true: the trash, the deleted chats the caller may restore. */
+  deleted?: InputMaybe<Scalars['Boolean']['input']>;
   /** Exclusive upper bound on timeField. */
   endTime?: InputMaybe<Scalars['DateTime']['input']>;
+  /** Also list chats whose mode is subagent. */
+  includeSubagents?: InputMaybe<Scalars['Boolean']['input']>;
   /** Case-insensitive match anywhere in the title. */
   keywords?: InputMaybe<Scalars['String']['input']>;
+  /** Only chats of this mode (naming subagent lists them). */
+  mode?: InputMaybe<Scalars['String']['input']>;
+  pinned?: InputMaybe<Scalars['Boolean']['input']>;
   /** Inclusive lower bound on timeField. */
   startTime?: InputMaybe<Scalars['DateTime']['input']>;
   status?: InputMaybe<ChatStatus>;
+  /** Only chats carrying every one of these tags. */
+  tags?: InputMaybe<Array<Scalars['String']['input']>>;
+  teamId?: InputMaybe<Scalars['String']['input']>;
   timeField?: InputMaybe<TimeField>;
 };
 
@@ -146,18 +170,88 @@ export type ChunkInput = {
   props?: InputMaybe<Scalars['JSON']['input']>;
   role?: InputMaybe<Role>;
   threadId?: InputMaybe<Scalars['String']['input']>;
+  /** Sets the message's token count (last value wins; left out: unchanged). */
+  tokens?: InputMaybe<Scalars['Int']['input']>;
   type: Scalars['String']['input'];
 };
 
 export type CreateChatInput = {
   assistantId: Scalars['String']['input'];
+  /** Where the conversation happens, 1-64 characters. */
+  channel?: Scalars['String']['input'];
+  /** Purge the chat for good at this moment. */
+  expiresAt?: InputMaybe<Scalars['DateTime']['input']>;
   id?: InputMaybe<Scalars['ID']['input']>;
   metadata?: InputMaybe<Scalars['JSON']['input']>;
   mode?: Scalars['String']['input'];
+  pinned?: Scalars['Boolean']['input'];
   public?: Scalars['Boolean']['input'];
   share?: ChatShare;
   sort?: Scalars['Int']['input'];
+  /** At most 20, each 1-64 characters; kept sorted, repeats dropped. */
+  tags?: InputMaybe<Array<Scalars['String']['input']>>;
+  /** Expire after the service's temporary-chat lifetime. */
+  temporary?: Scalars['Boolean']['input'];
   title?: InputMaybe<Scalars['String']['input']>;
+};
+
+/** A chat to create from a document. */
+export type ImportChatInput = {
+  /** Required for OPENAI; overrides the export's for CHATQL. */
+  assistantId?: InputMaybe<Scalars['String']['input']>;
+  /** The new chat's id (default: the export's, or generated). */
+  chatId?: InputMaybe<Scalars['ID']['input']>;
+  /** CHATQL: the lines of a chatql export (chat line first) as a list. OPENAI: {"messages": [{role, content, tool_calls, tool_call_id, name}]}. */
+  document: Scalars['JSON']['input'];
+  format: ImportFormat;
+  /** Re-sending the same importId with the same input returns the same chat and writes nothing (like appendId). */
+  importId?: InputMaybe<Scalars['String']['input']>;
+};
+
+/** What an imported document is. */
+export type ImportFormat =
+  | 'CHATQL'
+  | 'OPENAI';
+
+/** Something an agent chose to remember about a person. */
+export type MemoryEntry = {
+  __typename?: 'MemoryEntry';
+  content: Scalars['String']['output'];
+  createdAt: Scalars['DateTime']['output'];
+  createdBy: Maybe<Scalars['String']['output']>;
+  id: Scalars['ID']['output'];
+  pinned: Scalars['Boolean']['output'];
+  /** A workspace or project key, or `_global`. */
+  scope: Scalars['String']['output'];
+  /** The user the memory is about. */
+  subject: Scalars['String']['output'];
+  tenantId: Scalars['String']['output'];
+  updatedAt: Scalars['DateTime']['output'];
+};
+
+/** A page of one scope's entries, pinned first then newest. */
+export type MemoryEntryConnection = {
+  __typename?: 'MemoryEntryConnection';
+  edges: Array<MemoryEntryEdge>;
+  pageInfo: PageInfo;
+  /** Characters of content in the whole scope (what the cap counts). */
+  totalChars: Scalars['Int']['output'];
+  /** Entries in the whole scope. */
+  totalCount: Scalars['Int']['output'];
+};
+
+export type MemoryEntryEdge = {
+  __typename?: 'MemoryEntryEdge';
+  cursor: Scalars['String']['output'];
+  node: MemoryEntry;
+};
+
+/** A memory entry matching a search, with its relevance. */
+export type MemoryHit = {
+  __typename?: 'MemoryHit';
+  entry: MemoryEntry;
+  /** Relevance (BM25-shaped; higher is better). Comparable within one search. */
+  score: Scalars['Float']['output'];
 };
 
 /** One message of a chat. */
@@ -175,6 +269,10 @@ export type Message = {
   sequence: Scalars['Int']['output'];
   status: MessageStatus;
   threadId: Maybe<Scalars['String']['output']>;
+  /** The message's token count as its producer reported it (null: unknown; in modelContext, the estimate when tokensEstimated). */
+  tokens: Maybe<Scalars['Int']['output']>;
+  /** True when tokens is modelContext's estimate (one token per 4 characters of the props JSON), not a reported count. */
+  tokensEstimated: Scalars['Boolean']['output'];
   type: Scalars['String']['output'];
   updatedAt: Scalars['DateTime']['output'];
 };
@@ -211,6 +309,8 @@ export type MessageInput = {
   requestId?: InputMaybe<Scalars['String']['input']>;
   role: Role;
   threadId?: InputMaybe<Scalars['String']['input']>;
+  /** The message's token count (a whole number >= 0). */
+  tokens?: InputMaybe<Scalars['Int']['input']>;
   type: Scalars['String']['input'];
 };
 
@@ -223,36 +323,50 @@ export type Mutation = {
   __typename?: 'Mutation';
   /** Append a batch atomically; re-sending the same appendId is safe. */
   appendMessages: AppendReceipt;
+  /** Move the chat's messages to the cold archive (verified before any row is deleted); the chat stays in lists with archivedAt set. */
+  archiveChat: Chat;
+  /** THE chat of (tenant, assistant, channel, person), created on first use: the person is the caller, or `subject` when an agent or admin asks on someone's behalf. Concurrent first calls create one chat; after a purge the next call creates a new one; a soft-deleted one is restored. */
+  chatFor: Chat;
   /** Draw a boundary carrying `summary` (props.summary), a recap that stands in for everything before it. */
   compactChat: Message;
   /** Create a chat; the id is generated unless given. */
   createChat: Chat;
   /** Soft delete: hidden everywhere, data kept. */
   deleteChat: Scalars['Boolean']['output'];
+  /** Forget an entry. */
+  deleteMemory: Scalars['Boolean']['output'];
   /** Delete messages of one chat; returns how many went. */
   deleteMessages: Scalars['Int']['output'];
   /** Remove a chat's resume records; returns how many. */
   deleteResume: Scalars['Int']['output'];
-  /** End the stream and persist it in one write (idempotent). */
+  /** End the stream and persist it in one write (idempotent); `usage` is recorded with it, once. */
   endStream: StreamResult;
+  /** Create a chat from a chatql export or an OpenAI-style conversation; all or nothing. */
+  importChat: Chat;
   /** Remove the chat and its messages for good; its id is closed forever. */
   purgeChat: Scalars['Boolean']['output'];
   /** Push up to 1,000 chunks; accepted whole or not at all. */
   pushChunks: PushResult;
   /** Buffer (or update by id) an execution step for resume. */
   recordStep: Scalars['Boolean']['output'];
+  /** Bring an archived chat's messages back now. */
+  restoreArchive: Chat;
   /** Undo a soft delete. */
   restoreChat: Chat;
   /** Draw a boundary (role SYSTEM, type boundary): people still see what came before, the model does not. When the newest message already is a boundary, that one is returned. */
   startOver: Message;
   /** Open a stream in a chat (at most one active per chat). */
   startStream: Stream;
-  /** Stop the chat's active stream (ends it INTERRUPTED). */
+  /** Stop the chat's active stream (ends it INTERRUPTED); needs the right to write to the chat. */
   stopStream: Scalars['Boolean']['output'];
-  /** Change title, status, share, public, sort or metadata. */
+  /** Change title, status, share, public, sort, metadata, tags, pinned or expiresAt. */
   updateChat: Chat;
+  /** Replace an entry's content or pinned flag; keeps its id and createdAt. */
+  updateMemory: MemoryEntry;
   /** Replace a message's props or metadata, or set its status. */
   updateMessage: Message;
+  /** Remember something about a person (default: the caller). MEMORY_FULL (with extensions.scopeChars and extensions.limit) when the scope's cap would be passed; nothing is written then. */
+  writeMemory: MemoryEntry;
 };
 
 
@@ -260,6 +374,18 @@ export type MutationAppendMessagesArgs = {
   appendId: Scalars['String']['input'];
   chatId: Scalars['ID']['input'];
   messages: Array<MessageInput>;
+};
+
+
+export type MutationArchiveChatArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+export type MutationChatForArgs = {
+  assistantId: Scalars['String']['input'];
+  channel: Scalars['String']['input'];
+  subject?: InputMaybe<Scalars['String']['input']>;
 };
 
 
@@ -279,6 +405,11 @@ export type MutationDeleteChatArgs = {
 };
 
 
+export type MutationDeleteMemoryArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
 export type MutationDeleteMessagesArgs = {
   chatId: Scalars['ID']['input'];
   ids: Array<Scalars['ID']['input']>;
@@ -294,6 +425,12 @@ export type MutationEndStreamArgs = {
   error?: InputMaybe<Scalars['String']['input']>;
   status: StreamStatus;
   streamId: Scalars['ID']['input'];
+  usage?: InputMaybe<UsageInput>;
+};
+
+
+export type MutationImportChatArgs = {
+  input: ImportChatInput;
 };
 
 
@@ -311,6 +448,11 @@ export type MutationPushChunksArgs = {
 export type MutationRecordStepArgs = {
   step: StepInput;
   streamId: Scalars['ID']['input'];
+};
+
+
+export type MutationRestoreArchiveArgs = {
+  id: Scalars['ID']['input'];
 };
 
 
@@ -340,9 +482,20 @@ export type MutationUpdateChatArgs = {
 };
 
 
+export type MutationUpdateMemoryArgs = {
+  id: Scalars['ID']['input'];
+  input: UpdateMemoryInput;
+};
+
+
 export type MutationUpdateMessageArgs = {
   id: Scalars['ID']['input'];
   input: UpdateMessageInput;
+};
+
+
+export type MutationWriteMemoryArgs = {
+  input: WriteMemoryInput;
 };
 
 export type PageInfo = {
@@ -368,18 +521,26 @@ export type Query = {
   chats: ChatConnection;
   /** The chat's newest resume record: where to resume. */
   lastResume: Maybe<ResumeRecord>;
+  /** Every entry of one scope, pinned first then newest; keyset pages (first: default 20, at most 100) with signed cursors. */
+  memoryEntries: MemoryEntryConnection;
   /** A page of a chat's messages (newest 50 by default). */
   messages: MessageConnection;
-  /** What an agent should send its model: the newest boundary's summary first (as a SYSTEM message), then the newest complete user-led turns that fit in `limit` messages (the summary counts). UI-only types (loading, action, error) and FAILED messages are left out. WINDOW_TOO_SMALL when the newest turn alone does not fit. */
+  /** What an agent should send its model: the newest boundary's summary first (as a SYSTEM message), then the newest complete user-led turns that fit in `limit` messages and/or `maxTokens` tokens (at least one is required; the summary counts). Messages without a token count are estimated (one token per 4 characters of the props JSON) and marked tokensEstimated. UI-only types (loading, action, error), FAILED messages, INTERRUPTED tool_call messages and (unless includeThinking) thinking messages are left out. WINDOW_TOO_SMALL when the newest turn alone does not fit either bound. */
   modelContext: Array<Message>;
+  /** A person's memory across scopes: pinned entries first, then the most recently updated; limit is capped at 200. Another subject's memory needs role agent or admin (else: empty). */
+  recentMemory: Array<MemoryEntry>;
   /** The resume records of one stack, oldest first. */
   resumeByStack: Array<ResumeRecord>;
   /** A chat's resume records, oldest first. */
   resumeRecords: Array<ResumeRecord>;
+  /** Full-text search over a person's memory in the given scopes: every word must occur, best match first, near-ties most recently updated first. first is capped at 100. */
+  searchMemory: Array<MemoryHit>;
   /** Search what people and assistants said (user_input and text messages) in the chats you may read, best match first; near-ties newest first. first is capped at 100, window at 20. */
   searchMessages: Array<SearchHit>;
   /** Stack ids from the delegation's root down to this stack. */
   stackPath: Array<Scalars['String']['output']>;
+  /** Usage recorded in [startTime, endTime) over the chats the caller may read, grouped by UTC day, assistant or chat creator; rows ordered by key. */
+  usage: Array<UsageRow>;
 };
 
 
@@ -404,6 +565,14 @@ export type QueryLastResumeArgs = {
 };
 
 
+export type QueryMemoryEntriesArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  scope: Scalars['String']['input'];
+  subject?: InputMaybe<Scalars['String']['input']>;
+};
+
+
 export type QueryMessagesArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
   before?: InputMaybe<Scalars['String']['input']>;
@@ -416,7 +585,17 @@ export type QueryMessagesArgs = {
 
 export type QueryModelContextArgs = {
   chatId: Scalars['ID']['input'];
-  limit: Scalars['Int']['input'];
+  includeThinking?: InputMaybe<Scalars['Boolean']['input']>;
+  limit?: InputMaybe<Scalars['Int']['input']>;
+  maxTokens?: InputMaybe<Scalars['Int']['input']>;
+  memoryScopes?: InputMaybe<Array<Scalars['String']['input']>>;
+};
+
+
+export type QueryRecentMemoryArgs = {
+  limit?: InputMaybe<Scalars['Int']['input']>;
+  scopes: Array<Scalars['String']['input']>;
+  subject?: InputMaybe<Scalars['String']['input']>;
 };
 
 
@@ -427,6 +606,14 @@ export type QueryResumeByStackArgs = {
 
 export type QueryResumeRecordsArgs = {
   chatId: Scalars['ID']['input'];
+};
+
+
+export type QuerySearchMemoryArgs = {
+  first?: InputMaybe<Scalars['Int']['input']>;
+  query: Scalars['String']['input'];
+  scopes: Array<Scalars['String']['input']>;
+  subject?: InputMaybe<Scalars['String']['input']>;
 };
 
 
@@ -442,6 +629,14 @@ export type QuerySearchMessagesArgs = {
 
 export type QueryStackPathArgs = {
   stackId: Scalars['String']['input'];
+};
+
+
+export type QueryUsageArgs = {
+  assistantId?: InputMaybe<Scalars['String']['input']>;
+  endTime: Scalars['DateTime']['input'];
+  groupBy?: InputMaybe<UsageGroup>;
+  startTime: Scalars['DateTime']['input'];
 };
 
 /** A stored execution step of an interrupted or failed stream. */
@@ -551,12 +746,21 @@ export type TimeField =
 
 /** Fields left out stay as they are. */
 export type UpdateChatInput = {
+  /** null keeps the chat until it is deleted. */
+  expiresAt?: InputMaybe<Scalars['DateTime']['input']>;
   metadata?: InputMaybe<Scalars['JSON']['input']>;
+  pinned?: InputMaybe<Scalars['Boolean']['input']>;
   public?: InputMaybe<Scalars['Boolean']['input']>;
   share?: InputMaybe<ChatShare>;
   sort?: InputMaybe<Scalars['Int']['input']>;
   status?: InputMaybe<ChatStatus>;
+  tags?: InputMaybe<Array<Scalars['String']['input']>>;
   title?: InputMaybe<Scalars['String']['input']>;
+};
+
+export type UpdateMemoryInput = {
+  content?: InputMaybe<Scalars['String']['input']>;
+  pinned?: InputMaybe<Scalars['Boolean']['input']>;
 };
 
 /** Fields left out stay as they are. */
@@ -566,6 +770,51 @@ export type UpdateMessageInput = {
   status?: InputMaybe<MessageStatus>;
 };
 
+/** Tokens a chat used. */
+export type Usage = {
+  __typename?: 'Usage';
+  /** Sum of its requests' completion tokens. */
+  completionTokens: Scalars['Int']['output'];
+  /** Sum of its messages' tokens. */
+  messageTokens: Scalars['Int']['output'];
+  /** Sum of its requests' prompt tokens. */
+  promptTokens: Scalars['Int']['output'];
+};
+
+/** How the usage report groups its rows. */
+export type UsageGroup =
+  | 'ASSISTANT'
+  | 'DAY'
+  | 'USER';
+
+/** What one model request cost, as the producer reports it. */
+export type UsageInput = {
+  completionTokens?: Scalars['Int']['input'];
+  model?: InputMaybe<Scalars['String']['input']>;
+  promptTokens?: Scalars['Int']['input'];
+};
+
+/** Usage of one day (UTC), assistant or chat creator. */
+export type UsageRow = {
+  __typename?: 'UsageRow';
+  completionTokens: Scalars['Int']['output'];
+  /** The UTC date YYYY-MM-DD, the assistant id, or the chat creator's user id. */
+  key: Scalars['String']['output'];
+  promptTokens: Scalars['Int']['output'];
+  /** How many requests reported usage. */
+  requests: Scalars['Int']['output'];
+};
+
 export type Weekday =
   | 'MONDAY'
   | 'SUNDAY';
+
+export type WriteMemoryInput = {
+  content: Scalars['String']['input'];
+  pinned?: Scalars['Boolean']['input'];
+  scope: Scalars['String']['input'];
+  /** Whom the entry is about; default the caller (another subject needs role agent or admin). */
+  subject?: InputMaybe<Scalars['String']['input']>;
+  /** Makes the write idempotent: a retry with the same writeId and content returns the same entry; other content is CONFLICT. */
+  writeId?: InputMaybe<Scalars['String']['input']>;
+};
