@@ -30,7 +30,8 @@ from sqlalchemy import BigInteger, Integer, String, and_, bindparam, false, func
 from sqlalchemy.engine import make_url
 
 from store import access
-from store.chats import now, present
+from store import chats as store_chats
+from store.chats import present
 from store.database import Database
 from store.jsonutil import loads
 from store.records import Identity
@@ -333,7 +334,9 @@ async def fetch(db: Database, statement: PreparedStatement,
 
     The ``now`` slot (chats past their expiry are not there) is filled in here.
     """
-    arguments = statement.arguments({**values, "now": moment_argument(now(), db.dialect)})
+    # Looked up per call: the store's clock is the one every reader of expiry uses.
+    moment = moment_argument(store_chats.now(), db.dialect)
+    arguments = statement.arguments({**values, "now": moment})
     if db.is_postgres:
         pool = await _asyncpg_pool(db)
         rows: Sequence[Sequence[Any]] = await pool.fetch(statement.sql, *arguments)
