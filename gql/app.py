@@ -45,6 +45,7 @@ from store.archive import ChatArchive
 from store.cursors import CursorSigner, load_or_create_secret
 from store.database import Database
 from store.errors import Unauthenticated
+from store.events import ChatEvents
 from store.migrate import migrate
 from store.records import Identity
 from store.retention import RetentionSweeper
@@ -266,18 +267,24 @@ def create_app(settings: Settings | None = None) -> Starlette:
                                     idle_timeout=settings.stream_idle_timeout,
                                     max_bytes=settings.max_stream_bytes)
             archive = ChatArchive(settings.archive_url)
+            events = ChatEvents(db, streams.backend)
+            streams.events = events
             app.state.services = Services(settings=settings, db=db, cursors=CursorSigner(key),
-                                          streams=streams, archive=archive)
+                                          streams=streams, archive=archive, events=events)
+            await events.start()
             await streams.start()
             retention = RetentionSweeper(db, interval=settings.sweep_interval,
                                          trash_days=settings.trash_days, archive=archive,
-                                         archive_after_days=settings.archive_after_days)
+                                         archive_after_days=settings.archive_after_days,
+                                         events=events)
             retention.start()
             try:
                 yield
             finally:
                 await retention.close()
-                # Shutdown (SIGTERM/SIGINT): persist or hand over every stream first.
+                # Shutdown (SIGTERM/SIGINT): end the live lists, then persist or hand
+                # over every stream.
+                await events.close()
                 await streams.close()
         finally:
             await db.dispose()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import strawberry
 
+from gql.chat_events import announce
 from gql.context import Info
 from gql.types import Chat
 from store import archive as store_archive
@@ -27,6 +28,7 @@ async def bring_back(info: Info, chat_id: str) -> bool:
         return False
     await store_archive.restore_archive(services.db, services.archive, info.context.identity,
                                         chat_id)
+    await announce(info, "UPDATED", chat_id)
     return True
 
 
@@ -39,10 +41,12 @@ class ArchiveMutation:
     async def archive_chat(self, info: Info, id: strawberry.ID) -> Chat:
         chat = await store_archive.archive_chat(
             info.context.db, _archive(info), info.context.identity, str(id))
+        await announce(info, "UPDATED", chat.id)
         return chat  # type: ignore[return-value]
 
     @strawberry.mutation(description="Bring an archived chat's messages back now.")
     async def restore_archive(self, info: Info, id: strawberry.ID) -> Chat:
         chat = await store_archive.restore_archive(
             info.context.db, _archive(info), info.context.identity, str(id))
+        await announce(info, "UPDATED", chat.id)
         return chat  # type: ignore[return-value]

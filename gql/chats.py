@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import strawberry
 
+from gql.chat_events import announce, before_write
 from gql.context import Info
 from gql.types import Chat, CreateChatInput, UpdateChatInput
 from store import chats as store_chats
@@ -53,6 +54,7 @@ class ChatMutation:
             pinned=input.pinned,
             expires_at=expires_at,
         )
+        await announce(info, "CREATED", chat.id)
         return chat  # type: ignore[return-value]
 
     @strawberry.mutation(
@@ -69,6 +71,8 @@ class ChatMutation:
             info.context.db, info.context.identity,
             assistant_id=assistant_id, channel=channel, subject=subject,
         )
+        if chat.created_at == chat.updated_at:  # made by this call (or never changed)
+            await announce(info, "CREATED", chat.id)
         return chat  # type: ignore[return-value]
 
     @strawberry.mutation(
@@ -76,22 +80,32 @@ class ChatMutation:
         "or expiresAt."
     )
     async def update_chat(self, info: Info, id: strawberry.ID, input: UpdateChatInput) -> Chat:
+        before = await before_write(info, str(id))
         chat = await store_chats.update_chat(
             info.context.db, info.context.identity, str(id), input.changes()
         )
+        await announce(info, "UPDATED", chat.id, before=before)
         return chat  # type: ignore[return-value]
 
     @strawberry.mutation(description="Soft delete: hidden everywhere, data kept.")
     async def delete_chat(self, info: Info, id: strawberry.ID) -> bool:
-        return await store_chats.delete_chat(info.context.db, info.context.identity, str(id))
+        before = await before_write(info, str(id))
+        deleted = await store_chats.delete_chat(info.context.db, info.context.identity, str(id))
+        await announce(info, "DELETED", str(id), before=before)
+        return deleted
 
     @strawberry.mutation(description="Undo a soft delete.")
     async def restore_chat(self, info: Info, id: strawberry.ID) -> Chat:
         chat = await store_chats.restore_chat(info.context.db, info.context.identity, str(id))
+        await announce(info, "RESTORED", chat.id)
         return chat  # type: ignore[return-value]
 
     @strawberry.mutation(
         description="Remove the chat and its messages for good; its id is closed forever."
     )
     async def purge_chat(self, info: Info, id: strawberry.ID) -> bool:
-        return await store_chats.purge_chat(info.context.db, info.context.identity, str(id))
+        before = await before_write(info, str(id))
+        purged = await store_chats.purge_chat(info.context.db, info.context.identity, str(id))
+        if before is not None:  # an id closed again, or never used, changes no list
+            await announce(info, "PURGED", str(id), before=before)
+        return purged

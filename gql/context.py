@@ -13,6 +13,7 @@ from gql.settings import Settings
 from store.archive import ChatArchive
 from store.cursors import CursorSigner
 from store.database import Database
+from store.events import ChatEvents
 from store.records import Identity
 from store.streams import StreamService
 
@@ -28,6 +29,8 @@ class Services:
     cursors: CursorSigner
     #: Live streams: producers' operations and subscriptions.
     streams: StreamService | None = None
+    #: The live chat list's events: every write path publishes, subscribers follow.
+    events: ChatEvents | None = None
     #: Cold storage for archived chats.
     archive: ChatArchive | None = None
 

@@ -7,6 +7,7 @@ from enum import StrEnum
 import strawberry
 from strawberry.scalars import JSON
 
+from gql.chat_events import announce
 from gql.context import Info
 from gql.types import Chat
 from store import imports as store_imports
@@ -57,4 +58,5 @@ class ImportMutation:
             chat_id=None if input.chat_id is None else str(input.chat_id),
             assistant_id=input.assistant_id,
         )
+        await announce(info, "CREATED", chat.id)
         return chat  # type: ignore[return-value]

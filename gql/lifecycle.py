@@ -7,6 +7,7 @@ from typing import Annotated
 import strawberry
 
 from gql.archive import bring_back
+from gql.chat_events import announce
 from gql.context import Info
 from gql.types import Message
 from store import lifecycle as store_lifecycle
@@ -68,6 +69,7 @@ class LifecycleMutation:
         boundary = await store_lifecycle.start_over(
             info.context.db, info.context.identity, str(chat_id)
         )
+        await announce(info, "MESSAGES", boundary.chat_id)
         return boundary  # type: ignore[return-value]
 
     @strawberry.mutation(
@@ -79,4 +81,5 @@ class LifecycleMutation:
         boundary = await store_lifecycle.compact_chat(
             info.context.db, info.context.identity, str(chat_id), summary
         )
+        await announce(info, "MESSAGES", boundary.chat_id)
         return boundary  # type: ignore[return-value]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import strawberry
 
 from gql.archive import bring_back
+from gql.chat_events import announce
 from gql.context import Info
 from gql.types import (
     AppendReceipt,
@@ -118,6 +119,7 @@ class MessageMutation:
             append_id,
             [message.to_store() for message in messages],
         )
+        await announce(info, "MESSAGES", receipt.chat_id)
         return receipt  # type: ignore[return-value]
 
     @strawberry.mutation(description="Replace a message's props or metadata, or set its status.")
@@ -134,12 +136,15 @@ class MessageMutation:
             metadata=input.metadata,  # type: ignore[arg-type]
             status=None if input.status is None else input.status.value,
         )
+        await announce(info, "MESSAGES", message.chat_id)
         return message  # type: ignore[return-value]
 
     @strawberry.mutation(description="Delete messages of one chat; returns how many went.")
     async def delete_messages(
         self, info: Info, chat_id: strawberry.ID, ids: list[strawberry.ID]
     ) -> int:
-        return await store_messages.delete_messages(
+        deleted = await store_messages.delete_messages(
             info.context.db, info.context.identity, str(chat_id), [str(i) for i in ids]
         )
+        await announce(info, "MESSAGES", str(chat_id))
+        return deleted

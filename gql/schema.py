@@ -6,6 +6,7 @@ from strawberry.extensions import ValidationCache
 from strawberry.tools import merge_types
 
 from gql.archive import ArchiveMutation
+from gql.chat_events import ChatEventSubscription
 from gql.chat_lists import ChatListQuery
 from gql.chats import ChatMutation, ChatQuery
 from gql.errors import ChatqlSchema
@@ -31,7 +32,7 @@ Mutation = merge_types(
     (ChatMutation, MessageMutation, LifecycleMutation, StreamMutation, MemoryMutation,
      ImportMutation, ArchiveMutation),
 )
-Subscription = merge_types("Subscription", (StreamSubscription,))
+Subscription = merge_types("Subscription", (StreamSubscription, ChatEventSubscription))
 
 # Extensions are built per request; the parse and validation caches they use live at
 # module level (keyed by size), so every request shares them.

@@ -12,7 +12,8 @@ A chat the caller may not read is treated exactly as if it did not exist.
 
 How operations use it (new operations pick the predicate of their kind):
 
-- reads, subscriptions, search, lists and counts: ``can_read``;
+- reads, subscriptions, search, lists and counts: ``can_read`` (``may_read`` for a
+  chat already loaded, as live chat events are checked);
 - ``stopStream``: ``can_write(append=True)`` (whoever may write to the chat);
 - changes (update, delete, restore, purge, message edits): ``can_read`` to see the chat
   at all (else NOT_FOUND), then ``can_write`` (else FORBIDDEN);
@@ -37,11 +38,11 @@ from sqlalchemy import ColumnElement, Row, and_, false, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store.errors import Forbidden, NotFound
-from store.records import Identity
+from store.records import Chat, Identity
 from store.tables import chats, memory_entries
 
-__all__ = ["Need", "can_read", "can_stream", "can_use_memory", "can_write", "may_use_memory",
-           "require"]
+__all__ = ["Need", "can_read", "can_stream", "can_use_memory", "can_write", "may_read",
+           "may_use_memory", "require"]
 
 
 def _owner_clause(who: Identity) -> ColumnElement[bool]:
@@ -59,6 +60,16 @@ def can_read(who: Identity) -> ColumnElement[bool]:
     if who.is_admin or who.is_agent:
         return and_(same_tenant, true())
     return and_(same_tenant, or_(_owner_clause(who), chats.c.public.is_(True)))
+
+
+def may_read(who: Identity, chat: Chat) -> bool:
+    """:func:`can_read` for a chat already loaded (live events decide per subscriber
+    without a query); a test holds the two to the same answers."""
+    if chat.tenant_id != who.tenant_id:
+        return False
+    if who.is_admin or who.is_agent or chat.public or chat.created_by == who.user_id:
+        return True
+    return bool(who.team_id) and chat.share == "TEAM" and chat.team_id == who.team_id
 
 
 def can_write(who: Identity, *, append: bool = False) -> ColumnElement[bool]:

@@ -169,6 +169,38 @@ class ChatListFilter:
             found.append(chats.c.pinned.is_(self.pinned))
         return found
 
+    def matches(self, chat: Chat) -> bool:
+        """Whether one chat passes the filter: :meth:`clauses` applied to a record."""
+        if self.assistant_id is not None and chat.assistant_id != self.assistant_id:
+            return False
+        if self.status is not None and chat.status != self.status:
+            return False
+        if self.channel is not None and chat.channel != self.channel:
+            return False
+        if self.keywords and self.keywords.lower() not in (chat.title or "").lower():
+            return False
+        if chat.title is None and self.keywords:
+            return False
+        if self.start_time is not None or self.end_time is not None:
+            value = (chat.created_at if self.time_field == "CREATED_AT"
+                     else chat.activity_at or chat.last_message_at or chat.created_at)
+            if self.start_time is not None and value < self.start_time:
+                return False
+            if self.end_time is not None and value >= self.end_time:
+                return False
+        if self.created_by is not None and chat.created_by != self.created_by:
+            return False
+        if self.team_id is not None and chat.team_id != self.team_id:
+            return False
+        if self.mode is not None:
+            if chat.mode != self.mode:
+                return False
+        elif not self.include_subagents and chat.mode == SUBAGENT_MODE:
+            return False
+        if self.tags and not set(self.tags) <= set(chat.tags):
+            return False
+        return self.pinned is None or chat.pinned is self.pinned
+
     def visible(self, who: Identity) -> list[ColumnElement[bool]]:
         """The rows this list may show ``who``: live chats, or its restorable trash."""
         if not self.deleted:

@@ -24,6 +24,7 @@ from sqlalchemy import and_, or_, select
 from store import chats as store_chats
 from store.archive import ChatArchive, archive_idle
 from store.database import Database
+from store.events import ChatEvents
 from store.tables import chats
 
 __all__ = ["RetentionSweeper", "sweep_retention"]
@@ -35,11 +36,13 @@ SWEEP_BATCH = 50
 
 
 async def sweep_retention(
-    db: Database, *, now: datetime, trash_days: float, batch: int = SWEEP_BATCH
+    db: Database, *, now: datetime, trash_days: float, batch: int = SWEEP_BATCH,
+    events: ChatEvents | None = None,
 ) -> list[str]:
     """Purge every chat expired at ``now`` or deleted ``trash_days`` before it.
 
-    Returns the ids this call purged (never one another sweeper purged).
+    Returns the ids this call purged (never one another sweeper purged); live chat
+    lists (``events``) are told of each purge once its batch committed.
     """
     trash_before = now - timedelta(days=trash_days)
     due = or_(
@@ -51,16 +54,20 @@ async def sweep_retention(
         async with db.write() as conn:
             rows = (
                 await conn.execute(
-                    select(chats.c.id, chats.c.tenant_id)
+                    select(chats)
                     .where(due)
                     .order_by(chats.c.id)
                     .limit(batch)
                     .with_for_update(skip_locked=True)
                 )
             ).all()
-            for chat_id, tenant_id in rows:
-                await store_chats.purge_rows(conn, chat_id, tenant_id)
+            for row in rows:
+                await store_chats.purge_rows(conn, row.id, row.tenant_id)
         purged.extend(row.id for row in rows)
+        if events is not None:
+            for row in rows:
+                await events.publish("PURGED", row.id, row.tenant_id,
+                                     before=store_chats.chat_from_row(row))
         if len(rows) < batch:
             return purged
 
@@ -73,8 +80,10 @@ class RetentionSweeper:
     """
 
     def __init__(self, db: Database, *, interval: float, trash_days: float,
-                 archive: ChatArchive | None = None, archive_after_days: float = 0) -> None:
+                 archive: ChatArchive | None = None, archive_after_days: float = 0,
+                 events: ChatEvents | None = None) -> None:
         self._db = db
+        self._events = events
         self._archive = archive
         self._archive_after_days = archive_after_days
         self._interval = interval
@@ -101,8 +110,8 @@ class RetentionSweeper:
         while not await self._stopped_within(self._interval):
             try:
                 purged = await sweep_retention(
-                    self._db, now=store_chats.now(), trash_days=self._trash_days
-                )
+                    self._db, now=store_chats.now(), trash_days=self._trash_days,
+                    events=self._events)
                 if purged:
                     logger.info("retention purged %d chat(s)", len(purged))
                 if self._archive is not None and self._archive_after_days > 0:

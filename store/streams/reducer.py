@@ -190,7 +190,7 @@ def _split(path: str | None) -> list[str]:
 
 
 def _index(container: list[Any], segment: str, path: str) -> int:
-    if not segment.isdigit() or int(segment) >= len(container):
+    if not (segment.isascii() and segment.isdigit()) or int(segment) >= len(container):
         raise InvalidDelta(f"deltaPath {path!r}: {segment!r} is not an index of that list")
     return int(segment)
 

@@ -27,7 +27,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from sqlalchemy import select
@@ -56,6 +56,9 @@ from store.streams.queue import SubscriberQueue
 from store.streams.reducer import ChunkEvent, ChunkIn, StreamState, apply_chunks
 from store.tables import append_receipts, messages
 from store.usage import UsageIn, record_usage
+
+if TYPE_CHECKING:
+    from store.events import ChatEvents
 
 __all__ = ["END_STATUSES", "MAX_PUSH_CHUNKS", "StreamService"]
 
@@ -113,6 +116,8 @@ class StreamService:
         self._closed: dict[str, str] = {}
         self._watcher: asyncio.Task[None] | None = None
         self._closing = False
+        #: The live chat list: told when a stream starts and when one is written.
+        self.events: ChatEvents | None = None
 
     # ---- lifecycle ---------------------------------------------------------------
 
@@ -239,6 +244,8 @@ class StreamService:
             # than its sender should be able to show it while the stream runs.
             props["input"] = {"id": user_input.id, **user_input.wire()}
         await self.backend.save(stream, [self._event(stream, props)])
+        if self.events is not None:
+            await self.events.publish("STREAM_STARTED", chat_id, who.tenant_id)
         return info
 
     async def push_chunks(self, who: Identity, stream_id: str,
@@ -457,7 +464,15 @@ class StreamService:
             self._forget(stream)
             self._remember(result)
         await self._retire(stream)
+        await self._announce_written(stream)
         return result
+
+    async def _announce_written(self, stream: StreamBuffer) -> None:
+        """The stream is over and its messages are in the database."""
+        if self.events is not None:
+            chat_id, tenant_id = stream.info.chat_id, stream.owner.tenant_id
+            await self.events.publish("STREAM_ENDED", chat_id, tenant_id)
+            await self.events.publish("MESSAGES", chat_id, tenant_id)
 
     def _remember(self, result: StreamResult) -> None:
         self._finished[result.stream.id] = result
@@ -514,6 +529,7 @@ class StreamService:
             self._forget(stream)
         if stream.result is not None:
             await self._retire(stream)
+            await self._announce_written(stream)
 
     async def sweep(self) -> int:
         """End and persist every stream idle past the timeout (on a shared backend, on

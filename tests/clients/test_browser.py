@@ -4,7 +4,8 @@ Runs ``clients/web/test/app.test.mjs`` (Node's test runner driving Chromium thro
 playwright-core): a producer process streams thinking, a tool call with growing arguments
 and text in two blocks and two threads while the page shows each part growing; stop
 mid-stream then reload; a page opened mid-stream and a page whose socket is cut both end
-with exactly the persisted messages; the playground, with every other host blocked, runs
+with exactly the persisted messages; the chat list shows a new chat, and "typing…"
+while it is streamed into, without a reload; the playground, with every other host blocked, runs
 a query and a live ``chatStream``. The server runs on a fresh SQLite file (the storage
 paths are covered on both databases by the Python and TypeScript live tests).
 Skipped without Node.js or Chromium, required under CI.
@@ -73,4 +74,4 @@ def test_app_and_playground_in_chromium(chatql_serve: str) -> None:
     )
     output = run.stdout + run.stderr
     assert run.returncode == 0, output
-    assert "# pass 4" in output and "# fail 0" in output, output
+    assert "# pass 5" in output and "# fail 0" in output, output

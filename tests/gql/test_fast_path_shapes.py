@@ -34,8 +34,8 @@ def extended(sdl: str) -> Any:
 
 def test_a_chunk_input_field_the_push_fast_path_does_not_convert_disables_it() -> None:
     assert push_plan_for(schema, PUSH, None) is not None
-    for sdl in ("extend input ChunkInput { tokens: Int! }",
-                "extend input ChunkInput { tokens: Int }"):
+    for sdl in ("extend input ChunkInput { weight: Int! }",
+                "extend input ChunkInput { weight: Int }"):
         assert push_plan_for(extended(sdl), PUSH, None) is None, sdl
     # The real schema's plan is unaffected (one cache entry per schema).
     assert push_plan_for(schema, PUSH, None) is not None

@@ -6,7 +6,7 @@
 import { createClient, type Client } from "graphql-ws";
 
 import { StreamFollower, graphqlWsSource, type FollowerOptions } from "./follower.js";
-import type { Chat, ChatGroup, Message, PageInfo } from "./generated/schema.js";
+import type { Chat, ChatEventType, ChatGroup, Message, PageInfo } from "./generated/schema.js";
 
 export type Headers = Readonly<Record<string, string>>;
 
@@ -91,6 +91,11 @@ export class ChatqlClient {
     return new StreamFollower(chatId, graphqlWsSource(this.socket()), options);
   }
 
+  /** The live chat list (`chatEvents`) over the shared socket. */
+  chatEvents(): ChatEventSource {
+    return graphqlWsChatEvents(this.socket());
+  }
+
   /** Forget the socket (after switching identity, the next subscription opens a new one). */
   async reset(): Promise<void> {
     const ws = this.ws;
@@ -144,6 +149,50 @@ export interface ChatListState {
   readonly hasMore: boolean;
   readonly loading: boolean;
   readonly error: Error | null;
+  /** Chats with a stream running (an agent is typing), from `chatEvents`. */
+  readonly typing: readonly string[];
+}
+
+/** One `chatEvents` event; `chat` is null for DELETED, PURGED and RESYNC. */
+export interface ChatListEvent {
+  readonly type: ChatEventType;
+  readonly chatId: string;
+  readonly at: string;
+  readonly chat: ChatSummary | null;
+}
+
+export const CHAT_EVENTS = `subscription ChatEvents($filter: ChatFilter) {
+  chatEvents(filter: $filter) { type chatId at chat { ${CHAT_FIELDS} } }
+}`;
+
+export interface ChatEventSink {
+  next(event: ChatListEvent): void;
+  error(error: unknown): void;
+  complete(): void;
+}
+
+/** Where a chat list's live events come from (tests pass their own). */
+export interface ChatEventSource {
+  subscribe(filter: Readonly<Record<string, unknown>> | null, sink: ChatEventSink): () => void;
+}
+
+/** `chatEvents` over a `graphql-ws` client. */
+export function graphqlWsChatEvents(client: Client): ChatEventSource {
+  return {
+    subscribe(filter, sink) {
+      return client.subscribe<{ chatEvents: ChatListEvent }>(
+        { query: CHAT_EVENTS, variables: { filter } },
+        {
+          next(result) {
+            if (result.errors && result.errors.length > 0) sink.error(new ChatqlError(result.errors));
+            else if (result.data) sink.next(result.data.chatEvents);
+          },
+          error: (error) => sink.error(error),
+          complete: () => sink.complete(),
+        },
+      );
+    },
+  };
 }
 
 const CHATS = `query Chats($first: Int, $after: String, $filter: ChatFilter, $timezone: String) {
@@ -166,13 +215,96 @@ export interface ChatListOptions {
   readonly timezone?: string;
 }
 
+function groupView(group: ChatsData["chats"]["groups"][number]): ChatGroupView {
+  return { key: group.key, label: group.label, totalCount: group.totalCount, chats: group.chats };
+}
+
 /** The chats the caller may read, grouped by time (Today, Yesterday …), a page at a time. */
 export class ChatListStore extends Store<ChatListState> {
   private cursor: string | null = null;
   private generation = 0;
 
+  private refreshing: Promise<void> | null = null;
+  private refreshAgain = false;
+
   constructor(private readonly client: ChatqlClient, private readonly options: ChatListOptions = {}) {
-    super({ groups: [], hasMore: true, loading: false, error: null });
+    super({ groups: [], hasMore: true, loading: false, error: null, typing: [] });
+  }
+
+  /**
+   * Keep the list current from `chatEvents` (same filter) instead of polling: a chat
+   * that is gone is dropped at once, typing is tracked, and anything that can move a
+   * chat between groups (created, renamed, new messages, RESYNC) refetches the loaded
+   * pages' first page in place — several events at once cost one refetch. Returns the
+   * function that stops following.
+   */
+  live(source: ChatEventSource = this.client.chatEvents()): () => void {
+    const keywords = this.options.keywords?.trim();
+    return source.subscribe(keywords ? { keywords } : null, {
+      next: (event) => this.apply(event),
+      error: (error) => this.set({ error: error instanceof Error ? error : new Error(String(error)) }),
+      complete: () => undefined,
+    });
+  }
+
+  /** Apply one `chatEvents` event to the list. */
+  apply(event: ChatListEvent): void {
+    const typing = new Set(this.getState().typing);
+    switch (event.type) {
+      case "STREAM_STARTED":
+        typing.add(event.chatId);
+        this.set({ typing: [...typing] });
+        return;
+      case "STREAM_ENDED":
+        typing.delete(event.chatId);
+        this.set({ typing: [...typing] });
+        return;
+      case "DELETED":
+      case "PURGED":
+        typing.delete(event.chatId);
+        this.set({
+          typing: [...typing],
+          groups: this.getState().groups
+            .map((group) => ({ ...group, chats: group.chats.filter((chat) => chat.id !== event.chatId) }))
+            .filter((group) => group.chats.length > 0),
+        });
+        return;
+      default:
+        void this.refresh();
+    }
+  }
+
+  /** Fetch the first page again and swap it in (no flash of an empty list). */
+  async refresh(): Promise<void> {
+    if (this.refreshing) {
+      this.refreshAgain = true;
+      return this.refreshing;
+    }
+    this.refreshing = (async () => {
+      do {
+        this.refreshAgain = false;
+        try {
+          const data = await this.fetchPage(null);
+          this.generation += 1;
+          this.cursor = data.chats.pageInfo.endCursor ?? null;
+          this.set({ groups: data.chats.groups.map(groupView), hasMore: data.chats.pageInfo.hasNextPage, error: null });
+        } catch (error) {
+          this.set({ error: error as Error });
+        }
+      } while (this.refreshAgain);
+      this.refreshing = null;
+    })();
+    return this.refreshing;
+  }
+
+  private fetchPage(after: string | null): Promise<ChatsData> {
+    const keywords = this.options.keywords?.trim();
+    return this.client.request<ChatsData>(CHATS, {
+      first: this.options.pageSize ?? 30,
+      after,
+      filter: keywords ? { keywords } : null,
+      timezone: this.options.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
+    });
   }
 
   /** Load the first page again (after a change, or a new search). */
@@ -189,13 +321,7 @@ export class ChatListStore extends Store<ChatListState> {
     const generation = this.generation;
     this.set({ loading: true, error: null });
     try {
-      const keywords = this.options.keywords?.trim();
-      const data = await this.client.request<ChatsData>(CHATS, {
-        first: this.options.pageSize ?? 30,
-        after: this.cursor,
-        filter: keywords ? { keywords } : null,
-        timezone: this.options.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
-      });
+      const data = await this.fetchPage(this.cursor);
       if (generation !== this.generation) return;
       const groups = [...this.getState().groups];
       for (const group of data.chats.groups) {
@@ -204,7 +330,7 @@ export class ChatListStore extends Store<ChatListState> {
           const existing = groups[at] as ChatGroupView;
           groups[at] = { ...existing, chats: [...existing.chats, ...group.chats] };
         } else {
-          groups.push({ key: group.key, label: group.label, totalCount: group.totalCount, chats: group.chats });
+          groups.push(groupView(group));
         }
       }
       this.cursor = data.chats.pageInfo.endCursor ?? null;

@@ -1,13 +1,16 @@
 /**
- * React hooks over {@link ChatqlClient}: the grouped chat list, a chat's messages paged
- * backwards, and a chat's live stream. State lives in the stores; hooks only subscribe.
+ * React hooks over {@link ChatqlClient}: the grouped chat list (kept live by
+ * `chatEvents`), the raw chat events, a chat's messages paged backwards, and a chat's
+ * live stream. State lives in the stores; hooks only subscribe.
  */
 
-import { useEffect, useMemo, useSyncExternalStore } from "react";
+import { useEffect, useMemo, useRef, useSyncExternalStore } from "react";
 
 import {
   ChatListStore,
   MessagesStore,
+  type ChatEventSource,
+  type ChatListEvent,
   type ChatListOptions,
   type ChatListState,
   type ChatqlClient,
@@ -20,18 +23,52 @@ export interface ChatList extends ChatListState {
   reload(): Promise<void>;
 }
 
-/** The chats the caller may read, grouped by time; `loadMore()` fetches the next page. */
-export function useChatList(client: ChatqlClient, options: ChatListOptions = {}): ChatList {
-  const { keywords, pageSize, timezone } = options;
+export interface LiveChatListOptions extends ChatListOptions {
+  /** Follow `chatEvents` to stay current (default true); false loads once. */
+  readonly live?: boolean;
+  /** Where live events come from (default: the client's socket). */
+  readonly events?: ChatEventSource;
+}
+
+/**
+ * The chats the caller may read, grouped by time; `loadMore()` fetches the next page.
+ * The list follows `chatEvents` while mounted (no polling); `typing` names the chats
+ * with a stream running.
+ */
+export function useChatList(client: ChatqlClient, options: LiveChatListOptions = {}): ChatList {
+  const { keywords, pageSize, timezone, live = true, events } = options;
   const store = useMemo(
     () => new ChatListStore(client, { keywords, pageSize, timezone }),
     [client, keywords, pageSize, timezone],
   );
   useEffect(() => {
     void store.loadMore();
-  }, [store]);
+    return live ? store.live(events) : undefined;
+  }, [store, live, events]);
   const state = useSyncExternalStore(store.subscribe, store.getState);
   return { ...state, loadMore: () => store.loadMore(), reload: () => store.reload() };
+}
+
+/**
+ * Every `chatEvents` event for the caller's chats matching `filter`, handed to
+ * `onEvent` while mounted (for a list of your own; `useChatList` already follows them).
+ */
+export function useChatEvents(
+  client: ChatqlClient,
+  filter: Readonly<Record<string, unknown>> | null,
+  onEvent: (event: ChatListEvent) => void,
+): void {
+  const key = JSON.stringify(filter);
+  const latest = useRef(onEvent);
+  latest.current = onEvent;
+  useEffect(() => {
+    const parsed = JSON.parse(key) as Readonly<Record<string, unknown>> | null;
+    return client.chatEvents().subscribe(parsed, {
+      next: (event) => latest.current(event),
+      error: () => undefined,
+      complete: () => undefined,
+    });
+  }, [client, key]);
 }
 
 export interface ChatMessages extends MessagesState {

@@ -106,6 +106,7 @@ function ChatList({ client, selected, onSelect }: { client: ChatqlClient; select
               <li key={chat.id}>
                 <button type="button" aria-current={chat.id === selected ? "page" : undefined} onClick={() => onSelect(chat.id)}>
                   {chat.title || chat.id}
+                  {list.typing.includes(chat.id) && <span className="typing"> · typing…</span>}
                 </button>
               </li>
             ))}

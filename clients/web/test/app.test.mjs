@@ -149,6 +149,29 @@ test("a page opened mid-stream and a page whose socket is cut end with exactly t
   }
 });
 
+test("the chat list updates itself: a new chat appears, shows typing while streamed, without a reload", async () => {
+  const agent = producer();
+  const { ctx, blocked } = await context(browser);
+  const page = await ctx.newPage();
+  try {
+    await page.goto(`${base}/`);
+    const nav = page.getByRole("navigation", { name: "Chats" });
+    await nav.waitFor();
+    await page.waitForFunction(() => window.__sockets.some((socket) => socket.readyState === 1));
+    await agent.send({ op: "create", chatId: id("live-list"), title: `Live list ${run}` });
+    await nav.getByRole("button", { name: `Live list ${run}` }).waitFor();
+    const started = await agent.send({ op: "start", chatId: id("live-list") });
+    await nav.getByRole("button", { name: `Live list ${run} · typing…` }).waitFor();
+    await agent.send({ op: "end", streamId: started.data.startStream.id });
+    await nav.getByRole("button", { name: `Live list ${run} · typing…` }).waitFor({ state: "detached" });
+    await nav.getByRole("button", { name: `Live list ${run}`, exact: true }).waitFor();
+    assert.deepEqual(blocked, []);
+  } finally {
+    agent.close();
+    await ctx.close();
+  }
+});
+
 test("the playground works with every other host blocked: a query and a live chatStream", async () => {
   const agent = producer();
   const { ctx, blocked } = await context(browser);

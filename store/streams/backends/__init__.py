@@ -12,6 +12,8 @@ The :class:`store.streams.service.StreamService` drives every stream through a
 A backend owns: claiming a chat for one stream, the lease that serialises a stream's
 operations, loading the latest state and saving it together with the chunks it
 publishes, retiring a persisted stream, the idle-stream index, and subscriptions.
+It also carries the live chat list's events (:mod:`store.events`) to every instance:
+``publish_chat_event`` on one, each instance's ``chat_event_feed`` yields it.
 """
 
 from __future__ import annotations
@@ -104,6 +106,18 @@ class Backend(ABC):
     @abstractmethod
     def subscriber_count(self, chat_id: str) -> int:
         """Subscribers of ``chat_id`` on this instance (for tests and metrics)."""
+
+    # ---- chat events -------------------------------------------------------------------
+
+    @abstractmethod
+    async def publish_chat_event(self, payload: bytes) -> None:
+        """Carry one encoded chat event to every instance's feed (this one's too)."""
+
+    @abstractmethod
+    async def chat_event_feed(self) -> AsyncIterator[bytes]:
+        """Start following chat events; the iterator yields every event published from
+        now on (on any instance), in the order the broker received them, and an empty
+        payload where events may have been lost (a broker outage)."""
 
     @abstractmethod
     async def close(self) -> None:

@@ -9,7 +9,7 @@ next stream starts, or until ``retain_seconds`` pass with nobody subscribed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 
 from store.errors import StreamActive
 from store.streams.backends import Backend
@@ -30,6 +30,7 @@ class MemoryBackend(Backend):
         self._claims: dict[str, str] = {}
         self._queue_limit = queue_limit
         self._retain_seconds = retain_seconds
+        self._chat_feeds: list[asyncio.Queue[bytes | None]] = []
 
     # ---- stream state ----------------------------------------------------------------
 
@@ -105,7 +106,29 @@ class MemoryBackend(Backend):
         delay = self._retain_seconds if topic.stream_id is not None else 0.0
         topic.expiry = asyncio.get_running_loop().call_later(delay, expire)
 
+    # ---- chat events -------------------------------------------------------------------
+
+    async def publish_chat_event(self, payload: bytes) -> None:
+        for feed in self._chat_feeds:
+            feed.put_nowait(payload)
+
+    async def chat_event_feed(self) -> AsyncIterator[bytes]:
+        feed: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._chat_feeds.append(feed)
+        return self._follow_chat_events(feed)
+
+    async def _follow_chat_events(self, feed: asyncio.Queue[bytes | None]
+                                  ) -> AsyncIterator[bytes]:
+        try:
+            while (payload := await feed.get()) is not None:
+                yield payload
+        finally:
+            if feed in self._chat_feeds:
+                self._chat_feeds.remove(feed)
+
     async def close(self) -> None:
+        for feed in self._chat_feeds:
+            feed.put_nowait(None)
         for topic in self._topics.values():
             if topic.expiry is not None:
                 topic.expiry.cancel()

@@ -31,6 +31,11 @@ then follows it with blocking ``XREAD`` from the last entry id it saw, so nothin
 slip between the load and the live read. When the last local subscriber leaves, the
 reader stops and the local copy is dropped.
 
+**Chat events.** The live chat list's events are published on one pub/sub channel
+(``{prefix}chat-events``); each instance follows it on one connection of its own and
+re-subscribes after an outage, then yields an empty payload: events may have been
+missed, so every local subscriber is sent RESYNC.
+
 The URL is ``redis://host:port/db`` with an optional ``prefix`` query parameter
 (default ``chatql:``) so several deployments, or test runs, can share one server.
 """
@@ -587,6 +592,49 @@ class RedisBackend(Backend):
             delay = 0.05
             for _name, batch in reply or ():
                 follower.add(batch)
+
+    # ---- chat events -------------------------------------------------------------------
+
+    @property
+    def _chat_events_channel(self) -> str:
+        return f"{self.prefix}chat-events"
+
+    async def publish_chat_event(self, payload: bytes) -> None:
+        await self.redis.publish(self._chat_events_channel, payload)
+
+    async def chat_event_feed(self) -> AsyncIterator[bytes]:
+        pubsub = await self._chat_events_subscription()
+        return self._follow_chat_events(pubsub)
+
+    async def _chat_events_subscription(self) -> Any:
+        pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+        await pubsub.subscribe(self._chat_events_channel)
+        # The confirmation: from here on every publish reaches this instance.
+        await pubsub.get_message(timeout=5.0)
+        return pubsub
+
+    async def _follow_chat_events(self, pubsub: Any) -> AsyncIterator[bytes]:
+        delay = 0.05
+        try:
+            while True:
+                try:
+                    message = await pubsub.get_message(timeout=30.0)
+                except (RedisError, OSError) as error:
+                    logger.warning("chat events: lost Redis (%s); following again", error)
+                    with contextlib.suppress(Exception):
+                        await pubsub.aclose()
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 2.0)
+                    with contextlib.suppress(RedisError, OSError):
+                        pubsub = await self._chat_events_subscription()
+                        yield b""  # followed again: whatever came meanwhile is lost
+                    continue
+                delay = 0.05
+                if message is not None and message.get("type") == "message":
+                    yield message["data"]
+        finally:
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()
 
     async def close(self) -> None:
         for chat_id, follower in list(self._followers.items()):

@@ -85,6 +85,29 @@ export type ChatEdge = {
   node: Chat;
 };
 
+/** One change to the caller's chat list. */
+export type ChatEvent = {
+  __typename?: 'ChatEvent';
+  at: Scalars['DateTime']['output'];
+  /** The chat as it is now; null for PURGED, DELETED and RESYNC. */
+  chat: Maybe<Chat>;
+  /** Empty for RESYNC (fetch the list again). */
+  chatId: Scalars['ID']['output'];
+  type: ChatEventType;
+};
+
+/** What happened to a chat in the caller's list. */
+export type ChatEventType =
+  | 'CREATED'
+  | 'DELETED'
+  | 'MESSAGES'
+  | 'PURGED'
+  | 'RESTORED'
+  | 'RESYNC'
+  | 'STREAM_ENDED'
+  | 'STREAM_STARTED'
+  | 'UPDATED';
+
 /** Narrows a chat list; every field given must match. */
 export type ChatFilter = {
   assistantId?: InputMaybe<Scalars['String']['input']>;
@@ -730,8 +753,15 @@ export type StreamStatus =
 
 export type Subscription = {
   __typename?: 'Subscription';
+  /** Changes to every chat the caller may read that matches the filter, after they commit; RESYNC when the subscriber fell behind. */
+  chatEvents: ChatEvent;
   /** Every chunk of every stream of the chat, live; afterSeq resumes. */
   chatStream: Chunk;
+};
+
+
+export type SubscriptionChatEventsArgs = {
+  filter?: InputMaybe<ChatFilter>;
 };
 
 

@@ -1,0 +1,90 @@
+"""The live chat list: the ``chatEvents`` subscription (rules in :mod:`store.events`)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from datetime import datetime
+from enum import StrEnum
+
+import strawberry
+
+from gql.chat_lists import ChatFilter
+from gql.context import Info
+from gql.types import Chat
+from store import chat_lists as store_lists
+from store import events as store_events
+from store.errors import InvalidArgument
+from store.records import Chat as StoreChat
+
+__all__ = ["ChatEvent", "ChatEventSubscription", "ChatEventType", "announce", "before_write"]
+
+
+async def announce(info: Info, type: store_events.ChatEventType, chat_id: str, *,
+                   before: StoreChat | None = None) -> None:
+    """Tell every live chat list about a write that just committed."""
+    events = info.context.services.events
+    if events is not None:
+        tenant_id = before.tenant_id if before is not None else info.context.identity.tenant_id
+        await events.publish(type, chat_id, tenant_id, before=before)
+
+
+async def before_write(info: Info, chat_id: str) -> StoreChat | None:
+    """The chat before a write that may take it out of someone's list (sidebars on any
+    instance decide with it whether they could see the chat before)."""
+    events = info.context.services.events
+    if events is None:
+        return None
+    return await store_events.load_chat(info.context.db, chat_id)
+
+
+@strawberry.enum(description="What happened to a chat in the caller's list.")
+class ChatEventType(StrEnum):
+    CREATED = "CREATED"
+    UPDATED = "UPDATED"
+    DELETED = "DELETED"
+    RESTORED = "RESTORED"
+    PURGED = "PURGED"
+    MESSAGES = "MESSAGES"
+    STREAM_STARTED = "STREAM_STARTED"
+    STREAM_ENDED = "STREAM_ENDED"
+    RESYNC = "RESYNC"
+
+
+@strawberry.type(description="One change to the caller's chat list.")
+class ChatEvent:
+    type: ChatEventType
+    chat_id: strawberry.ID = strawberry.field(
+        description="Empty for RESYNC (fetch the list again)."
+    )
+    chat: Chat | None = strawberry.field(
+        description="The chat as it is now; null for PURGED, DELETED and RESYNC."
+    )
+    at: datetime
+
+    @classmethod
+    def from_store(cls, event: store_events.ChatEvent) -> ChatEvent:
+        return cls(type=ChatEventType(event.type), chat_id=strawberry.ID(event.chat_id),
+                   chat=event.chat, at=event.at)  # type: ignore[arg-type]
+
+
+@strawberry.type
+class ChatEventSubscription:
+    @strawberry.subscription(
+        description="Changes to every chat the caller may read that matches the filter, "
+        "after they commit; RESYNC when the subscriber fell behind."
+    )
+    async def chat_events(self, info: Info, filter: ChatFilter | None = None
+                          ) -> AsyncGenerator[ChatEvent, None]:
+        list_filter = filter.to_store() if filter else store_lists.ChatListFilter()
+        list_filter.check()
+        if list_filter.deleted:
+            raise InvalidArgument("chatEvents follows live chats; list the trash with "
+                                  "chats(filter: {deleted: true})")
+        events = info.context.services.events
+        assert events is not None
+        subscriber = events.subscribe(info.context.identity, list_filter)
+        try:
+            async for event in subscriber.events():
+                yield ChatEvent.from_store(event)
+        finally:
+            events.unsubscribe(subscriber)

@@ -1,0 +1,347 @@
+"""A live chat list: chat events, carried to every instance and filtered per subscriber.
+
+Every write path calls :meth:`ChatEvents.publish` once, after its transaction
+committed, with the event's type and chat (and, when the write may have taken the chat
+away from someone — an update, a delete, a purge — the chat as it was before). The
+event goes through the stream backend (:meth:`store.streams.backends.Backend.publish_chat_event`),
+so it reaches every instance, this one included; each instance runs one listener that
+takes the events in order and offers each to its local subscribers.
+
+Delivery decides per subscriber, at delivery time: the listener reads the chat's
+current row once (shared by every subscriber of the instance), and each subscriber
+applies the same access rule as ``chats`` (:func:`store.access.may_read`) and its own
+:class:`store.chat_lists.ChatListFilter`:
+
+- the chat is readable and matches: the event, carrying the current chat;
+- it is not, but the subscriber could see it before (the write's before-image, or a
+  chat it was sent earlier): one ``DELETED`` with no chat, then nothing more until the
+  chat becomes visible to it again;
+- otherwise nothing — an event never carries content to a caller who may not read it.
+
+``DELETED`` and ``PURGED`` never carry a chat. Each subscriber has a bounded queue: one
+that falls behind has its backlog replaced by a single ``RESYNC`` (empty chat id), after
+which its list should be fetched again (events until it takes the RESYNC are dropped:
+the refetch covers them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Collection
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import orjson
+from sqlalchemy import select
+
+from store import access
+from store.chat_lists import ChatListFilter
+from store.chats import chat_from_row
+from store.chats import now as service_now
+from store.database import Database
+from store.records import Chat, Identity
+from store.streams.backends import Backend
+from store.tables import chats
+
+__all__ = [
+    "CHAT_EVENT_TYPES",
+    "DEFAULT_EVENT_QUEUE_LIMIT",
+    "ChatEvent",
+    "ChatEventSubscription",
+    "ChatEventType",
+    "ChatEvents",
+    "load_chat",
+    "load_chats",
+]
+
+logger = logging.getLogger("chatql.events")
+
+ChatEventType = Literal["CREATED", "UPDATED", "DELETED", "RESTORED", "PURGED", "MESSAGES",
+                        "STREAM_STARTED", "STREAM_ENDED", "RESYNC"]
+CHAT_EVENT_TYPES: tuple[ChatEventType, ...] = (
+    "CREATED", "UPDATED", "DELETED", "RESTORED", "PURGED", "MESSAGES", "STREAM_STARTED",
+    "STREAM_ENDED", "RESYNC",
+)
+#: Events a subscriber may have waiting before its backlog becomes one RESYNC.
+DEFAULT_EVENT_QUEUE_LIMIT = 256
+# At most this many events share one read of their chats.
+_BATCH = 500
+_GONE: frozenset[str] = frozenset({"DELETED", "PURGED"})
+_DATETIME_FIELDS = frozenset(f.name for f in dataclasses.fields(Chat) if "datetime" in str(f.type))
+
+
+@dataclass(frozen=True, slots=True)
+class ChatEvent:
+    """One event as a subscriber receives it; ``chat`` is None when it must not carry one."""
+
+    type: ChatEventType
+    chat_id: str
+    chat: Chat | None
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class _Published:
+    """One event as it travels between instances."""
+
+    type: ChatEventType
+    chat_id: str
+    tenant_id: str
+    at: datetime
+    before: Chat | None
+
+
+def _chat_wire(chat: Chat) -> dict[str, Any]:
+    # metadata is content nobody filters on: it stays out of the before-image.
+    return {f.name: getattr(chat, f.name) for f in dataclasses.fields(Chat)
+            if f.name != "metadata"}
+
+
+def _chat_from_wire(data: dict[str, Any]) -> Chat:
+    known = {f.name for f in dataclasses.fields(Chat)}
+    values = {k: v for k, v in data.items() if k in known}
+    for name in _DATETIME_FIELDS & values.keys():
+        if values[name] is not None:
+            values[name] = datetime.fromisoformat(values[name])
+    values["metadata"] = None
+    return Chat(**values)
+
+
+def _encode(event: _Published) -> bytes:
+    return orjson.dumps({
+        "type": event.type, "chatId": event.chat_id, "tenantId": event.tenant_id,
+        "at": event.at.isoformat(),
+        "before": None if event.before is None else _chat_wire(event.before),
+    })
+
+
+def _decode(payload: bytes) -> _Published:
+    data = orjson.loads(payload)
+    before = data.get("before")
+    return _Published(type=data["type"], chat_id=data["chatId"], tenant_id=data["tenantId"],
+                      at=datetime.fromisoformat(data["at"]),
+                      before=None if before is None else _chat_from_wire(before))
+
+
+async def load_chats(db: Database, chat_ids: Collection[str]) -> dict[str, Chat]:
+    """The chats as stored, by id (deleted or not, whoever may read them)."""
+    async with db.read() as conn:
+        rows = (await conn.execute(select(chats).where(chats.c.id.in_(list(chat_ids))))).all()
+    return {row.id: chat_from_row(row) for row in rows}
+
+
+async def load_chat(db: Database, chat_id: str) -> Chat | None:
+    """The chat as stored (deleted or not, whoever may read it), or None."""
+    async with db.read() as conn:
+        row = (await conn.execute(select(chats).where(chats.c.id == chat_id))).first()
+    return None if row is None else chat_from_row(row)
+
+
+class ChatEventSubscription:
+    """One subscriber's view: who it is, its filter, and its bounded queue."""
+
+    def __init__(self, who: Identity, list_filter: ChatListFilter, limit: int) -> None:
+        self.who = who
+        self.filter = list_filter
+        self._limit = limit
+        self._queue: deque[ChatEvent] = deque()
+        self._ready = asyncio.Event()
+        self._closed = False
+        # A RESYNC waits to be taken: the refetch it asks for covers anything until then.
+        self._resync_pending = False
+        # Chats this subscriber was last sent with content, and those it was told to drop.
+        self._shown: set[str] = set()
+        self._dropped: set[str] = set()
+        #: How many times the backlog was replaced by RESYNC (for tests and metrics).
+        self.resyncs = 0
+
+    def _sees(self, chat: Chat | None, *, deleted_too: bool = False) -> bool:
+        if chat is None or (chat.deleted_at is not None and not deleted_too):
+            return False
+        if chat.expires_at is not None and chat.expires_at <= service_now():
+            return False  # expired reads as absent, swept or not
+        return access.may_read(self.who, chat) and self.filter.matches(chat)
+
+    def offer(self, event: _Published, current: Chat | None) -> None:
+        """Queue what ``event`` means to this subscriber, given the chat's current row."""
+        chat_id = event.chat_id
+        if event.type in _GONE:
+            if (self._sees(event.before) or self._sees(current, deleted_too=True)
+                    or chat_id in self._shown):
+                self._shown.discard(chat_id)
+                self._dropped.add(chat_id)
+                self._put(ChatEvent(event.type, chat_id, None, event.at))
+            return
+        if self._sees(current):
+            self._shown.add(chat_id)
+            self._dropped.discard(chat_id)
+            self._put(ChatEvent(event.type, chat_id, current, event.at))
+        elif chat_id not in self._dropped and (chat_id in self._shown
+                                               or self._sees(event.before)):
+            # It left this subscriber's list (access taken away, filter no longer met).
+            self._shown.discard(chat_id)
+            self._dropped.add(chat_id)
+            self._put(ChatEvent("DELETED", chat_id, None, event.at))
+
+    def resync(self, at: datetime) -> None:
+        """Replace the backlog with one RESYNC: the subscriber refetches its list."""
+        self._queue.clear()
+        self.resyncs += 1
+        self._resync_pending = True
+        self._queue.append(ChatEvent("RESYNC", "", None, at))
+        # What it was sent before no longer tells what its refetched list holds.
+        self._shown.clear()
+        self._dropped.clear()
+        self._ready.set()
+
+    def _put(self, event: ChatEvent) -> None:
+        if self._closed or self._resync_pending:
+            return
+        if len(self._queue) >= self._limit:
+            self.resync(event.at)
+            return
+        self._queue.append(event)
+        self._ready.set()
+
+    def close(self) -> None:
+        self._closed = True
+        self._ready.set()
+
+    async def events(self) -> AsyncIterator[ChatEvent]:
+        """The subscriber's events until it is closed."""
+        while True:
+            while self._queue:
+                event = self._queue.popleft()
+                if event.type == "RESYNC":
+                    self._resync_pending = False
+                yield event
+            if self._closed:
+                return
+            self._ready.clear()
+            await self._ready.wait()
+
+
+@dataclass
+class _Tenant:
+    subscribers: set[ChatEventSubscription] = field(default_factory=set)
+
+
+class ChatEvents:
+    """Publishes chat events through the backend and delivers them to local subscribers."""
+
+    def __init__(self, db: Database, backend: Backend, *,
+                 queue_limit: int = DEFAULT_EVENT_QUEUE_LIMIT) -> None:
+        self.db = db
+        self.backend = backend
+        self.queue_limit = queue_limit
+        self._tenants: dict[str, _Tenant] = {}
+        self._listener: asyncio.Task[None] | None = None
+        #: Events this instance took from the backend and offered to its subscribers.
+        self.received = 0
+
+    async def start(self) -> None:
+        """Follow the backend's chat events (returns once following)."""
+        if self._listener is not None:
+            return
+        feed = await self.backend.chat_event_feed()
+        self._listener = asyncio.create_task(self._listen(feed), name="chatql-chat-events")
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._listener
+            self._listener = None
+        for tenant in self._tenants.values():
+            for subscriber in tenant.subscribers:
+                subscriber.close()
+        self._tenants.clear()
+
+    async def publish(self, type: ChatEventType, chat_id: str, tenant_id: str, *,
+                      before: Chat | None = None) -> None:
+        """Announce a committed write. Never fails the write: a broker outage is logged."""
+        event = _Published(type=type, chat_id=chat_id, tenant_id=tenant_id,
+                           at=datetime.now(UTC), before=before)
+        try:
+            await self.backend.publish_chat_event(_encode(event))
+        except Exception as error:
+            logger.warning("chat event %s for %s not published: %s", type, chat_id, error)
+
+    def subscribe(self, who: Identity, list_filter: ChatListFilter) -> ChatEventSubscription:
+        subscriber = ChatEventSubscription(who, list_filter, self.queue_limit)
+        self._tenants.setdefault(who.tenant_id, _Tenant()).subscribers.add(subscriber)
+        return subscriber
+
+    def unsubscribe(self, subscriber: ChatEventSubscription) -> None:
+        subscriber.close()
+        tenant = self._tenants.get(subscriber.who.tenant_id)
+        if tenant is not None:
+            tenant.subscribers.discard(subscriber)
+            if not tenant.subscribers:
+                del self._tenants[subscriber.who.tenant_id]
+
+    def subscriber_count(self) -> int:
+        return sum(len(t.subscribers) for t in self._tenants.values())
+
+    async def _listen(self, feed: AsyncIterator[bytes]) -> None:
+        # One task takes events off the feed, this one delivers them: whatever arrived
+        # while a batch was delivered is delivered next with ONE read of its chats.
+        waiting: deque[bytes] = deque()
+        arrived = asyncio.Event()
+
+        async def take() -> None:
+            async for payload in feed:
+                waiting.append(payload)
+                arrived.set()
+
+        taker = asyncio.create_task(take(), name="chatql-chat-event-feed")
+        try:
+            while True:
+                await arrived.wait()
+                arrived.clear()
+                batch = [waiting.popleft() for _ in range(min(len(waiting), _BATCH))]
+                if waiting:
+                    arrived.set()
+                try:
+                    await self._deliver(batch)
+                except Exception:
+                    logger.exception("chat events could not be delivered")
+        finally:
+            taker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await taker
+
+    async def _deliver(self, batch: list[bytes]) -> None:
+        try:
+            await self._offer(batch)
+        finally:
+            self.received += len(batch)
+
+    async def _offer(self, batch: list[bytes]) -> None:
+        events: list[_Published | None] = []
+        for payload in batch:
+            # An empty payload: the broker may have lost events; every list refetches.
+            events.append(_decode(payload) if payload else None)
+        wanted = {e.chat_id for e in events
+                  if e is not None and e.type != "PURGED" and e.tenant_id in self._tenants}
+        # Read at delivery, once for every subscriber here: the chats as they are now.
+        current = await load_chats(self.db, wanted) if wanted else {}
+        for event in events:
+            if event is None:
+                for every in self._tenants.values():
+                    for subscriber in every.subscribers:
+                        subscriber.resync(datetime.now(UTC))
+                continue
+            tenant = self._tenants.get(event.tenant_id)
+            if tenant is None:
+                continue
+            chat = None if event.type == "PURGED" else current.get(event.chat_id)
+            if chat is not None and chat.tenant_id != event.tenant_id:
+                continue
+            for subscriber in list(tenant.subscribers):
+                subscriber.offer(event, chat)

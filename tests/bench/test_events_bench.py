@@ -1,0 +1,29 @@
+"""``python -m bench.events --quick`` runs end to end and prints both ratios."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_events_bench_quick_prints_both_ratios() -> None:
+    run = subprocess.run([sys.executable, "-m", "bench.events", "--quick"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    out = run.stdout
+    assert "20 sidebars (10 users x 2)" in out, out
+    throughput = re.search(r"without subscribers ([\d,]+), with ([\d,]+): "
+                           r"with / without = ([\d.]+)x", out)
+    assert throughput, out
+    without, with_, ratio = (float(g.replace(",", "")) for g in throughput.groups())
+    assert without > 0 and with_ > 0 and abs(ratio - with_ / without) < 0.02 + 0.02 * ratio
+    latency = re.search(r"p99 write -> event ([\d.]+) ms over ([\d,]+) events, p99 chatStream "
+                        r"chunk ([\d.]+) ms over ([\d,]+) chunks: event / chunk = ([\d.]+)x", out)
+    assert latency, out
+    # Every paced append reached both of its writer's sidebars, every chunk its viewer.
+    assert latency.group(2) == "120" and latency.group(4) == "60", out
+    assert float(latency.group(1)) > 0 and float(latency.group(3)) > 0

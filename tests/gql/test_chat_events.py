@@ -1,0 +1,249 @@
+"""The live chat list (``chatEvents``) end to end over real WebSockets (both
+subprotocols) and Server-Sent Events, on both databases.
+
+A real uvicorn server; writes go over HTTP, subscribers listen on both WebSocket
+subprotocols. Each scenario ends with a marker write the subscriber may see, so "nothing
+for that chat" is checked without waiting for a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from gql.settings import Settings
+from tests.gql.test_sse import SSEStream
+from tests.gql.test_streams_ws import PROTOCOLS, serve
+from tests.gql.wsclient import WSClient, connect
+
+ALICE = {"X-User-Id": "alice", "X-Tenant-Id": "acme", "X-Team-Id": "red"}
+BOB = {"X-User-Id": "bob", "X-Tenant-Id": "acme", "X-Team-Id": "red"}
+CAROL = {"X-User-Id": "carol", "X-Tenant-Id": "acme", "X-Team-Id": "blue"}
+AGENT = {"X-User-Id": "bot", "X-Tenant-Id": "acme", "X-Roles": "agent"}
+OTHER_TENANT = {"X-User-Id": "alice", "X-Tenant-Id": "globex", "X-Roles": "admin"}
+
+EVENTS = """subscription($filter: ChatFilter) { chatEvents(filter: $filter) {
+  type chatId at chat { id title assistantId share public lastMessageAt } } }"""
+CREATE = """mutation($input: CreateChatInput!) { createChat(input: $input) { id } }"""
+UPDATE = """mutation($id: ID!, $input: UpdateChatInput!) { updateChat(id: $id, input: $input) {
+  id } }"""
+APPEND = """mutation($chat: ID!, $aid: String!) { appendMessages(chatId: $chat, appendId: $aid,
+  messages: [{role: USER, type: "text", props: {content: "hi"}}]) { lastSequence } }"""
+START = """mutation($chat: ID!) { startStream(input: {chatId: $chat}) { id } }"""
+PUSH = """mutation($id: ID!) { pushChunks(streamId: $id, chunks: [{messageId: "m1",
+  type: "text", props: {content: "hello"}}]) { accepted } }"""
+END = """mutation($id: ID!) { endStream(streamId: $id, status: COMPLETED) { stream { id } } }"""
+DELETE = "mutation($id: ID!) { deleteChat(id: $id) }"
+RESTORE = "mutation($id: ID!) { restoreChat(id: $id) { id } }"
+PURGE = "mutation($id: ID!) { purgeChat(id: $id) }"
+LAST_MESSAGE_AT = "query($id: ID!) { chat(id: $id) { lastMessageAt } }"
+
+
+def new_id(prefix: str = "ev") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+async def call(server: str, query: str, variables: dict[str, Any],
+               headers: dict[str, str]) -> Any:
+    async with httpx.AsyncClient(timeout=30) as http:
+        body = (await http.post(f"http://{server}/graphql", headers=headers,
+                                json={"query": query, "variables": variables})).json()
+    assert not body.get("errors"), body
+    return body["data"]
+
+
+async def create(server: str, headers: dict[str, str], **input: Any) -> str:
+    input.setdefault("id", new_id())
+    input.setdefault("assistantId", "bot")
+    return str((await call(server, CREATE, {"input": input}, headers))["createChat"]["id"])
+
+
+async def listening(app: Any, count: int = 1) -> None:
+    """Wait until ``count`` chatEvents subscribers are registered."""
+    for _ in range(500):
+        if app.state.services.events.subscriber_count() >= count:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the subscription never arrived")
+
+
+class Sidebar:
+    """One chatEvents subscription, read event by event."""
+
+    def __init__(self, client: WSClient, op: str) -> None:
+        self.client, self.op = client, op
+
+    @classmethod
+    async def open(cls, client: WSClient, filter: dict[str, Any] | None = None) -> Sidebar:
+        return cls(client, await client.start(EVENTS, {"filter": filter}))
+
+    async def next(self) -> dict[str, Any]:
+        payload = await self.client.receive(self.op)
+        assert payload is not None, "the subscription ended"
+        assert not payload.get("errors"), payload
+        event: dict[str, Any] = payload["data"]["chatEvents"]
+        return event
+
+    async def take(self, count: int) -> list[tuple[str, str]]:
+        return [(e["type"], e["chatId"]) for e in [await self.next() for _ in range(count)]]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_a_sidebar_sees_its_chats_change_in_commit_order(
+        settings: Settings, protocol: str) -> None:
+    async with serve(settings) as (server, app), connect(server, protocol, ALICE) as ws:
+        sidebar = await Sidebar.open(ws)
+        await listening(app)
+        chat = await create(server, ALICE, title="Plans")
+        created = await sidebar.next()
+        assert (created["type"], created["chatId"]) == ("CREATED", chat)
+        assert created["chat"]["title"] == "Plans" and created["chat"]["lastMessageAt"] is None
+
+        await call(server, UPDATE, {"id": chat, "input": {"title": "Trip plans"}}, ALICE)
+        updated = await sidebar.next()
+        assert (updated["type"], updated["chat"]["title"]) == ("UPDATED", "Trip plans")
+
+        await call(server, APPEND, {"chat": chat, "aid": "a1"}, ALICE)
+        appended = await sidebar.next()
+        stored = (await call(server, LAST_MESSAGE_AT, {"id": chat}, ALICE))["chat"]
+        assert appended["type"] == "MESSAGES"
+        assert appended["chat"]["lastMessageAt"] == stored["lastMessageAt"] is not None
+
+        stream = (await call(server, START, {"chat": chat}, AGENT))["startStream"]["id"]
+        assert await sidebar.take(1) == [("STREAM_STARTED", chat)]
+        await call(server, PUSH, {"id": stream}, AGENT)
+        await call(server, END, {"id": stream}, AGENT)
+        ended, written = await sidebar.next(), await sidebar.next()
+        assert [ended["type"], written["type"]] == ["STREAM_ENDED", "MESSAGES"]
+        assert written["chat"]["lastMessageAt"] > appended["chat"]["lastMessageAt"]
+
+        await call(server, DELETE, {"id": chat}, ALICE)
+        await call(server, RESTORE, {"id": chat}, ALICE)
+        await call(server, PURGE, {"id": chat}, ALICE)
+        gone = [await sidebar.next() for _ in range(3)]
+        assert [(e["type"], e["chatId"]) for e in gone] == [
+            ("DELETED", chat), ("RESTORED", chat), ("PURGED", chat)]
+        assert [e["chat"] is None for e in gone] == [True, False, True]
+
+        # Chats alice may not read: carol's private one, another tenant's. Nothing of
+        # them arrives; the marker after them comes first.
+        hidden = await create(server, CAROL, title="secret")
+        await call(server, APPEND, {"chat": hidden, "aid": "a1"}, CAROL)
+        await call(server, UPDATE, {"id": hidden, "input": {"title": "still secret"}}, CAROL)
+        await call(server, DELETE, {"id": hidden}, CAROL)
+        await call(server, PURGE, {"id": hidden}, CAROL)
+        await create(server, OTHER_TENANT, title="elsewhere")
+        marker = await create(server, ALICE, title="marker")
+        assert await sidebar.take(1) == [("CREATED", marker)]
+
+
+async def test_filter_narrows_by_assistant_and_keywords(settings: Settings) -> None:
+    async with serve(settings) as (server, app), \
+            connect(server, "graphql-transport-ws", ALICE) as ws:
+        sidebar = await Sidebar.open(ws, {"assistantId": "helper", "keywords": "TRIP"})
+        await listening(app)
+        await create(server, ALICE, assistantId="other", title="trip")
+        untitled = await create(server, ALICE, assistantId="helper")
+        await create(server, ALICE, assistantId="helper", title="groceries")
+        wanted = await create(server, ALICE, assistantId="helper", title="Road trip")
+        assert await sidebar.take(1) == [("CREATED", wanted)]
+        # Renamed into the filter: it arrives; renamed out of it: the list drops it.
+        await call(server, UPDATE, {"id": untitled, "input": {"title": "trip 2"}}, ALICE)
+        await call(server, UPDATE, {"id": wanted, "input": {"title": "Road"}}, ALICE)
+        await call(server, APPEND, {"chat": wanted, "aid": "a1"}, ALICE)
+        marker = await create(server, ALICE, assistantId="helper", title="trip marker")
+        assert await sidebar.take(3) == [("UPDATED", untitled), ("DELETED", wanted),
+                                         ("CREATED", marker)]
+
+
+async def test_a_bad_filter_is_invalid_argument(settings: Settings) -> None:
+    async with serve(settings) as (server, _app), \
+            connect(server, "graphql-transport-ws", ALICE) as ws:
+        op = await ws.start(EVENTS, {"filter": {"keywords": "x" * 500}})
+        payload = await ws.receive(op)
+        errors = (payload or {}).get("errors") or []
+        assert errors and errors[0]["extensions"]["code"] == "INVALID_ARGUMENT", payload
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_a_chat_made_private_is_deleted_for_the_teammate_and_then_silent(
+        settings: Settings, protocol: str) -> None:
+    async with serve(settings) as (server, app), connect(server, protocol, BOB) as ws:
+        sidebar = await Sidebar.open(ws)
+        await listening(app)
+        chat = await create(server, ALICE, title="team chat", share="TEAM")
+        seen = await sidebar.next()
+        assert (seen["type"], seen["chat"]["title"]) == ("CREATED", "team chat")
+        await call(server, UPDATE, {"id": chat, "input": {"share": "PRIVATE",
+                                                          "title": "now private"}}, ALICE)
+        dropped = await sidebar.next()
+        assert (dropped["type"], dropped["chatId"], dropped["chat"]) == ("DELETED", chat, None)
+        # Later writes to it never reach bob.
+        await call(server, UPDATE, {"id": chat, "input": {"title": "private news"}}, ALICE)
+        await call(server, APPEND, {"chat": chat, "aid": "a1"}, ALICE)
+        await call(server, PURGE, {"id": chat}, ALICE)
+        marker = await create(server, BOB, title="marker")
+        assert await sidebar.take(1) == [("CREATED", marker)]
+
+
+async def test_a_write_on_one_instance_reaches_a_sidebar_on_another(
+        settings: Settings, redis_url: str) -> None:
+    shared = dataclasses.replace(settings, broker_url=redis_url)
+    async with serve(shared) as (a, _app_a), serve(shared) as (b, app_b), \
+            connect(b, "graphql-ws", ALICE) as ws:
+        sidebar = await Sidebar.open(ws)
+        await listening(app_b)
+        chat = await create(a, ALICE, title="from A")
+        await call(a, APPEND, {"chat": chat, "aid": "a1"}, ALICE)
+        first, second = await sidebar.next(), await sidebar.next()
+        assert [(first["type"], first["chat"]["title"]), (second["type"], second["chatId"])] == [
+            ("CREATED", "from A"), ("MESSAGES", chat)]
+
+
+async def test_a_sidebar_over_sse_sees_its_chats_and_not_others(settings: Settings) -> None:
+    async with serve(settings) as (server, app), httpx.AsyncClient(timeout=30) as http, \
+            http.stream("POST", f"http://{server}/graphql",
+                        json={"query": EVENTS, "variables": {"filter": None}},
+                        headers={"Accept": "text/event-stream", **BOB}) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        stream = SSEStream(response)
+        await listening(app)
+        team = await create(server, ALICE, title="team", share="TEAM")
+        await create(server, CAROL, title="not for bob")
+        await call(server, APPEND, {"chat": team, "aid": "a1"}, ALICE)
+        await call(server, UPDATE, {"id": team, "input": {"share": "PRIVATE"}}, ALICE)
+        await call(server, APPEND, {"chat": team, "aid": "a2"}, ALICE)
+        marker = await create(server, BOB, title="marker")
+        seen = []
+        for _ in range(4):
+            name, payload = await stream.event()
+            assert name == "next" and not payload.get("errors"), payload
+            event = payload["data"]["chatEvents"]
+            seen.append((event["type"], event["chatId"], (event["chat"] or {}).get("title")))
+        assert seen == [("CREATED", team, "team"), ("MESSAGES", team, "team"),
+                        ("DELETED", team, None), ("CREATED", marker, "marker")]
+
+
+async def test_filter_narrows_by_tags_and_the_sweeper_purges_an_expired_chat(
+        settings: Settings) -> None:
+    sweeping = dataclasses.replace(settings, sweep_interval=0.2)
+    async with serve(sweeping) as (server, app), \
+            connect(server, "graphql-transport-ws", ALICE) as ws:
+        sidebar = await Sidebar.open(ws, {"tags": ["work"]})
+        await listening(app)
+        await create(server, ALICE, title="untagged")
+        await create(server, ALICE, title="home", tags=["home"])
+        soon = (datetime.now(UTC) + timedelta(seconds=1)).isoformat()
+        work = await create(server, ALICE, title="work", tags=["work", "q3"], expiresAt=soon)
+        created = await sidebar.next()
+        assert (created["type"], created["chatId"]) == ("CREATED", work)
+        # Past its expiry the sweeper purges it: the list is told, with no content.
+        purged = await sidebar.next()
+        assert (purged["type"], purged["chatId"], purged["chat"]) == ("PURGED", work, None)

@@ -1,0 +1,108 @@
+"""Chat events' per-subscriber decisions on every database: the in-memory access rule
+and filter agree with the SQL ones ``chats`` uses, and a subscriber that falls behind
+gets one RESYNC instead of a backlog."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import select, update
+
+from store import access
+from store import chats as store_chats
+from store.chat_lists import ChatListFilter
+from store.database import Database
+from store.events import ChatEvents, load_chat
+from store.records import Chat, Identity
+from store.streams.backends.memory import MemoryBackend
+from store.tables import chats
+
+OWNER = Identity(user_id="alice", tenant_id="acme", team_id="red")
+CALLERS = [
+    OWNER,
+    Identity(user_id="bob", tenant_id="acme", team_id="red"),
+    Identity(user_id="carol", tenant_id="acme", team_id="blue"),
+    Identity(user_id="dan", tenant_id="acme"),
+    Identity(user_id="eve", tenant_id="acme", roles=frozenset({"agent"})),
+    Identity(user_id="root", tenant_id="acme", roles=frozenset({"admin"})),
+    Identity(user_id="alice", tenant_id="globex", team_id="red",
+             roles=frozenset({"admin"})),
+]
+T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
+
+
+async def _chats(db: Database) -> list[Chat]:
+    made = []
+    shapes = itertools.product(("PRIVATE", "TEAM"), (False, True), ("helper", "other"),
+                               ("Road Trip", "groceries", None))
+    for n, (share, public, assistant, title) in enumerate(shapes):
+        chat = await store_chats.create_chat(
+            db, OWNER, id=f"c{n}", share=share, public=public, assistant_id=assistant,
+            title=title, tags=[["a"], ["a", "b"], []][n % 3], pinned=n % 4 == 0,
+            mode="subagent" if n % 5 == 0 else "chat")
+        async with db.write() as conn:
+            stamp = T0 + timedelta(hours=n)
+            await conn.execute(update(chats).where(chats.c.id == chat.id).values(
+                created_at=T0 + timedelta(hours=n % 5), activity_at=stamp))
+        loaded = await load_chat(db, chat.id)
+        assert loaded is not None
+        made.append(loaded)
+    return made
+
+
+async def test_may_read_and_matches_agree_with_the_sql_rule(db: Database) -> None:
+    made = await _chats(db)
+    filters = [
+        ChatListFilter(),
+        ChatListFilter(assistant_id="helper"),
+        ChatListFilter(keywords="trip"),
+        ChatListFilter(keywords="ROAD t", assistant_id="other"),
+        ChatListFilter(start_time=T0 + timedelta(hours=5), end_time=T0 + timedelta(hours=9)),
+        ChatListFilter(time_field="CREATED_AT", start_time=T0 + timedelta(hours=2)),
+        ChatListFilter(status="ARCHIVED"),
+        ChatListFilter(tags=("a",)),
+        ChatListFilter(tags=("b", "a"), pinned=False),
+        ChatListFilter(pinned=True, include_subagents=True),
+        ChatListFilter(mode="subagent"),
+        ChatListFilter(created_by="alice", team_id="red"),
+    ]
+    async with db.read() as conn:
+        for who in CALLERS:
+            for list_filter in filters:
+                query = select(chats.c.id).where(*list_filter.visible(who),
+                                                 *list_filter.clauses())
+                in_sql = set((await conn.scalars(query)).all())
+                in_memory = {c.id for c in made
+                             if access.may_read(who, c) and list_filter.matches(c)}
+                assert in_memory == in_sql, (who, list_filter)
+
+
+async def test_a_subscriber_that_falls_behind_gets_one_resync(db: Database) -> None:
+    backend = MemoryBackend()
+    events = ChatEvents(db, backend, queue_limit=4)
+    await events.start()
+    try:
+        chat = await store_chats.create_chat(db, OWNER, id="busy", assistant_id="helper")
+        slow = events.subscribe(OWNER, ChatListFilter())
+        for _ in range(10):
+            await events.publish("MESSAGES", chat.id, OWNER.tenant_id)
+        for _ in range(200):
+            if events.received == 10:
+                break
+            await asyncio.sleep(0.01)
+        assert events.received == 10
+        stream = slow.events()
+        # Four queued, the fifth overflowed: the backlog became one RESYNC, and the
+        # rest (which the refetch it asks for covers) were not queued behind it.
+        resync = await anext(stream)
+        assert (resync.type, resync.chat_id, resync.chat, slow.resyncs) == (
+            "RESYNC", "", None, 1)
+        # Taken: live events follow as usual.
+        await events.publish("UPDATED", chat.id, OWNER.tenant_id)
+        updated = await asyncio.wait_for(anext(stream), 5)
+        assert (updated.type, updated.chat_id, slow.resyncs) == ("UPDATED", "busy", 1)
+    finally:
+        await events.close()
+        await backend.close()
