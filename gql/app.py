@@ -28,6 +28,7 @@ from strawberry.types.execution import ExecutionResult
 
 from gql.auth import CREDENTIAL_KEYS, authenticator_for, identity_from_credentials
 from gql.bodylimit import BodyLimitMiddleware, error_body
+from gql.compiled_reads import CompiledReads
 from gql.context import Context, Services
 from gql.export import export_endpoint
 from gql.push_fastpath import fast_push
@@ -91,6 +92,7 @@ class GraphQLEndpoint(GraphQL[Context, None]):
         )
         self._services_of = services_of
         self._settings = settings
+        self._compiled_reads = CompiledReads(schema, settings)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -169,6 +171,13 @@ class GraphQLEndpoint(GraphQL[Context, None]):
                                      request_data.operation_name, request_data.variables)
             if pushed is not None:
                 return ExecutionResult(data=pushed["data"], errors=None)
+        # Pages and chats are read again and again: see gql/compiled_reads.py.
+        if request_adapter.method == "POST" or self.allow_queries_via_get:
+            compiled = await self._compiled_reads.execute(context, request_data.query,
+                                                          request_data.operation_name,
+                                                          request_data.variables)
+            if compiled is not None:
+                return ExecutionResult(data=compiled, errors=None)
         # Subscriptions run over WebSocket or SSE only (see gql/sse.py).
         return await execute_plain_http(self, request_adapter.method, context, root_value,
                                         request_data)

@@ -69,6 +69,8 @@ class Settings:
     archive_url: str = "file://./chatql-archive"
     #: Days without activity after which the sweeper archives a chat (0: never).
     archive_after_days: float = 0.0
+    #: Answer the documents front ends repeat (message pages) from compiled plans.
+    compiled_reads: bool = True
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

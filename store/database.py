@@ -10,7 +10,7 @@ in SQLite's busy handler; other processes are covered by the busy timeout.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -48,6 +48,7 @@ class Database:
     def __init__(self, url: str = DEFAULT_DATABASE_URL, *, pool_size: int = 10) -> None:
         self.url = normalize_url(url)
         self.dialect = make_url(self.url).get_backend_name()
+        self.pool_size = pool_size
         kwargs: dict[str, Any] = {
             "json_serializer": jsonutil.dumps,
             "json_deserializer": jsonutil.loads,
@@ -56,6 +57,8 @@ class Database:
             kwargs.update(pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
         self.engine: AsyncEngine = create_async_engine(self.url, **kwargs)
         self._write_lock = asyncio.Lock() if self.is_sqlite else None
+        #: Closed by :meth:`dispose`: driver pools opened beside the engine (store.prepared).
+        self.closers: list[Callable[[], Awaitable[None]]] = []
         if self.is_sqlite:
             _configure_sqlite(self.engine)
 
@@ -95,6 +98,8 @@ class Database:
         return True
 
     async def dispose(self) -> None:
+        while self.closers:
+            await self.closers.pop()()
         await self.engine.dispose()
 
 

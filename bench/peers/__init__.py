@@ -1,6 +1,6 @@
 """Peer benchmark: chatql against PostGraphile 4 on the same Postgres rows.
 
-    python -m bench.peers [--quick] [--postgres-url URL] [--rounds N] [--seconds S]
+    python -m bench.peers [--quick] [--postgres-url URL] [--rounds N] [--seconds S] [--executor]
 
 Creates its own Postgres database (dropped afterwards), migrates it, bulk-loads one chat
 of 200,000 messages and 100,000 chats of one user (``--quick``: 2,000 and 500), then
@@ -23,6 +23,9 @@ round of each counts, since noise on a shared machine only ever slows a run down
   separately against the same PostGraphile figure.
 
 Before measuring, one answer of each server is compared: both must carry the same rows.
+With ``--executor`` a third server, chatql with ``CHATQL_COMPILED_READS=false`` (every
+document through the general GraphQL executor), takes part in the same alternating
+rounds, and the compiled ÷ executor ratio is printed too.
 Prints throughput (req/s), p50 and p99 latency of each, and chatql ÷ PostGraphile.
 Without ``node`` it prints why and measures nothing.
 """
@@ -152,15 +155,16 @@ async def wait_ready(server: Server, probe: str) -> None:
     raise RuntimeError(f"{server.name} did not answer in time")
 
 
-async def start_chatql(database_url: str) -> Server:
+async def start_chatql(database_url: str, *, compiled: bool = True) -> Server:
     port = free_port()
     env = {**os.environ, "CHATQL_DATABASE_URL": database_url, "CHATQL_SECRET": SECRET,
            "CHATQL_MIGRATE_ON_START": "false", "CHATQL_PLAYGROUND": "false",
-           "CHATQL_AUTH": "dev"}
+           "CHATQL_AUTH": "dev", "CHATQL_COMPILED_READS": "true" if compiled else "false"}
     process = subprocess.Popen(
         [sys.executable, "-m", "gql.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
          "--log-level", "warning"], cwd=ROOT, env=env)
-    server = Server("chatql", f"http://127.0.0.1:{port}/graphql", process)
+    name = "chatql" if compiled else "chatql executor"
+    server = Server(name, f"http://127.0.0.1:{port}/graphql", process)
     await wait_ready(server, "{ __typename }")
     return server
 
@@ -197,7 +201,8 @@ async def answer(server: Server, body: dict[str, Any]) -> dict[str, Any]:
     payload: dict[str, Any] = response.json()
     if response.status_code != 200 or payload.get("errors"):
         raise RuntimeError(f"{server.name} answered {response.status_code}: {payload}")
-    return payload["data"]
+    data: dict[str, Any] = payload["data"]
+    return data
 
 
 def rows(data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -272,7 +277,8 @@ async def scenarios(chatql: Server, peer: Server, messages: int, depth: int) -> 
     ]
 
 
-async def measure(chatql: Server, peer: Server, sizes: Sizes, rounds: int) -> bool:
+async def measure(chatql: Server, peer: Server, sizes: Sizes, rounds: int,
+                  executor: Server | None = None) -> bool:
     depth = min(100_000, sizes.messages // 2)
     plans = await scenarios(chatql, peer, sizes.messages, depth)
     all_same = True
@@ -280,10 +286,13 @@ async def measure(chatql: Server, peer: Server, sizes: Sizes, rounds: int) -> bo
         ours, theirs = rows(await answer(chatql, plan.chatql)), rows(await answer(peer, plan.peer))
         same = same_rows(ours, theirs)
         all_same = all_same and same
-        runs: dict[str, list[Load]] = {"chatql": [], "peer": []}
+        runs: dict[str, list[Load]] = {"chatql": [], "peer": [], "executor": []}
         for _ in range(rounds):
             runs["chatql"].append(load(chatql, plan.chatql, sizes.seconds, sizes.clients))
             runs["peer"].append(load(peer, plan.peer, sizes.seconds, sizes.clients))
+            if executor is not None:
+                runs["executor"].append(load(executor, plan.chatql, sizes.seconds,
+                                             sizes.clients))
         a, b = best(runs["chatql"]), best(runs["peer"])
         title = plan.name + (f" ({plan.note})" if plan.note else "")
         print(f"  {title}: same rows: {same}")
@@ -291,10 +300,15 @@ async def measure(chatql: Server, peer: Server, sizes: Sizes, rounds: int) -> bo
         print(f"    PostGraphile {b.rps:8,.0f} req/s  p50 {b.p50:6.2f} ms  p99 {b.p99:6.2f} ms")
         print(f"    -> chatql / PostGraphile throughput = {a.rps / b.rps:.2f}  "
               f"(p50 {a.p50 / b.p50:.2f}x, p99 {a.p99 / b.p99:.2f}x)")
+        if executor is not None:
+            c = best(runs["executor"])
+            print(f"    chatql, general executor only {c.rps:8,.0f} req/s  p50 {c.p50:6.2f} ms"
+                  f"  p99 {c.p99:6.2f} ms  -> compiled / executor = {a.rps / c.rps:.2f}")
     return all_same
 
 
-async def run(base_url: str, quick: bool, rounds: int | None, seconds: float | None) -> int:
+async def run(base_url: str, quick: bool, rounds: int | None, seconds: float | None,
+              executor: bool = False) -> int:
     reason = ensure_installed()
     if reason:
         print(f"peers: skipped ({reason})")
@@ -322,7 +336,10 @@ async def run(base_url: str, quick: bool, rounds: int | None, seconds: float | N
               f"alternating rounds")
         servers.append(await start_chatql(url))
         servers.append(await start_postgraphile(url))
-        same = await measure(servers[0], servers[1], sizes, rounds or (1 if quick else 3))
+        if executor:
+            servers.append(await start_chatql(url, compiled=False))
+        same = await measure(servers[0], servers[1], sizes, rounds or (1 if quick else 3),
+                             servers[2] if executor else None)
         print(f"peers: every answer carried the same rows: {same}")
         return 0 if same else 1
     finally:
@@ -339,5 +356,8 @@ def main(argv: list[str] | None = None) -> int:
         "CHATQL_TEST_POSTGRES_URL", DEFAULT_PG_URL), help="server to create the database on")
     parser.add_argument("--rounds", type=int, help="alternating rounds per read")
     parser.add_argument("--seconds", type=float, help="seconds of load per round")
+    parser.add_argument("--executor", action="store_true",
+                        help="also measure chatql with compiled reads turned off")
     args = parser.parse_args(argv)
-    return asyncio.run(run(args.postgres_url, args.quick, args.rounds, args.seconds))
+    return asyncio.run(run(args.postgres_url, args.quick, args.rounds, args.seconds,
+                           args.executor))

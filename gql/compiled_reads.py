@@ -1,0 +1,688 @@
+"""Compiled reads: pages and chats answered without field-by-field execution.
+
+Front ends send the same few documents again and again — a page of messages
+(``messages``), the chat list in its default shape (``chats(first, after)``) and a
+chat with its newest message (``chat(id) { … lastMessage { … } }``) — and for a page
+of messages the general executor spends far more time walking ~300 fields than the
+database spends finding the rows. Here a document is turned, once per text, into a
+*plan*: the page's arguments (as AST, coerced per request by graphql-core's own
+functions, so defaults and variables mean exactly what they mean to the executor) and
+the response's shape as a tree of output keys. A request with a plan runs one prepared statement
+(:mod:`store.prepared`) and fills the shape from the rows in one pass.
+
+The general executor stays the reference. A document gets a plan only when it parses
+and validates under the same rules and limits, and when everything it selects is
+known here *and* still has the shape this module expects in the schema it was built
+from (a field that gained arguments or a resolver, an argument or filter field the
+module does not know, any directive): everything else is ``None`` and runs the
+ordinary way. A request whose plan exists still takes the ordinary way whenever its
+answer would be anything but a plain page — a variable or argument that fails to
+coerce or check, a cursor that does not verify, an empty page (absent chat or empty
+list), a value a scalar refuses — so errors and their codes are always the executor's.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from graphql import (
+    DocumentNode,
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
+    GraphQLBoolean,
+    GraphQLEnumType,
+    GraphQLError,
+    GraphQLField,
+    GraphQLID,
+    GraphQLInt,
+    GraphQLList,
+    GraphQLNonNull,
+    GraphQLObjectType,
+    GraphQLScalarType,
+    GraphQLString,
+    InlineFragmentNode,
+    OperationDefinitionNode,
+    OperationType,
+    SelectionSetNode,
+    parse,
+    specified_rules,
+)
+from graphql.execution.values import get_argument_values, get_variable_values
+from strawberry.schema.schema import validate_document
+
+from gql.chat_lists import _cursor_scope as chat_list_scope
+from gql.context import Context
+from gql.document_shapes import has_nul
+from gql.limits import limit_rules
+from gql.messages import _cursor_scope
+from gql.settings import Settings
+from store.chat_lists import DEFAULT_CHAT_PAGE_SIZE, MAX_CHAT_PAGE_SIZE, ChatListFilter
+from store.chat_lists import _parse_position as parse_position
+from store.errors import ChatqlError
+from store.ids import check_chat_id
+from store.messages import DEFAULT_PAGE_SIZE, MessageFilter, check_page_size
+from store.prepared import (
+    CHAT_COLUMNS,
+    FILTER_FIELDS,
+    MESSAGE_COLUMNS,
+    ChatPageShape,
+    MessagePageShape,
+    chat_after,
+    chat_page_statement,
+    chat_position,
+    chat_reader,
+    chat_statement,
+    fetch,
+    has_last_message,
+    last_message_reader,
+    message_page_statement,
+    message_reader,
+)
+
+__all__ = ["CompiledReads"]
+
+logger = logging.getLogger("chatql")
+
+_PLAN_CACHE_SIZE = 512
+_SEQUENCE = MESSAGE_COLUMNS.index("sequence")
+_SIGNED_CACHE_SIZE = 20_000
+#: Longer documents are not worth a plan (and must not fill the cache).
+_MAX_DOCUMENT = 4_000
+_PAGE_ARGUMENTS = frozenset({"chatId", "filter", "first", "after", "last", "before"})
+_FILTER_FIELDS = {"requestId": "request_id", "role": "role", "blockId": "block_id",
+                  "threadId": "thread_id", "type": "type"}
+_CHAT_LIST_DEFAULTS: dict[str, Any] = {"filter": None, "orderBy": "LAST_MESSAGE_AT",
+                                        "order": "DESC", "timezone": "UTC",
+                                        "weekStart": "MONDAY"}
+_CONNECTION_FIELDS = frozenset({"edges", "pageInfo"})
+_EDGE_FIELDS = frozenset({"cursor", "node"})
+_PAGE_INFO_FIELDS = {"hasNextPage": "next", "hasPreviousPage": "previous",
+                     "startCursor": "start", "endCursor": "end"}
+
+_BUILTIN_COERCERS = {scalar.name: scalar.coerce_output_value
+                     for scalar in (GraphQLString, GraphQLID, GraphQLBoolean, GraphQLInt)}
+
+# Shapes: a list of (response key, what). ``what`` is a type name string for
+# __typename, or a field-specific item.
+_Leaf = tuple[str, Callable[[Any], Any], bool]  # record attribute, coercer, nullable
+_Shape = list[tuple[str, Any]]
+
+
+class _NoPlan(Exception):
+    """The document is not one this module compiles."""
+
+
+class _Fallback(Exception):
+    """This request must run the ordinary way."""
+
+
+@dataclass(frozen=True, slots=True)
+class _PagePlan:
+    kind: str  # the root field: "messages" or "chats"
+    operation: OperationDefinitionNode
+    root: _Shape  # ("__typename", name) or (key, None) for the page itself
+    field: GraphQLField
+    node: FieldNode
+    connection: _Shape  # edges -> edge shape, pageInfo -> page-info shape
+    needs_cursors: bool
+
+
+def _unwrap(kind: Any) -> tuple[Any, bool]:
+    nullable = not isinstance(kind, GraphQLNonNull)
+    return (kind if nullable else kind.of_type), nullable
+
+
+def _is_plain(field_def: GraphQLField) -> bool:
+    """A field with no arguments whose value is its record attribute."""
+    if field_def.args:
+        return False
+    resolver = field_def.resolve
+    strawberry_field = field_def.extensions.get("strawberry-definition")
+    return (
+        resolver is not None and getattr(resolver, "_is_default", False)
+        and bool(getattr(strawberry_field, "python_name", None))
+        and not getattr(strawberry_field, "permission_classes", None)
+        and not getattr(strawberry_field, "extensions", None)
+    )
+
+
+class _Collector:
+    """Groups a selection set's fields by response key, resolving fragments."""
+
+    def __init__(self, fragments: dict[str, FragmentDefinitionNode]) -> None:
+        self._fragments = fragments
+
+    def collect(self, parent: GraphQLObjectType,
+                selection_sets: list[SelectionSetNode]) -> OrderedDict[str, list[FieldNode]]:
+        grouped: OrderedDict[str, list[FieldNode]] = OrderedDict()
+        for selection_set in selection_sets:
+            self._into(parent, selection_set, grouped, set())
+        return grouped
+
+    def _into(self, parent: GraphQLObjectType, selection_set: SelectionSetNode,
+              grouped: OrderedDict[str, list[FieldNode]], seen: set[str]) -> None:
+        for selection in selection_set.selections:
+            if selection.directives:
+                raise _NoPlan
+            if isinstance(selection, FieldNode):
+                key = (selection.alias or selection.name).value
+                grouped.setdefault(key, []).append(selection)
+            elif isinstance(selection, InlineFragmentNode):
+                condition = selection.type_condition
+                if condition is not None and condition.name.value != parent.name:
+                    raise _NoPlan
+                self._into(parent, selection.selection_set, grouped, seen)
+            elif isinstance(selection, FragmentSpreadNode):
+                name = selection.name.value
+                if name in seen:
+                    continue  # graphql-core collects a fragment once per selection set
+                seen.add(name)
+                fragment = self._fragments.get(name)
+                if fragment is None or fragment.directives or (
+                    fragment.type_condition.name.value != parent.name
+                ):
+                    raise _NoPlan
+                self._into(parent, fragment.selection_set, grouped, seen)
+            else:  # pragma: no cover - no other selection kinds exist
+                raise _NoPlan
+
+    def fields(self, parent: GraphQLObjectType, nodes: list[FieldNode]
+               ) -> OrderedDict[str, tuple[str, list[FieldNode]]]:
+        """Sub-selections of ``nodes`` (one response key), keyed, with field names."""
+        sets = [node.selection_set for node in nodes if node.selection_set is not None]
+        grouped = self.collect(parent, sets)
+        result: OrderedDict[str, tuple[str, list[FieldNode]]] = OrderedDict()
+        for key, fields in grouped.items():
+            name = fields[0].name.value
+            if any(field.arguments for field in fields):
+                raise _NoPlan
+            result[key] = (name, fields)
+        return result
+
+
+def _leaf(parent: GraphQLObjectType, name: str) -> _Leaf:
+    field_def = parent.fields.get(name)
+    if field_def is None or not _is_plain(field_def):
+        raise _NoPlan
+    leaf, nullable = _unwrap(field_def.type)
+    if not isinstance(leaf, GraphQLScalarType | GraphQLEnumType):
+        raise _NoPlan
+    python_name = field_def.extensions["strawberry-definition"].python_name
+    return python_name, leaf.coerce_output_value, nullable
+
+
+# Scalars whose output coercion returns these values unchanged (graphql-core's own
+# String, ID, Boolean and 32-bit Int): the coercer is skipped for them.
+_UNCHANGED: dict[str, Callable[[Any], bool]] = {
+    "String": lambda value: type(value) is str,
+    "ID": lambda value: type(value) is str,
+    "Boolean": lambda value: type(value) is bool,
+    "Int": lambda value: type(value) is int and -(2**31) <= value < 2**31,
+}
+
+
+def _column(parent: GraphQLObjectType, name: str,
+            reader_of: Callable[[str], Callable[[Any], Any] | None]) -> Callable[[Any], Any]:
+    """The node field ``name`` read from a page row and coerced as the executor does.
+
+    Raises :class:`_Fallback` where the executor would report an error (a null in a
+    non-null field, a value the scalar refuses).
+    """
+    python_name, coerce, nullable = _leaf(parent, name)
+    reader = reader_of(python_name)
+    if reader is None:
+        raise _NoPlan
+    leaf, _ = _unwrap(parent.fields[name].type)
+    builtin = isinstance(leaf, GraphQLScalarType) and (
+        leaf.coerce_output_value is _BUILTIN_COERCERS.get(leaf.name))
+    unchanged = _UNCHANGED.get(leaf.name) if builtin else None
+    # An enum has a handful of values: each one's output is worked out once.
+    remembered: dict[Any, Any] | None = {} if isinstance(leaf, GraphQLEnumType) else None
+
+    def output(row: Any) -> Any:
+        value = reader(row)
+        if unchanged is not None and unchanged(value):
+            return value
+        if value is None:
+            if nullable:
+                return None
+            raise _Fallback
+        if remembered is not None and value in remembered:
+            return remembered[value]
+        try:
+            coerced = coerce(value)
+        except Exception:
+            raise _Fallback from None
+        if coerced is None:
+            raise _Fallback
+        if remembered is not None and len(remembered) < 64:
+            remembered[value] = coerced
+        return coerced
+
+    return output
+
+
+def _constant(value: str) -> Callable[[Any], str]:
+    return lambda row: value
+
+
+def _object(parent: GraphQLObjectType, name: str, *, plain: bool = True,
+            listed: bool = False) -> GraphQLObjectType:
+    field_def = parent.fields.get(name)
+    if field_def is None or (plain and not _is_plain(field_def)):
+        raise _NoPlan
+    kind, nullable = _unwrap(field_def.type)
+    if nullable:
+        raise _NoPlan
+    if listed:
+        if not isinstance(kind, GraphQLList):
+            raise _NoPlan
+        kind, nullable = _unwrap(kind.of_type)
+        if nullable:
+            raise _NoPlan
+    if not isinstance(kind, GraphQLObjectType):
+        raise _NoPlan
+    return kind
+
+
+_READERS: dict[str, Callable[[str], Callable[[Any], Any] | None]] = {
+    "messages": message_reader, "chats": chat_reader, "chat": chat_reader}
+
+
+def _check_message_arguments(field_def: GraphQLField) -> None:
+    if not set(field_def.args) <= _PAGE_ARGUMENTS:
+        raise _NoPlan
+    filter_type, _ = _unwrap(field_def.args["filter"].type) if "filter" in field_def.args else (
+        None, True)
+    if filter_type is not None and not set(filter_type.fields) <= set(_FILTER_FIELDS):
+        raise _NoPlan
+
+
+def _check_chat_list_arguments(field_def: GraphQLField, node: FieldNode) -> None:
+    """Chat lists are compiled in their default shape only: no filter, newest activity
+    first; the document may give ``first`` and ``after`` and nothing else."""
+    if set(field_def.args) != set(_CHAT_LIST_DEFAULTS) | {"first", "after"}:
+        raise _NoPlan
+    for name, expected in _CHAT_LIST_DEFAULTS.items():
+        default = field_def.args[name].default_value
+        if getattr(default, "value", default) != expected:
+            raise _NoPlan
+    if any(argument.name.value not in ("first", "after") for argument in node.arguments or ()):
+        raise _NoPlan
+
+
+def _compile_chat(operation: OperationDefinitionNode, root: _Shape, field_def: GraphQLField,
+                  nodes: list[FieldNode], collector: _Collector) -> _PagePlan:
+    """``chat(id)``: its scalars and ``lastMessage`` (its scalars), from one row."""
+    if set(field_def.args) != {"id"}:
+        raise _NoPlan
+    chat_type, nullable = _unwrap(field_def.type)
+    if not nullable or not isinstance(chat_type, GraphQLObjectType):
+        raise _NoPlan
+    shape: _Shape = []
+    for key, (name, fields) in collector.fields(chat_type, nodes).items():
+        if name == "__typename":
+            shape.append((key, _constant(chat_type.name)))
+        elif name == "lastMessage":
+            last = chat_type.fields.get(name)
+            strawberry_field = last.extensions.get("strawberry-definition") if last else None
+            message_type, last_nullable = _unwrap(last.type) if last else (None, False)
+            if last is None or last.args or not last_nullable or (
+                getattr(strawberry_field, "python_name", None) != "last_message"
+            ) or not isinstance(message_type, GraphQLObjectType):
+                raise _NoPlan
+            message: _Shape = []
+            for message_key, (message_name, _) in collector.fields(message_type,
+                                                                   fields).items():
+                if message_name == "__typename":
+                    message.append((message_key, _constant(message_type.name)))
+                else:
+                    message.append((message_key, _column(message_type, message_name,
+                                                         last_message_reader)))
+            shape.append((key, _last_message(message)))
+        else:
+            shape.append((key, _column(chat_type, name, chat_reader)))
+    return _PagePlan(kind="chat", operation=operation, root=root, field=field_def,
+                     node=nodes[0], connection=shape, needs_cursors=False)
+
+
+def _last_message(shape: _Shape) -> Callable[[Any], Any]:
+    def output(row: Any) -> Any:
+        return _fill(shape, row) if has_last_message(row) else None
+
+    return output
+
+
+def _compile_page(schema: Any, document: DocumentNode,
+                  operation_name: str | None) -> _PagePlan:
+    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+    fragments = {d.name.value: d for d in document.definitions
+                 if isinstance(d, FragmentDefinitionNode)}
+    if len(operations) + len(fragments) != len(document.definitions):
+        raise _NoPlan
+    if operation_name is not None:
+        operations = [o for o in operations if o.name and o.name.value == operation_name]
+    if len(operations) != 1:
+        raise _NoPlan
+    operation = operations[0]
+    if operation.operation != OperationType.QUERY or operation.directives or any(
+        definition.directives for definition in operation.variable_definitions or ()
+    ):
+        raise _NoPlan
+    query_type: GraphQLObjectType = schema.query_type
+    collector = _Collector(fragments)
+    roots = collector.collect(query_type, [operation.selection_set])
+    root: _Shape = []
+    page: tuple[GraphQLField, list[FieldNode]] | None = None
+    for key, nodes in roots.items():
+        name = nodes[0].name.value
+        if name == "__typename":
+            root.append((key, query_type.name))
+        elif name in _READERS and page is None and len(nodes) == 1:
+            page = (query_type.fields[name], nodes)
+            root.append((key, None))
+        else:
+            raise _NoPlan
+    if page is None:
+        raise _NoPlan
+    field_def, nodes = page
+    kind = nodes[0].name.value
+    if kind == "chat":
+        return _compile_chat(operation, root, field_def, nodes, collector)
+    if kind == "messages":
+        _check_message_arguments(field_def)
+    else:
+        _check_chat_list_arguments(field_def, nodes[0])
+    reader_of = _READERS[kind]
+    connection_type, nullable = _unwrap(field_def.type)
+    if nullable or not isinstance(connection_type, GraphQLObjectType):
+        raise _NoPlan
+
+    edge_type = _object(connection_type, "edges", listed=True)
+    info_type = _object(connection_type, "pageInfo")
+    node_type = _object(edge_type, "node")
+    needs_cursors = False
+    connection: _Shape = []
+    for key, (name, fields) in collector.fields(connection_type, nodes).items():
+        if name == "__typename":
+            connection.append((key, connection_type.name))
+        elif name == "edges":
+            edge: _Shape = []
+            for edge_key, (edge_name, edge_fields) in collector.fields(edge_type,
+                                                                      fields).items():
+                if edge_name == "__typename":
+                    edge.append((edge_key, edge_type.name))
+                elif edge_name == "cursor":
+                    _leaf(edge_type, "cursor")
+                    needs_cursors = True
+                    edge.append((edge_key, ("cursor",)))
+                elif edge_name == "node":
+                    shape: _Shape = []
+                    for node_key, (node_name, _) in collector.fields(node_type,
+                                                                     edge_fields).items():
+                        if node_name == "__typename":
+                            shape.append((node_key, _constant(node_type.name)))
+                        else:
+                            shape.append((node_key, _column(node_type, node_name,
+                                                            reader_of)))
+                    edge.append((edge_key, ("node", shape)))
+                else:
+                    raise _NoPlan
+            connection.append((key, ("edges", edge)))
+        elif name == "pageInfo":
+            info: _Shape = []
+            for info_key, (info_name, _) in collector.fields(info_type, fields).items():
+                if info_name == "__typename":
+                    info.append((info_key, info_type.name))
+                elif info_name in _PAGE_INFO_FIELDS:
+                    _leaf(info_type, info_name)
+                    needs_cursors = needs_cursors or info_name in ("startCursor", "endCursor")
+                    info.append((info_key, ("info", _PAGE_INFO_FIELDS[info_name])))
+                else:
+                    raise _NoPlan
+            connection.append((key, ("pageInfo", info)))
+        else:
+            raise _NoPlan
+    return _PagePlan(kind=kind, operation=operation, root=root, field=field_def, node=nodes[0],
+                     connection=connection, needs_cursors=needs_cursors)
+
+
+def _fill(shape: _Shape, row: Any) -> dict[str, Any]:
+    """A node object from a page row."""
+    return {key: output(row) for key, output in shape}
+
+
+class CompiledReads:
+    """The plans of one app (one schema, one set of limits), made once per document."""
+
+    def __init__(self, schema: Any, settings: Settings) -> None:
+        self._schema = schema
+        self._settings = settings
+        self._plans: OrderedDict[tuple[str, str | None], _PagePlan | None] = OrderedDict()
+        # Cursors are a pure function of (key, scope, position): pages read again and
+        # again (a chat's newest page) need not be signed again.
+        self._signed: dict[tuple[str, int], str] = {}
+        self._signer: Any = None
+
+    def plan_for(self, query: str | None, operation_name: str | None) -> _PagePlan | None:
+        """The cached plan for a document, or None when it must run the ordinary way."""
+        if (not self._settings.compiled_reads or not query or len(query) > _MAX_DOCUMENT
+                or ("messages" not in query and "chat" not in query)):
+            return None
+        key = (query, operation_name)
+        try:
+            self._plans.move_to_end(key)
+            return self._plans[key]
+        except KeyError:
+            pass
+        plan = self._make(query, operation_name)
+        self._plans[key] = plan
+        if len(self._plans) > _PLAN_CACHE_SIZE:
+            self._plans.popitem(last=False)
+        return plan
+
+    def _make(self, query: str, operation_name: str | None) -> _PagePlan | None:
+        settings = self._settings
+        graphql_schema = self._schema._schema
+        try:
+            document = parse(query, max_lexical_tokens=settings.max_query_tokens,
+                             max_comments=settings.max_query_tokens)
+        except GraphQLError:
+            return None
+        rules = (*specified_rules,
+                 *limit_rules(settings.max_query_depth, settings.max_query_aliases))
+        if validate_document(graphql_schema, document, rules):
+            return None
+        try:
+            return _compile_page(graphql_schema, document, operation_name)
+        except _NoPlan:
+            return None
+        except Exception:  # a shape this module misjudged: the executor serves it
+            logger.debug("no plan for a document", exc_info=True)
+            return None
+
+    async def execute(self, context: Context, query: str | None, operation_name: str | None,
+                      variables: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The ``data`` of a compiled read, or None (run the request the ordinary way)."""
+        plan = self.plan_for(query, operation_name)
+        if plan is None:
+            return None
+        try:
+            return await self._run(plan, context, variables or {})
+        except (_Fallback, ChatqlError):
+            return None
+        except Exception:  # the ordinary path reports whatever this was, properly
+            logger.debug("compiled read fell back", exc_info=True)
+            return None
+
+    async def _run(self, plan: _PagePlan, context: Context,
+                   variables: dict[str, Any]) -> dict[str, Any]:
+        if has_nul(variables):
+            raise _Fallback
+        graphql_schema = self._schema._schema
+        coerced = get_variable_values(graphql_schema,
+                                      plan.operation.variable_definitions or (), variables,
+                                      max_errors=1)
+        if isinstance(coerced, list):
+            raise _Fallback
+        arguments = get_argument_values(plan.field, plan.node, coerced)
+        if plan.kind == "chat":
+            chat = await self._chat(plan, context, arguments)
+            return {key: chat if what is None else what for key, what in plan.root}
+        read = self._messages if plan.kind == "messages" else self._chats
+        page, cursors, has_next, has_previous = await read(plan, context, arguments)
+        flags = {"next": has_next, "previous": has_previous,
+                 "start": cursors[0] if cursors else None,
+                 "end": cursors[-1] if cursors else None}
+        connection: dict[str, Any] = {}
+        for key, what in plan.connection:
+            if isinstance(what, str):
+                connection[key] = what
+            elif what[0] == "edges":
+                connection[key] = [self._edge(what[1], item, cursors, index)
+                                   for index, item in enumerate(page)]
+            else:
+                connection[key] = {info_key: info if isinstance(info, str) else flags[info[1]]
+                                   for info_key, info in what[1]}
+        return {key: connection if what is None else what for key, what in plan.root}
+
+    async def _chat(self, plan: _PagePlan, context: Context,
+                    arguments: dict[str, Any]) -> dict[str, Any]:
+        """One visible chat (and its newest message) as ``get_chat`` finds it."""
+        chat_id = arguments.get("id")
+        if not isinstance(chat_id, str):
+            raise _Fallback
+        check_chat_id(chat_id)
+        db, who = context.db, context.identity
+        statement = chat_statement(ChatPageShape.of(db, who, after=False))
+        rows = await fetch(db, statement, {"chat": chat_id, "user": who.user_id,
+                                           "tenant": who.tenant_id, "team": who.team_id})
+        if len(rows) != 1:
+            raise _Fallback  # null chat: the executor answers it
+        return _fill(plan.connection, rows[0])
+
+    async def _messages(self, plan: _PagePlan, context: Context, arguments: dict[str, Any]
+                        ) -> tuple[list[Any], list[str], bool, bool]:
+        """A message page as ``list_messages`` reads it: rows, cursors and flags."""
+        chat_id = arguments.get("chatId")
+        if not isinstance(chat_id, str):
+            raise _Fallback
+        check_chat_id(chat_id)
+        given = arguments.get("filter") or {}
+        filter_values = {name: given.get(wire) for wire, name in _FILTER_FIELDS.items()}
+        role = filter_values["role"]
+        if role is not None:
+            filter_values["role"] = role.value
+        store_filter = MessageFilter(**filter_values)
+        scope = _cursor_scope(chat_id, store_filter)
+        signer = context.services.cursors
+        after = self._position(signer, scope, arguments.get("after"))
+        before = self._position(signer, scope, arguments.get("before"))
+        first = check_page_size(arguments.get("first"), "first")
+        last = check_page_size(arguments.get("last"), "last")
+        if first is not None and last is not None:
+            raise _Fallback
+        forward = first is not None or (after is not None and last is None)
+        size = (first if forward else last) or DEFAULT_PAGE_SIZE
+        filters = tuple(name for name in FILTER_FIELDS if filter_values[name] is not None)
+        db = context.db
+        who = context.identity
+        statement = message_page_statement(MessagePageShape.of(
+            db, who, forward=forward, after=after is not None, before=before is not None,
+            filters=filters))
+        values: dict[str, Any] = {"chat": chat_id, "user": who.user_id,
+                                  "tenant": who.tenant_id, "team": who.team_id,
+                                  "after": after, "before": before, "limit": size + 1}
+        for name in filters:
+            values[name] = filter_values[name]
+        rows = await fetch(db, statement, values)
+        if not rows:
+            raise _Fallback  # absent chat or empty page: the executor tells which
+        has_older, has_newer = bool(rows[0][-2]), bool(rows[0][-1])
+        more = len(rows) > size
+        page = list(rows[:size])
+        if forward:
+            has_previous, has_next = has_older, more or has_newer
+        else:
+            page.reverse()
+            has_previous, has_next = more or has_older, has_newer
+        cursors = self._cursors(signer, scope, page) if plan.needs_cursors else []
+        return page, cursors, has_next, has_previous
+
+    async def _chats(self, plan: _PagePlan, context: Context, arguments: dict[str, Any]
+                     ) -> tuple[list[Any], list[str], bool, bool]:
+        """A chat-list page as ``list_chats`` reads it (default order, no filter)."""
+        who = context.identity
+        scope = chat_list_scope(who, ChatListFilter(), "LAST_MESSAGE_AT", "DESC", "UTC",
+                                "MONDAY")
+        signer = context.services.cursors
+        cursor = arguments.get("after")
+        if cursor is not None and not isinstance(cursor, str):
+            raise _Fallback
+        start = None if cursor is None else parse_position(signer.decode(scope, cursor),
+                                                            "LAST_MESSAGE_AT")
+        first = arguments.get("first")
+        if first is not None and first <= 0:
+            raise _Fallback
+        size = min(first or DEFAULT_CHAT_PAGE_SIZE, MAX_CHAT_PAGE_SIZE)
+        db = context.db
+        statement = chat_page_statement(ChatPageShape.of(db, who, after=start is not None))
+        values: dict[str, Any] = {"user": who.user_id, "tenant": who.tenant_id,
+                                  "team": who.team_id, "limit": size + 1}
+        if start is not None:
+            values.update(chat_after(start, db.dialect))
+        rows = await fetch(db, statement, values)
+        if not rows:
+            raise _Fallback  # the executor asks the neighbour question on its own
+        has_previous = start is not None and bool(rows[0][len(CHAT_COLUMNS)])
+        page = list(rows[:size])
+        encode = signer.encoder(scope)
+        cursors = [encode(chat_position(row)) for row in page] if plan.needs_cursors else []
+        return page, cursors, len(rows) > size, has_previous
+
+    @staticmethod
+    def _edge(shape: _Shape, item: Any, cursors: list[str],
+              index: int) -> dict[str, Any]:
+        edge: dict[str, Any] = {}
+        for key, what in shape:
+            if isinstance(what, str):
+                edge[key] = what
+            elif what[0] == "cursor":
+                edge[key] = cursors[index]
+            else:
+                edge[key] = _fill(what[1], item)
+        return edge
+
+    def _cursors(self, signer: Any, scope: str, page: list[Any]) -> list[str]:
+        """The page's cursors; a page read again reuses the ones signed before."""
+        cache = self._signed
+        if signer is not self._signer or len(cache) > _SIGNED_CACHE_SIZE:
+            cache.clear()
+            self._signer = signer
+        cursors = []
+        encode = None
+        for row in page:
+            key = (scope, row[_SEQUENCE])
+            cursor = cache.get(key)
+            if cursor is None:
+                if encode is None:
+                    encode = signer.encoder(scope)
+                cursor = cache[key] = encode(key[1])
+            cursors.append(cursor)
+        return cursors
+
+    @staticmethod
+    def _position(signer: Any, scope: str, cursor: Any) -> int | None:
+        if cursor is None:
+            return None
+        if not isinstance(cursor, str):
+            raise _Fallback
+        position = signer.decode(scope, cursor)
+        if not isinstance(position, int) or isinstance(position, bool):
+            raise _Fallback
+        return position

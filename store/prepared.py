@@ -1,0 +1,418 @@
+"""Driver-level statements for the hottest reads, compiled once and run without SQLAlchemy.
+
+A page of messages is read thousands of times a second by front ends. Building and
+compiling its SQLAlchemy statement costs more than Postgres spends answering it, so
+here the statement :func:`store.messages.list_messages` runs is built from the same
+predicates (the same access rule, the same neighbour probes) once per *shape* — the
+dialect, the caller's kind of access, the direction, which cursors and filter fields
+are present — and compiled to the driver's own SQL text. Each request then only
+binds its values and runs the text on the raw driver connection, where asyncpg keeps
+it as a prepared statement per connection.
+
+The caller's identity goes into the statement through marker values that are replaced
+by the request's own when the statement runs, so the access rule is written once, in
+:mod:`store.access`, and never copied here.
+
+Rows come back as the driver gives them; :func:`message_reader` reads from one the
+values :func:`store.messages.message_from_row` would have put into a record.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from operator import itemgetter
+from typing import Any
+
+from sqlalchemy import BigInteger, Integer, String, and_, bindparam, false, func, select
+from sqlalchemy.engine import make_url
+
+from store import access
+from store import chats as store_chats
+from store.chats import present
+from store.database import Database
+from store.jsonutil import loads
+from store.records import Identity
+from store.tables import chats, messages
+
+__all__ = [
+    "CHAT_COLUMNS",
+    "MESSAGE_COLUMNS",
+    "ChatPageShape",
+    "MessagePageShape",
+    "PreparedStatement",
+    "chat_after",
+    "chat_page_statement",
+    "chat_position",
+    "chat_reader",
+    "chat_statement",
+    "fetch",
+    "has_last_message",
+    "last_message_reader",
+    "message_page_statement",
+    "message_reader",
+    "moment_argument",
+]
+
+#: Filter fields a prepared message page knows, in :class:`store.messages.MessageFilter` order.
+FILTER_FIELDS = ("request_id", "role", "block_id", "thread_id", "type")
+#: The message columns a prepared page returns, in this order, before the two flags.
+MESSAGE_COLUMNS = (
+    "id", "chat_id", "sequence", "request_id", "role", "type", "props", "block_id",
+    "thread_id", "assistant_id", "status", "metadata", "created_at", "updated_at", "tokens",
+)
+#: The chat columns a prepared chat list returns, in this order, before its flag.
+CHAT_COLUMNS = (
+    "id", "title", "assistant_id", "mode", "status", "public", "share", "sort",
+    "last_message_at", "metadata", "created_at", "updated_at", "created_by", "updated_by",
+    "team_id", "tenant_id", "deleted_at", "activity_at", "channel", "tags", "pinned",
+    "expires_at", "archived_at",
+)
+_ACTIVITY = CHAT_COLUMNS.index("activity_at")
+_JSON_COLUMNS = frozenset({"props", "metadata"})
+_TIME_COLUMNS = frozenset({"created_at", "updated_at", "last_message_at", "deleted_at",
+                           "activity_at", "expires_at", "archived_at"})
+_BOOL_COLUMNS = frozenset({"public", "pinned"})
+
+# Marker values standing in for the caller's identity while a statement is compiled.
+_USER = "\x00prepared:user"
+_TENANT = "\x00prepared:tenant"
+_TEAM = "\x00prepared:team"
+_AFTER_ID = "\x00prepared:after_id"
+_AFTER_VALUE = datetime(1111, 11, 11, 11, 11, 11, 111111, tzinfo=UTC)
+_NOW = datetime(1222, 12, 12, 12, 12, 12, 121212, tzinfo=UTC)
+_MARKERS: dict[Any, str] = {_USER: "user", _TENANT: "tenant", _TEAM: "team",
+                            _AFTER_ID: "after_id", _AFTER_VALUE: "after_value", _NOW: "now"}
+
+
+@dataclass(frozen=True, slots=True)
+class MessagePageShape:
+    """What decides the text of a message-page statement (not the values bound to it)."""
+
+    dialect: str
+    privileged: bool
+    team: bool
+    forward: bool
+    after: bool
+    before: bool
+    filters: tuple[str, ...]
+
+    @classmethod
+    def of(cls, db: Database, who: Identity, *, forward: bool, after: bool, before: bool,
+           filters: tuple[str, ...]) -> MessagePageShape:
+        return cls(db.dialect, who.is_admin or who.is_agent, bool(who.team_id), forward,
+                   after, before, filters)
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedStatement:
+    """Driver SQL text and, per positional parameter, the value's name or constant."""
+
+    sql: str
+    slots: tuple[tuple[bool, Any], ...]
+
+    def arguments(self, values: Mapping[str, Any]) -> list[Any]:
+        """The positional arguments for ``values`` (named slots), in statement order."""
+        return [values[item] if named else item for named, item in self.slots]
+
+
+_statements: dict[MessagePageShape, PreparedStatement] = {}
+
+
+def message_page_statement(shape: MessagePageShape) -> PreparedStatement:
+    """The statement :func:`store.messages.list_messages` runs for a non-empty page.
+
+    Named slots: ``chat``, ``user``, ``tenant``, ``team``, ``after``, ``before``,
+    ``limit``, ``now`` and one per filter field. Rows: :data:`MESSAGE_COLUMNS`, then whether
+    older and newer rows exist next to the cursors.
+    """
+    statement = _statements.get(shape)
+    if statement is None:
+        statement = _statements[shape] = _compile_message_page(shape)
+    return statement
+
+
+def _compile_message_page(shape: MessagePageShape) -> PreparedStatement:
+    who = _marked_identity(shape.privileged, shape.team)
+    chat = bindparam("chat", type_=String())
+    base = [messages.c.chat_id == chat,
+            *(messages.c[name] == bindparam(name, type_=String()) for name in shape.filters)]
+    after = bindparam("after", type_=BigInteger())
+    before = bindparam("before", type_=BigInteger())
+
+    def neighbour(*clauses: Any, newest: bool) -> Any:
+        order = messages.c.sequence.desc() if newest else messages.c.sequence.asc()
+        nearest = select(messages.c.sequence).where(*base, *clauses).order_by(order).limit(1)
+        return nearest.scalar_subquery().is_not(None)
+
+    older = neighbour(messages.c.sequence <= after, newest=True) if shape.after else false()
+    newer = neighbour(messages.c.sequence >= before, newest=False) if shape.before else false()
+    visible = (
+        select(chats.c.id)
+        .where(chats.c.id == chat, present(at=_NOW), access.can_read(who))
+        .exists()
+    )
+    bounds = list(base)
+    if shape.after:
+        bounds.append(messages.c.sequence > after)
+    if shape.before:
+        bounds.append(messages.c.sequence < before)
+    order = messages.c.sequence.asc() if shape.forward else messages.c.sequence.desc()
+    query = (
+        select(*(messages.c[name] for name in MESSAGE_COLUMNS), older.label("_older"),
+               newer.label("_newer"))
+        .where(*bounds, visible)
+        .order_by(order)
+        .limit(bindparam("limit", type_=Integer()))
+    )
+    return _compiled(query, shape.dialect)
+
+
+def _compiled(query: Any, dialect_name: str) -> PreparedStatement:
+    """``query`` as the driver's SQL text, with its parameters mapped to named slots."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    dialect = (postgresql.asyncpg.dialect()  # type: ignore[no-untyped-call]
+               if dialect_name == "postgresql" else sqlite.aiosqlite.dialect())
+    compiled = query.compile(dialect=dialect)
+    names = compiled.positiontup or ()
+    slots: list[tuple[bool, Any]] = []
+    for name in names:
+        value = compiled.params[name]
+        if isinstance(value, str | datetime) and value in _MARKERS:
+            slots.append((True, _MARKERS[value]))
+        elif compiled.binds[name].value is None and compiled.binds[name].callable is None:
+            slots.append((True, name))  # one of the named slots above
+        else:
+            slots.append((False, value))
+    return PreparedStatement(sql=compiled.string, slots=tuple(slots))
+
+
+_pools: weakref.WeakKeyDictionary[Database, Any] = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True, slots=True)
+class ChatPageShape:
+    """What decides the text of a chat-list statement (newest activity first, no filter)."""
+
+    dialect: str
+    privileged: bool
+    team: bool
+    after: bool
+
+    @classmethod
+    def of(cls, db: Database, who: Identity, *, after: bool) -> ChatPageShape:
+        return cls(db.dialect, who.is_admin or who.is_agent, bool(who.team_id), after)
+
+
+_chat_statements: dict[ChatPageShape, PreparedStatement] = {}
+
+
+def chat_page_statement(shape: ChatPageShape) -> PreparedStatement:
+    """The statement :func:`store.chat_lists.list_chats` runs for an unfiltered page in
+    its default order (newest activity first), without totals.
+
+    Named slots: ``user``, ``tenant``, ``team``, ``after_value`` and ``after_id`` (the
+    cursor's position, see :func:`chat_after`), ``limit`` and ``now``. Rows:
+    :data:`CHAT_COLUMNS`, then (after a cursor) whether rows lie behind it.
+    """
+    statement = _chat_statements.get(shape)
+    if statement is None:
+        statement = _chat_statements[shape] = _compile_chat_page(shape)
+    return statement
+
+
+def _compile_chat_page(shape: ChatPageShape) -> PreparedStatement:
+    from store.chat_lists import ChatListFilter, _keyset_rows
+
+    who = _marked_identity(shape.privileged, shape.team)
+    where = [present(at=_NOW), access.can_read(who), *ChatListFilter().clauses()]
+    base = select(*(chats.c[name] for name in CHAT_COLUMNS)).where(*where)
+    start = (_AFTER_VALUE, _AFTER_ID) if shape.after else None
+    (query,) = _keyset_rows(base, "LAST_MESSAGE_AT", True, start, inclusive=False, limit=1)
+    if start is not None:
+        (probe,) = _keyset_rows(select(chats.c.id).where(*where), "LAST_MESSAGE_AT", False,
+                                start, inclusive=True, limit=1)
+        behind = probe.correlate(None).scalar_subquery().is_not(None)
+        query = query.add_columns(behind.label("_behind"))
+    return _compiled(query.limit(bindparam("limit", type_=Integer())), shape.dialect)
+
+
+def _marked_identity(privileged: bool, team: bool) -> Identity:
+    return Identity(user_id=_USER, tenant_id=_TENANT, team_id=_TEAM if team else None,
+                    roles=frozenset({"admin"}) if privileged else frozenset())
+
+
+_chat_reads: dict[ChatPageShape, PreparedStatement] = {}
+
+
+def chat_statement(shape: ChatPageShape) -> PreparedStatement:
+    """One chat as :func:`store.chats.get_chat` finds it, with its newest message as
+    :func:`store.chat_lists.newest_messages` finds it (``after`` is unused).
+
+    Named slots: ``chat``, ``user``, ``tenant``, ``team``, ``now``. One row when the chat is
+    visible: :data:`CHAT_COLUMNS`, then :data:`MESSAGE_COLUMNS` (all null while the chat
+    has no messages).
+    """
+    statement = _chat_reads.get(shape)
+    if statement is None:
+        who = _marked_identity(shape.privileged, shape.team)
+        later = messages.alias("later")
+        newest = select(func.max(later.c.sequence)).where(
+            later.c.chat_id == chats.c.id).scalar_subquery()
+        query = (
+            select(*(chats.c[name] for name in CHAT_COLUMNS),
+                   *(messages.c[name] for name in MESSAGE_COLUMNS))
+            .select_from(chats)
+            .outerjoin(messages, and_(messages.c.chat_id == chats.c.id,
+                                      messages.c.sequence == newest))
+            .where(chats.c.id == bindparam("chat", type_=String()),
+                   present(at=_NOW), access.can_read(who))
+        )
+        statement = _chat_reads[shape] = _compiled(query, shape.dialect)
+    return statement
+
+
+def last_message_reader(name: str) -> Callable[[Sequence[Any]], Any] | None:
+    """Like :func:`message_reader`, for the message half of a :func:`chat_statement` row."""
+    offset = len(CHAT_COLUMNS)
+    if name == "tokens_estimated":
+        return lambda row: False
+    if name not in MESSAGE_COLUMNS:
+        return None
+    read = _reader(MESSAGE_COLUMNS, name)
+    assert read is not None
+    return lambda row: read(row[offset:])
+
+
+def has_last_message(row: Sequence[Any]) -> bool:
+    """Whether a :func:`chat_statement` row carries a message."""
+    return row[len(CHAT_COLUMNS)] is not None
+
+
+async def _keep(connection: Any) -> None:
+    """Nothing to reset: prepared reads are single statements that leave no state behind
+    (asyncpg's default reset costs a round trip per release)."""
+
+
+async def _asyncpg_pool(db: Database) -> Any:
+    """The database's own asyncpg pool for prepared reads, opened on first use.
+
+    Beside the engine's pool rather than through it: a checkout there pings the server
+    first (a round trip per read), and asyncpg keeps each connection's prepared
+    statements only while it lives. :meth:`Database.dispose` closes it.
+    """
+    pool = _pools.get(db)
+    if pool is not None:
+        return pool
+    import asyncpg
+
+    parsed = make_url(db.url)
+    created = await asyncpg.create_pool(
+        host=parsed.host, port=parsed.port or 5432, user=parsed.username,
+        password=parsed.password, database=parsed.database, min_size=1,
+        max_size=db.pool_size, reset=_keep)
+    pool = _pools.get(db)
+    if pool is not None:  # another request opened one meanwhile: keep that one
+        await created.close()
+        return pool
+    _pools[db] = created
+
+    async def close() -> None:
+        _pools.pop(db, None)
+        await created.close()
+
+    db.closers.append(close)
+    return created
+
+
+async def fetch(db: Database, statement: PreparedStatement,
+                values: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+    """Run ``statement`` with ``values`` on a driver connection; the rows as given.
+
+    The ``now`` slot (chats past their expiry are not there) is filled in here.
+    """
+    # Looked up per call: the store's clock is the one every reader of expiry uses.
+    moment = moment_argument(store_chats.now(), db.dialect)
+    arguments = statement.arguments({**values, "now": moment})
+    if db.is_postgres:
+        pool = await _asyncpg_pool(db)
+        rows: Sequence[Sequence[Any]] = await pool.fetch(statement.sql, *arguments)
+        return rows
+    async with db.engine.connect() as conn:
+        raw = await conn.get_raw_connection()
+        driver = raw.driver_connection
+        assert driver is not None
+        cursor = await driver.execute(statement.sql, arguments)
+        try:
+            return list(await cursor.fetchall())
+        finally:
+            await cursor.close()
+
+
+def _moment(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    moment: datetime = value
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _document(value: Any) -> Any:
+    return loads(value) if isinstance(value, str | bytes) else value
+
+
+def _reader(columns: tuple[str, ...], name: str) -> Callable[[Sequence[Any]], Any] | None:
+    if name not in columns:
+        return None
+    index = columns.index(name)
+    if name in _JSON_COLUMNS:
+        return lambda row: _document(row[index])
+    if name in _TIME_COLUMNS:
+        return lambda row: _moment(row[index])
+    if name in _BOOL_COLUMNS:
+        return lambda row: bool(row[index])  # SQLite answers 0/1
+    if name == "tags":
+        return lambda row: list(_document(row[index]) or [])
+    return itemgetter(index)
+
+
+def message_reader(name: str) -> Callable[[Sequence[Any]], Any] | None:
+    """How a prepared-page row gives the :class:`store.records.Message` attribute ``name``.
+
+    The value is the one :func:`store.messages.message_from_row` would have put in the
+    record; None when ``name`` is not an attribute a prepared page reads.
+    """
+    if name == "tokens_estimated":
+        return lambda row: False  # stored messages carry reported counts only
+    return _reader(MESSAGE_COLUMNS, name)
+
+
+def chat_reader(name: str) -> Callable[[Sequence[Any]], Any] | None:
+    """How a prepared chat-list row gives the :class:`store.records.Chat` attribute
+    ``name`` (as :func:`store.chats.chat_from_row` would); None when it does not."""
+    return _reader(CHAT_COLUMNS, name)
+
+
+def chat_position(row: Sequence[Any]) -> list[Any]:
+    """What the cursor of a chat-list row (newest activity first) encodes."""
+    activity = _moment(row[_ACTIVITY])
+    assert activity is not None  # the column is NOT NULL
+    return [activity.isoformat(), row[0]]
+
+
+def moment_argument(moment: datetime, dialect: str) -> Any:
+    """An aware time as the driver takes it for a UTC timestamp column."""
+    value = moment.astimezone(UTC)
+    if dialect == "sqlite":
+        # How SQLAlchemy stores a UTC timestamp on SQLite (naive, fixed-width text).
+        return value.replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return value
+
+
+def chat_after(start: tuple[datetime, str], dialect: str) -> dict[str, Any]:
+    """The ``after_value`` and ``after_id`` slots for a verified cursor position."""
+    return {"after_value": moment_argument(start[0], dialect), "after_id": start[1]}

@@ -1,0 +1,130 @@
+"""Prepared statements read what the store's own page functions read.
+
+A prepared page is built once per shape from the same predicates as
+``list_messages`` and ``list_chats``. Should either function change what it asks the
+database (another condition, another order), these tests fail: the SQL each store
+function runs is captured and its ``FROM … WHERE … ORDER BY …`` part compared with the
+prepared statement's, for every shape; and the rows both return are compared too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+from store import chat_lists, chats, messages
+from store.database import Database
+from store.messages import MessageFilter, NewMessage
+from store.prepared import (
+    CHAT_COLUMNS,
+    MESSAGE_COLUMNS,
+    ChatPageShape,
+    MessagePageShape,
+    chat_after,
+    chat_page_statement,
+    chat_position,
+    fetch,
+    message_page_statement,
+)
+from store.records import Identity
+
+OWNER = Identity(user_id="alice", tenant_id="acme", team_id="red")
+ADMIN = Identity(user_id="root", tenant_id="acme", roles=frozenset({"admin"}))
+
+
+@contextmanager
+def captured(db: Database) -> Iterator[list[str]]:
+    statements: list[str] = []
+
+    def remember(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.lstrip().startswith("SELECT"):  # not SQLite's BEGIN
+            statements.append(statement)
+
+    event.listen(db.engine.sync_engine, "before_cursor_execute", remember)
+    try:
+        yield statements
+    finally:
+        event.remove(db.engine.sync_engine, "before_cursor_execute", remember)
+
+
+def tail(sql: str, table: str) -> str:
+    """The outermost ``FROM table WHERE …`` onwards (the select lists differ), with
+    Postgres' numbered parameters unnumbered (a repeated value may share a number)."""
+    return re.sub(r"\$\d+", "$n", sql[sql.rindex(f"\nFROM {table} \nWHERE"):])
+
+
+@pytest.fixture
+async def seeded(db: Database) -> Database:
+    await chats.create_chat(db, OWNER, id="c", assistant_id="helper")
+    batch = [NewMessage(role="USER" if n % 2 else "ASSISTANT", type="text", props={"n": n},
+                        request_id=f"r{n % 3}") for n in range(30)]
+    await messages.append_messages(db, OWNER, "c", "seed", batch)
+    for n in range(12):
+        await chats.create_chat(db, OWNER, id=f"k{n}", assistant_id="helper",
+                                share="TEAM" if n % 2 else "PRIVATE")
+    await chats.delete_chat(db, OWNER, "k4")
+    return db
+
+
+@pytest.mark.parametrize("who", [OWNER, ADMIN], ids=["member", "admin"])
+@pytest.mark.parametrize("arguments", [
+    {}, {"first": 5}, {"last": 4, "before": 20}, {"first": 3, "after": 10},
+    {"after": 25}, {"last": 6, "before": 28, "filter": MessageFilter(role="USER")},
+    {"first": 2, "after": 3, "before": 9, "filter": MessageFilter(request_id="r1",
+                                                                   role="ASSISTANT")},
+])
+async def test_message_pages_ask_what_list_messages_asks(
+    seeded: Database, who: Identity, arguments: dict[str, Any],
+) -> None:
+    db = seeded
+    with captured(db) as statements:
+        page = await messages.list_messages(db, who, "c", **arguments)
+    store_filter = arguments.get("filter") or MessageFilter()
+    filters = tuple(name for name in ("request_id", "role", "block_id", "thread_id", "type")
+                    if getattr(store_filter, name) is not None)
+    after, before = arguments.get("after"), arguments.get("before")
+    first, last = arguments.get("first"), arguments.get("last")
+    forward = first is not None or (after is not None and last is None)
+    size = (first if forward else last) or messages.DEFAULT_PAGE_SIZE
+    statement = message_page_statement(MessagePageShape.of(
+        db, who, forward=forward, after=after is not None, before=before is not None,
+        filters=filters))
+    assert tail(statement.sql, "messages") == tail(statements[0], "messages")
+    values = {"chat": "c", "user": who.user_id, "tenant": who.tenant_id, "team": who.team_id,
+              "after": after, "before": before, "limit": size + 1,
+              **{name: getattr(store_filter, name) for name in filters}}
+    rows = list(await fetch(db, statement, values))
+    ids = [row[MESSAGE_COLUMNS.index("id")] for row in rows[:size]]
+    expected = [message.id for message in page.items]
+    assert (ids if forward else ids[::-1]) == expected and expected
+
+
+@pytest.mark.parametrize("who", [OWNER, ADMIN, Identity(user_id="bob", tenant_id="acme")],
+                         ids=["member", "admin", "stranger"])
+async def test_chat_lists_ask_what_list_chats_asks(seeded: Database, who: Identity) -> None:
+    db = seeded
+    with captured(db) as statements:
+        first = await chat_lists.list_chats(db, who, first=4, with_totals=False)
+    assert tail(chat_page_statement(ChatPageShape.of(db, who, after=False)).sql, "chats") == (
+        tail(statements[0], "chats"))
+    values = {"user": who.user_id, "tenant": who.tenant_id, "team": who.team_id, "limit": 5}
+    rows = await fetch(db, chat_page_statement(ChatPageShape.of(db, who, after=False)), values)
+    assert [row[0] for row in rows[:4]] == [chat.id for chat in first.items]
+    if not first.items:
+        return
+    assert [chat_position(row) for row in rows[:4]] == first.positions
+    position = first.positions[-1]
+    with captured(db) as statements:
+        second = await chat_lists.list_chats(db, who, first=4, after=position,
+                                             with_totals=False)
+    statement = chat_page_statement(ChatPageShape.of(db, who, after=True))
+    assert tail(statement.sql, "chats") == tail(statements[0], "chats")
+    start = chat_lists._parse_position(position, "LAST_MESSAGE_AT")
+    rows = await fetch(db, statement, {**values, **chat_after(start, db.dialect)})
+    assert [row[0] for row in rows[:4]] == [chat.id for chat in second.items]
+    assert bool(rows[0][len(CHAT_COLUMNS)]) is second.has_previous is True
