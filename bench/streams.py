@@ -300,7 +300,7 @@ class ChatqlTarget:
     async def gql(self, query: str, variables: dict[str, Any]) -> Any:
         response = await self.http.post(self.url, content=orjson.dumps(
             {"query": query, "variables": variables}),
-            # The producer mutations need the agent (or admin) role (SPEC §10).
+            # The producer mutations need the agent (or admin) role.
             headers={"content-type": "application/json", "X-Roles": "agent"})
         body = orjson.loads(response.content)
         if body.get("errors"):

@@ -138,7 +138,7 @@ class GraphQLEndpoint(GraphQL[Context, None]):
         return await super().execute_operation(request, *args, **kwargs)
 
     async def on_ws_connect(self, context: Context) -> Any:
-        # The connection_init payload names the caller over WebSocket (SPEC §10);
+        # The connection_init payload names the caller over WebSocket;
         # the handshake headers stand in only when the payload names no one.
         params = context.connection_params or {}
         request = context.request

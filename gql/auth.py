@@ -1,4 +1,4 @@
-"""Turning request credentials into an :class:`~store.records.Identity` (SPEC §10).
+"""Turning request credentials into an :class:`~store.records.Identity`.
 
 Two modes, chosen by ``CHATQL_AUTH``:
 

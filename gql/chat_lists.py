@@ -1,4 +1,4 @@
-"""The chat list query: ``chats(...)`` → ``ChatConnection`` with time groups (SPEC §4).
+"""The chat list query: ``chats(...)`` → ``ChatConnection`` with time groups.
 
 Cursors are signed by the service and bound to everything that shapes the list — the
 caller, the filter, the order, the time zone and the week start — so a cursor replayed
@@ -45,7 +45,7 @@ class ChatFilter:
     end_time: datetime | None = strawberry.field(
         default=None, description="Exclusive upper bound on timeField."
     )
-    # Nullable as in SPEC §11; null means the default.
+    # Nullable; null means the default.
     time_field: TimeField | None = TimeField.LAST_MESSAGE_AT
     channel: str | None = strawberry.field(
         default=None, description="Only chats of this channel (api, widget, telegram …)."
@@ -170,7 +170,7 @@ class ChatListQuery:
         timezone: str | None = "UTC",
         week_start: Weekday | None = Weekday.MONDAY,
     ) -> ChatConnection:
-        # The arguments are nullable as in SPEC §11; an explicit null means the default.
+        # The arguments are nullable; an explicit null means the default.
         order_by = order_by or ChatOrderField.LAST_MESSAGE_AT
         order = order or SortOrder.DESC
         timezone = "UTC" if timezone is None else timezone

@@ -1,4 +1,4 @@
-"""Conversation lifecycle: ``startOver``, ``compactChat`` and ``modelContext`` (SPEC §7)."""
+"""Conversation lifecycle: ``startOver``, ``compactChat`` and ``modelContext``."""
 
 from __future__ import annotations
 

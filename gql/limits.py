@@ -1,4 +1,4 @@
-"""Limits on a GraphQL document: depth, lexical tokens and aliases (SPEC §10).
+"""Limits on a GraphQL document: depth, lexical tokens and aliases.
 
 A document over any limit is refused before it runs, with ``extensions.code``
 ``QUERY_TOO_COMPLEX``. The limits come from the request's settings

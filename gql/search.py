@@ -1,4 +1,4 @@
-"""Full-text search over messages: ``Query.searchMessages`` (SPEC §9)."""
+"""Full-text search over messages: ``Query.searchMessages``."""
 
 from __future__ import annotations
 

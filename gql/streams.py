@@ -130,7 +130,7 @@ class Chunk:
         )
 
 
-@strawberry.input(description="A chunk as a producer pushes it (SPEC §8 merging rules).")
+@strawberry.input(description="A chunk as a producer pushes it (by the merging rules).")
 class ChunkInput:
     type: str
     chunk_id: str | None = None

@@ -1,4 +1,4 @@
-"""GraphQL object, input and enum types (names and argument types from SPEC §11).
+"""GraphQL object, input and enum types (names and argument types of the public contract).
 
 Object types carry the same attribute names as the store's frozen records, so a
 resolver can hand a record straight to Strawberry: every scalar field then resolves

@@ -1,4 +1,4 @@
-"""Who may read and who may change a chat (SPEC §10), as SQL predicates.
+"""Who may read and who may change a chat, as SQL predicates.
 
 One place for the rule, so every query that touches chats applies the same one:
 

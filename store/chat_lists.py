@@ -1,4 +1,4 @@
-"""Chat lists: filtered keyset pages grouped by calendar time (SPEC §4).
+"""Chat lists: filtered keyset pages grouped by calendar time.
 
 A page is ordered by ``(order value, id)`` and continues strictly after the position a
 cursor names, so it is stable under ties and costs the same at any depth: each order

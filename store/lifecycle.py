@@ -1,4 +1,4 @@
-"""What keeps a long conversation usable for the model: boundaries and its context (SPEC §7).
+"""What keeps a long conversation usable for the model: boundaries and its context.
 
 A *boundary* is an ordinary message (``role: SYSTEM``, ``type: boundary``) in the chat:
 people keep seeing everything before it, the model is handed nothing before it.

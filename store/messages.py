@@ -1,4 +1,4 @@
-"""Messages: idempotent appends, updates, deletes and keyset pages (SPEC §5, §6).
+"""Messages: idempotent appends, updates, deletes and keyset pages.
 
 Sequences are handed out under a lock on the chat row (``SELECT … FOR UPDATE`` on
 Postgres; the single SQLite writer elsewhere), so concurrent appends to one chat get
@@ -451,7 +451,7 @@ async def list_messages(
     last: int | None = None,
     before: int | None = None,
 ) -> MessagePage:
-    """A keyset page of a chat's messages, oldest first (SPEC §5).
+    """A keyset page of a chat's messages, oldest first.
 
     ``after``/``before`` are sequence numbers (already checked cursors). With no
     size, the newest ``DEFAULT_PAGE_SIZE`` before ``before`` (or the end) are returned;

@@ -1,4 +1,4 @@
-"""Full-text search over what people and assistants said (SPEC §9).
+"""Full-text search over what people and assistants said.
 
 The index itself is kept by the database (migration ``0002``: FTS5 + triggers on
 SQLite, a generated ``tsvector`` + GIN on Postgres), so this module only reads.

@@ -1,7 +1,7 @@
 """A deliberately plain client-side chunk reducer, written apart from ``store.streams.reducer``.
 
 Tests feed it only what subscribers receive and compare the result with what the
-service buffered or stored: the SPEC §8 rule "the persisted message is exactly what
+service buffered or stored: the rule "the persisted message is exactly what
 a subscriber that applied every chunk would show".
 """
 

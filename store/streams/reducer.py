@@ -1,4 +1,4 @@
-"""The stream reducer: how chunks merge into messages (SPEC §8), with no I/O.
+"""The stream reducer: how chunks merge into messages, with no I/O.
 
 One set of rules serves the producer side and the subscriber side:
 

@@ -1,1 +1,1 @@
-"""Access control: the SPEC §10 matrix, predicates and authentication."""
+"""Access control: the access matrix, predicates and authentication."""

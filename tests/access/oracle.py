@@ -1,7 +1,7 @@
-"""An independent reading of SPEC §10 in plain Python, and the callers it is tried on.
+"""An independent reading of the access rules in plain Python, and the callers it is tried on.
 
 The service decides access in SQL (``store/access.py``); this module decides it again
-from the SPEC's sentences, one rule per sentence, so the two can be compared:
+from the rules' sentences, one rule per sentence, so the two can be compared:
 
 - "Tenants never see each other, anywhere."
 - "a PRIVATE chat is its creator's; a TEAM chat is its team's"

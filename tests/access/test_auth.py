@@ -1,4 +1,4 @@
-"""Authentication (SPEC §10): dev headers and JWT bearer tokens, over HTTP and WebSocket."""
+"""Authentication: dev headers and JWT bearer tokens, over HTTP and WebSocket."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The SPEC §10 access matrix over HTTP, generated from the oracle.
+"""The access matrix over HTTP, generated from the oracle.
 
 For every operation in ``OPERATIONS``, every owner in ``OWNERS``, every chat visibility
 (PRIVATE/TEAM x public false/true) and every caller in ``CALLERS`` (all combinations of
@@ -699,7 +699,7 @@ OPERATIONS: tuple[Operation, ...] = (
         append_outcome, setup=_resume_records, consumes=True,
         check=lambda value, t, c: value == 1,
     ),
-    # SPEC §10: "Whoever may read a chat may subscribe to it"; over a real WebSocket,
+    # "Whoever may read a chat may subscribe to it"; over a real WebSocket,
     # joining the stream the setup started (the late-join snapshot comes first).
     Operation(
         "chatStream",

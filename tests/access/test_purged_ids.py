@@ -1,4 +1,4 @@
-"""A purged chat id must not show through to other tenants (SPEC §7 meets §10)."""
+"""A purged chat id must not show through to other tenants."""
 
 from __future__ import annotations
 

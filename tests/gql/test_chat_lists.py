@@ -160,7 +160,7 @@ async def test_filters_access_deleted_and_purged(
     assert ids(await listing(client, alice, filter=window)) == ["a1"]
     assert ids(await listing(client, alice, filter={"status": "ARCHIVED"})) == []
     assert ids(await listing(client, make_headers(user="alice", tenant="other"))) == []
-    # Explicit nulls mean the defaults (the arguments are nullable in SPEC §11).
+    # Explicit nulls mean the defaults (the arguments are nullable).
     nulls = await listing(client, alice, orderBy=None, order=None, timezone=None,
                           weekStart=None, filter={"timeField": None})
     assert ids(nulls) == ["a2", "a1", "b-public"]

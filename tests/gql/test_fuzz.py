@@ -5,7 +5,7 @@ variables (wrong types, huge strings, NUL and lone surrogates, random JSON), ran
 JSON bodies and random bytes (invalid UTF-8) are posted to the app. For every request:
 
 - the answer comes within ``REQUEST_SECONDS`` (no hang);
-- the status is never 5xx, and the body is JSON whose errors all carry one of SPEC §3's
+- the status is never 5xx, and the body is JSON whose errors all carry one of the documented
   codes (never ``INTERNAL``) and no trace or SQL;
 - a rejected request (errors, no data) leaves every table exactly as it was.
 
@@ -36,7 +36,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
 FUZZ_EXAMPLES = int(os.environ.get("CHATQL_FUZZ_EXAMPLES", "40"))
 REQUEST_SECONDS = 20.0
-SPEC_CODES = {
+ERROR_CODES = {
     "NOT_FOUND", "INVALID_ARGUMENT", "INVALID_CURSOR", "CONFLICT", "APPEND_CONFLICT",
     "CHAT_CLOSED", "STREAM_NOT_FOUND", "STREAM_CLOSED", "STREAM_ACTIVE", "INVALID_DELTA",
     "WINDOW_TOO_SMALL", "PAYLOAD_TOO_LARGE", "UNAUTHENTICATED", "FORBIDDEN",
@@ -156,7 +156,7 @@ class Fuzzer:
             return body
         for error in errors:
             code = (error.get("extensions") or {}).get("code")
-            assert code in SPEC_CODES, (code, error)
+            assert code in ERROR_CODES, (code, error)
         data = body.get("data")
         if data is None or all(value is None for value in data.values()):
             after = self.run(lambda: store_fingerprint(self.db))

@@ -1,4 +1,4 @@
-"""Hardening (SPEC §3, §10): document limits, body limit, page caps, GraphiQL switch,
+"""Hardening: document limits, body limit, page caps, GraphiQL switch,
 CORS, transport errors shaped like GraphQL, and no internals in any error."""
 
 from __future__ import annotations

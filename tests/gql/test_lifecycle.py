@@ -1,4 +1,4 @@
-"""Conversation lifecycle over HTTP on every backend (SPEC §7): purge, start over,
+"""Conversation lifecycle over HTTP on every backend: purge, start over,
 compaction and the model's context."""
 
 from __future__ import annotations

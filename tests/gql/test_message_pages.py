@@ -1,4 +1,4 @@
-"""SPEC §5 over HTTP: walking a 1,000-message chat both ways, filters, cursor binding."""
+"""Message pages over HTTP: walking a 1,000-message chat both ways, filters, cursor binding."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""searchMessages over HTTP on every backend (SPEC §9)."""
+"""searchMessages over HTTP on every backend."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Stream producer mutations and resume queries over HTTP (SPEC §8), both backends."""
+"""Stream producer mutations and resume queries over HTTP, both backends."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ AGENT = {"X-User-Id": "dev", "X-Tenant-Id": "default", "X-Roles": "agent"}
 
 class AgentClient(GraphQLClient):
     """Calls without headers come from the default user with the agent role: the
-    producer mutations need ``agent`` or ``admin`` (SPEC §10)."""
+    producer mutations need ``agent`` or ``admin``."""
 
     async def execute(self, query: str, variables: dict[str, Any] | None = None,
                       headers: dict[str, str] | None = None) -> dict[str, Any]:
@@ -252,7 +252,7 @@ async def test_producer_mutations_need_agent_or_admin_and_stop_needs_write(
     assert await client.error_code(PUSH, {"id": sid, "chunks": chunk}, reader) == "FORBIDDEN"
     assert await client.error_code(PUSH, {"id": sid, "chunks": chunk},
                                    stranger) == "STREAM_NOT_FOUND"
-    # The creator may append but is no producer (SPEC §10: agent or admin).
+    # The creator may append but is no producer (agent or admin).
     assert await client.error_code(PUSH, {"id": sid, "chunks": chunk}, owner) == "FORBIDDEN"
     admin = make_headers(user="root", tenant="acme", roles="admin")
     await client.data(PUSH, {"id": sid, "chunks": chunk}, admin)

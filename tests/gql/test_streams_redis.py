@@ -1,4 +1,4 @@
-"""Live streams across two real instances sharing one database and Redis (issue 7).
+"""Live streams across two real instances sharing one database and Redis.
 
 Two uvicorn servers on different ports, each with its own StreamService and a
 ``redis://`` broker on the same Redis key prefix: the producer talks to A while

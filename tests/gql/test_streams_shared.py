@@ -1,4 +1,4 @@
-"""Stream buffers shared through Redis: any instance serves any producer call (issue 7).
+"""Stream buffers shared through Redis: any instance serves any producer call.
 
 Two real uvicorn instances share the test's database and the run's Redis prefix. The
 producer's calls land on either; dedupe, ordering and one-active-stream-per-chat hold

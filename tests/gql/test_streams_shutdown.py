@@ -1,4 +1,4 @@
-"""Shutdown ends and persists every active stream (SPEC §8), in process and on SIGTERM."""
+"""Shutdown ends and persists every active stream, in process and on SIGTERM."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tests.conftest import TEST_SECRET, free_port, running_app
 from tests.gql.wsclient import ChunkView, connect
 
 ROOT = Path(__file__).resolve().parents[2]
-# An agent: the producer mutations need the agent (or admin) role (SPEC §10).
+# An agent: the producer mutations need the agent (or admin) role.
 HEADERS = {"X-User-Id": "alice", "X-Tenant-Id": "acme", "X-Roles": "agent"}
 CREATE = 'mutation($id: ID!) { createChat(input: {assistantId: "bot", id: $id}) { id } }'
 START = "mutation($chat: ID!) { startStream(input: {chatId: $chat, requestId: \"r\"}) { id } }"

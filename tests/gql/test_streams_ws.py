@@ -1,4 +1,4 @@
-"""Live streams end to end over a real WebSocket and real HTTP (SPEC §8), both backends.
+"""Live streams end to end over a real WebSocket and real HTTP, both backends.
 
 Producers and subscribers talk to a real uvicorn server; every scenario ends by
 comparing what subscribers built from their chunks with what the database holds.
@@ -23,7 +23,7 @@ from tests.conftest import BACKENDS, free_port, on_backend
 from tests.gql.wsclient import ChunkView, connect
 
 PROTOCOLS = ["graphql-transport-ws", "graphql-ws"]
-# An agent: the producer mutations need the agent (or admin) role (SPEC §10).
+# An agent: the producer mutations need the agent (or admin) role.
 ALICE = {"X-User-Id": "alice", "X-Tenant-Id": "acme", "X-Roles": "agent"}
 
 CREATE = 'mutation($id: ID!) { createChat(input: {assistantId: "bot", id: $id}) { id } }'

@@ -1,4 +1,4 @@
-"""The stream reducer (SPEC §8 merging rules), including property-based equivalence.
+"""The stream reducer (by the merging rules), including property-based equivalence.
 
 The property tests compare the producer-side buffer with an independent, deliberately
 plain client implementation that only sees the published chunks (with service ids) —

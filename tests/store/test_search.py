@@ -1,4 +1,4 @@
-"""The search index is kept by the database on every write path (SPEC §9)."""
+"""The search index is kept by the database on every write path."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Full-text search over spoken text, maintained by the database itself (SPEC §9).
+"""Full-text search over spoken text, maintained by the database itself.
 
 Only ``props.content`` (or, failing that, ``props.text``) of ``user_input`` and
 ``text`` messages is indexed, and only when it is a JSON string: tool calls,

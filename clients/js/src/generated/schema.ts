@@ -186,7 +186,7 @@ export type Chunk = {
   type: Scalars['String']['output'];
 };
 
-/** A chunk as a producer pushes it (SPEC §8 merging rules). */
+/** A chunk as a producer pushes it (by the merging rules). */
 export type ChunkInput = {
   blockId?: InputMaybe<Scalars['String']['input']>;
   chunkId?: InputMaybe<Scalars['String']['input']>;
