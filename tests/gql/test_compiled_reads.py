@@ -1,4 +1,4 @@
-"""Compiled message pages answer byte for byte what the general executor answers.
+"""Compiled reads answer byte for byte what the general executor answers.
 
 Two apps share one database and one cursor key: one with compiled reads (the default),
 one with ``compiled_reads=False`` (the general executor alone). Hypothesis writes
@@ -6,8 +6,9 @@ random message-page documents — selections, aliases, repeated keys, inline and
 fragments, ``__typename``, literals or variables, operation names — with random
 arguments (page sizes in and out of range, valid, foreign and forged cursors,
 filters, absent and unreadable chats, other callers) and posts each to both over HTTP.
-Status and body must be identical bytes, on SQLite and Postgres; and the compiled path
-must really have answered most of them.
+Status and body must be identical bytes, on SQLite and Postgres. Chat lists and
+``chat(id)`` must really have been answered the compiled way; message pages, which follow
+the chat's active branch, are declined by their plan and answered by the executor.
 """
 
 from __future__ import annotations
@@ -234,11 +235,12 @@ async def test_compiled_pages_match_the_executor_byte_for_byte(
         assert (ours.status_code, ours.content) == (theirs.status_code, theirs.content), query
 
     await asyncio.to_thread(check)
-    # The reference app never takes the compiled path; the other one answered a good
-    # share of the documents itself (the rest are errors, empty pages and unreadable
-    # chats, which it leaves to the executor).
+    # Message pages follow the chat's active branch (the ``branch``/``allBranches``
+    # arguments), which the message plan does not know: it declines them when the plan
+    # is made, so every page here was the executor's. Compiling the branch walk must
+    # change this line.
     assert len(answered) == EXAMPLES
-    assert sum(answered) >= EXAMPLES // 8, sum(answered)
+    assert sum(answered) == 0, sum(answered)
 
 
 FIXED = """query Newest($chatId: ID!) { messages(chatId: $chatId, last: 50) {
@@ -246,7 +248,7 @@ FIXED = """query Newest($chatId: ID!) { messages(chatId: $chatId, last: 50) {
   pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }"""
 
 
-async def test_a_front_end_page_and_its_walk_are_compiled(
+async def test_a_front_end_page_and_its_walk_take_the_executor(
     apps: tuple[httpx.AsyncClient, httpx.AsyncClient], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     fast, slow = apps
@@ -259,7 +261,7 @@ async def test_a_front_end_page_and_its_walk_are_compiled(
     page = ours.json()["data"]["messages"]
     assert [e["node"]["sequence"] for e in page["edges"]] == list(range(81, 131))
     assert page["pageInfo"]["hasPreviousPage"] is True
-    # Walk back with its cursor until the start: every page compiled, every byte equal.
+    # Walk back with its cursor until the start, every byte equal.
     walk = FIXED.replace("last: 50", "last: 50, before: $before").replace(
         "$chatId: ID!", "$chatId: ID!, $before: String")
     cursor = page["pageInfo"]["startCursor"]
@@ -272,7 +274,8 @@ async def test_a_front_end_page_and_its_walk_are_compiled(
         if not info["hasPreviousPage"]:
             break
         cursor = info["startCursor"]
-    assert answered == [True, True, True]
+    # Pages follow the active branch, which the message plan declines (see above).
+    assert answered == [False, False, False]
 
 
 @pytest.mark.parametrize("document", [
