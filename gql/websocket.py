@@ -26,7 +26,8 @@
   document, shared by every subscriber that sent it, and sent as a text frame.
   Anything else — fragments, directives, other root fields, any error, a chat the
   caller may not read — goes the ordinary way, so errors look as they always do.
-  ``pushChunks`` takes the fast path of ``gql/push_fastpath.py`` here too.
+  ``pushChunks`` takes the fast path of ``gql/push_fastpath.py`` here too, and
+  ``chatEvents`` the one of ``gql/chat_events_fastpath.py``.
 - **A document that does not parse is an error, not a closed socket.** Strawberry
   closes a ``graphql-transport-ws`` socket with 4400 on a syntax error, dropping every
   other operation on it, and the legacy handler answered nothing. Here both protocols
@@ -69,6 +70,7 @@ from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWS
 from strawberry.subscriptions.protocols.graphql_ws.types import CompleteMessage, ErrorMessage
 from strawberry.types.execution import ExecutionResult, PreExecutionError
 
+from gql.chat_events_fastpath import serve_chat_events
 from gql.context import Context
 from gql.document_shapes import MAX_FAST_DOCUMENT, leaf_selections, sole_root_field
 from gql.push_fastpath import fast_push
@@ -284,6 +286,22 @@ def _sender(websocket: Any) -> Send:
     return send
 
 
+async def _chat_events(handler: Any, operation_id: str, kind: str, query: str | None,
+                       operation_name: str | None, variables: dict[str, Any] | None,
+                       completed: Callable[[], bool]) -> bool:
+    """Serve a ``chatEvents`` subscription the fast way (False: run it the ordinary way)."""
+    prefix = ('{"id":' + orjson.dumps(operation_id).decode() + ',"type":"' + kind
+              + '","payload":')
+    send = _sender(handler.websocket)
+
+    async def send_next(text: str) -> None:
+        if not completed():
+            await send(text)
+
+    return await serve_chat_events(handler.schema, handler.context, query, operation_name,
+                                   variables, lambda p: prefix + p + "}", send_next)
+
+
 class ChatqlWebSocketAdapter(ASGIWebSocketAdapter):
     """Strawberry's Starlette socket adapter with close reasons that always fit."""
 
@@ -323,6 +341,11 @@ class ChatqlTransportWSHandler(BaseGraphQLTransportWSHandler[Any, None]):
         if pushed is not None:
             message: Any = {"id": operation.id, "type": "next", "payload": pushed}
             await operation.send_operation_message(message)
+            await operation.send_operation_message({"id": operation.id, "type": "complete"})
+            return
+        if await _chat_events(self, operation.id, "next", operation.query,
+                              operation.operation_name, operation.variables,
+                              lambda: operation.completed):
             await operation.send_operation_message({"id": operation.id, "type": "complete"})
             return
         plan = plan_for(self.schema, operation.query, operation.operation_name)
@@ -379,6 +402,10 @@ class ChatqlLegacyWSHandler(BaseGraphQLWSHandler[Any, None]):
             if pushed is not None:
                 message: Any = {"type": "data", "id": operation_id, "payload": pushed}
                 await self.send_message(message)
+                await self.send_message(CompleteMessage(type="complete", id=operation_id))
+                return
+            if await _chat_events(self, operation_id, "data", query, operation_name,
+                                  variables, lambda: False):
                 await self.send_message(CompleteMessage(type="complete", id=operation_id))
                 return
             plan = plan_for(self.schema, query, operation_name)

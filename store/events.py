@@ -7,10 +7,12 @@ event goes through the stream backend (:meth:`store.streams.backends.Backend.pub
 so it reaches every instance, this one included; each instance runs one listener that
 takes the events in order and offers each to its local subscribers.
 
-Delivery decides per subscriber, at delivery time: the listener reads the chat's
-current row once (shared by every subscriber of the instance), and each subscriber
-applies the same access rule as ``chats`` (:func:`store.access.may_read`) and its own
-:class:`store.chat_lists.ChatListFilter`:
+Delivery decides at delivery time: the listener reads the chat's current row once
+(shared by every subscriber of the instance), and for each *audience* — the
+subscribers with the same identity and :class:`store.chat_lists.ChatListFilter` — it
+applies the same access rule as ``chats`` (:func:`store.access.may_read`) and the
+filter once; every member of the audience is then queued the same event object, which
+a transport may serialise once for all of them:
 
 - the chat is readable and matches: the event, carrying the current chat;
 - it is not, but the subscriber could see it before (the write's before-image, or a
@@ -160,33 +162,19 @@ class ChatEventSubscription:
         #: How many times the backlog was replaced by RESYNC (for tests and metrics).
         self.resyncs = 0
 
-    def _sees(self, chat: Chat | None, *, deleted_too: bool = False) -> bool:
-        if chat is None or (chat.deleted_at is not None and not deleted_too):
-            return False
-        if chat.expires_at is not None and chat.expires_at <= service_now():
-            return False  # expired reads as absent, swept or not
-        return access.may_read(self.who, chat) and self.filter.matches(chat)
-
     def offer(self, event: _Published, current: Chat | None) -> None:
         """Queue what ``event`` means to this subscriber, given the chat's current row."""
-        chat_id = event.chat_id
-        if event.type in _GONE:
-            if (self._sees(event.before) or self._sees(current, deleted_too=True)
-                    or chat_id in self._shown):
-                self._shown.discard(chat_id)
-                self._dropped.add(chat_id)
-                self._put(ChatEvent(event.type, chat_id, None, event.at))
-            return
-        if self._sees(current):
-            self._shown.add(chat_id)
-            self._dropped.discard(chat_id)
-            self._put(ChatEvent(event.type, chat_id, current, event.at))
-        elif chat_id not in self._dropped and (chat_id in self._shown
-                                               or self._sees(event.before)):
-            # It left this subscriber's list (access taken away, filter no longer met).
-            self._shown.discard(chat_id)
-            self._dropped.add(chat_id)
-            self._put(ChatEvent("DELETED", chat_id, None, event.at))
+        _Audience(self.who, self.filter, [self]).offer(event, current)
+
+    def _show(self, chat_id: str, event: ChatEvent) -> None:
+        self._shown.add(chat_id)
+        self._dropped.discard(chat_id)
+        self._put(event)
+
+    def _drop(self, chat_id: str, event: ChatEvent) -> None:
+        self._shown.discard(chat_id)
+        self._dropped.add(chat_id)
+        self._put(event)
 
     def resync(self, at: datetime) -> None:
         """Replace the backlog with one RESYNC: the subscriber refetches its list."""
@@ -226,9 +214,60 @@ class ChatEventSubscription:
             await self._ready.wait()
 
 
+class _Audience:
+    """Subscribers with the same identity and filter: whether they may see a chat is
+    one decision per event, and the event they are sent is one shared object (so a
+    transport serialises it once for all of them). Members differ only in what each
+    was sent before (a RESYNC forgets it), which decides who is told DELETED."""
+
+    __slots__ = ("filter", "members", "who")
+
+    def __init__(self, who: Identity, list_filter: ChatListFilter,
+                 members: Collection[ChatEventSubscription] = ()) -> None:
+        self.who = who
+        self.filter = list_filter
+        self.members: set[ChatEventSubscription] = set(members)
+
+    def _sees(self, chat: Chat | None, *, deleted_too: bool = False) -> bool:
+        if chat is None or (chat.deleted_at is not None and not deleted_too):
+            return False
+        if chat.expires_at is not None and chat.expires_at <= service_now():
+            return False  # expired reads as absent, swept or not
+        return access.may_read(self.who, chat) and self.filter.matches(chat)
+
+    def offer(self, event: _Published, current: Chat | None) -> None:
+        """Queue what ``event`` means to each member, given the chat's current row
+        (read at delivery: access is decided now, never remembered across events)."""
+        chat_id = event.chat_id
+        if event.type in _GONE:
+            could = self._sees(event.before) or self._sees(current, deleted_too=True)
+            gone: ChatEvent | None = None
+            for member in self.members:
+                if could or chat_id in member._shown:
+                    gone = gone or ChatEvent(event.type, chat_id, None, event.at)
+                    member._drop(chat_id, gone)
+            return
+        if self._sees(current):
+            shown = ChatEvent(event.type, chat_id, current, event.at)
+            for member in self.members:
+                member._show(chat_id, shown)
+            return
+        # It left these subscribers' lists (access taken away, filter no longer met).
+        before = self._sees(event.before)
+        dropped: ChatEvent | None = None
+        for member in self.members:
+            if chat_id not in member._dropped and (before or chat_id in member._shown):
+                dropped = dropped or ChatEvent("DELETED", chat_id, None, event.at)
+                member._drop(chat_id, dropped)
+
+
 @dataclass
 class _Tenant:
-    subscribers: set[ChatEventSubscription] = field(default_factory=set)
+    audiences: dict[tuple[Identity, ChatListFilter], _Audience] = field(default_factory=dict)
+
+    def subscribers(self) -> list[ChatEventSubscription]:
+        return [member for audience in self.audiences.values()
+                for member in audience.members]
 
 
 class ChatEvents:
@@ -258,7 +297,7 @@ class ChatEvents:
                 await self._listener
             self._listener = None
         for tenant in self._tenants.values():
-            for subscriber in tenant.subscribers:
+            for subscriber in tenant.subscribers():
                 subscriber.close()
         self._tenants.clear()
 
@@ -274,19 +313,28 @@ class ChatEvents:
 
     def subscribe(self, who: Identity, list_filter: ChatListFilter) -> ChatEventSubscription:
         subscriber = ChatEventSubscription(who, list_filter, self.queue_limit)
-        self._tenants.setdefault(who.tenant_id, _Tenant()).subscribers.add(subscriber)
+        audiences = self._tenants.setdefault(who.tenant_id, _Tenant()).audiences
+        audience = audiences.get((who, list_filter))
+        if audience is None:
+            audience = audiences[(who, list_filter)] = _Audience(who, list_filter)
+        audience.members.add(subscriber)
         return subscriber
 
     def unsubscribe(self, subscriber: ChatEventSubscription) -> None:
         subscriber.close()
         tenant = self._tenants.get(subscriber.who.tenant_id)
-        if tenant is not None:
-            tenant.subscribers.discard(subscriber)
-            if not tenant.subscribers:
+        key = (subscriber.who, subscriber.filter)
+        audience = None if tenant is None else tenant.audiences.get(key)
+        if tenant is None or audience is None:
+            return
+        audience.members.discard(subscriber)
+        if not audience.members:
+            del tenant.audiences[key]
+            if not tenant.audiences:
                 del self._tenants[subscriber.who.tenant_id]
 
     def subscriber_count(self) -> int:
-        return sum(len(t.subscribers) for t in self._tenants.values())
+        return sum(len(t.subscribers()) for t in self._tenants.values())
 
     async def _listen(self, feed: AsyncIterator[bytes]) -> None:
         # One task takes events off the feed, this one delivers them: whatever arrived
@@ -334,7 +382,7 @@ class ChatEvents:
         for event in events:
             if event is None:
                 for every in self._tenants.values():
-                    for subscriber in every.subscribers:
+                    for subscriber in every.subscribers():
                         subscriber.resync(datetime.now(UTC))
                 continue
             tenant = self._tenants.get(event.tenant_id)
@@ -343,5 +391,5 @@ class ChatEvents:
             chat = None if event.type == "PURGED" else current.get(event.chat_id)
             if chat is not None and chat.tenant_id != event.tenant_id:
                 continue
-            for subscriber in list(tenant.subscribers):
-                subscriber.offer(event, chat)
+            for audience in list(tenant.audiences.values()):
+                audience.offer(event, chat)

@@ -1,0 +1,355 @@
+"""A fast path for ``chatEvents``: one serialisation per event and selection, not one
+GraphQL execution per event and subscriber.
+
+Run the ordinary way, every event of every sidebar is a full execution of the
+subscription's selection (~100 µs), and a write reaches as many sidebars as its chat
+has readers. Here a ``chatEvents`` document is parsed and validated (with the same
+rules and limits as the executor) once per distinct text, and its selection is turned
+into a *plan*: the output keys in order, each with how its value is read and coerced.
+The plan is derived from the schema when it is made — a field is taken only when its
+value is the record's attribute (no arguments, no resolver of its own, no directive),
+completed by the schema's own scalar and enum serialisers — so a field added later,
+or one given a resolver (``usage``, ``messages``, ``lastMessage``), sends the
+document the ordinary way.
+
+The events service queues the same event object to every subscriber with the same
+identity and filter (:mod:`store.events` decides access and the filter once per event
+for all of them, at delivery), so the frame text is cached per event object and plan
+and shared by all of them. Anything else — fragments, directives, other root fields,
+variables that do not coerce, a filter the resolver refuses, an events service that is
+not running — runs the ordinary way, so errors look exactly as they always do. A value
+the schema's serialisers refuse (only a corrupt row can hold one) is answered for that
+event by the general executor.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from graphql import (
+    DocumentNode,
+    FieldNode,
+    GraphQLEnumType,
+    GraphQLError,
+    GraphQLField,
+    GraphQLList,
+    GraphQLNonNull,
+    GraphQLObjectType,
+    GraphQLScalarType,
+    OperationDefinitionNode,
+    OperationType,
+    SelectionSetNode,
+    execute,
+    parse,
+    specified_rules,
+)
+from graphql.execution.values import get_argument_values, get_variable_values
+from graphql.pyutils import Undefined
+from strawberry.schema.schema import validate_document
+from strawberry.types.arguments import convert_arguments
+
+from gql.chat_events import ChatEvent
+from gql.context import Context
+from gql.document_shapes import MAX_FAST_DOCUMENT, has_nul, sole_root_field
+from gql.limits import limit_rules
+from store import events as store_events
+from store.chat_lists import ChatListFilter
+from store.errors import ChatqlError
+
+__all__ = ["ChatEventsPlan", "chat_events_plan_for", "serve_chat_events"]
+
+logger = logging.getLogger("chatql")
+
+_PLAN_CACHE_SIZE = 512
+_FRAME_CACHE_SIZE = 4_096
+# A selection nests event -> chat -> (plain objects of a chat, should the schema grow them).
+_MAX_NESTING = 4
+
+Send = Callable[[str], Awaitable[None]]
+# (response key, value of the source object): the shape of one selected object.
+_Shape = tuple[tuple[str, Callable[[Any], Any]], ...]
+
+
+class _NoPlan(Exception):
+    """The document is not one this module serves."""
+
+
+class _Refused(Exception):
+    """A value the schema's serialisers refuse: the executor answers this event."""
+
+
+@dataclass(eq=False)
+class ChatEventsPlan:
+    """A validated ``chatEvents`` document reduced to what the fast path needs."""
+
+    document: DocumentNode
+    operation: OperationDefinitionNode
+    node: FieldNode
+    root_field: GraphQLField
+    response_key: str
+    shape: _Shape
+    #: Serialised payloads by event object, shared by every subscriber of this plan.
+    frames: OrderedDict[int, tuple[store_events.ChatEvent, str]] = field(
+        default_factory=OrderedDict)
+
+    def payload(self, event: store_events.ChatEvent) -> str | None:
+        """The ``{"data": {...}}`` text for ``event``, serialised once per plan (None:
+        a value the schema refuses, for the executor to answer)."""
+        key = id(event)
+        cached = self.frames.get(key)
+        if cached is not None and cached[0] is event:
+            return cached[1]
+        source = ChatEvent.from_store(event)
+        try:
+            data = {self.response_key: _fill(self.shape, source)}
+            text = orjson.dumps({"data": data}).decode()
+        except (_Refused, TypeError):
+            return None
+        # Keeping the event referenced makes the id() key safe from reuse.
+        self.frames[key] = (event, text)
+        if len(self.frames) > _FRAME_CACHE_SIZE:
+            self.frames.popitem(last=False)
+        return text
+
+
+def _fill(shape: _Shape, source: Any) -> dict[str, Any]:
+    return {key: value(source) for key, value in shape}
+
+
+def _unwrap(kind: Any) -> tuple[Any, bool]:
+    nullable = not isinstance(kind, GraphQLNonNull)
+    return (kind if nullable else kind.of_type), nullable
+
+
+def _attribute(field_def: GraphQLField) -> str:
+    """The record attribute a field's value is, when it is nothing more."""
+    resolver = field_def.resolve
+    strawberry_field = field_def.extensions.get("strawberry-definition")
+    python_name = getattr(strawberry_field, "python_name", None)
+    if field_def.args or resolver is None or not getattr(resolver, "_is_default", False) or (
+        not python_name or getattr(strawberry_field, "permission_classes", None)
+        or getattr(strawberry_field, "extensions", None)
+    ):
+        raise _NoPlan
+    return str(python_name)
+
+
+def _completer(kind: Any, inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Completes a value of ``kind`` as the executor does: nulls where allowed, lists
+    item by item; a null in a non-null place is refused (the executor reports it)."""
+    unwrapped, nullable = _unwrap(kind)
+    if isinstance(unwrapped, GraphQLList):
+        item = _completer(unwrapped.of_type, inner)
+
+        def complete_list(value: Any) -> Any:
+            if value is None:
+                if nullable:
+                    return None
+                raise _Refused
+            if isinstance(value, str | bytes | dict) or not hasattr(value, "__iter__"):
+                raise _Refused
+            return [item(each) for each in value]
+
+        return complete_list
+
+    def complete(value: Any) -> Any:
+        if value is None:
+            if nullable:
+                return None
+            raise _Refused
+        return inner(value)
+
+    return complete
+
+
+def _serialiser(leaf: GraphQLScalarType | GraphQLEnumType) -> Callable[[Any], Any]:
+    serialize = leaf.serialize
+
+    def output(value: Any) -> Any:
+        try:
+            serialized = serialize(value)
+        except Exception:
+            raise _Refused from None
+        if serialized is None or serialized is Undefined:
+            raise _Refused
+        return serialized
+
+    return output
+
+
+def _constant(value: str) -> Callable[[Any], str]:
+    return lambda _source: value
+
+
+def _filler(shape: _Shape) -> Callable[[Any], dict[str, Any]]:
+    return lambda value: _fill(shape, value)
+
+
+def _reader(attribute: str, complete: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda source: complete(getattr(source, attribute))
+
+
+def _shape(parent: GraphQLObjectType, selection_set: SelectionSetNode, depth: int) -> _Shape:
+    """The output of one selection set on ``parent``: plain fields only, each response
+    key once (merging repeated keys is the executor's business)."""
+    if depth > _MAX_NESTING:
+        raise _NoPlan
+    shape: list[tuple[str, Callable[[Any], Any]]] = []
+    seen: set[str] = set()
+    for selection in selection_set.selections:
+        if not isinstance(selection, FieldNode) or selection.directives or selection.arguments:
+            raise _NoPlan
+        key = (selection.alias or selection.name).value
+        if key in seen:
+            raise _NoPlan
+        seen.add(key)
+        name = selection.name.value
+        if name == "__typename":
+            if selection.selection_set is not None:
+                raise _NoPlan
+            shape.append((key, _constant(parent.name)))
+            continue
+        field_def = parent.fields.get(name)
+        if field_def is None:
+            raise _NoPlan
+        attribute = _attribute(field_def)
+        named = field_def.type
+        while isinstance(named, GraphQLNonNull | GraphQLList):
+            named = named.of_type
+        inner: Callable[[Any], Any]
+        if isinstance(named, GraphQLScalarType | GraphQLEnumType):
+            if selection.selection_set is not None:
+                raise _NoPlan
+            inner = _serialiser(named)
+        elif isinstance(named, GraphQLObjectType) and selection.selection_set is not None:
+            inner = _filler(_shape(named, selection.selection_set, depth + 1))
+        else:
+            raise _NoPlan  # interfaces and unions: the executor resolves their type
+        shape.append((key, _reader(attribute, _completer(field_def.type, inner))))
+    return tuple(shape)
+
+
+def _plan(schema: Any, document: DocumentNode, operation_name: str | None) -> ChatEventsPlan:
+    found = sole_root_field(document, operation_name, OperationType.SUBSCRIPTION, "chatEvents")
+    if found is None:
+        raise _NoPlan
+    operation, root = found
+    if any(definition.directives for definition in operation.variable_definitions or ()):
+        raise _NoPlan
+    subscription: GraphQLObjectType = schema._schema.subscription_type
+    field_def = subscription.fields["chatEvents"]
+    event_type, nullable = _unwrap(field_def.type)
+    if nullable or not isinstance(event_type, GraphQLObjectType) or set(field_def.args) != {
+            "filter"} or field_def.extensions.get("strawberry-definition") is None:
+        raise _NoPlan
+    assert root.selection_set is not None
+    return ChatEventsPlan(document=document, operation=operation, node=root,
+                          root_field=field_def,
+                          response_key=(root.alias or root.name).value,
+                          shape=_shape(event_type, root.selection_set, 1))
+
+
+_plans: OrderedDict[tuple[int, str, str | None, int, int], ChatEventsPlan | None] = OrderedDict()
+
+
+def chat_events_plan_for(schema: Any, query: str | None, operation_name: str | None, *,
+                         max_depth: int, max_aliases: int) -> ChatEventsPlan | None:
+    """The fast-path plan for ``query``, or None when it must run the ordinary way."""
+    if not query or len(query) > MAX_FAST_DOCUMENT or "chatEvents" not in query:
+        return None
+    # Plans are made from the schema's shapes: one cache entry per schema, document
+    # and limits (validation applies the limits the executor would).
+    key = (id(schema), query, operation_name, max_depth, max_aliases)
+    if key in _plans:
+        _plans.move_to_end(key)
+        return _plans[key]
+    plan: ChatEventsPlan | None
+    try:
+        document = parse(query)
+        rules = (*specified_rules, *limit_rules(max_depth, max_aliases))
+        plan = None if validate_document(schema._schema, document, rules) else _plan(
+            schema, document, operation_name)
+    except (GraphQLError, _NoPlan):
+        plan = None
+    _plans[key] = plan
+    if len(_plans) > _PLAN_CACHE_SIZE:
+        _plans.popitem(last=False)
+    return plan
+
+
+def _list_filter(schema: Any, plan: ChatEventsPlan,
+                 variables: dict[str, Any] | None) -> ChatListFilter | None:
+    """The store filter the resolver would use, or None when the ordinary way must
+    answer (a variable that does not coerce, a filter the resolver refuses)."""
+    if variables and has_nul(variables):
+        return None
+    coerced = get_variable_values(schema._schema, plan.operation.variable_definitions or (),
+                                  variables or {}, max_errors=1)
+    if isinstance(coerced, list):
+        return None
+    try:
+        raw = get_argument_values(plan.root_field, plan.node, coerced)
+        strawberry_field = plan.root_field.extensions["strawberry-definition"]
+        converted = convert_arguments(raw, strawberry_field.arguments,
+                                      scalar_registry=schema.schema_converter.scalar_registry,
+                                      config=schema.config)
+        chat_filter = converted.get("filter")
+        list_filter = chat_filter.to_store() if chat_filter else ChatListFilter()
+        list_filter.check()
+    except (ChatqlError, GraphQLError, TypeError, ValueError):
+        return None
+    return None if list_filter.deleted else list_filter
+
+
+async def _executed(schema: Any, plan: ChatEventsPlan, context: Context,
+                    variables: dict[str, Any] | None,
+                    event: store_events.ChatEvent) -> str:
+    """One event answered by the general executor, errors coded as everywhere."""
+    result = execute(schema._schema, plan.document, root_value=ChatEvent.from_store(event),
+                     context_value=context, variable_values=variables,
+                     operation_name=plan.operation.name.value if plan.operation.name else None)
+    if inspect.isawaitable(result):
+        result = await result
+    assert not isinstance(result, AsyncIterator)
+    payload: dict[str, Any] = {"data": result.data}
+    errors = list(result.errors or ())
+    if errors:
+        schema.process_errors(errors)
+        payload["errors"] = [error.formatted for error in errors]
+    return orjson.dumps(payload).decode()
+
+
+async def serve_chat_events(schema: Any, context: Context, query: str | None,
+                            operation_name: str | None, variables: dict[str, Any] | None,
+                            envelope: Callable[[str], str], send: Send) -> bool:
+    """Relay a ``chatEvents`` subscription the fast way until it ends; False (having
+    done nothing) when it must run the ordinary way."""
+    services = context.services
+    events = services.events
+    if events is None:
+        return False
+    settings = services.settings
+    plan = chat_events_plan_for(schema, query, operation_name,
+                                max_depth=settings.max_query_depth,
+                                max_aliases=settings.max_query_aliases)
+    if plan is None:
+        return False
+    list_filter = _list_filter(schema, plan, variables)
+    if list_filter is None:
+        return False
+    subscriber = events.subscribe(context.identity, list_filter)
+    try:
+        async for event in subscriber.events():
+            text = plan.payload(event)
+            if text is None:
+                text = await _executed(schema, plan, context, variables, event)
+            await send(envelope(text))
+    finally:
+        events.unsubscribe(subscriber)
+    return True
