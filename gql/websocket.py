@@ -290,8 +290,10 @@ async def _chat_events(handler: Any, operation_id: str, kind: str, query: str | 
                        operation_name: str | None, variables: dict[str, Any] | None,
                        completed: Callable[[], bool]) -> bool:
     """Serve a ``chatEvents`` subscription the fast way (False: run it the ordinary way)."""
-    prefix = ('{"id":' + orjson.dumps(operation_id).decode() + ',"type":"' + kind
-              + '","payload":')
+    op = orjson.dumps(operation_id).decode()
+    # The members in the order each protocol's ordinary messages have them.
+    prefix = ('{"id":' + op + ',"type":"next","payload":' if kind == "next"
+              else '{"type":"data","id":' + op + ',"payload":')
     send = _sender(handler.websocket)
 
     async def send_next(text: str) -> None:

@@ -1,0 +1,202 @@
+"""The ``chatEvents`` fast path sends, frame for frame, the bytes the general executor
+sends: generated selections (aliases, ``__typename``, any order, any plain field of
+the event and of the chat) are subscribed twice on one live server — once taking the
+fast path, once with it turned off — and every frame of every event, including one
+the schema's serialisers refuse, must be byte-identical on both WebSocket protocols,
+both databases and both brokers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from typing import Any
+
+import pytest
+import websockets
+from sqlalchemy import update
+
+from gql import chat_events_fastpath
+from gql.schema import schema
+from gql.settings import Settings
+from store.tables import chats
+from tests.conftest import BACKENDS, on_backend
+from tests.gql.test_chat_events import (
+    ALICE,
+    APPEND,
+    BOB,
+    DELETE,
+    PURGE,
+    RESTORE,
+    UPDATE,
+    call,
+    create,
+    listening,
+)
+from tests.gql.test_streams_ws import PROTOCOLS, serve
+
+# Fields whose value comes from a resolver of their own: the fast path leaves them to
+# the executor (checked below), so generated selections take the rest.
+RESOLVED = {"usage", "messages", "lastMessage"}
+TIMEOUT = 20.0
+
+
+@pytest.fixture(params=BACKENDS)
+def settings(request: pytest.FixtureRequest, settings: Settings) -> Settings:
+    return on_backend(request, settings)
+
+
+def _fields(type_name: str) -> list[str]:
+    return sorted(schema._schema.type_map[type_name].fields)  # type: ignore[union-attr]
+
+
+def selections(seed: int, count: int) -> list[str]:
+    """``count`` chatEvents documents with random plain selections."""
+    rng = random.Random(seed)
+    event_fields = [f for f in _fields("ChatEvent") if f != "chat"] + ["__typename"]
+    chat_fields = [f for f in _fields("Chat") if f not in RESOLVED] + ["__typename"]
+    documents = []
+    for n in range(count):
+        def pick(names: list[str], at_least: int) -> list[str]:
+            chosen = rng.sample(names, rng.randint(at_least, len(names)))
+            return [f"a{i}_{name}: {name}" if rng.random() < 0.3 else name
+                    for i, name in enumerate(chosen)]
+
+        event = pick(event_fields, 1)
+        if n % 4 != 3:  # most select the chat too, somewhere in the list
+            event.insert(rng.randint(0, len(event)), "chat { " + " ".join(
+                pick(chat_fields, 1)) + " }")
+        root = "chatEvents" if rng.random() < 0.7 else "list: chatEvents"
+        documents.append("subscription($filter: ChatFilter) { " + root
+                         + "(filter: $filter) { " + " ".join(event) + " } }")
+    return documents
+
+
+class RawSocket:
+    """A WebSocket that keeps every frame's text as sent, by operation id."""
+
+    def __init__(self, ws: Any, protocol: str) -> None:
+        self.ws, self.protocol = ws, protocol
+        self.frames: dict[str, list[str]] = {}
+        self.arrived = asyncio.Event()
+        self.reader = asyncio.create_task(self._read())
+
+    @classmethod
+    async def open(cls, server: str, protocol: str, headers: dict[str, str]) -> RawSocket:
+        ws = await websockets.connect(f"ws://{server}/graphql",
+                                      subprotocols=[protocol],  # type: ignore[list-item]
+                                      compression=None)
+        await ws.send(json.dumps({"type": "connection_init", "payload": headers}))
+        while json.loads(await ws.recv())["type"] != "connection_ack":
+            pass
+        return cls(ws, protocol)
+
+    async def _read(self) -> None:
+        try:
+            async for raw in self.ws:
+                assert isinstance(raw, str)
+                message = json.loads(raw)
+                if message.get("type") in ("next", "data"):
+                    self.frames.setdefault(message["id"], []).append(raw)
+                    self.arrived.set()
+                elif message.get("type") == "ping":
+                    await self.ws.send('{"type":"pong"}')
+        except websockets.ConnectionClosed:
+            pass
+
+    async def start(self, op: str, query: str) -> None:
+        kind = "subscribe" if self.protocol == "graphql-transport-ws" else "start"
+        await self.ws.send(json.dumps({"id": op, "type": kind, "payload": {
+            "query": query, "variables": {"filter": None}}}))
+
+    async def until(self, ops: list[str], count: int) -> None:
+        async def wait() -> None:
+            while any(len(self.frames.get(op, [])) < count for op in ops):
+                self.arrived.clear()
+                await self.arrived.wait()
+
+        await asyncio.wait_for(wait(), TIMEOUT)
+
+    async def close(self) -> None:
+        await self.ws.close()
+        await self.reader
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_fast_frames_are_the_executors_bytes(
+        settings: Settings, protocol: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    documents = selections(seed=PROTOCOLS.index(protocol), count=12)
+    limits = {"max_depth": settings.max_query_depth, "max_aliases": settings.max_query_aliases}
+    for document in documents:
+        assert chat_events_fastpath.chat_events_plan_for(schema, document, None,
+                                                         **limits) is not None, document
+    ops = [str(n) for n in range(len(documents))]
+    async with serve(settings) as (server, app):
+        fast = await RawSocket.open(server, protocol, BOB)
+        ordinary = await RawSocket.open(server, protocol, BOB)
+        try:
+            for op, document in zip(ops, documents, strict=True):
+                await fast.start(op, document)
+            await listening(app, len(documents))
+            with monkeypatch.context() as patched:
+                patched.setattr(chat_events_fastpath, "chat_events_plan_for",
+                                lambda *args, **kwargs: None)
+                for op, document in zip(ops, documents, strict=True):
+                    await ordinary.start(op, document)
+                await listening(app, 2 * len(documents))
+
+            chat = await create(server, ALICE, title="Ünïcødé ✓ \"plans\"", share="TEAM",
+                                tags=["b", "a"], metadata={"n": [1, 2.5, None], "s": "x"},
+                                expiresAt="2099-01-01T00:00:00+00:00", pinned=True)
+            await call(server, UPDATE, {"id": chat, "input": {"title": None, "sort": -7}},
+                       ALICE)
+            await call(server, APPEND, {"chat": chat, "aid": "a1"}, ALICE)
+            await call(server, DELETE, {"id": chat}, ALICE)
+            await call(server, RESTORE, {"id": chat}, ALICE)
+            # A status the schema does not know (only a damaged row holds one): the
+            # executor's error, coded as everywhere, on the fast path too.
+            services = app.state.services
+            async with services.db.write() as conn:
+                await conn.execute(update(chats).where(chats.c.id == chat).values(
+                    status="BOGUS"))
+            await services.events.publish("UPDATED", chat, "acme")
+            await call(server, UPDATE, {"id": chat, "input": {"share": "PRIVATE"}}, ALICE)
+            await call(server, PURGE, {"id": chat}, ALICE)
+            await create(server, BOB, title=None)
+            expected = 7  # created, updated, messages, deleted, restored, updated, deleted
+            await fast.until(ops, expected + 1)
+            await ordinary.until(ops, expected + 1)
+        finally:
+            await fast.close()
+            await ordinary.close()
+    refused = 0
+    for op, document in zip(ops, documents, strict=True):
+        plan = chat_events_fastpath.chat_events_plan_for(schema, document, None, **limits)
+        assert plan is not None and plan.frames, "the fast path served none of its events"
+        assert fast.frames[op] == ordinary.frames[op], document
+        refused += any('"errors"' in frame for frame in fast.frames[op])
+    # The damaged row reached every selection of the chat's status as an error.
+    assert refused and refused == sum(1 for d in documents if "status" in d.split("chat {", 1)[-1]
+                          and "chat {" in d)
+
+
+async def test_selections_the_fast_path_leaves_to_the_executor(settings: Settings) -> None:
+    limits = {"max_depth": settings.max_query_depth, "max_aliases": settings.max_query_aliases}
+    plain = "subscription { chatEvents { type chatId chat { id title } } }"
+    assert chat_events_fastpath.chat_events_plan_for(schema, plain, None, **limits)
+    for document in [
+        "subscription { chatEvents { type chat { id usage { messageTokens } } } }",
+        "subscription { chatEvents { type chat { lastMessage { id } } } }",
+        "subscription { chatEvents { type chat { messages(first: 1) { edges { cursor } } } } }",
+        "subscription { chatEvents { type @include(if: true) chatId } }",
+        "subscription { chatEvents { ...F } } fragment F on ChatEvent { type }",
+        "subscription { chatEvents { type type } }",
+        "subscription { chatEvents { type nope } }",
+        "subscription { chatStream(chatId: \"x\") { seq } }",
+        "query { chats { edges { cursor } } }",
+    ]:
+        assert chat_events_fastpath.chat_events_plan_for(schema, document, None,
+                                                         **limits) is None, document
+    # Deeper than the limits allow: the executor's QUERY_TOO_COMPLEX, never a plan.
+    assert chat_events_fastpath.chat_events_plan_for(schema, plain, None, max_depth=1,
+                                                     max_aliases=50) is None
