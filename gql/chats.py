@@ -67,12 +67,12 @@ class ChatMutation:
     )
     async def chat_for(self, info: Info, assistant_id: str, channel: str,
                        subject: str | None = None) -> Chat:
-        chat = await store_chats.chat_for(
+        chat, outcome = await store_chats.find_chat_for(
             info.context.db, info.context.identity,
             assistant_id=assistant_id, channel=channel, subject=subject,
         )
-        if chat.created_at == chat.updated_at:  # made by this call (or never changed)
-            await announce(info, "CREATED", chat.id)
+        if outcome is not None:  # made by this call, or brought back from the trash
+            await announce(info, outcome, chat.id)
         return chat  # type: ignore[return-value]
 
     @strawberry.mutation(

@@ -227,6 +227,7 @@ class MessageMutation:
             props=input.props,  # type: ignore[arg-type]
             metadata=input.metadata,  # type: ignore[arg-type]
         )
+        await announce(info, "MESSAGES", message.chat_id)
         return message  # type: ignore[return-value]
 
     @strawberry.mutation(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, Row, and_, delete, exists, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -44,6 +44,7 @@ __all__ = [
     "check_tags",
     "create_chat",
     "delete_chat",
+    "find_chat_for",
     "get_chat",
     "insert_chat",
     "normalised_fields",
@@ -246,7 +247,17 @@ def check_channel(channel: str) -> str:
 async def chat_for(
     db: Database, who: Identity, *, assistant_id: str, channel: str, subject: str | None = None
 ) -> Chat:
-    """THE chat of (tenant, assistant, channel, person), created on first use.
+    """THE chat of (tenant, assistant, channel, person): :func:`find_chat_for`'s chat."""
+    chat, _outcome = await find_chat_for(db, who, assistant_id=assistant_id, channel=channel,
+                                         subject=subject)
+    return chat
+
+
+async def find_chat_for(
+    db: Database, who: Identity, *, assistant_id: str, channel: str, subject: str | None = None
+) -> tuple[Chat, Literal["CREATED", "RESTORED"] | None]:
+    """THE chat of (tenant, assistant, channel, person), created on first use, and what
+    this call did to it: ``CREATED``, ``RESTORED`` (it was in the trash) or None.
 
     The person is the caller, or ``subject`` when an ``agent`` or ``admin`` asks on
     someone's behalf (anyone else naming another person is FORBIDDEN). A chat made here
@@ -283,6 +294,8 @@ async def chat_for(
                 index_elements=["tenant_id", "assistant_id", "channel", "subject"])
         )
         row = (await conn.execute(select(chats).where(*key))).one()
+        outcome: Literal["CREATED", "RESTORED"] | None = (
+            "CREATED" if row.id == values["id"] else None)
         if row.deleted_at is not None:
             row = (
                 await conn.execute(
@@ -291,7 +304,8 @@ async def chat_for(
                     .returning(chats)
                 )
             ).one()
-    return chat_from_row(row)
+            outcome = "RESTORED"
+    return chat_from_row(row), outcome
 
 
 async def get_chat(db: Database, who: Identity, chat_id: str) -> Chat | None:

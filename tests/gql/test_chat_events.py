@@ -1,5 +1,5 @@
 """The live chat list (``chatEvents``) end to end over real WebSockets (both
-subprotocols) and Server-Sent Events, on both databases.
+subprotocols) and Server-Sent Events, on both databases and both brokers.
 
 A real uvicorn server; writes go over HTTP, subscribers listen on both WebSocket
 subprotocols. Each scenario ends with a marker write the subscriber may see, so "nothing
@@ -18,6 +18,8 @@ import httpx
 import pytest
 
 from gql.settings import Settings
+from store import events as store_events
+from tests.conftest import BACKENDS, on_backend
 from tests.gql.test_sse import SSEStream
 from tests.gql.test_streams_ws import PROTOCOLS, serve
 from tests.gql.wsclient import WSClient, connect
@@ -43,6 +45,12 @@ DELETE = "mutation($id: ID!) { deleteChat(id: $id) }"
 RESTORE = "mutation($id: ID!) { restoreChat(id: $id) { id } }"
 PURGE = "mutation($id: ID!) { purgeChat(id: $id) }"
 LAST_MESSAGE_AT = "query($id: ID!) { chat(id: $id) { lastMessageAt } }"
+
+
+@pytest.fixture(params=BACKENDS)
+def settings(request: pytest.FixtureRequest, settings: Settings) -> Settings:
+    """Every scenario on both brokers (in-process and Redis)."""
+    return on_backend(request, settings)
 
 
 def new_id(prefix: str = "ev") -> str:
@@ -247,3 +255,124 @@ async def test_filter_narrows_by_tags_and_the_sweeper_purges_an_expired_chat(
         # Past its expiry the sweeper purges it: the list is told, with no content.
         purged = await sidebar.next()
         assert (purged["type"], purged["chatId"], purged["chat"]) == ("PURGED", work, None)
+
+
+CHAT_FOR = """mutation($assistant: String!) { chatFor(assistantId: $assistant, channel: "widget") {
+  id } }"""
+MESSAGE_IDS = """mutation($chat: ID!, $aid: String!) { appendMessages(chatId: $chat,
+  appendId: $aid, messages: [{role: USER, type: "text", props: {content: "hi"}}]) {
+  messageIds } }"""
+EDIT = """mutation($id: ID!) { editMessage(id: $id, appendId: "e1",
+  input: {props: {content: "hello"}}) { id } }"""
+LEAF = """subscription { chatEvents { type chatId chat { activeLeafId lastMessageAt } } }"""
+
+
+async def test_chat_for_bringing_a_chat_back_from_the_trash_sends_restored(
+        settings: Settings) -> None:
+    async with serve(settings) as (server, app), \
+            connect(server, "graphql-transport-ws", ALICE) as ws:
+        sidebar = await Sidebar.open(ws)
+        await listening(app)
+        chat = (await call(server, CHAT_FOR, {"assistant": "support"}, ALICE))["chatFor"]["id"]
+        # Found again: nothing changed, nothing is sent.
+        await call(server, CHAT_FOR, {"assistant": "support"}, ALICE)
+        await call(server, DELETE, {"id": chat}, ALICE)
+        again = (await call(server, CHAT_FOR, {"assistant": "support"}, ALICE))["chatFor"]["id"]
+        assert again == chat
+        marker = await create(server, ALICE, title="marker")
+        events = [await sidebar.next() for _ in range(4)]
+        assert [(e["type"], e["chatId"]) for e in events] == [
+            ("CREATED", chat), ("DELETED", chat), ("RESTORED", chat), ("CREATED", marker)]
+        assert events[2]["chat"]["assistantId"] == "support"
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_edit_message_sends_messages_with_the_new_active_leaf(
+        settings: Settings, protocol: str) -> None:
+    async with serve(settings) as (server, app), connect(server, protocol, ALICE) as ws:
+        chat = await create(server, ALICE, title="edits")
+        op = await ws.start(LEAF)
+        await listening(app)
+        first = (await call(server, MESSAGE_IDS, {"chat": chat, "aid": "a1"}, ALICE)
+                 )["appendMessages"]["messageIds"][0]
+        edited = (await call(server, EDIT, {"id": first}, ALICE))["editMessage"]["id"]
+        events = [(await ws.receive(op) or {})["data"]["chatEvents"] for _ in range(2)]
+        assert [(e["type"], e["chatId"]) for e in events] == [("MESSAGES", chat)] * 2
+        assert events[0]["chat"]["activeLeafId"] == first
+        assert events[1]["chat"]["activeLeafId"] == edited != first
+
+
+class Gate:
+    """Holds the events listener before its read of the chats, so that the writes made
+    meanwhile reach every subscriber at once when it opens."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.open = asyncio.Event()
+        self.waiting = asyncio.Event()
+        load = store_events.load_chats
+
+        async def gated(db: Any, chat_ids: Any) -> Any:
+            self.waiting.set()
+            await self.open.wait()
+            return await load(db, chat_ids)
+
+        monkeypatch.setattr(store_events, "load_chats", gated)
+
+
+async def overflow(server: str, app: Any, gate: Gate, chat: str) -> None:
+    """Ten writes while the listener is held; its queue holds four."""
+    for n in range(10):
+        await call(server, APPEND, {"chat": chat, "aid": f"burst-{n}"}, ALICE)
+    await asyncio.wait_for(gate.waiting.wait(), 10)
+    gate.open.set()
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_a_sidebar_that_falls_behind_gets_resync_over_websocket_then_continues(
+        settings: Settings, protocol: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with serve(settings) as (server, app), connect(server, protocol, ALICE) as ws:
+        app.state.services.events.queue_limit = 4
+        chat = await create(server, ALICE, title="busy")
+        sidebar = await Sidebar.open(ws)
+        await listening(app)
+        gate = Gate(monkeypatch)
+        await overflow(server, app, gate, chat)
+        seen = []
+        while not seen or seen[-1]["type"] != "RESYNC":
+            seen.append(await sidebar.next())
+        # At most what was queued before the overflow, then one RESYNC with nothing in it.
+        assert len(seen) <= 5 and all(e["type"] == "MESSAGES" for e in seen[:-1])
+        assert (seen[-1]["chatId"], seen[-1]["chat"]) == ("", None)
+        marker = await create(server, ALICE, title="after")
+        after = await sidebar.next()
+        assert (after["type"], after["chatId"], after["chat"]["title"]) == (
+            "CREATED", marker, "after")
+
+
+async def test_a_sidebar_that_falls_behind_gets_resync_over_sse_then_continues(
+        settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with serve(settings) as (server, app), httpx.AsyncClient(timeout=30) as http:
+        app.state.services.events.queue_limit = 4
+        chat = await create(server, ALICE, title="busy")
+        async with http.stream("POST", f"http://{server}/graphql",
+                               json={"query": EVENTS, "variables": {"filter": None}},
+                               headers={"Accept": "text/event-stream", **ALICE}) as response:
+            stream = SSEStream(response)
+            await listening(app)
+            gate = Gate(monkeypatch)
+            await overflow(server, app, gate, chat)
+
+            async def next_event() -> dict[str, Any]:
+                name, payload = await stream.event()
+                assert name == "next" and not payload.get("errors"), payload
+                event: dict[str, Any] = payload["data"]["chatEvents"]
+                return event
+
+            seen = []
+            while not seen or seen[-1]["type"] != "RESYNC":
+                seen.append(await next_event())
+            assert len(seen) <= 5 and all(e["type"] == "MESSAGES" for e in seen[:-1])
+            assert (seen[-1]["chatId"], seen[-1]["chat"]) == ("", None)
+            marker = await create(server, ALICE, title="after")
+            after = await next_event()
+            assert (after["type"], after["chatId"]) == ("CREATED", marker)
