@@ -328,73 +328,6 @@ async def _subscribe_first_legacy(client: GraphQLClient, document: str,
     return await _subscribe_first(client, document, variables, headers, protocol="graphql-ws")
 
 
-def _marker_chat(chat_id: str, tenant: str) -> str:
-    """A public chat of ``tenant`` that every caller of that tenant sees in its list."""
-    return f"{chat_id}-mk-{tenant}"
-
-
-def _tenant_admin(tenant: str) -> dict[str, str]:
-    return Caller(tenant, None, "root", ("admin",)).headers()
-
-
-async def _marker_chats(client: GraphQLClient, target: Target, spec: ChatSpec) -> Target:
-    for tenant in sorted({caller.tenant for caller in CALLERS}):
-        await client.data(CREATE, {"input": {"id": _marker_chat(target.chat_id, tenant),
-                                             "assistantId": "a", "public": True}},
-                          _tenant_admin(tenant))
-    return target
-
-
-_TOUCH = "mutation($chat: ID!) { updateChat(id: $chat, input: {}) { id } }"
-
-
-async def _chat_events(client: GraphQLClient, document: str, variables: dict[str, Any],
-                       headers: dict[str, str]) -> dict[str, Any]:
-    """The caller's chatEvents while the target chat is touched, between two touches
-    of a marker chat the caller sees: every event up to the second marker's, as
-    ``{"data": {"chatEvents": [events]}}``. An empty update changes nothing stored
-    (denied callers leave the store as it was) but announces UPDATED."""
-    target = variables["target"]
-    # Every owner is of one tenant, whose admin may touch any of its chats.
-    (owners_tenant,) = {owner.tenant for owner in OWNERS}
-    tenant = headers["X-Tenant-Id"]
-    marker, admin = _marker_chat(target, tenant), _tenant_admin(tenant)
-    server = client.http.base_url.netloc.decode()
-    async with websockets.connect(f"ws://{server}/graphql",
-                                  subprotocols=["graphql-transport-ws"],  # type: ignore[list-item]
-                                  compression=None) as ws:
-        await ws.send(json.dumps({"type": "connection_init", "payload": headers}))
-        while json.loads(await asyncio.wait_for(ws.recv(), 10))["type"] != "connection_ack":
-            pass
-        await ws.send(json.dumps({"id": "1", "type": "subscribe",
-                                  "payload": {"query": document, "variables": {}}}))
-
-        async def until_marker(timeout: float) -> list[Any]:
-            seen: list[Any] = []
-            while True:
-                message = json.loads(await asyncio.wait_for(ws.recv(), timeout))
-                if message["type"] in ("ping", "pong"):
-                    continue
-                if message["type"] != "next" or message["payload"].get("errors"):
-                    raise AssertionError(message)
-                event = message["payload"]["data"]["chatEvents"]
-                if event["chatId"] == marker:
-                    return seen
-                seen.append(event)
-
-        # The subscription is live once a marker touch comes back.
-        for _attempt in range(50):
-            await client.data(_TOUCH, {"chat": marker}, admin)
-            try:
-                await until_marker(0.5)
-                break
-            except TimeoutError:
-                continue
-        await client.data(_TOUCH, {"chat": target}, _tenant_admin(owners_tenant))
-        await client.data(_TOUCH, {"chat": marker}, admin)
-        return {"data": {"chatEvents": await until_marker(10)}}
-
-
 async def _archived(client: GraphQLClient, target: Target, spec: ChatSpec) -> Target:
     """The chat's messages moved to the archive by its owner."""
     await client.data("mutation($chat: ID!) { archiveChat(id: $chat) { id } }",
@@ -713,17 +646,8 @@ OPERATIONS: tuple[Operation, ...] = (
         _chat_vars, read_outcome, setup=_live_stream, send=_subscribe_first_legacy,
         check=lambda value, t, c: value["streamId"] == t.stream_id,
     ),
-    # The live chat list: a change to a chat reaches exactly those who may read it,
-    # carrying the chat; nobody else learns even its id.
-    Operation(
-        "chatEvents",
-        "subscription { chatEvents(filter: {}) { type chatId chat { id } } }",
-        lambda t: {"target": t.chat_id},
-        read_outcome, setup=_marker_chats, send=_chat_events, hidden_as="absent",
-        found=lambda value, t: any(e["chatId"] == t.chat_id for e in value),
-        check=lambda value, t, c: [(e["type"], e["chat"]) for e in value] == [
-            ("UPDATED", {"id": t.chat_id})],
-    ),
+    # chatEvents has a matrix of its own (test_events_matrix.py): every caller holds one
+    # subscription while every target chat is touched.
 )
 
 CREATE = """
