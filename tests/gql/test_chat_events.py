@@ -376,3 +376,26 @@ async def test_a_sidebar_that_falls_behind_gets_resync_over_sse_then_continues(
             marker = await create(server, ALICE, title="after")
             after = await next_event()
             assert (after["type"], after["chatId"]) == ("CREATED", marker)
+
+
+async def test_a_write_does_not_wait_for_the_sidebars(
+        settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Events are published after the commit and delivered by the listener's own task:
+    a write answers while delivery is held, and the event follows once it is not."""
+    async with serve(settings) as (server, app), \
+            connect(server, "graphql-transport-ws", ALICE) as ws:
+        chat = await create(server, ALICE, title="quick")
+        sidebar = await Sidebar.open(ws)
+        await listening(app)
+        events = app.state.services.events
+        for _ in range(500):  # the chat's CREATED went by
+            if events.received:
+                break
+            await asyncio.sleep(0.01)
+        delivered = events.received
+        gate = Gate(monkeypatch)
+        await asyncio.wait_for(call(server, APPEND, {"chat": chat, "aid": "a1"}, ALICE), 10)
+        await asyncio.wait_for(gate.waiting.wait(), 10)
+        assert events.received == delivered  # answered, and not delivered yet
+        gate.open.set()
+        assert await sidebar.take(1) == [("MESSAGES", chat)]
