@@ -173,6 +173,7 @@ async def run(quick: bool) -> None:
                                                 AGENT))["createChat"]["id"]
                 pushed: dict[str, float] = {}
                 chunk_latencies: list[float] = []
+                answered: list[float] = []
 
                 def on_chunk(data: dict[str, Any]) -> None:
                     chunk = data["chatStream"]
@@ -189,9 +190,10 @@ async def run(quick: bool) -> None:
                 async def appender() -> None:
                     for n in range(paced):
                         index, chat = chats[n % len(chats)]
-                        pending[chat] = time.perf_counter()
+                        pending[chat] = sent = time.perf_counter()
                         await client.gql(APPEND, {"chat": chat, "aid": f"paced-{n}"},
                                          user(index))
+                        answered.append(time.perf_counter() - sent)
                         await asyncio.sleep(pace)
 
                 async def pusher() -> None:
@@ -211,6 +213,10 @@ async def run(quick: bool) -> None:
             stop_server(server)
     event_p99 = percentile(latencies, 0.99) * 1000
     chunk_p99 = percentile(chunk_latencies, 0.99) * 1000
+    answered_p99 = percentile(answered, 0.99) * 1000
+    answered_p50 = percentile(answered, 0.5) * 1000
+    event_p50 = percentile(latencies, 0.5) * 1000
+    chunk_p50 = percentile(chunk_latencies, 0.5) * 1000
     print(f"{len(sidebars):,} sidebars ({users} users x {per_user}), {appends:,} appends "
           f"per throughput run, {paced} paced appends and pushes")
     print(f"appends/s without subscribers {without:,.0f}, with {with_subscribers:,.0f}: "
@@ -218,6 +224,8 @@ async def run(quick: bool) -> None:
     print(f"p99 write -> event {event_p99:.1f} ms over {len(latencies):,} events, "
           f"p99 chatStream chunk {chunk_p99:.1f} ms over {len(chunk_latencies):,} chunks: "
           f"event / chunk = {event_p99 / chunk_p99:.2f}x (target <= 2)")
+    print(f"(p50 write -> event {event_p50:.1f} ms, p50 chunk {chunk_p50:.1f} ms; "
+          f"the append's own answer p50 {answered_p50:.1f} ms, p99 {answered_p99:.1f} ms)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -399,3 +399,27 @@ async def test_a_write_does_not_wait_for_the_sidebars(
         assert events.received == delivered  # answered, and not delivered yet
         gate.open.set()
         assert await sidebar.take(1) == [("MESSAGES", chat)]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_a_stopped_sidebar_is_unsubscribed_and_the_socket_carries_on(
+        settings: Settings, protocol: str) -> None:
+    async def until_subscribers(count: int) -> None:
+        for _ in range(500):
+            if events.subscriber_count() == count:
+                return
+            await asyncio.sleep(0.01)
+        assert events.subscriber_count() == count
+
+    async with serve(settings) as (server, app):
+        events = app.state.services.events
+        async with connect(server, protocol, ALICE) as ws:
+            first, second = await Sidebar.open(ws), await Sidebar.open(ws)
+            await listening(app, 2)
+            await ws.stop(first.op)
+            if protocol == "graphql-ws":  # the legacy protocol confirms with complete
+                assert await ws.receive(first.op) is None
+            await until_subscribers(1)
+            chat = await create(server, ALICE, title="still here")
+            assert await second.take(1) == [("CREATED", chat)]
+        await until_subscribers(0)  # the socket closed: its subscription went with it
