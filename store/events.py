@@ -11,8 +11,8 @@ Delivery decides at delivery time: the listener reads the chat's current row onc
 (shared by every subscriber of the instance), and for each *audience* — the
 subscribers with the same identity and :class:`store.chat_lists.ChatListFilter` — it
 applies the same access rule as ``chats`` (:func:`store.access.may_read`) and the
-filter once; every member of the audience is then queued the same event object, which
-a transport may serialise once for all of them:
+filter once. Every subscriber an event reaches is queued the same event object (one
+per published event and outcome), which a transport may serialise once for all:
 
 - the chat is readable and matches: the event, carrying the current chat;
 - it is not, but the subscriber could see it before (the write's before-image, or a
@@ -216,9 +216,8 @@ class ChatEventSubscription:
 
 class _Audience:
     """Subscribers with the same identity and filter: whether they may see a chat is
-    one decision per event, and the event they are sent is one shared object (so a
-    transport serialises it once for all of them). Members differ only in what each
-    was sent before (a RESYNC forgets it), which decides who is told DELETED."""
+    one decision per event. Members differ only in what each was sent before (a RESYNC
+    forgets it), which decides who is told DELETED."""
 
     __slots__ = ("filter", "members", "who")
 
@@ -235,30 +234,62 @@ class _Audience:
             return False  # expired reads as absent, swept or not
         return access.may_read(self.who, chat) and self.filter.matches(chat)
 
-    def offer(self, event: _Published, current: Chat | None) -> None:
+    def offer(self, event: _Published, current: Chat | None,
+              sent: _Sent | None = None) -> None:
         """Queue what ``event`` means to each member, given the chat's current row
         (read at delivery: access is decided now, never remembered across events)."""
         chat_id = event.chat_id
+        sent = sent or _Sent(event, current)
         if event.type in _GONE:
             could = self._sees(event.before) or self._sees(current, deleted_too=True)
-            gone: ChatEvent | None = None
             for member in self.members:
                 if could or chat_id in member._shown:
-                    gone = gone or ChatEvent(event.type, chat_id, None, event.at)
-                    member._drop(chat_id, gone)
+                    member._drop(chat_id, sent.gone())
             return
         if self._sees(current):
-            shown = ChatEvent(event.type, chat_id, current, event.at)
             for member in self.members:
-                member._show(chat_id, shown)
+                member._show(chat_id, sent.shown())
             return
         # It left these subscribers' lists (access taken away, filter no longer met).
         before = self._sees(event.before)
-        dropped: ChatEvent | None = None
         for member in self.members:
             if chat_id not in member._dropped and (before or chat_id in member._shown):
-                dropped = dropped or ChatEvent("DELETED", chat_id, None, event.at)
-                member._drop(chat_id, dropped)
+                member._drop(chat_id, sent.dropped())
+
+
+class _Sent:
+    """What one published event can be to a subscriber, made once and shared by every
+    audience it reaches (so a transport serialises each once per selection)."""
+
+    __slots__ = ("_dropped", "_event", "_gone", "_shown", "current")
+
+    def __init__(self, event: _Published, current: Chat | None) -> None:
+        self._event = event
+        self.current = current
+        self._shown: ChatEvent | None = None
+        self._gone: ChatEvent | None = None
+        self._dropped: ChatEvent | None = None
+
+    def shown(self) -> ChatEvent:
+        """The event carrying the chat as it is now."""
+        if self._shown is None:
+            event = self._event
+            self._shown = ChatEvent(event.type, event.chat_id, self.current, event.at)
+        return self._shown
+
+    def gone(self) -> ChatEvent:
+        """A DELETED or PURGED event, with no chat."""
+        if self._gone is None:
+            event = self._event
+            self._gone = ChatEvent(event.type, event.chat_id, None, event.at)
+        return self._gone
+
+    def dropped(self) -> ChatEvent:
+        """DELETED for a subscriber the chat left, with no chat."""
+        if self._dropped is None:
+            event = self._event
+            self._dropped = ChatEvent("DELETED", event.chat_id, None, event.at)
+        return self._dropped
 
 
 @dataclass
@@ -391,5 +422,6 @@ class ChatEvents:
             chat = None if event.type == "PURGED" else current.get(event.chat_id)
             if chat is not None and chat.tenant_id != event.tenant_id:
                 continue
+            sent = _Sent(event, chat)
             for audience in list(tenant.audiences.values()):
-                audience.offer(event, chat)
+                audience.offer(event, chat, sent)

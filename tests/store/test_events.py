@@ -106,3 +106,30 @@ async def test_a_subscriber_that_falls_behind_gets_one_resync(db: Database) -> N
     finally:
         await events.close()
         await backend.close()
+
+
+async def test_every_subscriber_an_event_reaches_is_queued_the_same_object(
+        db: Database) -> None:
+    """One event object per published event and outcome, whoever and however many
+    receive it: a transport serialises it once per selection."""
+    backend = MemoryBackend()
+    events = ChatEvents(db, backend)
+    await events.start()
+    try:
+        chat = await store_chats.create_chat(db, OWNER, id="shared", assistant_id="helper",
+                                             public=True)
+        readers = [(who, list_filter) for who in CALLERS[:6]
+                   for list_filter in (ChatListFilter(), ChatListFilter(assistant_id="helper"))]
+        subscribers = [events.subscribe(who, f) for who, f in readers for _ in range(2)]
+        await events.publish("UPDATED", chat.id, OWNER.tenant_id)
+        received = [await asyncio.wait_for(anext(s.events()), 5) for s in subscribers]
+        assert {(e.type, e.chat_id) for e in received} == {("UPDATED", "shared")}
+        assert len({id(e) for e in received}) == 1
+        await store_chats.purge_chat(db, OWNER, chat.id)
+        await events.publish("PURGED", chat.id, OWNER.tenant_id, before=chat)
+        gone = [await asyncio.wait_for(anext(s.events()), 5) for s in subscribers]
+        assert {(e.type, e.chat) for e in gone} == {("PURGED", None)}
+        assert len({id(e) for e in gone}) == 1
+    finally:
+        await events.close()
+        await backend.close()
