@@ -13,7 +13,9 @@ real WebSockets; ``--quick``: 10 users x 2). Prints:
 - the p99 write -> event latency (from sending an append to its ``MESSAGES`` event at
   each of the writer's sidebars, appends paced at a steady rate) divided by the p99 of
   a ``chatStream`` chunk (from sending a one-chunk push to the chunk at a subscriber),
-  the chunks pushed at the same pace in the same run, at the same time (target <= 2).
+  the chunks pushed at the same pace in the same run, at the same time (target <= 2);
+- the server's CPU time per append with the sidebars and without (Linux), which a
+  loaded machine moves far less than it moves throughput.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import os
 import tempfile
 import time
 from typing import Any
@@ -102,6 +105,16 @@ class Socket:
         await self.task
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used (Linux; 0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def append_throughput(client: Client, chats: list[tuple[int, str]], count: int,
                             label: str) -> float:
     """Appends per second from 8 concurrent writers."""
@@ -137,7 +150,10 @@ async def run(quick: bool) -> None:
                                             user(index))
                     chats.append((index, data["createChat"]["id"]))
                 await append_throughput(client, chats, appends // 4, "warm")
+                pid = server.process.pid
+                cpu = cpu_seconds(pid)
                 without = await append_throughput(client, chats, appends, "plain")
+                cpu_without = cpu_seconds(pid) - cpu
 
                 # 1,000 sidebars: every one of a user's sidebars sees its chats' events.
                 pending: dict[str, float] = {}
@@ -166,7 +182,9 @@ async def run(quick: bool) -> None:
                     await asyncio.sleep(0.01)
                 else:
                     raise RuntimeError(f"only {seen[0]} of {len(sidebars)} sidebars are live")
+                cpu = cpu_seconds(pid)
                 with_subscribers = await append_throughput(client, chats, appends, "live")
+                cpu_with = cpu_seconds(pid) - cpu
                 await asyncio.sleep(1.0)
 
                 # Latency: appends and one-chunk pushes at the same steady pace.
@@ -213,7 +231,9 @@ async def run(quick: bool) -> None:
                 # Without again, after: the baseline is the mean of the runs on either
                 # side, so the machine's load drifting during the run cancels out.
                 await asyncio.sleep(1.0)
+                cpu = cpu_seconds(pid)
                 after = await append_throughput(client, chats, appends, "after")
+                cpu_without = (cpu_without + cpu_seconds(pid) - cpu) / 2
         finally:
             stop_server(server)
     event_p99 = percentile(latencies, 0.99) * 1000
@@ -231,6 +251,12 @@ async def run(quick: bool) -> None:
     print(f"p99 write -> event {event_p99:.1f} ms over {len(latencies):,} events, "
           f"p99 chatStream chunk {chunk_p99:.1f} ms over {len(chunk_latencies):,} chunks: "
           f"event / chunk = {event_p99 / chunk_p99:.2f}x (target <= 2)")
+    if cpu_without > 0:
+        # Load on a shared machine moves throughput a lot; the server's own CPU time
+        # per append does not, and says what the sidebars cost it.
+        print(f"server CPU per append: without {cpu_without / appends * 1000:.2f} ms, with "
+              f"{cpu_with / appends * 1000:.2f} ms: with / without = "
+              f"{cpu_with / cpu_without:.2f}x")
     print(f"(p50 write -> event {event_p50:.1f} ms, p50 chunk {chunk_p50:.1f} ms; "
           f"the append's own answer p50 {answered_p50:.1f} ms, p99 {answered_p99:.1f} ms)")
 

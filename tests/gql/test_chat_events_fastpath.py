@@ -126,7 +126,8 @@ class RawSocket:
 async def test_fast_frames_are_the_executors_bytes(
         settings: Settings, protocol: str, monkeypatch: pytest.MonkeyPatch) -> None:
     documents = selections(seed=PROTOCOLS.index(protocol), count=12)
-    limits = {"max_depth": settings.max_query_depth, "max_aliases": settings.max_query_aliases}
+    limits = {"max_depth": settings.max_query_depth, "max_aliases": settings.max_query_aliases,
+              "max_tokens": settings.max_query_tokens}
     for document in documents:
         assert chat_events_fastpath.chat_events_plan_for(schema, document, None,
                                                          **limits) is not None, document
@@ -181,7 +182,8 @@ async def test_fast_frames_are_the_executors_bytes(
 
 
 async def test_selections_the_fast_path_leaves_to_the_executor(settings: Settings) -> None:
-    limits = {"max_depth": settings.max_query_depth, "max_aliases": settings.max_query_aliases}
+    limits = {"max_depth": settings.max_query_depth, "max_aliases": settings.max_query_aliases,
+              "max_tokens": settings.max_query_tokens}
     plain = "subscription { chatEvents { type chatId chat { id title } } }"
     assert chat_events_fastpath.chat_events_plan_for(schema, plain, None, **limits)
     for document in [
@@ -191,6 +193,7 @@ async def test_selections_the_fast_path_leaves_to_the_executor(settings: Setting
         "subscription { chatEvents { type @include(if: true) chatId } }",
         "subscription { chatEvents { ...F } } fragment F on ChatEvent { type }",
         "subscription { chatEvents { type type } }",
+        "subscription { chatEvents { type chat { } } }",
         "subscription { chatEvents { type nope } }",
         "subscription { chatStream(chatId: \"x\") { seq } }",
         "query { chats { edges { cursor } } }",
@@ -198,5 +201,9 @@ async def test_selections_the_fast_path_leaves_to_the_executor(settings: Setting
         assert chat_events_fastpath.chat_events_plan_for(schema, document, None,
                                                          **limits) is None, document
     # Deeper than the limits allow: the executor's QUERY_TOO_COMPLEX, never a plan.
-    assert chat_events_fastpath.chat_events_plan_for(schema, plain, None, max_depth=1,
-                                                     max_aliases=50) is None
+    assert chat_events_fastpath.chat_events_plan_for(schema, plain, None, **{
+        **limits, "max_depth": 1}) is None
+    assert chat_events_fastpath.chat_events_plan_for(schema, plain, None, **{
+        **limits, "max_tokens": 5}) is None
+    assert chat_events_fastpath.chat_events_plan_for(schema, plain, None, **{
+        **limits, "max_aliases": 0}) is not None  # it has no alias
