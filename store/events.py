@@ -161,20 +161,26 @@ class ChatEventSubscription:
         self._dropped: set[str] = set()
         #: How many times the backlog was replaced by RESYNC (for tests and metrics).
         self.resyncs = 0
-
-    def offer(self, event: _Published, current: Chat | None) -> None:
-        """Queue what ``event`` means to this subscriber, given the chat's current row."""
-        _Audience(self.who, self.filter, [self]).offer(event, current)
+        self._audience: _Audience | None = None
 
     def _show(self, chat_id: str, event: ChatEvent) -> None:
-        self._shown.add(chat_id)
+        if chat_id not in self._shown:
+            self._shown.add(chat_id)
+            if self._audience is not None:
+                self._audience.hold(chat_id, 1)
         self._dropped.discard(chat_id)
         self._put(event)
 
     def _drop(self, chat_id: str, event: ChatEvent) -> None:
-        self._shown.discard(chat_id)
+        self._forget(chat_id)
         self._dropped.add(chat_id)
         self._put(event)
+
+    def _forget(self, chat_id: str) -> None:
+        if chat_id in self._shown:
+            self._shown.discard(chat_id)
+            if self._audience is not None:
+                self._audience.hold(chat_id, -1)
 
     def resync(self, at: datetime) -> None:
         """Replace the backlog with one RESYNC: the subscriber refetches its list."""
@@ -183,7 +189,8 @@ class ChatEventSubscription:
         self._resync_pending = True
         self._queue.append(ChatEvent("RESYNC", "", None, at))
         # What it was sent before no longer tells what its refetched list holds.
-        self._shown.clear()
+        for chat_id in list(self._shown):
+            self._forget(chat_id)
         self._dropped.clear()
         self._ready.set()
 
@@ -219,13 +226,22 @@ class _Audience:
     one decision per event. Members differ only in what each was sent before (a RESYNC
     forgets it), which decides who is told DELETED."""
 
-    __slots__ = ("filter", "members", "who")
+    __slots__ = ("filter", "holding", "members", "who")
 
-    def __init__(self, who: Identity, list_filter: ChatListFilter,
-                 members: Collection[ChatEventSubscription] = ()) -> None:
+    def __init__(self, who: Identity, list_filter: ChatListFilter) -> None:
         self.who = who
         self.filter = list_filter
-        self.members: set[ChatEventSubscription] = set(members)
+        self.members: set[ChatEventSubscription] = set()
+        # How many members were last sent each chat with content: a chat no member
+        # holds, that the audience could not see before either, concerns none of them.
+        self.holding: dict[str, int] = {}
+
+    def hold(self, chat_id: str, change: int) -> None:
+        count = self.holding.get(chat_id, 0) + change
+        if count > 0:
+            self.holding[chat_id] = count
+        else:
+            self.holding.pop(chat_id, None)
 
     def _sees(self, chat: Chat | None, *, deleted_too: bool = False) -> bool:
         if chat is None or (chat.deleted_at is not None and not deleted_too):
@@ -234,14 +250,14 @@ class _Audience:
             return False  # expired reads as absent, swept or not
         return access.may_read(self.who, chat) and self.filter.matches(chat)
 
-    def offer(self, event: _Published, current: Chat | None,
-              sent: _Sent | None = None) -> None:
+    def offer(self, event: _Published, current: Chat | None, sent: _Sent) -> None:
         """Queue what ``event`` means to each member, given the chat's current row
         (read at delivery: access is decided now, never remembered across events)."""
         chat_id = event.chat_id
-        sent = sent or _Sent(event, current)
         if event.type in _GONE:
             could = self._sees(event.before) or self._sees(current, deleted_too=True)
+            if not could and chat_id not in self.holding:
+                return
             for member in self.members:
                 if could or chat_id in member._shown:
                     member._drop(chat_id, sent.gone())
@@ -252,6 +268,8 @@ class _Audience:
             return
         # It left these subscribers' lists (access taken away, filter no longer met).
         before = self._sees(event.before)
+        if not before and chat_id not in self.holding:
+            return
         for member in self.members:
             if chat_id not in member._dropped and (before or chat_id in member._shown):
                 member._drop(chat_id, sent.dropped())
@@ -349,6 +367,7 @@ class ChatEvents:
         if audience is None:
             audience = audiences[(who, list_filter)] = _Audience(who, list_filter)
         audience.members.add(subscriber)
+        subscriber._audience = audience
         return subscriber
 
     def unsubscribe(self, subscriber: ChatEventSubscription) -> None:
@@ -359,6 +378,9 @@ class ChatEvents:
         if tenant is None or audience is None:
             return
         audience.members.discard(subscriber)
+        for chat_id in list(subscriber._shown):
+            subscriber._forget(chat_id)
+        subscriber._audience = None
         if not audience.members:
             del tenant.audiences[key]
             if not tenant.audiences:

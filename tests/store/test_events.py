@@ -133,3 +133,47 @@ async def test_every_subscriber_an_event_reaches_is_queued_the_same_object(
     finally:
         await events.close()
         await backend.close()
+
+
+async def test_a_chat_that_leaves_unannounced_is_deleted_for_those_it_was_sent_to(
+        db: Database) -> None:
+    """A write with no before-image (an append) after the chat stopped being readable:
+    DELETED goes to each subscriber that was sent the chat, and only to those — not to
+    one that never saw it, nor to one whose RESYNC made it forget."""
+    backend = MemoryBackend()
+    events = ChatEvents(db, backend)
+    await events.start()
+    bob = CALLERS[1]
+    try:
+        chat = await store_chats.create_chat(db, OWNER, id="team", assistant_id="helper",
+                                             share="TEAM")
+        shown, forgetting = events.subscribe(bob, ChatListFilter()), events.subscribe(
+            bob, ChatListFilter())
+        await events.publish("UPDATED", chat.id, OWNER.tenant_id)
+        for subscriber in (shown, forgetting):
+            seen = await asyncio.wait_for(anext(subscriber.events()), 5)
+            assert (seen.type, seen.chat_id) == ("UPDATED", "team")
+        forgetting.resync(datetime.now(UTC))
+        assert (await anext(forgetting.events())).type == "RESYNC"
+        late = events.subscribe(bob, ChatListFilter())  # same audience, never sent it
+        async with db.write() as conn:
+            await conn.execute(update(chats).where(chats.c.id == chat.id).values(
+                share="PRIVATE"))
+        await events.publish("MESSAGES", chat.id, OWNER.tenant_id)
+        marker = await store_chats.create_chat(db, bob, id="marker", assistant_id="helper")
+        await events.publish("CREATED", marker.id, OWNER.tenant_id)
+        for subscriber, expected in ((shown, [("DELETED", "team"), ("CREATED", "marker")]),
+                                     (forgetting, [("CREATED", "marker")]),
+                                     (late, [("CREATED", "marker")])):
+            stream = subscriber.events()
+            got = [await asyncio.wait_for(anext(stream), 5) for _ in expected]
+            assert [(e.type, e.chat_id) for e in got] == expected
+        # What the audience holds follows its members: the two still there hold the
+        # marker; the one that left takes what it held with it.
+        (audience,) = events._tenants["acme"].audiences.values()
+        assert audience.holding == {"marker": 3}
+        events.unsubscribe(shown)
+        assert audience.holding == {"marker": 2}
+    finally:
+        await events.close()
+        await backend.close()
