@@ -12,10 +12,11 @@ completed by the schema's own scalar and enum serialisers — so a field added l
 or one given a resolver (``usage``, ``messages``, ``lastMessage``), sends the
 document the ordinary way.
 
-The events service queues the same event object to every subscriber with the same
-identity and filter (:mod:`store.events` decides access and the filter once per event
-for all of them, at delivery), so the frame text is cached per event object and plan
-and shared by all of them. Anything else — fragments, directives, other root fields,
+The events service queues one event object per published event and outcome to every
+subscriber it reaches (:mod:`store.events` decides access and the filter at delivery,
+once per identity and filter), so the frame text is cached per event object and plan
+and shared by all of them. Both WebSocket protocols take this path (``gql/websocket.py``);
+Server-Sent Events run the ordinary way. Anything else — fragments, directives, other root fields,
 variables that do not coerce, a filter the resolver refuses, an events service that is
 not running — runs the ordinary way, so errors look exactly as they always do. A value
 the schema's serialisers refuse (only a corrupt row can hold one) is answered for that
