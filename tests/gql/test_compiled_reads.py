@@ -63,7 +63,7 @@ BRANCHES = ("tree-40", "tree-35", "tree-e-5", "tree-20", "long-130", "long-100",
             "bad id!")
 MESSAGE_FIELDS = ("id", "chatId", "requestId", "role", "type", "props", "blockId",
                   "threadId", "assistantId", "sequence", "status", "metadata", "createdAt",
-                  "updatedAt", "tokens", "tokensEstimated", "__typename")
+                  "updatedAt", "tokens", "tokensEstimated", "parentId", "__typename")
 PAGE_INFO_FIELDS = ("hasNextPage", "hasPreviousPage", "startCursor", "endCursor",
                     "__typename")
 SIGNER = CursorSigner(TEST_SECRET.encode())
