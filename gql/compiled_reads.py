@@ -73,6 +73,7 @@ from store.prepared import (
     BranchPageShape,
     ChatPageShape,
     MessagePageShape,
+    ancestor_statement,
     branch_page_statement,
     chat_after,
     chat_page_statement,
@@ -669,7 +670,12 @@ class CompiledReads:
         leaf = branch if branch is not None else rows[0][_LEAF]
         for cursor in (after, before):
             if cursor is not None and cursor[2] != leaf:
-                raise _Fallback  # issued for an earlier end: the executor checks the branch
+                # Issued for an earlier end of this list (the active leaf moved on since):
+                # still good while its message lies on the branch.
+                found = await fetch(db, ancestor_statement(db.dialect),
+                                    {"start": leaf, "depth": cursor[1], "chat": chat_id})
+                if not found or found[0][0] != cursor[0]:
+                    raise _Fallback  # not on this branch: the executor says so
         more = len(rows) > size
         page = list(rows[:size])
         if forward:

@@ -54,6 +54,7 @@ __all__ = [
     "ChatPageShape",
     "MessagePageShape",
     "PreparedStatement",
+    "ancestor_statement",
     "branch_page_statement",
     "chat_after",
     "chat_page_statement",
@@ -284,6 +285,24 @@ def _compile_branch_page(shape: BranchPageShape) -> PreparedStatement:
         .limit(bindparam("limit", type_=Integer()))
     )
     return _compiled(query, shape.dialect)
+
+
+_ancestor: dict[str, PreparedStatement] = {}
+
+
+def ancestor_statement(dialect: str) -> PreparedStatement:
+    """The id of a message's ancestor (or itself) at a depth, by one jump-pointer climb
+    (:func:`store.tree.ancestor_at`): whether a cursor issued for an earlier end of a
+    branch still lies on it. Named slots: ``start``, ``depth``, ``chat``."""
+    statement = _ancestor.get(dialect)
+    if statement is None:
+        from store import tree
+
+        query = tree.ancestor_at(bindparam("start", type_=String()),
+                                 bindparam("depth", type_=Integer()),
+                                 chat=bindparam("chat", type_=String()))
+        statement = _ancestor[dialect] = _compiled(query, dialect)
+    return statement
 
 
 def _compiled(query: Any, dialect_name: str) -> PreparedStatement:

@@ -299,7 +299,9 @@ async def test_compiled_pages_match_the_executor_byte_for_byte(
 
     await asyncio.to_thread(check)
     assert len(answered) == PAGE_EXAMPLES
-    assert sum(answered) >= PAGE_EXAMPLES // 8, sum(answered)
+    # Most random documents end in an error or an empty page (the executor's to answer);
+    # without compiled message pages none at all would be compiled.
+    assert sum(answered) >= PAGE_EXAMPLES // 20, sum(answered)
 
 
 FIXED = """query Newest($chatId: ID!) { messages(chatId: $chatId, last: 50) {
@@ -562,3 +564,38 @@ async def test_a_branch_walked_from_its_root_is_compiled_page_by_page(
     expected = PATHS["tree"] if branch is None else [f"tree-{n}" for n in range(1, 41)]
     assert seen == expected
     assert answered == [True] * len(answered) and len(answered) == -(-len(expected) // 7)
+
+
+async def test_a_walk_goes_on_compiled_after_the_active_leaf_moved(
+    apps: tuple[httpx.AsyncClient, httpx.AsyncClient], settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fast, slow = apps
+    answered = _spy(monkeypatch)
+    headers = CALLERS["owner"]
+    body = {"query": FIXED, "variables": {"chatId": "long"}}
+    first = (await fast.post("/graphql", json=body, headers=headers)).json()
+    cursor = first["data"]["messages"]["pageInfo"]["startCursor"]
+    # A reply moves the active leaf: the cursor was issued for the old end.
+    db = Database(settings.database_url)
+    try:
+        await store_messages.append_messages(db, OWNER, "long", "more", _batch(1, "later"))
+    finally:
+        await db.dispose()
+    walk = FIXED.replace("last: 50", "last: 50, before: $before").replace(
+        "$chatId: ID!", "$chatId: ID!, $before: String")
+    body = {"query": walk, "variables": {"chatId": "long", "before": cursor}}
+    ours = await fast.post("/graphql", json=body, headers=headers)
+    theirs = await slow.post("/graphql", json=body, headers=headers)
+    assert ours.content == theirs.content
+    page = ours.json()["data"]["messages"]
+    assert [e["node"]["sequence"] for e in page["edges"]] == list(range(31, 81))
+    # A cursor from another branch of the same chat is the executor's INVALID_CURSOR.
+    foreign = SIGNER.encode(_branch_scope("tree", MessageFilter(), None),
+                            ["tree-35", 35, "tree-40"])
+    body = {"query": walk, "variables": {"chatId": "tree", "before": foreign}}
+    ours = await fast.post("/graphql", json=body, headers=headers)
+    theirs = await slow.post("/graphql", json=body, headers=headers)
+    assert ours.content == theirs.content
+    assert ours.json()["errors"][0]["extensions"]["code"] == "INVALID_CURSOR"
+    assert answered == [True, True, False]
