@@ -23,6 +23,18 @@ def _serve(args: argparse.Namespace) -> int:
 
     from gql.settings import Settings
 
+    settings = Settings.from_env()
+    if args.workers < 1:
+        sys.stderr.write("chatql serve: --workers must be at least 1\n")
+        return 2
+    if args.workers > 1 and settings.broker_url.split(":", 1)[0].lower() == "memory":
+        # Each process would keep its own streams: a subscriber on one would never see
+        # the chunks pushed to another.
+        sys.stderr.write(
+            f"chatql serve: --workers {args.workers} needs streams shared through Redis;"
+            f" CHATQL_BROKER_URL is {settings.broker_url!r} (one process's memory). Set"
+            " CHATQL_BROKER_URL=redis://host:port/db, or serve with one worker.\n")
+        return 2
     try:
         import uvloop  # noqa: F401
 
@@ -34,12 +46,15 @@ def _serve(args: argparse.Namespace) -> int:
         factory=True,
         host=args.host,
         port=args.port,
+        # Several processes on one socket (the kernel spreads connections over them);
+        # they share streams through the Redis broker.
+        workers=args.workers if args.workers > 1 else None,
         loop=loop,
         ws="websockets-sansio",
         # Stream frames are small and frequent: compression costs more than it saves.
         ws_per_message_deflate=False,
         # A WebSocket message is held to the same limit as an HTTP request body.
-        ws_max_size=Settings.from_env().max_body_bytes,
+        ws_max_size=settings.max_body_bytes,
         log_level=args.log_level,
         timeout_graceful_shutdown=30,
     )
@@ -138,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--log-level", default="info")
+    serve.add_argument("--workers", type=int, default=1,
+                       help="worker processes (more than one needs CHATQL_BROKER_URL=redis://…)")
     serve.set_defaults(run=_serve)
     migrate = commands.add_parser("migrate", help="apply database migrations")
     migrate.add_argument("--database-url", default=None, help="default: CHATQL_DATABASE_URL")

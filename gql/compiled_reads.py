@@ -59,19 +59,22 @@ from gql.chat_lists import _cursor_scope as chat_list_scope
 from gql.context import Context
 from gql.document_shapes import has_nul
 from gql.limits import limit_rules
-from gql.messages import _cursor_scope
+from gql.messages import _branch_scope, _cursor_scope
 from gql.settings import Settings
 from store.chat_lists import DEFAULT_CHAT_PAGE_SIZE, MAX_CHAT_PAGE_SIZE, ChatListFilter
 from store.chat_lists import _parse_position as parse_position
 from store.errors import ChatqlError
-from store.ids import check_chat_id
+from store.ids import check_chat_id, check_message_id
 from store.messages import DEFAULT_PAGE_SIZE, MessageFilter, check_page_size
 from store.prepared import (
     CHAT_COLUMNS,
     FILTER_FIELDS,
     MESSAGE_COLUMNS,
+    BranchPageShape,
     ChatPageShape,
     MessagePageShape,
+    ancestor_statement,
+    branch_page_statement,
     chat_after,
     chat_page_statement,
     chat_position,
@@ -90,10 +93,16 @@ logger = logging.getLogger("chatql")
 
 _PLAN_CACHE_SIZE = 512
 _SEQUENCE = MESSAGE_COLUMNS.index("sequence")
+_ID = MESSAGE_COLUMNS.index("id")
+_DEPTH = len(MESSAGE_COLUMNS)  # a branch-page row: the message, its depth, the active leaf
+_LEAF = _DEPTH + 1
 _SIGNED_CACHE_SIZE = 20_000
 #: Longer documents are not worth a plan (and must not fill the cache).
 _MAX_DOCUMENT = 4_000
-_PAGE_ARGUMENTS = frozenset({"chatId", "filter", "first", "after", "last", "before"})
+_PAGE_ARGUMENTS = frozenset({"chatId", "filter", "first", "after", "last", "before", "branch",
+                             "allBranches"})
+#: A filtered branch page walks until the page is full (or the floor): no row bound.
+_UNBOUNDED = 2**31 - 1
 _FILTER_FIELDS = {"requestId": "request_id", "role": "role", "blockId": "block_id",
                   "threadId": "thread_id", "type": "type"}
 _CHAT_LIST_DEFAULTS: dict[str, Any] = {"filter": None, "orderBy": "LAST_MESSAGE_AT",
@@ -466,7 +475,7 @@ class CompiledReads:
         self._plans: OrderedDict[tuple[str, str | None], _PagePlan | None] = OrderedDict()
         # Cursors are a pure function of (key, scope, position): pages read again and
         # again (a chat's newest page) need not be signed again.
-        self._signed: dict[tuple[str, int], str] = {}
+        self._signed: dict[tuple[Any, ...], str] = {}
         self._signer: Any = None
 
     def plan_for(self, query: str | None, operation_name: str | None) -> _PagePlan | None:
@@ -568,7 +577,7 @@ class CompiledReads:
 
     async def _messages(self, plan: _PagePlan, context: Context, arguments: dict[str, Any]
                         ) -> tuple[list[Any], list[str], bool, bool]:
-        """A message page as ``list_messages`` reads it: rows, cursors and flags."""
+        """A message page as ``message_connection`` reads it: rows, cursors and flags."""
         chat_id = arguments.get("chatId")
         if not isinstance(chat_id, str):
             raise _Fallback
@@ -578,15 +587,21 @@ class CompiledReads:
         role = filter_values["role"]
         if role is not None:
             filter_values["role"] = role.value
+        first = check_page_size(arguments.get("first"), "first")
+        last = check_page_size(arguments.get("last"), "last")
+        if first is not None and last is not None:
+            raise _Fallback
+        branch = arguments.get("branch")
+        if arguments.get("allBranches") is not True:
+            return await self._branch(plan, context, chat_id, filter_values, first, last,
+                                      branch, arguments)
+        if branch is not None:
+            raise _Fallback
         store_filter = MessageFilter(**filter_values)
         scope = _cursor_scope(chat_id, store_filter)
         signer = context.services.cursors
         after = self._position(signer, scope, arguments.get("after"))
         before = self._position(signer, scope, arguments.get("before"))
-        first = check_page_size(arguments.get("first"), "first")
-        last = check_page_size(arguments.get("last"), "last")
-        if first is not None and last is not None:
-            raise _Fallback
         forward = first is not None or (after is not None and last is None)
         size = (first if forward else last) or DEFAULT_PAGE_SIZE
         filters = tuple(name for name in FILTER_FIELDS if filter_values[name] is not None)
@@ -612,6 +627,65 @@ class CompiledReads:
             page.reverse()
             has_previous, has_next = more or has_older, has_newer
         cursors = self._cursors(signer, scope, page) if plan.needs_cursors else []
+        return page, cursors, has_next, has_previous
+
+    async def _branch(self, plan: _PagePlan, context: Context, chat_id: str,
+                      filter_values: dict[str, Any], first: int | None, last: int | None,
+                      branch: Any, arguments: dict[str, Any]
+                      ) -> tuple[list[Any], list[str], bool, bool]:
+        """A page along one branch, as ``list_branch`` reads it: rows, cursors, flags."""
+        if branch is not None:
+            if not isinstance(branch, str):
+                raise _Fallback
+            check_message_id(branch)
+        store_filter = MessageFilter(**filter_values)
+        scope = _branch_scope(chat_id, store_filter, branch)
+        signer = context.services.cursors
+        after = self._branch_position(signer, scope, arguments.get("after"))
+        before = self._branch_position(signer, scope, arguments.get("before"))
+        forward = first is not None or (after is not None and last is None)
+        size = (first if forward else last) or DEFAULT_PAGE_SIZE
+        filters = tuple(name for name in FILTER_FIELDS if filter_values[name] is not None)
+        db, who = context.db, context.identity
+        statement = branch_page_statement(BranchPageShape.of(
+            db, who, forward=forward, branch=branch is not None, before=before is not None,
+            filters=filters))
+        floor = 0 if after is None else after[1]
+        values: dict[str, Any] = {
+            "chat": chat_id, "user": who.user_id, "tenant": who.tenant_id, "team": who.team_id,
+            "branch": branch, "floor": floor, "limit": size + 1}
+        if forward:
+            values["top"] = None if before is None else before[1] - 1
+            values["cap"] = _UNBOUNDED if filters else floor + size + 1
+        else:
+            skip = 0 if before is None else 1
+            values["start"] = branch if before is None else before[0]
+            values["count"] = _UNBOUNDED if filters else size + 1 + skip
+            values["skip"] = skip
+        for name in filters:
+            values[name] = filter_values[name]
+        rows = await fetch(db, statement, values)
+        if not rows:
+            raise _Fallback  # absent chat, empty page, archived rows: the executor's
+        leaf = branch if branch is not None else rows[0][_LEAF]
+        for cursor in (after, before):
+            if cursor is not None and cursor[2] != leaf:
+                # Issued for an earlier end of this list (the active leaf moved on since):
+                # still good while its message lies on the branch.
+                found = await fetch(db, ancestor_statement(db.dialect),
+                                    {"start": leaf, "depth": cursor[1], "chat": chat_id})
+                if not found or found[0][0] != cursor[0]:
+                    raise _Fallback  # not on this branch: the executor says so
+        more = len(rows) > size
+        page = list(rows[:size])
+        if forward:
+            has_previous, has_next = after is not None, more or before is not None
+        else:
+            page.reverse()
+            has_previous, has_next = more or after is not None, before is not None
+        cursors: list[str] = []
+        if plan.needs_cursors:
+            cursors = self._cursors(signer, scope, page, leaf)
         return page, cursors, has_next, has_previous
 
     async def _chats(self, plan: _PagePlan, context: Context, arguments: dict[str, Any]
@@ -658,8 +732,10 @@ class CompiledReads:
                 edge[key] = _fill(what[1], item)
         return edge
 
-    def _cursors(self, signer: Any, scope: str, page: list[Any]) -> list[str]:
-        """The page's cursors; a page read again reuses the ones signed before."""
+    def _cursors(self, signer: Any, scope: str, page: list[Any],
+                 leaf: str | None = None) -> list[str]:
+        """The page's cursors (a sequence, or on a branch the message, its depth and the
+        branch's end); a page read again reuses the ones signed before."""
         cache = self._signed
         if signer is not self._signer or len(cache) > _SIGNED_CACHE_SIZE:
             cache.clear()
@@ -667,14 +743,28 @@ class CompiledReads:
         cursors = []
         encode = None
         for row in page:
-            key = (scope, row[_SEQUENCE])
+            key: tuple[Any, ...] = ((scope, row[_SEQUENCE]) if leaf is None
+                                    else (scope, row[_ID], row[_DEPTH], leaf))
             cursor = cache.get(key)
             if cursor is None:
                 if encode is None:
                     encode = signer.encoder(scope)
-                cursor = cache[key] = encode(key[1])
+                cursor = cache[key] = encode(key[1] if leaf is None else list(key[1:]))
             cursors.append(cursor)
         return cursors
+
+    @staticmethod
+    def _branch_position(signer: Any, scope: str, cursor: Any) -> tuple[str, int, str] | None:
+        if cursor is None:
+            return None
+        if not isinstance(cursor, str):
+            raise _Fallback
+        position = signer.decode(scope, cursor)
+        if (not isinstance(position, list) or len(position) != 3
+                or not isinstance(position[0], str) or not isinstance(position[2], str)
+                or not isinstance(position[1], int) or isinstance(position[1], bool)):
+            raise _Fallback
+        return position[0], position[1], position[2]
 
     @staticmethod
     def _position(signer: Any, scope: str, cursor: Any) -> int | None:

@@ -26,7 +26,17 @@ from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, String, and_, bindparam, false, func, select
+from sqlalchemy import (
+    BigInteger,
+    Integer,
+    String,
+    and_,
+    bindparam,
+    case,
+    false,
+    func,
+    select,
+)
 from sqlalchemy.engine import make_url
 
 from store import access
@@ -40,9 +50,12 @@ from store.tables import chats, messages
 __all__ = [
     "CHAT_COLUMNS",
     "MESSAGE_COLUMNS",
+    "BranchPageShape",
     "ChatPageShape",
     "MessagePageShape",
     "PreparedStatement",
+    "ancestor_statement",
+    "branch_page_statement",
     "chat_after",
     "chat_page_statement",
     "chat_position",
@@ -62,6 +75,7 @@ FILTER_FIELDS = ("request_id", "role", "block_id", "thread_id", "type")
 MESSAGE_COLUMNS = (
     "id", "chat_id", "sequence", "request_id", "role", "type", "props", "block_id",
     "thread_id", "assistant_id", "status", "metadata", "created_at", "updated_at", "tokens",
+    "parent_id",
 )
 #: The chat columns a prepared chat list returns, in this order, before its flag.
 CHAT_COLUMNS = (
@@ -168,6 +182,127 @@ def _compile_message_page(shape: MessagePageShape) -> PreparedStatement:
         .limit(bindparam("limit", type_=Integer()))
     )
     return _compiled(query, shape.dialect)
+
+
+@dataclass(frozen=True, slots=True)
+class BranchPageShape:
+    """What decides the text of a branch-page statement (not the values bound to it)."""
+
+    dialect: str
+    privileged: bool
+    team: bool
+    #: Read oldest first from an ``after`` cursor (or the root), not back from the end.
+    forward: bool
+    #: A named branch (its end message must be in the chat), not the active leaf.
+    branch: bool
+    #: A ``before`` cursor bounds the page.
+    before: bool
+    filters: tuple[str, ...]
+
+    @classmethod
+    def of(cls, db: Database, who: Identity, *, forward: bool, branch: bool, before: bool,
+           filters: tuple[str, ...]) -> BranchPageShape:
+        return cls(db.dialect, who.is_admin or who.is_agent, bool(who.team_id), forward,
+                   branch, before, filters)
+
+
+_branch_statements: dict[BranchPageShape, PreparedStatement] = {}
+
+
+def branch_page_statement(shape: BranchPageShape) -> PreparedStatement:
+    """The statement :func:`store.messages.list_branch` runs for a non-empty page.
+
+    The page walks parent links (:func:`store.tree.path_walk`) and costs the rows it
+    returns at any depth. Read backwards (the newest page, the page before a cursor),
+    the walk starts at the ``start`` slot (the ``before`` cursor's message or the named
+    branch) or at the chat's active leaf and takes at most ``count`` rows (the page,
+    the row that tells more lie above it and the skipped cursor row; see ``skip``),
+    none at or above ``floor`` (an ``after`` cursor's depth). Read forwards, the page's
+    upper end — ``top`` (below a ``before`` cursor) or the branch's end, at most
+    ``cap`` — is first found by one jump-pointer climb (O(log depth) rows), and the
+    walk runs from there down to ``floor``.
+
+    Named slots: ``chat``, ``user``, ``tenant``, ``team``, ``now``, ``branch``, ``floor``,
+    ``limit``, one per filter field; backwards ``start``, ``count`` and ``skip``; forwards
+    ``top`` and ``cap``. Rows, in walk order (newest first backwards, oldest first
+    forwards): :data:`MESSAGE_COLUMNS`, then the row's depth and the chat's active leaf.
+    """
+    statement = _branch_statements.get(shape)
+    if statement is None:
+        statement = _branch_statements[shape] = _compile_branch_page(shape)
+    return statement
+
+
+def _compile_branch_page(shape: BranchPageShape) -> PreparedStatement:
+    from store import tree
+
+    who = _marked_identity(shape.privileged, shape.team)
+    chat = bindparam("chat", type_=String())
+    floor = bindparam("floor", type_=Integer())
+    visible = [chats.c.id == chat, present(at=_NOW), access.can_read(who)]
+    where: list[Any] = [messages.c.chat_id == chat]
+    if shape.branch:
+        end: Any = bindparam("branch", type_=String())
+        where.append(select(chats.c.id).where(*visible).exists())
+    else:
+        end = select(chats.c.active_leaf_id).where(*visible).scalar_subquery()
+    if not shape.forward:
+        if shape.before:
+            first: Any = bindparam("start", type_=String())
+            if not shape.branch:
+                where.append(select(chats.c.id).where(*visible).exists())
+        else:
+            first = end
+        if shape.branch and shape.before:
+            named = messages.alias("named")
+            where.append(select(named.c.id).where(named.c.id == end,
+                                                  named.c.chat_id == chat).exists())
+        walk = tree.path_walk(first, where, floor=floor,
+                              count=bindparam("count", type_=Integer()))
+        steps: list[Any] = [walk.c.n > bindparam("skip", type_=Integer())]
+        order: Any = walk.c.n
+    else:
+        known = messages.alias("known")
+        end_depth = select(known.c.depth).where(known.c.id == end,
+                                                known.c.chat_id == chat).scalar_subquery()
+        top = bindparam("top", type_=Integer()) if shape.before else end_depth
+        cap = bindparam("cap", type_=Integer())
+        upper = case((top < cap, top), else_=cap)
+        # The end's row must be there (a named branch, or rows not in the archive).
+        where.append(end_depth.is_not(None))
+        first = tree.ancestor_at(end, upper, chat=chat).scalar_subquery()
+        walk = tree.path_walk(first, where, floor=floor)
+        steps = []
+        order = walk.c.n.desc()
+    current = select(chats.c.active_leaf_id).where(chats.c.id == chat).scalar_subquery()
+    query = (
+        select(*(messages.c[name] for name in MESSAGE_COLUMNS), messages.c.depth,
+               current.label("_leaf"))
+        .join(walk, messages.c.id == walk.c.id)
+        .where(*steps, *(messages.c[name] == bindparam(name, type_=String())
+                         for name in shape.filters))
+        .order_by(order)
+        .limit(bindparam("limit", type_=Integer()))
+    )
+    return _compiled(query, shape.dialect)
+
+
+_ancestor: dict[str, PreparedStatement] = {}
+
+
+def ancestor_statement(dialect: str) -> PreparedStatement:
+    """The id of a message's ancestor (or itself) at a depth, by one jump-pointer climb
+    (:func:`store.tree.ancestor_at`): whether a cursor issued for an earlier end of a
+    branch still lies on it. Named slots: ``start``, ``depth``, ``chat``."""
+    statement = _ancestor.get(dialect)
+    if statement is None:
+        from store import tree
+
+        query = tree.ancestor_at(bindparam("start", type_=String()),
+                                 bindparam("depth", type_=Integer()),
+                                 chat=bindparam("chat", type_=String()))
+        statement = _ancestor[dialect] = _compiled(query, dialect)
+    return statement
 
 
 def _compiled(query: Any, dialect_name: str) -> PreparedStatement:

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, case, delete, func, literal, select, update
+from sqlalchemy import CTE, Select, case, delete, func, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store.errors import NotFound
@@ -42,6 +42,7 @@ __all__ = [
     "newest_leaf_below",
     "newest_replies",
     "path_query",
+    "path_walk",
     "set_active_leaf",
     "sibling_ids",
 ]
@@ -62,39 +63,50 @@ class Link:
                 "jump_id": self.jump_id, "jump_depth": self.jump_depth}
 
 
+class _Known:
+    """Tree columns of messages read (or written) so far, each row read at most once."""
+
+    def __init__(self, conn: AsyncConnection, chat_id: str, missing: str) -> None:
+        self._conn = conn
+        self._chat_id = chat_id
+        self._missing = missing
+        self._links: dict[str, Link] = {}
+
+    def add(self, link: Link) -> Link:
+        self._links[link.id] = link
+        return link
+
+    async def get(self, message_id: str) -> Link:
+        found = self._links.get(message_id)
+        if found is None:
+            row = (await self._conn.execute(
+                select(messages.c.parent_id, messages.c.depth, messages.c.jump_id,
+                       messages.c.jump_depth)
+                .where(messages.c.id == message_id, messages.c.chat_id == self._chat_id)
+            )).first()
+            if row is None:
+                raise NotFound(self._missing.format(id=message_id, chat=self._chat_id))
+            found = self.add(Link(message_id, row.parent_id, int(row.depth), row.jump_id,
+                                  int(row.jump_depth)))
+        return found
+
+    async def below(self, message_id: str, parent_id: str | None) -> Link:
+        """The tree columns of a new message ``message_id`` below ``parent_id``."""
+        if parent_id is None:
+            return self.add(_below(message_id, None, None))
+        parent = await self.get(parent_id)
+        return self.add(_below(message_id, parent, await self.get(parent.jump_id)))
+
+
 async def chain_links(conn: AsyncConnection, chat_id: str, parent_id: str | None,
                       ids: Sequence[str]) -> list[Link]:
     """Tree columns for ``ids`` written as a chain below ``parent_id`` (None: roots)."""
-    known: dict[str, Link] = {}
-
-    async def link(message_id: str) -> Link:
-        found = known.get(message_id)
-        if found is None:
-            row = (await conn.execute(
-                select(messages.c.parent_id, messages.c.depth, messages.c.jump_id,
-                       messages.c.jump_depth)
-                .where(messages.c.id == message_id, messages.c.chat_id == chat_id)
-            )).first()
-            if row is None:
-                raise NotFound(f"message {message_id!r} not found in chat {chat_id!r}")
-            found = known[message_id] = Link(message_id, row.parent_id, int(row.depth),
-                                             row.jump_id, int(row.jump_depth))
-        return found
-
-    parent = None if parent_id is None else await link(parent_id)
+    known = _Known(conn, chat_id, "message {id!r} not found in chat {chat!r}")
     links: list[Link] = []
     for message_id in ids:
-        if parent is None:
-            new = Link(message_id, None, 1, message_id, 1)
-        else:
-            jump = await link(parent.jump_id)
-            if parent.depth - parent.jump_depth == parent.jump_depth - jump.jump_depth:
-                new = Link(message_id, parent.id, parent.depth + 1, jump.jump_id,
-                           jump.jump_depth)
-            else:
-                new = Link(message_id, parent.id, parent.depth + 1, parent.id, parent.depth)
-        known[message_id] = parent = new
-        links.append(new)
+        link = await known.below(message_id, parent_id)
+        links.append(link)
+        parent_id = link.id
     return links
 
 
@@ -106,23 +118,8 @@ async def link_rows(conn: AsyncConnection, chat_id: str, rows: list[dict[str, An
     without the key follows the message before it, so a document that says nothing of
     the tree imports as one chain. A named parent must come earlier.
     """
-    known: dict[str, Link] = {}
-
-    async def link(message_id: str) -> Link:
-        found = known.get(message_id)
-        if found is None:
-            row = (await conn.execute(
-                select(messages.c.parent_id, messages.c.depth, messages.c.jump_id,
-                       messages.c.jump_depth)
-                .where(messages.c.id == message_id, messages.c.chat_id == chat_id)
-            )).first()
-            if row is None:
-                raise NotFound(f"parent message {message_id!r} does not come before its"
-                               " reply in this chat")
-            found = known[message_id] = Link(message_id, row.parent_id, int(row.depth),
-                                             row.jump_id, int(row.jump_depth))
-        return found
-
+    known = _Known(conn, chat_id,
+                   "parent message {id!r} does not come before its reply in this chat")
     previous: str | None = None
     if rows and "parent_id" not in rows[0]:
         previous = await conn.scalar(
@@ -130,13 +127,7 @@ async def link_rows(conn: AsyncConnection, chat_id: str, rows: list[dict[str, An
                                         messages.c.sequence < rows[0]["sequence"])
             .order_by(messages.c.sequence.desc()).limit(1))
     for row in rows:
-        parent_id = row.get("parent_id", previous)
-        if parent_id is None:
-            new = _below(row["id"], None, None)
-        else:
-            parent = await link(parent_id)
-            new = _below(row["id"], parent, await link(parent.jump_id))
-        known[new.id] = new
+        new = await known.below(row["id"], row.get("parent_id", previous))
         row.update(new.columns())
         previous = new.id
     return str(previous)
@@ -169,10 +160,16 @@ def chain_jump_depths(upto: int) -> list[int]:
     return jumps[:upto + 1]
 
 
-def ancestor_at(start_id: str, depth: int) -> Select[tuple[str]]:
-    """The id of ``start_id``'s ancestor (or itself) at ``depth``: O(log) row reads."""
+def ancestor_at(start_id: Any, depth: Any, *, chat: Any = None) -> Select[tuple[str]]:
+    """The id of ``start_id``'s ancestor (or itself) at ``depth``: O(log) row reads.
+
+    ``start_id`` and ``depth`` may be values or SQL expressions; with ``chat`` the start
+    must be a message of that chat.
+    """
     base = select(messages.c.id, messages.c.depth, messages.c.parent_id, messages.c.jump_id,
                   messages.c.jump_depth).where(messages.c.id == start_id)
+    if chat is not None:
+        base = base.where(messages.c.chat_id == chat)
     climb = base.cte("climb", recursive=True)
     step = messages.alias("step")
     target = case((climb.c.jump_depth >= depth, climb.c.jump_id), else_=climb.c.parent_id)
@@ -183,17 +180,18 @@ def ancestor_at(start_id: str, depth: int) -> Select[tuple[str]]:
     return select(climb.c.id).where(climb.c.depth == depth)
 
 
-def path_query(start_id: str, *, count: int | None, floor: int = 0,
-               newest_first: bool = True) -> Select[Any]:
-    """Rows of the path from ``start_id`` up towards the root, newest first.
+def path_walk(start: Any, where: Sequence[Any] = (), *, floor: Any = 0,
+              count: Any = None) -> CTE:
+    """The walk from ``start`` (an id or an expression giving one) up towards the root.
 
-    At most ``count`` rows (None: no bound), and only those deeper than ``floor``; the
-    walk stops there, so its cost is the rows it returns. Callers add their filter and
-    a LIMIT; the ``_step`` column numbers the rows from the start.
+    Rows ``id``, ``parent_id``, ``depth`` and ``n`` (1 for the start), at most ``count``
+    of them (None: no bound) and only those deeper than ``floor``; the walk stops
+    there, so its cost is the rows it returns, however deep the branch. ``where``
+    narrows the start row (its chat, the caller's access).
     """
     base = select(messages.c.id, messages.c.parent_id, messages.c.depth,
-                  literal(1).label("n")).where(messages.c.id == start_id,
-                                               messages.c.depth > floor)
+                  literal(1).label("n")).where(messages.c.id == start,
+                                               messages.c.depth > floor, *where)
     walk = base.cte("walk", recursive=True)
     up = messages.alias("up")
     # The floor is checked on the row already walked (its parent lies one level up):
@@ -202,9 +200,18 @@ def path_query(start_id: str, *, count: int | None, floor: int = 0,
     clauses = [up.c.id == walk.c.parent_id, walk.c.depth > floor + 1]
     if count is not None:
         clauses.append(walk.c.n < count)
-    walk = walk.union_all(
+    return walk.union_all(
         select(up.c.id, up.c.parent_id, up.c.depth, walk.c.n + 1).where(*clauses)
     )
+
+
+def path_query(start_id: str, *, count: int | None, floor: int = 0,
+               newest_first: bool = True) -> Select[Any]:
+    """Rows of the path from ``start_id`` up towards the root, newest first (see
+    :func:`path_walk`). Callers add their filter and a LIMIT; the ``_step`` column
+    numbers the rows from the start.
+    """
+    walk = path_walk(start_id, floor=floor, count=count)
     return (
         select(messages, walk.c.n.label("_step"))
         .join(walk, messages.c.id == walk.c.id)

@@ -6,9 +6,9 @@ random message-page documents — selections, aliases, repeated keys, inline and
 fragments, ``__typename``, literals or variables, operation names — with random
 arguments (page sizes in and out of range, valid, foreign and forged cursors,
 filters, absent and unreadable chats, other callers) and posts each to both over HTTP.
-Status and body must be identical bytes, on SQLite and Postgres. Chat lists and
-``chat(id)`` must really have been answered the compiled way; message pages, which follow
-the chat's active branch, are declined by their plan and answered by the executor.
+Status and body must be identical bytes, on SQLite and Postgres. Message pages (along
+the active branch, a named ``branch`` or ``allBranches``), chat lists and ``chat(id)``
+must really have been answered the compiled way often enough.
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as settings_
 from hypothesis import strategies as st
+from sqlalchemy import update
 
 from gql.compiled_reads import CompiledReads
-from gql.messages import _cursor_scope
+from gql.messages import _branch_scope, _cursor_scope
 from gql.settings import Settings
 from store import chats as store_chats
 from store import messages as store_messages
@@ -33,9 +34,12 @@ from store.cursors import CursorSigner
 from store.database import Database
 from store.messages import MessageFilter, NewMessage
 from store.records import Identity
+from store.tables import chats, messages
 from tests.conftest import TEST_SECRET, running_app
 
 EXAMPLES = 80
+#: Message pages have the most arguments, most of them ways to an error: more examples.
+PAGE_EXAMPLES = 200
 OWNER = Identity(user_id="alice", tenant_id="acme")
 OTHER = Identity(user_id="bob", tenant_id="acme", team_id="red")
 CALLERS = {
@@ -44,19 +48,32 @@ CALLERS = {
     "admin": {"X-User-Id": "carol", "X-Tenant-Id": "acme", "X-Roles": "admin"},
     "stranger": {"X-User-Id": "dave", "X-Tenant-Id": "other"},
 }
-CHATS = ("long", "long", "long", "teamchat", "public", "empty", "absent", "bad id!")
+CHATS = ("long", "long", "long", "tree", "tree", "teamchat", "public", "empty", "absent",
+         "bad id!")
+#: Each chat's messages on its active branch, by depth (the seeded chains below).
+PATHS: dict[str, list[str]] = {
+    "long": [f"long-{n}" for n in range(1, 131)],
+    "tree": [*(f"tree-{n}" for n in range(1, 30)), "tree-edit",
+             *(f"tree-e-{n}" for n in range(1, 6))],
+    "teamchat": [f"teamchat-{n}" for n in range(1, 13)],
+    "public": [f"public-{n}" for n in range(1, 8)],
+}
+#: Named branches: leaves, a message inside a branch, an inactive leaf, absent and bad ids.
+BRANCHES = ("tree-40", "tree-35", "tree-e-5", "tree-20", "long-130", "long-100", "nope",
+            "bad id!")
 MESSAGE_FIELDS = ("id", "chatId", "requestId", "role", "type", "props", "blockId",
                   "threadId", "assistantId", "sequence", "status", "metadata", "createdAt",
-                  "updatedAt", "tokens", "tokensEstimated", "__typename")
+                  "updatedAt", "tokens", "tokensEstimated", "parentId", "__typename")
 PAGE_INFO_FIELDS = ("hasNextPage", "hasPreviousPage", "startCursor", "endCursor",
                     "__typename")
 SIGNER = CursorSigner(TEST_SECRET.encode())
 
 
-def _batch(count: int) -> list[NewMessage]:
+def _batch(count: int, prefix: str) -> list[NewMessage]:
     roles = ("USER", "ASSISTANT", "TOOL", "SYSTEM")
     return [
         NewMessage(
+            id=f"{prefix}-{n}",
             role=roles[n % 4], type="text" if n % 2 else "tool_call",
             props={"n": n, "text": f"message {n} ✓", "nested": {"list": [n, None, True]}},
             request_id=f"r{n % 5}" if n % 3 else None, block_id=f"b{n % 7}",
@@ -76,9 +93,22 @@ async def apps(settings: Settings) -> AsyncIterator[tuple[httpx.AsyncClient, htt
         await store_chats.create_chat(db, OWNER, id="teamchat", assistant_id="helper")
         await store_chats.create_chat(db, OTHER, id="public", assistant_id="helper",
                                       public=True)
-        await store_messages.append_messages(db, OWNER, "long", "seed", _batch(130))
-        await store_messages.append_messages(db, OWNER, "teamchat", "seed", _batch(12))
-        await store_messages.append_messages(db, OTHER, "public", "seed", _batch(7))
+        await store_messages.append_messages(db, OWNER, "long", "seed", _batch(130, "long"))
+        await store_messages.append_messages(db, OWNER, "teamchat", "seed",
+                                             _batch(12, "teamchat"))
+        await store_messages.append_messages(db, OTHER, "public", "seed", _batch(7, "public"))
+        # A tree: 40 messages, message 30 edited (the edit is the active leaf), five
+        # more below the edit. The first branch ends at tree-40.
+        await store_chats.create_chat(db, OWNER, id="tree", assistant_id="helper")
+        await store_messages.append_messages(db, OWNER, "tree", "seed", _batch(40, "tree"))
+        edited = await store_messages.edit_message(db, OWNER, "tree-30", "edit",
+                                                   props={"text": "again"})
+        async with db.write() as conn:  # a readable id for the edit, for the cursors
+            await conn.execute(update(messages).where(messages.c.id == edited.id)
+                               .values(id="tree-edit"))
+            await conn.execute(update(chats).where(chats.c.id == "tree")
+                               .values(active_leaf_id="tree-edit"))
+        await store_messages.append_messages(db, OWNER, "tree", "more", _batch(5, "tree-e"))
     finally:
         await db.dispose()
     reference = replace(settings, compiled_reads=False)
@@ -148,33 +178,64 @@ def documents(draw: st.DrawFn) -> tuple[str, dict[str, Any], str | None]:
     store_filter = MessageFilter(role=role, request_id=request_id) if filter_value else (
         MessageFilter())
     sizes = st.sampled_from((None, None, None, None, 1, 3, 20, 50, 0, -2, 250))
+    # Mostly one size or none (a front end's pages); both, or out of range, now and then.
     first, last = draw(sizes), draw(sizes)
+    if draw(st.integers(0, 2)):
+        first, last = (None, last) if draw(st.booleans()) else (first, None)
+
+    all_branches = draw(st.sampled_from((None, None, False, True)))
+    branch = draw(st.sampled_from(BRANCHES)) if draw(st.integers(0, 4)) == 0 else None
+    path = PATHS.get(chat, [])
 
     def cursor() -> str | None:
-        kind = draw(st.sampled_from(("none", "none", "none", "valid", "valid", "other",
-                                     "forged", "text")))
+        kind = draw(st.sampled_from(("none", "none", "none", "valid", "valid", "valid",
+                                     "stale", "other", "forged", "text")))
         position = draw(st.integers(min_value=-1, max_value=140))
+        if all_branches:
+            if kind in ("valid", "stale"):
+                return _cursor(chat, position, store_filter)
+            if kind == "other":
+                return _cursor("teamchat", position, MessageFilter(role="TOOL"))
+            if kind == "forged":
+                return _cursor(chat, position, store_filter)[:-3] + "AAA"
+            if kind == "text":
+                return _cursor(chat, "x", store_filter)
+            return None
+        scope = _branch_scope(chat, store_filter, branch)
+        depth = min(max(position, 1), len(path) or 1)
+        message = path[depth - 1] if path else "nothing"
+        leaf = branch or (path[-1] if path else "nothing")
         if kind == "valid":
-            return _cursor(chat, position, store_filter)
+            return SIGNER.encode(scope, [message, depth, leaf])
+        if kind == "stale":  # issued while the branch ended further up (or elsewhere)
+            stale = path[max(depth, len(path) - 3) - 1] if path else "tree-40"
+            return SIGNER.encode(scope, [message, depth, draw(st.sampled_from(
+                (stale, "tree-40", "long-129")))])
         if kind == "other":
-            return _cursor("teamchat", position, MessageFilter(role="TOOL"))
+            return SIGNER.encode(_branch_scope("teamchat", MessageFilter(role="TOOL"), None),
+                                 ["teamchat-3", 3, "teamchat-12"])
         if kind == "forged":
-            return _cursor(chat, position, store_filter)[:-3] + "AAA"
+            return SIGNER.encode(scope, [message, depth, leaf])[:-3] + "AAA"
         if kind == "text":
-            return _cursor(chat, "x", store_filter)
+            return SIGNER.encode(scope, position)
         return None
 
     after, before = cursor(), cursor()
+    if draw(st.integers(0, 2)):  # mostly one cursor, as a front end walks a chat
+        after, before = (None, before) if draw(st.booleans()) else (after, None)
     arguments = {"chatId": chat, "first": first, "last": last, "after": after,
-                 "before": before, "filter": filter_value}
+                 "before": before, "filter": filter_value, "branch": branch,
+                 "allBranches": all_branches}
     by_variable = draw(st.booleans())
     variables: dict[str, Any] = {}
     if by_variable:
         declared = "$chatId: ID!, $first: Int, $last: Int, $after: String, $before: String, " \
-                   "$filter: MessageFilter"
+                   "$filter: MessageFilter, $branch: ID, $allBranches: Boolean!"
         written = ", ".join(f"{name}: ${name}" for name in arguments)
         variables = {name: value for name, value in arguments.items()
                      if value is not None or draw(st.booleans())}
+        if variables.get("allBranches") is None:  # non-null: given, or a 400 every time
+            variables["allBranches"] = bool(all_branches)
         header = f"query Page({declared})" if draw(st.booleans()) else f"query ({declared})"
     else:
         def literal(value: Any) -> str:
@@ -183,6 +244,8 @@ def documents(draw: st.DrawFn) -> tuple[str, dict[str, Any], str | None]:
                                        for k, v in value.items()) + "}"
             if isinstance(value, str):
                 return '"' + value + '"'
+            if isinstance(value, bool):
+                return "true" if value else "false"
             return str(value)
 
         written = ", ".join(f"{name}: {literal(value)}" for name, value in arguments.items()
@@ -221,7 +284,7 @@ async def test_compiled_pages_match_the_executor_byte_for_byte(
     def run(make: Callable[[], Coroutine[Any, Any, httpx.Response]]) -> httpx.Response:
         return asyncio.run_coroutine_threadsafe(make(), loop).result(30)
 
-    @settings_(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+    @settings_(max_examples=PAGE_EXAMPLES, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
     @given(documents(), st.sampled_from(sorted(CALLERS)))
     def check(document: tuple[str, dict[str, Any], str | None], caller: str) -> None:
@@ -235,12 +298,10 @@ async def test_compiled_pages_match_the_executor_byte_for_byte(
         assert (ours.status_code, ours.content) == (theirs.status_code, theirs.content), query
 
     await asyncio.to_thread(check)
-    # Message pages follow the chat's active branch (the ``branch``/``allBranches``
-    # arguments), which the message plan does not know: it declines them when the plan
-    # is made, so every page here was the executor's. Compiling the branch walk must
-    # change this line.
-    assert len(answered) == EXAMPLES
-    assert sum(answered) == 0, sum(answered)
+    assert len(answered) == PAGE_EXAMPLES
+    # Most random documents end in an error or an empty page (the executor's to answer);
+    # without compiled message pages none at all would be compiled.
+    assert sum(answered) >= PAGE_EXAMPLES // 20, sum(answered)
 
 
 FIXED = """query Newest($chatId: ID!) { messages(chatId: $chatId, last: 50) {
@@ -248,7 +309,7 @@ FIXED = """query Newest($chatId: ID!) { messages(chatId: $chatId, last: 50) {
   pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }"""
 
 
-async def test_a_front_end_page_and_its_walk_take_the_executor(
+async def test_a_front_end_page_and_its_walk_are_compiled(
     apps: tuple[httpx.AsyncClient, httpx.AsyncClient], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     fast, slow = apps
@@ -274,8 +335,7 @@ async def test_a_front_end_page_and_its_walk_take_the_executor(
         if not info["hasPreviousPage"]:
             break
         cursor = info["startCursor"]
-    # Pages follow the active branch, which the message plan declines (see above).
-    assert answered == [False, False, False]
+    assert answered == [True, True, True]
 
 
 @pytest.mark.parametrize("document", [
@@ -422,9 +482,9 @@ async def test_a_chat_list_walk_is_compiled_page_by_page(
         if not page["pageInfo"]["hasNextPage"]:
             break
         after = page["pageInfo"]["endCursor"]
-    # The 23 chats of the owner (3 from the fixture, 20 here) and one public chat,
+    # The 24 chats of the owner (4 from the fixture, 20 here) and one public chat,
     # newest activity first.
-    assert len(seen) == len(set(seen)) == 24
+    assert len(seen) == len(set(seen)) == 25
     assert seen[:20] == [f"walk{n}" for n in reversed(range(20))]
     assert answered == [True, True, True, True]
 
@@ -473,3 +533,69 @@ async def test_compiled_chats_with_their_last_message_match_the_executor(
     ours = await fast.post("/graphql", json=body, headers=CALLERS["owner"])
     assert ours.json() == {"data": {"chat": {"id": "empty", "lastMessage": None}}}
     assert answered[-1] is True
+
+
+BRANCH_WALK = """query($after: String, $branch: ID) {
+  messages(chatId: "tree", first: 7, after: $after, branch: $branch) {
+    edges { cursor node { id parentId sequence } }
+    pageInfo { hasNextPage hasPreviousPage endCursor } } }"""
+
+
+@pytest.mark.parametrize("branch", [None, "tree-40"])
+async def test_a_branch_walked_from_its_root_is_compiled_page_by_page(
+    apps: tuple[httpx.AsyncClient, httpx.AsyncClient], monkeypatch: pytest.MonkeyPatch,
+    branch: str | None,
+) -> None:
+    fast, slow = apps
+    answered = _spy(monkeypatch)
+    seen: list[str] = []
+    after = None
+    while True:
+        body = {"query": BRANCH_WALK, "variables": {"after": after, "branch": branch}}
+        ours = await fast.post("/graphql", json=body, headers=CALLERS["owner"])
+        theirs = await slow.post("/graphql", json=body, headers=CALLERS["owner"])
+        assert ours.content == theirs.content
+        page = ours.json()["data"]["messages"]
+        seen.extend(edge["node"]["id"] for edge in page["edges"])
+        if not page["pageInfo"]["hasNextPage"]:
+            break
+        after = page["pageInfo"]["endCursor"]
+    # The active branch runs through the edit; the named one through the original.
+    expected = PATHS["tree"] if branch is None else [f"tree-{n}" for n in range(1, 41)]
+    assert seen == expected
+    assert answered == [True] * len(answered) and len(answered) == -(-len(expected) // 7)
+
+
+async def test_a_walk_goes_on_compiled_after_the_active_leaf_moved(
+    apps: tuple[httpx.AsyncClient, httpx.AsyncClient], settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fast, slow = apps
+    answered = _spy(monkeypatch)
+    headers = CALLERS["owner"]
+    body = {"query": FIXED, "variables": {"chatId": "long"}}
+    first = (await fast.post("/graphql", json=body, headers=headers)).json()
+    cursor = first["data"]["messages"]["pageInfo"]["startCursor"]
+    # A reply moves the active leaf: the cursor was issued for the old end.
+    db = Database(settings.database_url)
+    try:
+        await store_messages.append_messages(db, OWNER, "long", "more", _batch(1, "later"))
+    finally:
+        await db.dispose()
+    walk = FIXED.replace("last: 50", "last: 50, before: $before").replace(
+        "$chatId: ID!", "$chatId: ID!, $before: String")
+    body = {"query": walk, "variables": {"chatId": "long", "before": cursor}}
+    ours = await fast.post("/graphql", json=body, headers=headers)
+    theirs = await slow.post("/graphql", json=body, headers=headers)
+    assert ours.content == theirs.content
+    page = ours.json()["data"]["messages"]
+    assert [e["node"]["sequence"] for e in page["edges"]] == list(range(31, 81))
+    # A cursor from another branch of the same chat is the executor's INVALID_CURSOR.
+    foreign = SIGNER.encode(_branch_scope("tree", MessageFilter(), None),
+                            ["tree-35", 35, "tree-40"])
+    body = {"query": walk, "variables": {"chatId": "tree", "before": foreign}}
+    ours = await fast.post("/graphql", json=body, headers=headers)
+    theirs = await slow.post("/graphql", json=body, headers=headers)
+    assert ours.content == theirs.content
+    assert ours.json()["errors"][0]["extensions"]["code"] == "INVALID_CURSOR"
+    assert answered == [True, True, False]
