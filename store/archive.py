@@ -42,6 +42,7 @@ from store.export import export_chat
 from store.ids import check_chat_id, new_id
 from store.imports import ParsedChat, parse_line
 from store.records import Chat, Identity
+from store.rows import document_rows, write_rows
 from store.tables import chats, messages, resume_records
 
 __all__ = ["ChatArchive", "archive_chat", "archive_idle", "is_archived", "restore_archive"]
@@ -235,8 +236,7 @@ async def _restore_rows(conn: AsyncConnection, archive: ChatArchive, chat_id: st
         if parsed.messages:
             # The chat row kept its active leaf; the rows come back with their tree.
             await tree.link_rows(conn, chat_id, parsed.messages)
-            await conn.execute(insert(messages),
-                               [{**r, "chat_id": chat_id} for r in parsed.messages])
+            await write_rows(conn, document_rows(chat_id, parsed.messages))
         if parsed.resume:
             await conn.execute(insert(resume_records),
                                [{**r, "chat_id": chat_id} for r in parsed.resume])

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, exists, false, insert, select, update
+from sqlalchemy import ColumnElement, Row, exists, false, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -20,7 +20,6 @@ from store import access, tree
 from store.chats import fetch_visible_chat, now, present
 from store.database import Database
 from store.errors import (
-    AppendConflict,
     ChatClosed,
     Conflict,
     InvalidArgument,
@@ -30,8 +29,10 @@ from store.errors import (
 )
 from store.ids import check_append_id, check_chat_id, check_message_id, new_id
 from store.jsonutil import canonical_digest
+from store.receipts import receipted_write
 from store.records import AppendReceipt, BranchPosition, Chat, Identity, Message, MessagePage
-from store.tables import append_receipts, chats, closed_chats, messages
+from store.rows import chain_rows, gc_paused, row_records, write_rows
+from store.tables import chats, closed_chats, messages
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -49,6 +50,7 @@ __all__ = [
     "delete_messages",
     "edit_message",
     "get_message",
+    "insert_chain",
     "insert_messages",
     "list_branch",
     "list_messages",
@@ -224,13 +226,39 @@ async def insert_messages(
     """Write ``batch`` after ``last_sequence`` (the chat must be locked by the caller).
 
     The batch is a chain hung below the chat's active leaf, or below ``parent_id``
-    when ``explicit_parent`` (None then makes a new root); its last message becomes
-    the active leaf. One multi-row statement for the messages, one update of the
-    chat. Raises CONFLICT when a caller-chosen message id is already in the store.
+    when ``explicit_parent`` (None then makes a new root); see :func:`insert_chain`.
     """
-    stamp = now()
     ids = [message.id or new_id() for message in batch]
-    chosen = [message.id for message in batch if message.id is not None]
+    contents = [
+        (m.request_id, m.role, m.type, m.props, m.block_id, m.thread_id,
+         m.assistant_id or default_assistant_id, m.status, m.metadata, m.tokens)
+        for m in batch
+    ]
+    return await insert_chain(conn, chat_id, ids, contents, last_sequence=last_sequence,
+                              chosen=[m.id for m in batch if m.id is not None],
+                              parent_id=parent_id, explicit_parent=explicit_parent)
+
+
+async def insert_chain(
+    conn: AsyncConnection,
+    chat_id: str,
+    ids: Sequence[str],
+    contents: Sequence[Sequence[Any]],
+    *,
+    last_sequence: int,
+    chosen: Sequence[str] = (),
+    parent_id: str | None = None,
+    explicit_parent: bool = False,
+) -> list[Message]:
+    """Write messages ``ids`` (with their :data:`store.rows.CONTENT_COLUMNS` values)
+    as one chain after ``last_sequence``; the chat must be locked by the caller.
+
+    The chain hangs below the chat's active leaf, or below ``parent_id`` when
+    ``explicit_parent`` (None then makes a new root); its last message becomes the
+    active leaf. The rows go in with :func:`store.rows.write_rows`, then one update of
+    the chat. Raises CONFLICT when one of the ``chosen`` (caller-chosen) ids is
+    already in the store.
+    """
     if len(set(chosen)) != len(chosen):
         raise InvalidArgument("message ids within one batch must be distinct")
     if chosen:
@@ -242,30 +270,11 @@ async def insert_messages(
     if not explicit_parent:
         parent_id = await conn.scalar(select(chats.c.active_leaf_id)
                                       .where(chats.c.id == chat_id))
-    links = await tree.chain_links(conn, chat_id, parent_id, ids)
-    rows = [
-        {
-            "id": message_id,
-            "chat_id": chat_id,
-            "sequence": last_sequence + offset,
-            "request_id": message.request_id,
-            "role": message.role,
-            "type": message.type,
-            "props": message.props,
-            "block_id": message.block_id,
-            "thread_id": message.thread_id,
-            "assistant_id": message.assistant_id or default_assistant_id,
-            "status": message.status,
-            "metadata": message.metadata,
-            "created_at": stamp,
-            "updated_at": stamp,
-            "tokens": message.tokens,
-            **link.columns(),
-        }
-        for offset, (message_id, message, link) in enumerate(zip(ids, batch, links,
-                                                                 strict=True), start=1)
-    ]
-    await conn.execute(insert(messages), rows)
+    stamp = now()
+    with gc_paused():  # the tree links need a row read or two at most
+        links = await tree.chain_links(conn, chat_id, parent_id, ids)
+        rows = chain_rows(chat_id, last_sequence + 1, stamp, links, contents)
+    await write_rows(conn, rows)
     await conn.execute(
         update(chats)
         .where(chats.c.id == chat_id)
@@ -276,14 +285,8 @@ async def insert_messages(
             active_leaf_id=ids[-1],
         )
     )
-    return [_record(row) for row in rows]
-
-
-_RECORD_FIELDS = frozenset(Message.__dataclass_fields__) - {"tokens_estimated"}
-
-
-def _record(row: dict[str, Any]) -> Message:
-    return Message(**{key: row[key] for key in _RECORD_FIELDS})
+    with gc_paused():
+        return row_records(rows)
 
 
 async def append_messages(
@@ -315,49 +318,16 @@ async def append_messages(
     try:
         async with db.write() as conn:
             last_sequence = await lock_chat_for_append(conn, who, chat_id)
-            earlier = (
-                await conn.execute(
-                    select(append_receipts).where(
-                        append_receipts.c.chat_id == chat_id,
-                        append_receipts.c.append_id == append_id,
-                    )
-                )
-            ).first()
-            if earlier is not None:
-                if earlier.digest != digest:
-                    raise AppendConflict(
-                        f"appendId {append_id!r} was already used for a different batch"
-                    )
-                return AppendReceipt(
-                    chat_id=chat_id,
-                    append_id=append_id,
-                    digest=digest,
-                    message_ids=list(earlier.message_ids),
-                    first_sequence=earlier.first_sequence,
-                    last_sequence=earlier.last_sequence,
-                )
-            written = await insert_messages(conn, chat_id, batch, last_sequence=last_sequence,
-                                            parent_id=parent_id,
-                                            explicit_parent=parent_id is not None)
-            receipt = AppendReceipt(
-                chat_id=chat_id,
-                append_id=append_id,
-                digest=digest,
-                message_ids=[m.id for m in written],
-                first_sequence=written[0].sequence,
-                last_sequence=written[-1].sequence,
-            )
-            await conn.execute(
-                insert(append_receipts).values(
-                    chat_id=chat_id,
-                    append_id=append_id,
-                    digest=digest,
-                    message_ids=receipt.message_ids,
-                    first_sequence=receipt.first_sequence,
-                    last_sequence=receipt.last_sequence,
-                    created_at=now(),
-                )
-            )
+
+            async def write() -> list[Message]:
+                return await insert_messages(conn, chat_id, batch,
+                                             last_sequence=last_sequence,
+                                             parent_id=parent_id,
+                                             explicit_parent=parent_id is not None)
+
+            receipt, _ = await receipted_write(
+                conn, chat_id=chat_id, append_id=append_id, digest=digest,
+                last_sequence=last_sequence, write=write, conflict="batch")
     except IntegrityError:
         # Two inserts of one caller-chosen message id racing past the check above.
         raise Conflict("a message id in this batch is already taken") from None
@@ -651,18 +621,6 @@ async def edit_message(
             last_sequence = await lock_chat_for_append(conn, who, chat_id)
         except NotFound:
             raise NotFound(f"message {message_id!r} not found") from None
-        earlier = (await conn.execute(select(append_receipts).where(
-            append_receipts.c.chat_id == chat_id, append_receipts.c.append_id == append_id,
-        ))).first()
-        if earlier is not None:
-            if earlier.digest != digest:
-                raise AppendConflict(
-                    f"appendId {append_id!r} was already used for a different write")
-            row = (await conn.execute(select(messages).where(
-                messages.c.id == earlier.message_ids[0]))).first()
-            if row is None:
-                raise NotFound(f"the message edit {append_id!r} wrote was deleted since")
-            return message_from_row(row)
         edited = NewMessage(
             role=original.role, type=original.type,
             props=original.props if props is None else props,
@@ -671,15 +629,22 @@ async def edit_message(
             thread_id=original.thread_id, assistant_id=original.assistant_id,
             tokens=original.tokens if props is None else None,
         )
-        [written] = await insert_messages(conn, chat_id, [edited],
-                                          last_sequence=last_sequence,
-                                          parent_id=original.parent_id, explicit_parent=True)
-        await conn.execute(insert(append_receipts).values(
-            chat_id=chat_id, append_id=append_id, digest=digest,
-            message_ids=[written.id], first_sequence=written.sequence,
-            last_sequence=written.sequence, created_at=now(),
-        ))
-    return written
+
+        async def write() -> list[Message]:
+            return await insert_messages(conn, chat_id, [edited],
+                                         last_sequence=last_sequence,
+                                         parent_id=original.parent_id, explicit_parent=True)
+
+        receipt, fresh = await receipted_write(
+            conn, chat_id=chat_id, append_id=append_id, digest=digest,
+            last_sequence=last_sequence, write=write, conflict="write")
+        if fresh is not None:
+            return fresh[0]
+        row = (await conn.execute(select(messages).where(
+            messages.c.id == receipt.message_ids[0]))).first()
+        if row is None:
+            raise NotFound(f"the message edit {append_id!r} wrote was deleted since")
+        return message_from_row(row)
 
 
 async def switch_branch(db: Database, who: Identity, chat_id: str, leaf_id: str) -> Chat:
