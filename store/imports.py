@@ -44,6 +44,7 @@ from store.database import Database
 from store.errors import AppendConflict, Conflict, InvalidArgument, NotFound
 from store.ids import check_append_id, check_chat_id, check_message_id, new_id
 from store.jsonutil import canonical_digest
+from store.limits import ID_CHARS, MODE_CHARS, NAME_CHARS, TITLE_CHARS, TYPE_CHARS
 from store.messages import MESSAGE_STATUSES, ROLES, check_tokens
 from store.records import Chat, Identity
 from store.rows import document_rows, write_rows
@@ -63,7 +64,6 @@ __all__ = [
 ]
 
 IMPORT_FORMATS = ("CHATQL", "OPENAI")
-_MAX_NAME = 200
 _OPENAI_ROLES = {"user": "USER", "assistant": "ASSISTANT", "system": "SYSTEM",
                  "developer": "SYSTEM", "tool": "TOOL"}
 
@@ -82,7 +82,7 @@ def _bad(where: str, what: str) -> InvalidArgument:
 
 
 def _text(line: Mapping[str, Any], name: str, where: str, *, required: bool = False,
-          limit: int = _MAX_NAME) -> str | None:
+          limit: int = NAME_CHARS) -> str | None:
     value = line.get(name)
     if value is None:
         if required:
@@ -148,7 +148,7 @@ def parse_chat_line(line: Any, who: Identity, *, chat_id: str | None = None,
     created = _time(line, "createdAt", where, stamp)
     last_message = _time(line, "lastMessageAt", where, None)
     values: dict[str, Any] = {
-        "title": _text(line, "title", where, limit=1_000),
+        "title": _text(line, "title", where, limit=TITLE_CHARS),
         "status": _one_of(line, "status", where, CHAT_STATUSES, "ACTIVE"),
         "share": _one_of(line, "share", where, CHAT_SHARES, "PRIVATE"),
         "public": bool(line.get("public", False)),
@@ -162,7 +162,7 @@ def parse_chat_line(line: Any, who: Identity, *, chat_id: str | None = None,
         values = normalised_fields(values)
     except InvalidArgument as error:
         raise _bad(where, str(error)) from None
-    mode = _text(line, "mode", where, limit=32) or "chat"
+    mode = _text(line, "mode", where, limit=MODE_CHARS) or "chat"
     return {
         **values,
         "id": target,
@@ -188,9 +188,9 @@ def _message_row(line: Mapping[str, Any], where: str) -> dict[str, Any]:
     sequence = _int(line, "sequence", where)
     if sequence < 1:
         raise _bad(where, "field 'sequence' must be positive")
-    kind = _text(line, "type", where, required=True, limit=64)
+    kind = _text(line, "type", where, required=True, limit=TYPE_CHARS)
     if not kind or kind == "event":
-        raise _bad(where, "field 'type' must be 1-64 characters and not 'event'")
+        raise _bad(where, f"field 'type' must be 1-{TYPE_CHARS} characters and not 'event'")
     created = _time(line, "createdAt", where, stamp)
     # An export names each message's parent (null for a root); a document without the
     # field is one chain in sequence order.
@@ -231,7 +231,7 @@ def _resume_row(line: Mapping[str, Any], where: str) -> dict[str, Any]:
     stamp = now()
     created = _time(line, "createdAt", where, stamp)
     return {
-        "id": _text(line, "id", where, limit=64) or new_id(),
+        "id": _text(line, "id", where, limit=ID_CHARS) or new_id(),
         "request_id": _text(line, "requestId", where),
         "assistant_id": _text(line, "assistantId", where),
         "stack_id": _text(line, "stackId", where),

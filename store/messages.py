@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, Row, exists, false, select, update
 from sqlalchemy.exc import IntegrityError
@@ -29,6 +29,7 @@ from store.errors import (
 )
 from store.ids import check_append_id, check_chat_id, check_message_id, new_id
 from store.jsonutil import canonical_digest
+from store.limits import MAX_TOKENS, TYPE_CHARS, check_length, check_optional_name
 from store.receipts import receipted_write
 from store.records import AppendReceipt, BranchPosition, Chat, Identity, Message, MessagePage
 from store.rows import chain_rows, gc_paused, row_records, write_rows
@@ -55,6 +56,7 @@ __all__ = [
     "list_branch",
     "list_messages",
     "lock_chat_for_append",
+    "lock_chat_for_write",
     "message_from_row",
     "message_siblings",
     "switch_branch",
@@ -66,9 +68,6 @@ MESSAGE_STATUSES = ("COMPLETED", "INTERRUPTED", "FAILED")
 MAX_APPEND_BATCH = 1_000
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
-#: Largest token count accepted (2^53: exact in every JSON client).
-MAX_TOKENS = 2**53
-_MAX_NAME = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +107,7 @@ class NewMessage:
             check_message_id(self.id)
         if self.role not in ROLES:
             raise InvalidArgument(f"role must be one of {', '.join(ROLES)}")
-        if not isinstance(self.type, str) or not 1 <= len(self.type) <= 64:
-            raise InvalidArgument("message type must be 1-64 characters")
+        check_length(self.type, "message type", TYPE_CHARS)
         if self.type == "event":
             raise InvalidArgument("messages of type 'event' are never stored")
         if not isinstance(self.props, dict):
@@ -120,9 +118,7 @@ class NewMessage:
             raise InvalidArgument(f"status must be one of {', '.join(MESSAGE_STATUSES)}")
         check_tokens(self.tokens)
         for name in ("request_id", "block_id", "thread_id", "assistant_id"):
-            value = getattr(self, name)
-            if value is not None and len(value) > _MAX_NAME:
-                raise InvalidArgument(f"{name} must be at most {_MAX_NAME} characters")
+            check_optional_name(getattr(self, name), name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,25 +188,35 @@ async def lock_chat_for_append(conn: AsyncConnection, who: Identity, chat_id: st
 
     A purged id is CHAT_CLOSED; a deleted, absent or unreadable chat is NOT_FOUND.
     """
-    # Scoped to the caller's tenant: another tenant's purged id reads as absent.
-    closed = await conn.scalar(select(exists().where(
-        closed_chats.c.id == chat_id, closed_chats.c.tenant_id == who.tenant_id
-    )))
-    if closed:
-        raise ChatClosed(f"chat {chat_id!r} was purged; it accepts no more messages")
+    return (await lock_chat_for_write(conn, who, chat_id)).last_sequence
+
+
+class ChatEnd(NamedTuple):
+    """Where a locked chat's next messages go: after ``last_sequence``, below
+    ``active_leaf_id`` (None while the chat has no messages)."""
+
+    last_sequence: int
+    active_leaf_id: str | None
+
+
+async def lock_chat_for_write(conn: AsyncConnection, who: Identity, chat_id: str) -> ChatEnd:
+    """:func:`lock_chat_for_append`, also returning the chat's active leaf (one read)."""
     try:
         row = await access.require(conn, who, chat_id, "append",
-                                   columns=(chats.c.last_sequence,), lock=True)
+                                   columns=(chats.c.last_sequence, chats.c.active_leaf_id),
+                                   lock=True)
     except NotFound:
-        # A purge that held the chat lock while we waited has committed its tombstone
-        # by now: report the closure, not a mere absence.
+        # A purged id has no chat row (and is never used again), so the tombstone is
+        # only looked for here — also when a purge that held the chat lock while we
+        # waited has committed it by now: report the closure, not a mere absence.
+        # Scoped to the caller's tenant: another tenant's purged id reads as absent.
         if await conn.scalar(select(exists().where(
             closed_chats.c.id == chat_id, closed_chats.c.tenant_id == who.tenant_id
         ))):
             raise ChatClosed(
                 f"chat {chat_id!r} was purged; it accepts no more messages") from None
         raise
-    return int(row.last_sequence)
+    return ChatEnd(int(row.last_sequence), row.active_leaf_id)
 
 
 async def insert_messages(
@@ -317,13 +323,13 @@ async def append_messages(
         {"parentId": parent_id, "messages": [message.wire() for message in batch]})
     try:
         async with db.write() as conn:
-            last_sequence = await lock_chat_for_append(conn, who, chat_id)
+            last_sequence, leaf = await lock_chat_for_write(conn, who, chat_id)
 
             async def write() -> list[Message]:
                 return await insert_messages(conn, chat_id, batch,
                                              last_sequence=last_sequence,
-                                             parent_id=parent_id,
-                                             explicit_parent=parent_id is not None)
+                                             parent_id=leaf if parent_id is None else parent_id,
+                                             explicit_parent=True)
 
             receipt, _ = await receipted_write(
                 conn, chat_id=chat_id, append_id=append_id, digest=digest,

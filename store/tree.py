@@ -85,18 +85,21 @@ async def chain_links(conn: AsyncConnection, chat_id: str, parent_id: str | None
 
     parent = None if parent_id is None else await link(parent_id)
     links: list[Link] = []
+    # The chain's own messages by depth: most jumps land among them (a long stream
+    # makes thousands of links, so this loop stays free of lookups by id).
+    base = 1 if parent is None else parent.depth + 1
     for message_id in ids:
         if parent is None:
             new = Link(message_id, None, 1, message_id, 1)
         else:
-            jump = known.get(parent.jump_id) or await link(parent.jump_id)
-            if parent.depth - parent.jump_depth == parent.jump_depth - jump.jump_depth:
-                new = Link(message_id, parent.id, parent.depth + 1, jump.jump_id,
-                           jump.jump_depth)
+            above, _, depth, jump_id, jump_depth = parent
+            jump = links[jump_depth - base] if jump_depth >= base else await link(jump_id)
+            if depth - jump_depth == jump_depth - jump.jump_depth:
+                new = Link(message_id, above, depth + 1, jump.jump_id, jump.jump_depth)
             else:
-                new = Link(message_id, parent.id, parent.depth + 1, parent.id, parent.depth)
-        known[message_id] = parent = new
+                new = Link(message_id, above, depth + 1, above, depth)
         links.append(new)
+        parent = new
     return links
 
 

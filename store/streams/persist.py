@@ -4,7 +4,7 @@
 
 - the user input and every stored message with its final props, each with the end
   status, sequences in first-arrival order (:func:`store.messages.insert_chain`
-  under :func:`store.messages.lock_chat_for_append`; the rows built and written by
+  under :func:`store.messages.lock_chat_for_write`; the rows built and written by
   :mod:`store.rows`, COPY on Postgres for large streams), and the chat's lastMessageAt;
 - unless the stream completed, every buffered step as a resume record (the newest
   step still ``running`` takes the end status; older running steps, such as a
@@ -28,7 +28,7 @@ from store import access
 from store.database import Database
 from store.ids import new_id
 from store.jsonutil import canonical_digest
-from store.messages import insert_chain, lock_chat_for_append, message_from_row
+from store.messages import insert_chain, lock_chat_for_write, message_from_row
 from store.receipts import receipted_write
 from store.records import Identity, Message, ResumeRecord
 from store.resume import StepIn, insert_resume, resume_from_row
@@ -101,12 +101,13 @@ async def write(db: Database, stream: StreamBuffer) -> StreamResult:
     })
     resume: list[ResumeRecord] = []
     async with db.write() as conn:
-        last_sequence = await lock_chat_for_append(conn, stream.owner, chat_id)
+        last_sequence, leaf = await lock_chat_for_write(conn, stream.owner, chat_id)
 
         async def write_all() -> list[Message]:
             written = [] if not ids else await insert_chain(
                 conn, chat_id, ids, contents, last_sequence=last_sequence, chosen=chosen,
-                parent_id=stream.parent_id, explicit_parent=stream.parent_id is not None)
+                parent_id=leaf if stream.parent_id is None else stream.parent_id,
+                explicit_parent=True)
             resume.extend(await insert_resume(conn, chat_id, steps,
                                               request_id=stream.info.request_id,
                                               assistant_id=stream.assistant_id))
