@@ -8,7 +8,7 @@ as the batch, so a batch is either wholly accepted with its receipt or not at al
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -249,7 +249,7 @@ async def insert_chain(
     conn: AsyncConnection,
     chat_id: str,
     ids: Sequence[str],
-    contents: Sequence[Sequence[Any]],
+    contents: Iterable[Sequence[Any]],
     *,
     last_sequence: int,
     chosen: Sequence[str] = (),
@@ -280,6 +280,7 @@ async def insert_chain(
     with gc_paused():  # the tree links need a row read or two at most
         links = await tree.chain_links(conn, chat_id, parent_id, ids)
         rows = chain_rows(chat_id, last_sequence + 1, stamp, links, contents)
+        del links  # freed here, while the collector is held off
     await write_rows(conn, rows)
     await conn.execute(
         update(chats)

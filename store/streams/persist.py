@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -32,7 +33,6 @@ from store.messages import insert_chain, lock_chat_for_write, message_from_row
 from store.receipts import receipted_write
 from store.records import Identity, Message, ResumeRecord
 from store.resume import StepIn, insert_resume, resume_from_row
-from store.rows import gc_paused
 from store.streams.buffer import StreamBuffer, StreamInfo, StreamResult
 from store.tables import append_receipts, chats, messages, resume_records
 from store.usage import record_usage
@@ -44,25 +44,27 @@ DB_ERRORS = (DBAPIError, OperationalError, InterfaceError, OSError, ConnectionEr
              asyncio.TimeoutError)
 
 
-def _chain(stream: StreamBuffer) -> tuple[list[str], list[tuple[Any, ...]]]:
+def _chain(stream: StreamBuffer) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
     """Ids and :data:`store.rows.CONTENT_COLUMNS` values of the messages to store: the
-    user input, then every message in first-arrival order, all with the end status."""
+    user input, then every message in first-arrival order, all with the end status.
+    The values come as a generator, so a long stream's are never all held at once."""
     status = stream.end_status or "INTERRUPTED"
     request_id = stream.info.request_id
     assistant_id = stream.assistant_id
-    ids: list[str] = []
-    contents: list[tuple[Any, ...]] = []
     m = stream.user_input
+    ids = [message.id for message in stream.state.messages.values()]
     if m is not None:
-        ids.append(m.id or new_id())
-        contents.append((m.request_id, m.role, m.type, m.props, m.block_id, m.thread_id,
-                         m.assistant_id or assistant_id, status, m.metadata, m.tokens))
-    for message in stream.state.messages.values():
-        ids.append(message.id)
-        contents.append((request_id, message.role, message.type, message.props,
-                         message.block_id, message.thread_id, assistant_id, status, None,
-                         message.tokens))
-    return ids, contents
+        ids.insert(0, m.id or new_id())
+
+    def contents() -> Iterator[tuple[Any, ...]]:
+        if m is not None:
+            yield (m.request_id, m.role, m.type, m.props, m.block_id, m.thread_id,
+                   m.assistant_id or assistant_id, status, m.metadata, m.tokens)
+        for message in stream.state.messages.values():
+            yield (request_id, message.role, message.type, message.props, message.block_id,
+                   message.thread_id, assistant_id, status, None, message.tokens)
+
+    return ids, contents()
 
 
 def _resume_steps(stream: StreamBuffer) -> list[StepIn]:
@@ -83,8 +85,6 @@ def _resume_steps(stream: StreamBuffer) -> list[StepIn]:
 async def write(db: Database, stream: StreamBuffer) -> StreamResult:
     """Write the ended ``stream`` once (a second call returns what the first wrote)."""
     chat_id = stream.info.chat_id
-    with gc_paused():
-        ids, contents = _chain(stream)
     # Only the user input's id can have been chosen by a caller; the service's own
     # ids are unique by construction.
     chosen = ([stream.user_input.id] if stream.user_input is not None
@@ -104,6 +104,7 @@ async def write(db: Database, stream: StreamBuffer) -> StreamResult:
         last_sequence, leaf = await lock_chat_for_write(conn, stream.owner, chat_id)
 
         async def write_all() -> list[Message]:
+            ids, contents = _chain(stream)
             written = [] if not ids else await insert_chain(
                 conn, chat_id, ids, contents, last_sequence=last_sequence, chosen=chosen,
                 parent_id=leaf if stream.parent_id is None else stream.parent_id,
