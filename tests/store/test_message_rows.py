@@ -197,3 +197,28 @@ def test_import_checks_tokens() -> None:
     parsed = ParsedChat(chat={})
     parse_line({**line, "tokens": 12}, 2, parsed, 0)
     assert parsed.messages[0]["tokens"] == 12
+
+
+def test_the_collector_pause_is_counted_and_restores_what_it_found() -> None:
+    import gc
+
+    assert gc.isenabled()
+    outer = rows.gc_paused()
+    inner = rows.gc_paused()
+    outer.__enter__()
+    inner.__enter__()
+    assert not gc.isenabled()
+    outer.__exit__(None, None, None)  # interleaved: the other pause still holds
+    assert not gc.isenabled()
+    inner.__exit__(None, None, None)
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), rows.gc_paused():
+        raise RuntimeError("a failed build")
+    assert gc.isenabled()
+    gc.disable()  # switched off by someone else: left off
+    try:
+        with rows.gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
