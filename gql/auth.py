@@ -29,6 +29,7 @@ import jwt
 
 from gql.settings import Settings
 from store.errors import Unauthenticated
+from store.limits import NAME_CHARS
 from store.records import Identity
 
 __all__ = [
@@ -44,7 +45,7 @@ AUTH_MODES = ("dev", "jwt")
 #: RFC 7518 §3.2: an HS256 key must be at least as long as the hash output.
 MIN_HMAC_KEY_BYTES = 32
 _MAX_TOKEN_CHARS = 8 * 1024
-_MAX_CLAIM_CHARS = 200
+_MAX_CLAIM_CHARS = NAME_CHARS
 
 _DEV_KEYS = {
     "user_id": "x-user-id",

@@ -37,11 +37,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from store import access, tree
 from store import chats as store_chats
 from store.database import Database
-from store.errors import Conflict, Forbidden, InvalidArgument, NotFound, PersistFailed
+from store.errors import Conflict, InvalidArgument, NotFound, PersistFailed
 from store.export import export_chat
 from store.ids import check_chat_id, new_id
 from store.imports import ParsedChat, parse_line
 from store.records import Chat, Identity
+from store.rows import document_rows, write_rows
 from store.tables import chats, messages, resume_records
 
 __all__ = ["ChatArchive", "archive_chat", "archive_idle", "is_archived", "restore_archive"]
@@ -175,14 +176,7 @@ async def archive_chat(db: Database, archive: ChatArchive, who: Identity,
     """Archive a chat ``who`` may change (archiving an archived chat changes nothing)."""
     check_chat_id(chat_id)
     async with db.read() as conn:
-        row = (await conn.execute(
-            select(chats, access.can_write(who).label("writable"))
-            .where(chats.c.id == chat_id, store_chats.present(), access.can_read(who))
-        )).first()
-    if row is None:
-        raise NotFound(f"chat {chat_id!r} not found")
-    if not row.writable:
-        raise Forbidden(f"you may read chat {chat_id!r} but not change it")
+        row = await access.require(conn, who, chat_id, "write", columns=(chats,))
     chat = store_chats.chat_from_row(row)
     if chat.archived_at is None:
         await _archive(db, archive, chat)
@@ -205,13 +199,8 @@ async def restore_archive(db: Database, archive: ChatArchive, who: Identity,
     check_chat_id(chat_id)
     key: str | None = None
     async with db.write() as conn:
-        row = (await conn.execute(
-            select(chats.c.archive_key)
-            .where(chats.c.id == chat_id, store_chats.present(), access.can_read(who))
-            .with_for_update()
-        )).first()
-        if row is None:
-            raise NotFound(f"chat {chat_id!r} not found")
+        row = await access.require(conn, who, chat_id, columns=(chats.c.archive_key,),
+                                   lock=True)
         if row.archive_key is not None:
             key = row.archive_key
             await _restore_rows(conn, archive, chat_id, key)
@@ -235,8 +224,7 @@ async def _restore_rows(conn: AsyncConnection, archive: ChatArchive, chat_id: st
         if parsed.messages:
             # The chat row kept its active leaf; the rows come back with their tree.
             await tree.link_rows(conn, chat_id, parsed.messages)
-            await conn.execute(insert(messages),
-                               [{**r, "chat_id": chat_id} for r in parsed.messages])
+            await write_rows(conn, document_rows(chat_id, parsed.messages))
         if parsed.resume:
             await conn.execute(insert(resume_records),
                                [{**r, "chat_id": chat_id} for r in parsed.resume])

@@ -42,7 +42,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store import access
-from store.chats import CHAT_STATUSES, chat_from_row, check_tags, now, present
+from store.chats import CHAT_STATUSES, chat_from_row, check_channel, check_tags, now, present
 from store.database import Database
 from store.errors import InvalidArgument, InvalidCursor
 from store.messages import message_from_row
@@ -128,8 +128,8 @@ class ChatListFilter:
             raise InvalidArgument(f"status must be one of {', '.join(CHAT_STATUSES)}")
         if self.time_field not in TIME_FIELDS:
             raise InvalidArgument(f"timeField must be one of {', '.join(TIME_FIELDS)}")
-        if self.channel is not None and not 1 <= len(self.channel) <= 64:
-            raise InvalidArgument("channel must be 1-64 characters")
+        if self.channel is not None:
+            check_channel(self.channel)
         if self.keywords is not None and len(self.keywords) > _MAX_KEYWORDS:
             raise InvalidArgument(f"keywords must be at most {_MAX_KEYWORDS} characters")
         for name in ("start_time", "end_time"):

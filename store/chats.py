@@ -21,6 +21,16 @@ from store import access
 from store.database import Database
 from store.errors import Conflict, Forbidden, InvalidArgument
 from store.ids import check_chat_id, new_id
+from store.limits import (
+    CHANNEL_CHARS,
+    MAX_TAGS,
+    MODE_CHARS,
+    NAME_CHARS,
+    TAG_CHARS,
+    TITLE_CHARS,
+    check_length,
+    check_optional_name,
+)
 from store.records import Chat, Identity
 from store.tables import (
     append_receipts,
@@ -60,12 +70,8 @@ CHAT_SHARES = ("PRIVATE", "TEAM")
 _UPDATABLE = (
     "title", "status", "share", "public", "sort", "metadata", "tags", "pinned", "expires_at",
 )
-_MAX_TITLE = 1_000
-_MAX_NAME = 200
-_MAX_CHANNEL = 64
 DEFAULT_CHANNEL = "api"
-MAX_TAGS = 20
-MAX_TAG_LENGTH = 64
+MAX_TAG_LENGTH = TAG_CHARS
 
 
 def now() -> datetime:
@@ -138,8 +144,7 @@ def chat_from_row(row: Row[Any]) -> Chat:
 
 def _check_fields(values: Mapping[str, Any]) -> None:
     title = values.get("title")
-    if title is not None and len(title) > _MAX_TITLE:
-        raise InvalidArgument(f"title must be at most {_MAX_TITLE} characters")
+    check_optional_name(title, "title", TITLE_CHARS)
     if "status" in values and values["status"] not in CHAT_STATUSES:
         raise InvalidArgument(f"status must be one of {', '.join(CHAT_STATUSES)}")
     if "share" in values and values["share"] not in CHAT_SHARES:
@@ -187,11 +192,9 @@ async def create_chat(
 ) -> Chat:
     """Create a chat owned by ``who``; ``id`` is generated when not given."""
     chat_id = new_id() if id is None else check_chat_id(id)
-    if not assistant_id or len(assistant_id) > _MAX_NAME:
-        raise InvalidArgument(f"assistantId must be 1-{_MAX_NAME} characters")
+    check_length(assistant_id, "assistantId", NAME_CHARS)
     check_channel(channel)
-    if not mode or len(mode) > 32:
-        raise InvalidArgument("mode must be 1-32 characters")
+    check_length(mode, "mode", MODE_CHARS)
     fields = normalised_fields({
         "title": title, "share": share, "public": public, "sort": sort,
         "metadata": metadata, "tags": [] if tags is None else tags, "pinned": pinned,
@@ -239,9 +242,7 @@ async def insert_chat(conn: AsyncConnection, values: Mapping[str, Any]) -> Chat:
 
 
 def check_channel(channel: str) -> str:
-    if not isinstance(channel, str) or not 1 <= len(channel) <= _MAX_CHANNEL:
-        raise InvalidArgument(f"channel must be 1-{_MAX_CHANNEL} characters")
-    return channel
+    return check_length(channel, "channel", CHANNEL_CHARS)
 
 
 async def chat_for(
@@ -266,12 +267,9 @@ async def find_chat_for(
     row and the rest find it. A soft-deleted one is restored; a purged one is gone, so
     the next call makes a new chat.
     """
-    if not assistant_id or len(assistant_id) > _MAX_NAME:
-        raise InvalidArgument(f"assistantId must be 1-{_MAX_NAME} characters")
+    check_length(assistant_id, "assistantId", NAME_CHARS)
     check_channel(channel)
-    person = who.user_id if subject is None else subject
-    if not person or len(person) > _MAX_NAME:
-        raise InvalidArgument(f"subject must be 1-{_MAX_NAME} characters")
+    person = check_length(who.user_id if subject is None else subject, "subject", NAME_CHARS)
     if person != who.user_id and not (who.is_agent or who.is_admin):
         raise Forbidden("only an agent or admin may ask for another person's chat")
     key = (chats.c.tenant_id == who.tenant_id, chats.c.assistant_id == assistant_id,

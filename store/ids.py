@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import re
 import time
+from typing import TypeGuard
 
 from store.errors import InvalidArgument
+from store.limits import ID_CHARS, KEY_CHARS, check_length
 
-__all__ = ["check_append_id", "check_chat_id", "check_message_id", "new_id"]
+__all__ = ["check_append_id", "check_chat_id", "check_message_id", "is_id", "new_id"]
 
-_ID_RE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+_ID_RE = re.compile(rf"[A-Za-z0-9_.:-]{{1,{ID_CHARS}}}")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 
@@ -28,10 +30,15 @@ def new_id() -> str:
     return "".join(reversed(chars))
 
 
+def is_id(value: object) -> TypeGuard[str]:
+    """Whether ``value`` follows the id rule (1-64 of letters, digits, '_', '.', ':', '-')."""
+    return isinstance(value, str) and _ID_RE.fullmatch(value) is not None
+
+
 def _check_id(value: str, what: str) -> str:
-    if not isinstance(value, str) or not _ID_RE.fullmatch(value):
+    if not is_id(value):
         raise InvalidArgument(
-            f"{what} must be 1-64 characters of letters, digits, '_', '.', ':' or '-';"
+            f"{what} must be 1-{ID_CHARS} characters of letters, digits, '_', '.', ':' or '-';"
             f" got {value!r:.80}"
         )
     return value
@@ -46,8 +53,7 @@ def check_message_id(value: str) -> str:
 
 
 def check_append_id(value: str) -> str:
-    if not isinstance(value, str) or not 1 <= len(value) <= 128:
-        raise InvalidArgument("appendId must be 1-128 characters long")
+    check_length(value, "appendId", KEY_CHARS)
     if _CONTROL_RE.search(value):
         raise InvalidArgument("appendId must not contain control characters")
     if value != value.strip():

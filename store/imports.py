@@ -38,14 +38,16 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from store import jsonutil, tree
+from store import tree
 from store.chats import CHAT_SHARES, CHAT_STATUSES, get_chat, insert_chat, normalised_fields, now
 from store.database import Database
 from store.errors import AppendConflict, Conflict, InvalidArgument, NotFound
 from store.ids import check_append_id, check_chat_id, check_message_id, new_id
 from store.jsonutil import canonical_digest
-from store.messages import MESSAGE_STATUSES, ROLES
+from store.limits import ID_CHARS, MODE_CHARS, NAME_CHARS, TITLE_CHARS, TYPE_CHARS
+from store.messages import MESSAGE_STATUSES, ROLES, check_tokens
 from store.records import Chat, Identity
+from store.rows import document_rows, write_rows
 from store.tables import chat_imports, chats, messages, resume_records
 
 __all__ = [
@@ -62,11 +64,6 @@ __all__ = [
 ]
 
 IMPORT_FORMATS = ("CHATQL", "OPENAI")
-_MESSAGE_COLUMNS = ("id", "chat_id", "sequence", "request_id", "role", "type", "props",
-                    "block_id", "thread_id", "assistant_id", "status", "metadata",
-                    "created_at", "updated_at", "parent_id", "depth", "jump_id",
-                    "jump_depth")
-_MAX_NAME = 200
 _OPENAI_ROLES = {"user": "USER", "assistant": "ASSISTANT", "system": "SYSTEM",
                  "developer": "SYSTEM", "tool": "TOOL"}
 
@@ -85,7 +82,7 @@ def _bad(where: str, what: str) -> InvalidArgument:
 
 
 def _text(line: Mapping[str, Any], name: str, where: str, *, required: bool = False,
-          limit: int = _MAX_NAME) -> str | None:
+          limit: int = NAME_CHARS) -> str | None:
     value = line.get(name)
     if value is None:
         if required:
@@ -151,7 +148,7 @@ def parse_chat_line(line: Any, who: Identity, *, chat_id: str | None = None,
     created = _time(line, "createdAt", where, stamp)
     last_message = _time(line, "lastMessageAt", where, None)
     values: dict[str, Any] = {
-        "title": _text(line, "title", where, limit=1_000),
+        "title": _text(line, "title", where, limit=TITLE_CHARS),
         "status": _one_of(line, "status", where, CHAT_STATUSES, "ACTIVE"),
         "share": _one_of(line, "share", where, CHAT_SHARES, "PRIVATE"),
         "public": bool(line.get("public", False)),
@@ -165,7 +162,7 @@ def parse_chat_line(line: Any, who: Identity, *, chat_id: str | None = None,
         values = normalised_fields(values)
     except InvalidArgument as error:
         raise _bad(where, str(error)) from None
-    mode = _text(line, "mode", where, limit=32) or "chat"
+    mode = _text(line, "mode", where, limit=MODE_CHARS) or "chat"
     return {
         **values,
         "id": target,
@@ -191,9 +188,9 @@ def _message_row(line: Mapping[str, Any], where: str) -> dict[str, Any]:
     sequence = _int(line, "sequence", where)
     if sequence < 1:
         raise _bad(where, "field 'sequence' must be positive")
-    kind = _text(line, "type", where, required=True, limit=64)
+    kind = _text(line, "type", where, required=True, limit=TYPE_CHARS)
     if not kind or kind == "event":
-        raise _bad(where, "field 'type' must be 1-64 characters and not 'event'")
+        raise _bad(where, f"field 'type' must be 1-{TYPE_CHARS} characters and not 'event'")
     created = _time(line, "createdAt", where, stamp)
     # An export names each message's parent (null for a root); a document without the
     # field is one chain in sequence order.
@@ -218,14 +215,23 @@ def _message_row(line: Mapping[str, Any], where: str) -> dict[str, Any]:
         "metadata": _object(line, "metadata", where),
         "created_at": created,
         "updated_at": _time(line, "updatedAt", where, created),
+        "tokens": _tokens(line, where),
     }
+
+
+def _tokens(line: Mapping[str, Any], where: str) -> int | None:
+    try:
+        check_tokens(line.get("tokens"))
+    except InvalidArgument as error:
+        raise _bad(where, f"field 'tokens': {error}") from None
+    return line.get("tokens")
 
 
 def _resume_row(line: Mapping[str, Any], where: str) -> dict[str, Any]:
     stamp = now()
     created = _time(line, "createdAt", where, stamp)
     return {
-        "id": _text(line, "id", where, limit=64) or new_id(),
+        "id": _text(line, "id", where, limit=ID_CHARS) or new_id(),
         "request_id": _text(line, "requestId", where),
         "assistant_id": _text(line, "assistantId", where),
         "stack_id": _text(line, "stackId", where),
@@ -353,25 +359,7 @@ async def _write_rows(conn: AsyncConnection, chat_id: str, parsed: ParsedChat) -
         leaf = await tree.link_rows(conn, chat_id, parsed.messages)
         await conn.execute(update(chats).where(chats.c.id == chat_id)
                            .values(active_leaf_id=leaf))
-        if conn.dialect.name == "postgresql":
-            # COPY: the bulk path Postgres is fastest at (the search vector is a
-            # generated column, so it is computed all the same).
-            dumps = jsonutil.dumps
-            records = [
-                (r["id"], chat_id, r["sequence"], r["request_id"], r["role"], r["type"],
-                 dumps(r["props"]), r["block_id"], r["thread_id"], r["assistant_id"],
-                 r["status"], None if r["metadata"] is None else dumps(r["metadata"]),
-                 r["created_at"], r["updated_at"], r["parent_id"], r["depth"], r["jump_id"],
-                 r["jump_depth"])
-                for r in parsed.messages
-            ]
-            raw = await conn.get_raw_connection()
-            driver: Any = raw.driver_connection
-            await driver.copy_records_to_table("messages", records=records,
-                                               columns=_MESSAGE_COLUMNS)
-        else:
-            await conn.execute(insert(messages), [{**row, "chat_id": chat_id}
-                                                  for row in parsed.messages])
+        await write_rows(conn, document_rows(chat_id, parsed.messages))
         # Sequences rise strictly through a document, so a batch's last is the highest.
         await conn.execute(update(chats).where(chats.c.id == chat_id)
                            .values(last_sequence=parsed.messages[-1]["sequence"]))

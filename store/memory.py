@@ -69,7 +69,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from store import access, jsonutil
 from store.database import Database
 from store.errors import Conflict, Forbidden, InvalidArgument, InvalidCursor, MemoryFull, NotFound
-from store.ids import new_id
+from store.ids import is_id, new_id
+from store.limits import KEY_CHARS, NAME_CHARS
 from store.records import Chat, Identity, Message
 from store.search import MAX_TERMS, RELEVANCE_TIE_TOLERANCE, clean_query, fts5_match
 from store.tables import UTCDateTime, memory_entries, memory_scopes
@@ -111,13 +112,12 @@ DEFAULT_SEARCH = 20
 MAX_SEARCH = 100
 #: Scopes one read may name.
 MAX_SCOPES = 50
-MAX_NAME_CHARS = 200
-MAX_WRITE_ID_CHARS = 128
+MAX_NAME_CHARS = NAME_CHARS
+MAX_WRITE_ID_CHARS = KEY_CHARS
 #: Candidates ranked in SQL before near-ties are reordered, beyond ``first``.
 _CANDIDATE_MARGIN = 20
 
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_ENTRY_ID_RE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _fts = table("memory_search", column("rowid"), column("owner"), column("body"))
 _fts_keys = table("memory_search_keys", column("key"), column("entry_id"))
 _SIMPLE: ColumnElement[Any] = literal_column("'simple'::regconfig")
@@ -242,7 +242,7 @@ def _check_write_id(write_id: object) -> str:
 
 
 def _check_entry_id(entry_id: object) -> str:
-    if not isinstance(entry_id, str) or not _ENTRY_ID_RE.fullmatch(entry_id):
+    if not is_id(entry_id):
         raise InvalidArgument(
             "a memory entry id is 1-64 characters of letters, digits, '_', '.', ':' or '-'"
         )

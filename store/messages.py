@@ -8,11 +8,11 @@ as the batch, so a batch is either wholly accepted with its receipt or not at al
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Row, exists, false, insert, select, update
+from sqlalchemy import ColumnElement, Row, exists, false, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -20,7 +20,6 @@ from store import access, tree
 from store.chats import fetch_visible_chat, now, present
 from store.database import Database
 from store.errors import (
-    AppendConflict,
     ChatClosed,
     Conflict,
     InvalidArgument,
@@ -30,8 +29,11 @@ from store.errors import (
 )
 from store.ids import check_append_id, check_chat_id, check_message_id, new_id
 from store.jsonutil import canonical_digest
+from store.limits import MAX_TOKENS, TYPE_CHARS, check_length, check_optional_name
+from store.receipts import receipted_write
 from store.records import AppendReceipt, BranchPosition, Chat, Identity, Message, MessagePage
-from store.tables import append_receipts, chats, closed_chats, messages
+from store.rows import chain_rows, gc_paused, row_records, write_rows
+from store.tables import chats, closed_chats, messages
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -49,10 +51,12 @@ __all__ = [
     "delete_messages",
     "edit_message",
     "get_message",
+    "insert_chain",
     "insert_messages",
     "list_branch",
     "list_messages",
     "lock_chat_for_append",
+    "lock_chat_for_write",
     "message_from_row",
     "message_siblings",
     "switch_branch",
@@ -64,9 +68,6 @@ MESSAGE_STATUSES = ("COMPLETED", "INTERRUPTED", "FAILED")
 MAX_APPEND_BATCH = 1_000
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
-#: Largest token count accepted (2^53: exact in every JSON client).
-MAX_TOKENS = 2**53
-_MAX_NAME = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +107,7 @@ class NewMessage:
             check_message_id(self.id)
         if self.role not in ROLES:
             raise InvalidArgument(f"role must be one of {', '.join(ROLES)}")
-        if not isinstance(self.type, str) or not 1 <= len(self.type) <= 64:
-            raise InvalidArgument("message type must be 1-64 characters")
+        check_length(self.type, "message type", TYPE_CHARS)
         if self.type == "event":
             raise InvalidArgument("messages of type 'event' are never stored")
         if not isinstance(self.props, dict):
@@ -118,9 +118,7 @@ class NewMessage:
             raise InvalidArgument(f"status must be one of {', '.join(MESSAGE_STATUSES)}")
         check_tokens(self.tokens)
         for name in ("request_id", "block_id", "thread_id", "assistant_id"):
-            value = getattr(self, name)
-            if value is not None and len(value) > _MAX_NAME:
-                raise InvalidArgument(f"{name} must be at most {_MAX_NAME} characters")
+            check_optional_name(getattr(self, name), name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,25 +188,35 @@ async def lock_chat_for_append(conn: AsyncConnection, who: Identity, chat_id: st
 
     A purged id is CHAT_CLOSED; a deleted, absent or unreadable chat is NOT_FOUND.
     """
-    # Scoped to the caller's tenant: another tenant's purged id reads as absent.
-    closed = await conn.scalar(select(exists().where(
-        closed_chats.c.id == chat_id, closed_chats.c.tenant_id == who.tenant_id
-    )))
-    if closed:
-        raise ChatClosed(f"chat {chat_id!r} was purged; it accepts no more messages")
+    return (await lock_chat_for_write(conn, who, chat_id)).last_sequence
+
+
+class ChatEnd(NamedTuple):
+    """Where a locked chat's next messages go: after ``last_sequence``, below
+    ``active_leaf_id`` (None while the chat has no messages)."""
+
+    last_sequence: int
+    active_leaf_id: str | None
+
+
+async def lock_chat_for_write(conn: AsyncConnection, who: Identity, chat_id: str) -> ChatEnd:
+    """:func:`lock_chat_for_append`, also returning the chat's active leaf (one read)."""
     try:
         row = await access.require(conn, who, chat_id, "append",
-                                   columns=(chats.c.last_sequence,), lock=True)
+                                   columns=(chats.c.last_sequence, chats.c.active_leaf_id),
+                                   lock=True)
     except NotFound:
-        # A purge that held the chat lock while we waited has committed its tombstone
-        # by now: report the closure, not a mere absence.
+        # A purged id has no chat row (and is never used again), so the tombstone is
+        # only looked for here — also when a purge that held the chat lock while we
+        # waited has committed it by now: report the closure, not a mere absence.
+        # Scoped to the caller's tenant: another tenant's purged id reads as absent.
         if await conn.scalar(select(exists().where(
             closed_chats.c.id == chat_id, closed_chats.c.tenant_id == who.tenant_id
         ))):
             raise ChatClosed(
                 f"chat {chat_id!r} was purged; it accepts no more messages") from None
         raise
-    return int(row.last_sequence)
+    return ChatEnd(int(row.last_sequence), row.active_leaf_id)
 
 
 async def insert_messages(
@@ -224,13 +232,39 @@ async def insert_messages(
     """Write ``batch`` after ``last_sequence`` (the chat must be locked by the caller).
 
     The batch is a chain hung below the chat's active leaf, or below ``parent_id``
-    when ``explicit_parent`` (None then makes a new root); its last message becomes
-    the active leaf. One multi-row statement for the messages, one update of the
-    chat. Raises CONFLICT when a caller-chosen message id is already in the store.
+    when ``explicit_parent`` (None then makes a new root); see :func:`insert_chain`.
     """
-    stamp = now()
     ids = [message.id or new_id() for message in batch]
-    chosen = [message.id for message in batch if message.id is not None]
+    contents = [
+        (m.request_id, m.role, m.type, m.props, m.block_id, m.thread_id,
+         m.assistant_id or default_assistant_id, m.status, m.metadata, m.tokens)
+        for m in batch
+    ]
+    return await insert_chain(conn, chat_id, ids, contents, last_sequence=last_sequence,
+                              chosen=[m.id for m in batch if m.id is not None],
+                              parent_id=parent_id, explicit_parent=explicit_parent)
+
+
+async def insert_chain(
+    conn: AsyncConnection,
+    chat_id: str,
+    ids: Sequence[str],
+    contents: Iterable[Sequence[Any]],
+    *,
+    last_sequence: int,
+    chosen: Sequence[str] = (),
+    parent_id: str | None = None,
+    explicit_parent: bool = False,
+) -> list[Message]:
+    """Write messages ``ids`` (with their :data:`store.rows.CONTENT_COLUMNS` values)
+    as one chain after ``last_sequence``; the chat must be locked by the caller.
+
+    The chain hangs below the chat's active leaf, or below ``parent_id`` when
+    ``explicit_parent`` (None then makes a new root); its last message becomes the
+    active leaf. The rows go in with :func:`store.rows.write_rows`, then one update of
+    the chat. Raises CONFLICT when one of the ``chosen`` (caller-chosen) ids is
+    already in the store.
+    """
     if len(set(chosen)) != len(chosen):
         raise InvalidArgument("message ids within one batch must be distinct")
     if chosen:
@@ -242,30 +276,12 @@ async def insert_messages(
     if not explicit_parent:
         parent_id = await conn.scalar(select(chats.c.active_leaf_id)
                                       .where(chats.c.id == chat_id))
-    links = await tree.chain_links(conn, chat_id, parent_id, ids)
-    rows = [
-        {
-            "id": message_id,
-            "chat_id": chat_id,
-            "sequence": last_sequence + offset,
-            "request_id": message.request_id,
-            "role": message.role,
-            "type": message.type,
-            "props": message.props,
-            "block_id": message.block_id,
-            "thread_id": message.thread_id,
-            "assistant_id": message.assistant_id or default_assistant_id,
-            "status": message.status,
-            "metadata": message.metadata,
-            "created_at": stamp,
-            "updated_at": stamp,
-            "tokens": message.tokens,
-            **link.columns(),
-        }
-        for offset, (message_id, message, link) in enumerate(zip(ids, batch, links,
-                                                                 strict=True), start=1)
-    ]
-    await conn.execute(insert(messages), rows)
+    stamp = now()
+    with gc_paused():  # the tree links need a row read or two at most
+        links = await tree.chain_links(conn, chat_id, parent_id, ids)
+        rows = chain_rows(chat_id, last_sequence + 1, stamp, links, contents)
+        del links  # freed here, while the collector is held off
+    await write_rows(conn, rows)
     await conn.execute(
         update(chats)
         .where(chats.c.id == chat_id)
@@ -276,14 +292,8 @@ async def insert_messages(
             active_leaf_id=ids[-1],
         )
     )
-    return [_record(row) for row in rows]
-
-
-_RECORD_FIELDS = frozenset(Message.__dataclass_fields__) - {"tokens_estimated"}
-
-
-def _record(row: dict[str, Any]) -> Message:
-    return Message(**{key: row[key] for key in _RECORD_FIELDS})
+    with gc_paused():
+        return row_records(rows)
 
 
 async def append_messages(
@@ -314,50 +324,17 @@ async def append_messages(
         {"parentId": parent_id, "messages": [message.wire() for message in batch]})
     try:
         async with db.write() as conn:
-            last_sequence = await lock_chat_for_append(conn, who, chat_id)
-            earlier = (
-                await conn.execute(
-                    select(append_receipts).where(
-                        append_receipts.c.chat_id == chat_id,
-                        append_receipts.c.append_id == append_id,
-                    )
-                )
-            ).first()
-            if earlier is not None:
-                if earlier.digest != digest:
-                    raise AppendConflict(
-                        f"appendId {append_id!r} was already used for a different batch"
-                    )
-                return AppendReceipt(
-                    chat_id=chat_id,
-                    append_id=append_id,
-                    digest=digest,
-                    message_ids=list(earlier.message_ids),
-                    first_sequence=earlier.first_sequence,
-                    last_sequence=earlier.last_sequence,
-                )
-            written = await insert_messages(conn, chat_id, batch, last_sequence=last_sequence,
-                                            parent_id=parent_id,
-                                            explicit_parent=parent_id is not None)
-            receipt = AppendReceipt(
-                chat_id=chat_id,
-                append_id=append_id,
-                digest=digest,
-                message_ids=[m.id for m in written],
-                first_sequence=written[0].sequence,
-                last_sequence=written[-1].sequence,
-            )
-            await conn.execute(
-                insert(append_receipts).values(
-                    chat_id=chat_id,
-                    append_id=append_id,
-                    digest=digest,
-                    message_ids=receipt.message_ids,
-                    first_sequence=receipt.first_sequence,
-                    last_sequence=receipt.last_sequence,
-                    created_at=now(),
-                )
-            )
+            last_sequence, leaf = await lock_chat_for_write(conn, who, chat_id)
+
+            async def write() -> list[Message]:
+                return await insert_messages(conn, chat_id, batch,
+                                             last_sequence=last_sequence,
+                                             parent_id=leaf if parent_id is None else parent_id,
+                                             explicit_parent=True)
+
+            receipt, _ = await receipted_write(
+                conn, chat_id=chat_id, append_id=append_id, digest=digest,
+                last_sequence=last_sequence, write=write, conflict="batch")
     except IntegrityError:
         # Two inserts of one caller-chosen message id racing past the check above.
         raise Conflict("a message id in this batch is already taken") from None
@@ -651,18 +628,6 @@ async def edit_message(
             last_sequence = await lock_chat_for_append(conn, who, chat_id)
         except NotFound:
             raise NotFound(f"message {message_id!r} not found") from None
-        earlier = (await conn.execute(select(append_receipts).where(
-            append_receipts.c.chat_id == chat_id, append_receipts.c.append_id == append_id,
-        ))).first()
-        if earlier is not None:
-            if earlier.digest != digest:
-                raise AppendConflict(
-                    f"appendId {append_id!r} was already used for a different write")
-            row = (await conn.execute(select(messages).where(
-                messages.c.id == earlier.message_ids[0]))).first()
-            if row is None:
-                raise NotFound(f"the message edit {append_id!r} wrote was deleted since")
-            return message_from_row(row)
         edited = NewMessage(
             role=original.role, type=original.type,
             props=original.props if props is None else props,
@@ -671,15 +636,22 @@ async def edit_message(
             thread_id=original.thread_id, assistant_id=original.assistant_id,
             tokens=original.tokens if props is None else None,
         )
-        [written] = await insert_messages(conn, chat_id, [edited],
-                                          last_sequence=last_sequence,
-                                          parent_id=original.parent_id, explicit_parent=True)
-        await conn.execute(insert(append_receipts).values(
-            chat_id=chat_id, append_id=append_id, digest=digest,
-            message_ids=[written.id], first_sequence=written.sequence,
-            last_sequence=written.sequence, created_at=now(),
-        ))
-    return written
+
+        async def write() -> list[Message]:
+            return await insert_messages(conn, chat_id, [edited],
+                                         last_sequence=last_sequence,
+                                         parent_id=original.parent_id, explicit_parent=True)
+
+        receipt, fresh = await receipted_write(
+            conn, chat_id=chat_id, append_id=append_id, digest=digest,
+            last_sequence=last_sequence, write=write, conflict="write")
+        if fresh is not None:
+            return fresh[0]
+        row = (await conn.execute(select(messages).where(
+            messages.c.id == receipt.message_ids[0]))).first()
+        if row is None:
+            raise NotFound(f"the message edit {append_id!r} wrote was deleted since")
+        return message_from_row(row)
 
 
 async def switch_branch(db: Database, who: Identity, chat_id: str, leaf_id: str) -> Chat:

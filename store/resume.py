@@ -22,6 +22,7 @@ from store.chats import fetch_visible_chat, now, present
 from store.database import Database
 from store.errors import InvalidArgument, NotFound
 from store.ids import check_chat_id, new_id
+from store.limits import NAME_CHARS, check_length, check_optional_name
 from store.records import Identity, ResumeRecord
 from store.tables import chats
 from store.tables import resume_records as resume_table
@@ -41,7 +42,6 @@ __all__ = [
 
 STEP_TYPES = ("input", "hook_create", "llm", "tool", "hook_next", "delegate")
 STEP_STATUSES = ("running", "completed", "interrupted", "failed")
-_MAX_NAME = 200
 # A delegation chain deeper than this is a cycle or a bug, not a real call stack.
 _MAX_STACK_DEPTH = 256
 
@@ -63,8 +63,7 @@ class StepIn:
     error: str | None = None
 
     def check(self) -> None:
-        if not isinstance(self.id, str) or not 1 <= len(self.id) <= _MAX_NAME:
-            raise InvalidArgument(f"step id must be 1-{_MAX_NAME} characters")
+        check_length(self.id, "step id", NAME_CHARS)
         if self.type not in STEP_TYPES:
             raise InvalidArgument(f"step type must be one of {', '.join(STEP_TYPES)}")
         if self.status not in STEP_STATUSES:
@@ -72,9 +71,7 @@ class StepIn:
         if not 0 <= self.stack_depth < 2**31:
             raise InvalidArgument("stackDepth must be a non-negative number")
         for name in ("assistant_id", "stack_id", "stack_parent_id"):
-            value = getattr(self, name)
-            if value is not None and len(value) > _MAX_NAME:
-                raise InvalidArgument(f"{name} must be at most {_MAX_NAME} characters")
+            check_optional_name(getattr(self, name), name)
         if self.space_snapshot is not None and not isinstance(self.space_snapshot, dict):
             raise InvalidArgument("spaceSnapshot must be a JSON object")
 

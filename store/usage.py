@@ -30,6 +30,7 @@ from store import access
 from store.chats import now
 from store.database import Database
 from store.errors import InvalidArgument
+from store.limits import NAME_CHARS, check_length
 from store.messages import check_tokens
 from store.records import Identity, UsageRow, UsageTotals
 from store.tables import chats, messages, usage_records
@@ -43,7 +44,6 @@ __all__ = [
 ]
 
 USAGE_GROUPS = ("DAY", "ASSISTANT", "USER")
-_MAX_MODEL = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +57,8 @@ class UsageIn:
     def check(self) -> None:
         check_tokens(self.prompt_tokens, "usage.promptTokens")
         check_tokens(self.completion_tokens, "usage.completionTokens")
-        if self.model is not None and not 1 <= len(self.model) <= _MAX_MODEL:
-            raise InvalidArgument(f"usage.model must be 1-{_MAX_MODEL} characters")
+        if self.model is not None:
+            check_length(self.model, "usage.model", NAME_CHARS)
 
 
 async def record_usage(

@@ -3,130 +3,69 @@
 :func:`write` stores, in ONE transaction:
 
 - the user input and every stored message with its final props, each with the end
-  status, sequences in first-arrival order (:func:`store.messages.insert_messages`
-  under :func:`store.messages.lock_chat_for_append`; COPY on Postgres for large
-  streams), and the chat's lastMessageAt;
+  status, sequences in first-arrival order (:func:`store.messages.insert_chain`
+  under :func:`store.messages.lock_chat_for_write`; the rows built and written by
+  :mod:`store.rows`, COPY on Postgres for large streams), and the chat's lastMessageAt;
 - unless the stream completed, every buffered step as a resume record (the newest
   step still ``running`` takes the end status; older running steps, such as a
   delegation waiting on its nested call, stay ``running``);
 - the model usage its producer reported with endStream, if any (once per stream);
-- an append receipt whose append id is the stream id, so a retried persist — after
-  a lost answer, a restart or a database outage — finds it and writes nothing twice.
+- an append receipt whose append id is the stream id (:func:`store.receipts.receipted_write`),
+  so a retried persist — after a lost answer, a restart or a database outage — finds
+  it and writes nothing twice.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from store import access, jsonutil
-from store.chats import now
+from store import access
 from store.database import Database
-from store.errors import Conflict
 from store.ids import new_id
 from store.jsonutil import canonical_digest
-from store.messages import NewMessage, insert_messages, lock_chat_for_append, message_from_row
-from store.records import Identity, Message
+from store.messages import insert_chain, lock_chat_for_write, message_from_row
+from store.receipts import receipted_write
+from store.records import Identity, Message, ResumeRecord
 from store.resume import StepIn, insert_resume, resume_from_row
 from store.streams.buffer import StreamBuffer, StreamInfo, StreamResult
 from store.tables import append_receipts, chats, messages, resume_records
-from store.tree import chain_links
 from store.usage import record_usage
 
 __all__ = ["DB_ERRORS", "stored_result", "write"]
 
-# Below this many messages a multi-row INSERT is as quick as COPY.
-_COPY_THRESHOLD = 200
 #: Failures of the database itself: the buffer is kept and the write retried.
 DB_ERRORS = (DBAPIError, OperationalError, InterfaceError, OSError, ConnectionError,
              asyncio.TimeoutError)
 
-_MESSAGE_COLUMNS = ("id", "chat_id", "sequence", "request_id", "role", "type", "props",
-                    "block_id", "thread_id", "assistant_id", "status", "metadata",
-                    "created_at", "updated_at", "tokens", "parent_id", "depth", "jump_id",
-                    "jump_depth")
 
-
-async def _copy_messages(conn: AsyncConnection, stream: StreamBuffer,
-                         last_sequence: int) -> list[Message]:
-    """Postgres: write a large stream with COPY inside the caller's transaction.
-
-    The same rows :func:`store.messages.insert_messages` would write, at COPY speed
-    (the asyncpg connection under SQLAlchemy's transaction; JSON columns as text),
-    built straight from the buffer. Only the user input's id can have been chosen by
-    a caller; the service's own ids are unique by construction.
-    """
-    chat_id = stream.info.chat_id
+def _chain(stream: StreamBuffer) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
+    """Ids and :data:`store.rows.CONTENT_COLUMNS` values of the messages to store: the
+    user input, then every message in first-arrival order, all with the end status.
+    The values come as a generator, so a long stream's are never all held at once."""
     status = stream.end_status or "INTERRUPTED"
     request_id = stream.info.request_id
-    stamp = now()
-    written: list[Message] = []
-    sequence = last_sequence
-    if stream.user_input is not None:
-        m = stream.user_input
-        taken = await conn.scalar(select(messages.c.id).where(messages.c.id == m.id))
-        if taken is not None:
-            raise Conflict(f"message id {m.id!r} is already taken")
-        sequence += 1
-        written.append(Message(
-            id=m.id or new_id(), chat_id=chat_id, sequence=sequence, request_id=m.request_id,
-            role=m.role, type=m.type, props=m.props, block_id=m.block_id,
-            thread_id=m.thread_id, assistant_id=m.assistant_id or stream.assistant_id,
-            status=status, metadata=m.metadata, created_at=stamp, updated_at=stamp,
-            tokens=m.tokens,
-        ))
-    first = sequence + 1
-    for number, state in enumerate(stream.state.messages.values(), start=first):
-        written.append(Message(
-            id=state.id, chat_id=chat_id, sequence=number, request_id=request_id,
-            role=state.role, type=state.type, props=state.props, block_id=state.block_id,
-            thread_id=state.thread_id, assistant_id=stream.assistant_id, status=status,
-            metadata=None, created_at=stamp, updated_at=stamp, tokens=state.tokens,
-        ))
-    parent_id = stream.parent_id
-    if parent_id is None:
-        parent_id = await conn.scalar(select(chats.c.active_leaf_id)
-                                      .where(chats.c.id == chat_id))
-    links = await chain_links(conn, chat_id, parent_id, [m.id for m in written])
-    written = [replace(m, parent_id=link.parent_id)
-               for m, link in zip(written, links, strict=True)]
-    dumps = jsonutil.dumps
-    records = [
-        (m.id, chat_id, m.sequence, m.request_id, m.role, m.type, dumps(m.props),
-         m.block_id, m.thread_id, m.assistant_id, status,
-         None if m.metadata is None else dumps(m.metadata), stamp, stamp, m.tokens,
-         link.parent_id, link.depth, link.jump_id, link.jump_depth)
-        for m, link in zip(written, links, strict=True)
-    ]
-    raw = await conn.get_raw_connection()
-    driver: Any = raw.driver_connection
-    await driver.copy_records_to_table("messages", records=records, columns=_MESSAGE_COLUMNS)
-    await conn.execute(
-        update(chats).where(chats.c.id == chat_id).values(
-            last_sequence=last_sequence + len(written), last_message_at=stamp,
-            activity_at=stamp, active_leaf_id=written[-1].id)
-    )
-    return written
+    assistant_id = stream.assistant_id
+    m = stream.user_input
+    ids = [message.id for message in stream.state.messages.values()]
+    if m is not None:
+        ids.insert(0, m.id or new_id())
 
+    def contents() -> Iterator[tuple[Any, ...]]:
+        if m is not None:
+            yield (m.request_id, m.role, m.type, m.props, m.block_id, m.thread_id,
+                   m.assistant_id or assistant_id, status, m.metadata, m.tokens)
+        for message in stream.state.messages.values():
+            yield (request_id, message.role, message.type, message.props, message.block_id,
+                   message.thread_id, assistant_id, status, None, message.tokens)
 
-def _stored_messages(stream: StreamBuffer) -> list[NewMessage]:
-    status = stream.end_status or "INTERRUPTED"
-    batch: list[NewMessage] = []
-    if stream.user_input is not None:
-        batch.append(replace(stream.user_input, status=status))
-    for message in stream.state.messages.values():
-        batch.append(NewMessage(
-            id=message.id, role=message.role, type=message.type, props=message.props,
-            request_id=stream.info.request_id, block_id=message.block_id,
-            thread_id=message.thread_id, assistant_id=stream.assistant_id, status=status,
-            tokens=message.tokens,
-        ))
-    return batch
+    return ids, contents()
+
 
 def _resume_steps(stream: StreamBuffer) -> list[StepIn]:
     if stream.end_status == "COMPLETED":
@@ -146,58 +85,46 @@ def _resume_steps(stream: StreamBuffer) -> list[StepIn]:
 async def write(db: Database, stream: StreamBuffer) -> StreamResult:
     """Write the ended ``stream`` once (a second call returns what the first wrote)."""
     chat_id = stream.info.chat_id
-    count = len(stream.state.messages) + (stream.user_input is not None)
-    use_copy = db.is_postgres and count >= _COPY_THRESHOLD
-    batch = [] if use_copy else _stored_messages(stream)
+    # Only the user input's id can have been chosen by a caller; the service's own
+    # ids are unique by construction.
+    chosen = ([stream.user_input.id] if stream.user_input is not None
+              and stream.user_input.id is not None else [])
     steps = _resume_steps(stream)
     # The receipt marks the stream as written; its ids and status identify the
     # content (hashing every message's JSON would cost more than the write).
-    ids = ([stream.user_input.id] if stream.user_input is not None else [])
     digest = canonical_digest({
         "stream": stream.info.id,
         "status": stream.end_status,
-        "messages": [*ids, *stream.state.messages],
+        "messages": [*([stream.user_input.id] if stream.user_input is not None else []),
+                     *stream.state.messages],
         "steps": len(steps),
     })
+    resume: list[ResumeRecord] = []
     async with db.write() as conn:
-        last_sequence = await lock_chat_for_append(conn, stream.owner, chat_id)
-        earlier = (
-            await conn.execute(
-                select(append_receipts.c.message_ids).where(
-                    append_receipts.c.chat_id == chat_id,
-                    append_receipts.c.append_id == stream.info.id,
-                )
-            )
-        ).first()
-        if earlier is not None:
-            return await _read_result(conn, stream.info, list(earlier.message_ids))
-        if use_copy:
-            written = await _copy_messages(conn, stream, last_sequence)
-        elif not batch:
-            written = []
-        else:
-            written = await insert_messages(conn, chat_id, batch,
-                                            last_sequence=last_sequence,
-                                            default_assistant_id=stream.assistant_id,
-                                            parent_id=stream.parent_id,
-                                            explicit_parent=stream.parent_id is not None)
-        resume = await insert_resume(conn, chat_id, steps,
-                                     request_id=stream.info.request_id,
-                                     assistant_id=stream.assistant_id)
-        if stream.usage is not None:
-            await record_usage(conn, chat_id=chat_id, stream_id=stream.info.id,
-                               request_id=stream.info.request_id,
-                               assistant_id=stream.assistant_id, usage=stream.usage)
-        await conn.execute(insert(append_receipts).values(
-            chat_id=chat_id,
-            append_id=stream.info.id,
-            digest=digest,
-            message_ids=[m.id for m in written],
-            first_sequence=written[0].sequence if written else last_sequence,
-            last_sequence=written[-1].sequence if written else last_sequence,
-            created_at=now(),
-        ))
-    return StreamResult(stream=stream.info, messages=written, resume=resume)
+        last_sequence, leaf = await lock_chat_for_write(conn, stream.owner, chat_id)
+
+        async def write_all() -> list[Message]:
+            ids, contents = _chain(stream)
+            written = [] if not ids else await insert_chain(
+                conn, chat_id, ids, contents, last_sequence=last_sequence, chosen=chosen,
+                parent_id=leaf if stream.parent_id is None else stream.parent_id,
+                explicit_parent=True)
+            resume.extend(await insert_resume(conn, chat_id, steps,
+                                              request_id=stream.info.request_id,
+                                              assistant_id=stream.assistant_id))
+            if stream.usage is not None:
+                await record_usage(conn, chat_id=chat_id, stream_id=stream.info.id,
+                                   request_id=stream.info.request_id,
+                                   assistant_id=stream.assistant_id, usage=stream.usage)
+            return written
+
+        receipt, written = await receipted_write(
+            conn, chat_id=chat_id, append_id=stream.info.id, digest=digest,
+            last_sequence=last_sequence, write=write_all, conflict=None)
+        if written is None:
+            return await _read_result(conn, stream.info, receipt.message_ids)
+    return StreamResult(stream=stream.info, messages=list(written), resume=resume)
+
 
 async def _read_result(conn: Any, info: StreamInfo,
                        message_ids: list[str]) -> StreamResult:

@@ -33,6 +33,7 @@ from typing import Any, TypedDict
 
 from store.errors import InvalidArgument, InvalidDelta
 from store.ids import new_id
+from store.limits import MAX_TOKENS, NAME_CHARS, TYPE_CHARS, check_length
 
 __all__ = [
     "DELTA_ACTIONS",
@@ -51,10 +52,7 @@ __all__ = [
 
 DELTA_ACTIONS = ("append", "replace", "merge", "set")
 _ROLES = ("USER", "ASSISTANT", "SYSTEM", "TOOL")
-_MAX_NAME = 200
-_MAX_TYPE = 64
 _DEFAULT_PATH = "content"
-_MAX_TOKENS = 2**53
 
 
 class ChunkEvent(TypedDict):
@@ -160,21 +158,20 @@ def copy_json(value: Any) -> Any:
 
 def _check_chunk(chunk: ChunkIn, index: int) -> None:
     where = f"chunk {index}"
-    if not isinstance(chunk.type, str) or not 1 <= len(chunk.type) <= _MAX_TYPE:
-        raise InvalidArgument(f"{where}: type must be 1-{_MAX_TYPE} characters")
+    check_length(chunk.type, f"{where}: type", TYPE_CHARS)
     if chunk.role is not None and chunk.role not in _ROLES:
         raise InvalidArgument(f"{where}: role must be one of {', '.join(_ROLES)}")
     if chunk.props is not None and not isinstance(chunk.props, dict):
         raise InvalidArgument(f"{where}: props must be a JSON object")
     for name in ("chunk_id", "message_id", "block_id", "thread_id"):
         value = getattr(chunk, name)
-        if value is not None and not 1 <= len(value) <= _MAX_NAME:
-            raise InvalidArgument(f"{where}: {name} must be 1-{_MAX_NAME} characters")
+        if value is not None:
+            check_length(value, f"{where}: {name}", NAME_CHARS)
     tokens = chunk.tokens
     if tokens is not None and (
-        isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens <= _MAX_TOKENS
+        isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens <= MAX_TOKENS
     ):
-        raise InvalidArgument(f"{where}: tokens must be a whole number from 0 to {_MAX_TOKENS}")
+        raise InvalidArgument(f"{where}: tokens must be a whole number from 0 to {MAX_TOKENS}")
     if chunk.delta and chunk.type != "event":
         action = chunk.delta_action or "append"
         if action not in DELTA_ACTIONS:

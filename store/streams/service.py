@@ -46,6 +46,7 @@ from store.errors import (
     StreamNotFound,
 )
 from store.ids import check_chat_id, check_message_id, new_id
+from store.limits import KEY_CHARS, check_length, check_optional_name
 from store.messages import NewMessage
 from store.records import Identity
 from store.resume import StepIn
@@ -66,7 +67,6 @@ logger = logging.getLogger("chatql.streams")
 
 END_STATUSES = ("COMPLETED", "INTERRUPTED", "FAILED")
 MAX_PUSH_CHUNKS = 1_000
-_MAX_NAME = 200
 # Rough per-chunk overhead of the buffered copy besides its props (ids, seq, dict).
 _CHUNK_OVERHEAD = 160
 # Results of finished streams kept for endStream retries without a database read
@@ -192,11 +192,10 @@ class StreamService:
         check_chat_id(chat_id)
         if parent_id is not None:
             check_message_id(parent_id)
-        if stream_id is not None and not 1 <= len(stream_id) <= 128:
-            raise InvalidArgument("streamId must be 1-128 characters")
-        for name, value in (("requestId", request_id), ("assistantId", assistant_id)):
-            if value is not None and len(value) > _MAX_NAME:
-                raise InvalidArgument(f"{name} must be at most {_MAX_NAME} characters")
+        if stream_id is not None:
+            check_length(stream_id, "streamId", KEY_CHARS)
+        check_optional_name(request_id, "requestId")
+        check_optional_name(assistant_id, "assistantId")
         if user_input is not None:
             user_input = replace(
                 user_input,

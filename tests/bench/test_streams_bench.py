@@ -27,9 +27,28 @@ def test_streams_bench_quick_prints_all_figures() -> None:
     assert re.search(r"RSS per idle subscriber: -?[\d.,]+ KiB .*bare relay -?[\d.,]+ KiB",
                      out), out
     assert re.search(r"RSS per 1 MiB buffered stream: -?[\d.,]+ MiB", out), out
-    assert re.search(r"endStream persist of 500 messages: .* ratio [\d.]+|persist: skipped",
-                     out), out
+    assert re.search(r"endStream persist of 500 messages: .* ratio [\d.]+ \(median of rounds "
+                     r"[\d.]+\)|persist: skipped", out), out
     growth = re.findall(r"^push growth (memory|redis): .* = ([\d.]+)$", out, re.MULTILINE)
     assert [name for name, _ in growth] == ["memory", "redis"], out
     assert all(float(ratio) > 0 for _, ratio in growth)
     assert re.search(r"^redis push / memory push at start: .* = [\d.]+$", out, re.MULTILINE), out
+
+
+def test_streams_bench_persist_alone() -> None:
+    """``--persist`` prints only the persist figure, from the rounds asked for."""
+    run = subprocess.run(
+        [sys.executable, "-m", "bench.streams", "--persist", "--quick", "--rounds", "2"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = run.stdout.strip().splitlines()
+    assert len(lines) == 1, run.stdout
+    found = re.fullmatch(r"endStream persist of 500 messages: ([\d.,]+) ms; asyncpg "
+                         r"copy_records_to_table: ([\d.,]+) ms; ratio ([\d.]+) \(median of "
+                         r"rounds ([\d.]+)\)|persist: skipped, .*", lines[0])
+    assert found, run.stdout
+    if found.group(1) is not None:
+        ours, copy = (float(found.group(i).replace(",", "")) for i in (1, 2))
+        assert abs(float(found.group(3)) - ours / copy) < 0.01 + 0.01 * ours / copy
+        assert float(found.group(4)) > 0

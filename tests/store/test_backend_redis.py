@@ -7,13 +7,15 @@ Redis (and key prefix) are two instances sharing it.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from store.errors import StreamActive
 from store.records import Identity
 from store.streams import SubscriberQueue, backend_from_url
 from store.streams.backends.redis import RedisBackend, split_prefix
@@ -39,6 +41,14 @@ async def make_broker(redis_url: str) -> AsyncIterator[Callable[..., RedisBacken
 @pytest.fixture
 def chat() -> str:
     return f"chat-{uuid.uuid4().hex[:10]}"
+
+
+async def publish(broker: RedisBackend, chat: str, events: Sequence[ChunkEvent]) -> None:
+    """Publish ``events`` the one way the backend offers: a fenced save under each
+    stream's lease, as the service does."""
+    for stream_id, group in itertools.groupby(events, key=lambda event: event["streamId"]):
+        async with broker.lease(stream_id):
+            await broker.save(buffer_of(chat, stream_id), list(group))
 
 
 async def until(queue: SubscriberQueue, seq: int, stream_id: str | None = None
@@ -75,7 +85,7 @@ async def test_after_seq_replays_exactly_and_none_joins_with_a_snapshot(
     published += producer.push(text("a", "x"), ChunkIn(type="tool_call", message_id="b",
                                                       props={"name": "f"}))
     published += producer.push(*(text("a", str(i)) for i in range(5)))
-    await publisher.publish(chat, published)
+    await publish(publisher, chat, published)
     for after in range(len(published) + 1):
         queue = await broker.subscribe(chat, after)
         got = await queued(queue)
@@ -94,7 +104,7 @@ async def test_live_chunks_reach_subscribers_on_every_instance_in_order(
         make_broker: Callable[..., RedisBackend], chat: str) -> None:
     a, b = make_broker(), make_broker()
     producer = Producer("s1")
-    await a.publish(chat, [start_event("s1")])
+    await publish(a, chat, [start_event("s1")])
     on_a = await a.subscribe(chat, 0)
     on_b = [await b.subscribe(chat, 0) for _ in range(3)]
     assert (a.reader_count, b.reader_count) == (1, 1)
@@ -103,7 +113,7 @@ async def test_live_chunks_reach_subscribers_on_every_instance_in_order(
         events = producer.push(ChunkIn(type="text", message_id=f"m{i % 4}",
                                        props={"content": str(i)}, delta=True))
         sent += events
-        await a.publish(chat, events)
+        await publish(a, chat, events)
     last = sent[-1]["seq"]
     for queue in (on_a, *on_b):
         got = await until(queue, last)
@@ -125,18 +135,18 @@ async def test_after_seq_for_an_ended_stream_and_joining_between_streams(
     producer = Producer("s1")
     events = [start_event("s1"), *producer.push(text("a", "hi"))]
     events.append(end_event("s1", 3))
-    await publisher.publish(chat, events)
+    await publish(publisher, chat, events)
     broker = make_broker()
     assert await queued(await broker.subscribe(chat)) == []  # nothing live right now
     assert await queued(await broker.subscribe(chat, 2)) == [events[2]]  # missed the end
     # A new stream replaces the old one (in Redis too); a subscriber spans both.
     queue = await broker.subscribe(chat)
-    await publisher.publish(chat, [start_event("s2")])
+    await publish(publisher, chat, [start_event("s2")])
     assert [e["streamId"] for e in await until(queue, 1, "s2")] == ["s2"]
     assert await publisher.redis.xlen(publisher.key(chat)) == 1
 
 
-def retired(chat: str, stream_id: str) -> StreamBuffer:
+def buffer_of(chat: str, stream_id: str) -> StreamBuffer:
     info = StreamInfo(id=stream_id, chat_id=chat, request_id=None, status="COMPLETED",
                       started_at=datetime.now(UTC))
     return StreamBuffer(info=info, owner=Identity(user_id="u", tenant_id="t"),
@@ -147,11 +157,11 @@ async def test_a_persisted_stream_is_trimmed_after_the_retention(
         make_broker: Callable[..., RedisBackend], chat: str) -> None:
     broker = make_broker(retain_seconds=0.2)
     key = broker.key(chat)
-    await broker.publish(chat, [start_event("s1"), end_event("s1", 2)])
+    await publish(broker, chat, [start_event("s1"), end_event("s1", 2)])
     assert await broker.redis.pttl(key) > 60_000  # the long safety TTL while live
-    await broker.retire(retired(chat, "other-stream"))  # not this chat's stream: kept
+    await broker.retire(buffer_of(chat, "other-stream"))  # not this chat's stream: kept
     assert await broker.redis.pttl(key) > 60_000
-    await broker.retire(retired(chat, "s1"))
+    await broker.retire(buffer_of(chat, "s1"))
     assert 0 < await broker.redis.pttl(key) <= 200
     await asyncio.sleep(0.4)
     assert await broker.redis.exists(key) == 0
@@ -161,7 +171,7 @@ async def test_a_hopelessly_slow_subscriber_is_resynchronised_with_a_snapshot(
         make_broker: Callable[..., RedisBackend], chat: str) -> None:
     publisher, broker = make_broker(), make_broker(queue_limit=8)
     producer = Producer("s")
-    await publisher.publish(chat, [start_event("s")])
+    await publish(publisher, chat, [start_event("s")])
     slow = await broker.subscribe(chat, 0)
     fast = await broker.subscribe(chat, 0)
     assert len(await queued(fast)) == 1
@@ -170,7 +180,7 @@ async def test_a_hopelessly_slow_subscriber_is_resynchronised_with_a_snapshot(
         events = producer.push(ChunkIn(type="text", message_id=f"m{i}",
                                        props={"content": str(i)}))
         sent += events
-        await publisher.publish(chat, events)
+        await publish(publisher, chat, events)
         assert [e["seq"] for e in await until(fast, events[-1]["seq"])] == [events[-1]["seq"]]
     assert slow.resyncs >= 1 and len(slow) == 0
     got = await slow.get()
@@ -181,7 +191,7 @@ async def test_a_hopelessly_slow_subscriber_is_resynchronised_with_a_snapshot(
 async def test_a_subscriber_whose_reader_left_while_loading_gets_a_fresh_one(
         make_broker: Callable[..., RedisBackend], chat: str) -> None:
     broker = make_broker()
-    await broker.publish(chat, [start_event("s")])
+    await publish(broker, chat, [start_event("s")])
 
     async def come_and_go() -> None:
         # Leaves in the same step it joined: the reader stops before the other
@@ -194,5 +204,29 @@ async def test_a_subscriber_whose_reader_left_while_loading_gets_a_fresh_one(
     queue = await second
     assert broker.subscriber_count(chat) == 1 and broker.reader_count == 1
     assert [e["seq"] for e in await queued(queue)] == [1]
-    await broker.publish(chat, Producer("s").push(text("a", "x")))
+    await publish(broker, chat, Producer("s").push(text("a", "x")))
     assert [e["seq"] for e in await until(queue, 2)] == [2]
+
+
+async def test_a_stale_lease_holder_publishes_nothing(
+        make_broker: Callable[..., RedisBackend], chat: str) -> None:
+    """Chunks reach a chat's log only through the fenced write: once another instance
+    holds the stream, a late write of the old holder is refused and adds nothing."""
+    a, b = make_broker(), make_broker()
+    await publish(a, chat, [start_event("s")])
+    queue = await b.subscribe(chat, 0)
+    assert [e["seq"] for e in await until(queue, 1)] == [1]
+    # Both number their chunk 2: A's is the one B's takeover made stale.
+    late, taken = Producer("s").push(text("m", "late")), Producer("s").push(text("m", "b"))
+    async with a.lease("s"):
+        # A stalls past its lease (the key expires); B takes the stream over.
+        await a.redis.delete(a._k("lease", "s"))
+        async with b.lease("s"):
+            await b.save(buffer_of(chat, "s"), taken)
+        with pytest.raises(StreamActive):
+            await a.save(buffer_of(chat, "s"), late)
+    assert a.refused == 1
+    entries = await a.redis.xrange(a.key(chat), "-", "+")
+    assert [int(fields[b"seq"]) for _, fields in entries] == [1, 2]
+    got = await until(queue, taken[-1]["seq"])
+    assert view_of(got) == view_of(taken)

@@ -144,21 +144,6 @@ DEFAULT_PREFIX = "chatql:"
 _READ_COUNT = 1_000
 _BLOCK_MS = 1_000
 
-# KEYS[1] the chat's stream; ARGV[1] the TTL in ms, then triples (seq, json, starts).
-# A chunk that starts a new stream trims every older entry, atomically with the add.
-_PUBLISH = """
-local key = KEYS[1]
-local last = false
-for i = 2, #ARGV, 3 do
-  last = redis.call('XADD', key, '*', 'seq', ARGV[i], 'e', ARGV[i + 1])
-  if ARGV[i + 2] == '1' then
-    redis.call('XTRIM', key, 'MINID', last)
-  end
-end
-redis.call('PEXPIRE', key, ARGV[1])
-return last
-"""
-
 # KEYS[1] the chat's stream; ARGV[1] the stream id, ARGV[2] the retain TTL in ms.
 # Only the stream that was persisted is shortened: a newer one may have started.
 _PERSISTED = """
@@ -322,7 +307,6 @@ class RedisBackend(Backend):
         self._queue_limit = queue_limit
         self._retain_ms = max(1, int(retain_seconds * 1000))
         self._active_ttl_ms = max(1, int(active_ttl_seconds * 1000))
-        self._publish = self.redis.register_script(_PUBLISH)
         self._persisted = self.redis.register_script(_PERSISTED)
         self._unlock = self.redis.register_script(_UNLOCK)
         self._grant = self.redis.register_script(_GRANT)
@@ -517,18 +501,6 @@ class RedisBackend(Backend):
     def subscriber_count(self, chat_id: str) -> int:
         follower = self._followers.get(chat_id)
         return 0 if follower is None else len(follower.topic.subscribers)
-
-    async def publish(self, chat_id: str, events: Sequence[ChunkEvent]) -> None:
-        """Append ``events`` to the chat's Redis Stream (tests and tools; the service
-        publishes through :meth:`save`)."""
-        if events:
-            await self._publish(keys=[self.key(chat_id)], args=self._publish_args(events))
-
-    def _publish_args(self, events: Sequence[ChunkEvent]) -> list[Any]:
-        args: list[Any] = [self._active_ttl_ms]
-        for event in events:
-            args += [event["seq"], jsonutil.dumps(event), "1" if _starts_stream(event) else "0"]
-        return args
 
     async def subscribe(self, chat_id: str, after_seq: int | None = None) -> SubscriberQueue:
         while True:

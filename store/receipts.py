@@ -1,0 +1,73 @@
+"""The receipted write: a write done at most once per (chat, append id).
+
+Appends, edits and the persist of an ended stream all go through
+:func:`receipted_write` inside their own transaction (the chat locked by the caller):
+it looks for an earlier receipt under the same append id — a retry after a lost
+answer, a restart or an outage — and answers from it without writing; otherwise it
+runs the write and records the receipt (the message ids and sequences written) in
+the same transaction, so the write and its receipt commit or vanish together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+
+from sqlalchemy import insert, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from store.chats import now
+from store.errors import AppendConflict
+from store.records import AppendReceipt, Message
+from store.tables import append_receipts
+
+__all__ = ["receipted_write"]
+
+
+async def receipted_write(
+    conn: AsyncConnection,
+    *,
+    chat_id: str,
+    append_id: str,
+    digest: str,
+    last_sequence: int,
+    write: Callable[[], Awaitable[Sequence[Message]]],
+    conflict: str | None,
+) -> tuple[AppendReceipt, Sequence[Message] | None]:
+    """Run ``write`` once per ``append_id`` and receipt it; returns the receipt and
+    what ``write`` wrote, or the earlier receipt and None when one exists.
+
+    ``conflict`` names what an append id stands for ("batch", "write"): an earlier
+    receipt with another digest is then APPEND_CONFLICT. None accepts any earlier
+    receipt (a stream id names one stream, whose content only its owner decides).
+    ``last_sequence`` is the chat's last sequence, what an empty write's receipt holds.
+    """
+    earlier = (
+        await conn.execute(
+            select(append_receipts.c.digest, append_receipts.c.message_ids,
+                   append_receipts.c.first_sequence, append_receipts.c.last_sequence)
+            .where(append_receipts.c.chat_id == chat_id,
+                   append_receipts.c.append_id == append_id)
+        )
+    ).first()
+    if earlier is not None:
+        if conflict is not None and earlier.digest != digest:
+            raise AppendConflict(
+                f"appendId {append_id!r} was already used for a different {conflict}")
+        return AppendReceipt(
+            chat_id=chat_id, append_id=append_id, digest=earlier.digest,
+            message_ids=list(earlier.message_ids), first_sequence=earlier.first_sequence,
+            last_sequence=earlier.last_sequence,
+        ), None
+    written = await write()
+    receipt = AppendReceipt(
+        chat_id=chat_id, append_id=append_id, digest=digest,
+        message_ids=[m.id for m in written],
+        first_sequence=written[0].sequence if written else last_sequence,
+        last_sequence=written[-1].sequence if written else last_sequence,
+    )
+    await conn.execute(insert(append_receipts).values(
+        chat_id=receipt.chat_id, append_id=receipt.append_id, digest=receipt.digest,
+        message_ids=receipt.message_ids, first_sequence=receipt.first_sequence,
+        last_sequence=receipt.last_sequence, created_at=now(),
+    ))
+    return receipt, written
