@@ -5,8 +5,8 @@ and the record's fields in the API's camelCase names; times are ISO 8601 in UTC.
 first line also names the ``format`` (``chatql``) and its ``version``, so an import
 can tell what it reads.
 
-Lines are produced from keyset pages (``sequence > last``), each read in its own short
-transaction, so memory stays flat however long the chat is and no connection is held
+Lines are produced from keyset pages (``sequence > last``), each read by one statement
+of its own, so memory stays flat however long the chat is and no connection is held
 while a slow client reads. A chat written to during an export may show the writes of
 later pages; a finished chat exports exactly.
 """
@@ -20,8 +20,9 @@ from functools import partial
 from typing import Any
 
 import orjson
-from sqlalchemy import TextClause, select, text
+from sqlalchemy import select
 
+from store import prepared
 from store.chats import get_chat
 from store.database import Database
 from store.errors import NotFound
@@ -48,7 +49,7 @@ __all__ = [
 EXPORT_FORMAT = "chatql"
 EXPORT_VERSION = 1
 #: Rows of the first page; later pages are sized to hold about EXPORT_PAGE_BYTES of
-#: lines (each read in its own transaction): large enough to amortise the round trip,
+#: lines: large enough to amortise the round trip,
 #: small enough that a page of big messages stays a few MiB.
 EXPORT_PAGE_SIZE = 1_000
 EXPORT_PAGE_BYTES = 2 << 20
@@ -88,13 +89,16 @@ def _column(column: str, dialect: str) -> str:
     return f"{column}::text" if column in _JSON_COLUMNS and postgres else column
 
 
-def _page_statement(dialect: str) -> TextClause:
+def _page_statement(dialect: str) -> prepared.PreparedStatement:
     """A keyset page of messages as the line's values in the line's order: times as
-    the line's text, props and metadata as their JSON text (untyped, so no per-value
-    conversion on the way out)."""
+    the line's text, props and metadata as their JSON text. Run on the driver (asyncpg
+    keeps it prepared), so rows arrive as the driver gives them."""
+    chat, after, size = ("$1", "$2", "$3") if dialect == "postgresql" else ("?", "?", "?")
     columns = ", ".join(_column(column, dialect) for _key, column in _MESSAGE_FIELDS)
-    return text(f"SELECT 'message', {columns} FROM messages "
-                "WHERE chat_id = :chat AND sequence > :after ORDER BY sequence LIMIT :size")
+    return prepared.PreparedStatement(
+        f"SELECT 'message', {columns} FROM messages WHERE chat_id = {chat} "
+        f"AND sequence > {after} ORDER BY sequence LIMIT {size}",
+        ((True, "chat"), (True, "after"), (True, "size")))
 
 
 _PAGE_STATEMENTS = {dialect: _page_statement(dialect) for dialect in ("postgresql", "sqlite")}
@@ -197,12 +201,11 @@ async def export_chat(
     most two pages are in memory.
     """
     yield _encode(chat_line(chat))
-    statement = _PAGE_STATEMENTS[db.engine.dialect.name]
+    statement = _PAGE_STATEMENTS[db.dialect]
 
     async def read_page(after: int, size: int) -> Sequence[Any]:
-        async with db.read() as conn:
-            return (await conn.execute(
-                statement, {"chat": chat.id, "after": after, "size": size})).all()
+        return await prepared.fetch(db, statement, {"chat": chat.id, "after": after,
+                                                    "size": size})
 
     size = page_size or EXPORT_PAGE_SIZE
     reading: asyncio.Future[Sequence[Any]] | None = asyncio.ensure_future(read_page(0, size))
