@@ -194,8 +194,8 @@ async def export_chat(
     message lines, then each resume record.
 
     Pages start at ``page_size`` rows (default :data:`EXPORT_PAGE_SIZE`) and then hold
-    about :data:`EXPORT_PAGE_BYTES` of lines, judged by the previous page's size,
-    within :data:`EXPORT_MIN_PAGE` and :data:`EXPORT_MAX_PAGE` rows: short messages
+    about :data:`EXPORT_PAGE_BYTES` of lines, judged by the first chunk of the page
+    before, within :data:`EXPORT_MIN_PAGE` and :data:`EXPORT_MAX_PAGE` rows: short messages
     cost few round trips, long ones keep a page's memory bounded. The next page is
     read while this one is encoded, so the database and Python work side by side; at
     most two pages are in memory.
