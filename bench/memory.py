@@ -25,18 +25,14 @@ else the local server), whose database is only used to create and drop the bench
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import itertools
-import os
 import random
 import sqlite3
 import statistics
-import tempfile
 import time
-import uuid
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -44,16 +40,14 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.engine import make_url
 
+from bench.common import backends_parser, fresh_postgres, fresh_sqlite, run_backends, timed
 from bench.search import Corpus
-from store.database import Database, connect_asyncpg, execute_on_server
+from store.database import Database, connect_asyncpg
 from store.memory import GLOBAL_SCOPE, recent_memory, search_memory
-from store.migrate import migrate
 from store.records import Identity
 from store.tables import memory_entries
 
-DEFAULT_PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 DEFAULT_SUBJECTS = 2_000
 TENANTS = 10
 SCOPES = (GLOBAL_SCOPE, "ws0", "ws1", "ws2", "ws3")
@@ -187,12 +181,6 @@ def memory_queries(corpus: Corpus, count: int) -> list[str]:
     return [mix[index % len(mix)]() for index in range(count)]
 
 
-async def timed(call: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
-    began = time.perf_counter()
-    value = await call()
-    return (time.perf_counter() - began) * 1000.0, value
-
-
 async def measure(db: Database, total: int, sizes: Sizes) -> tuple[
         list[float], list[float], list[float], float]:
     subjects = sizes.subjects
@@ -238,67 +226,38 @@ async def measure(db: Database, total: int, sizes: Sizes) -> tuple[
 
 
 async def run_sqlite(total: int, sizes: Sizes) -> Result:
-    with tempfile.TemporaryDirectory(prefix="chatql-bench-") as folder:
-        path = Path(folder) / "bench.db"
-        db = Database(f"sqlite+aiosqlite:///{path}")
-        try:
-            await migrate(db)
-            began = time.perf_counter()
-            await asyncio.to_thread(seed_sqlite, path, total, sizes.subjects)
-            seeded = time.perf_counter() - began
-            recent_ms, search_ms, lookup_ms, hits = await measure(db, total, sizes)
-        finally:
-            await db.dispose()
+    async with fresh_sqlite() as (db, path):
+        began = time.perf_counter()
+        await asyncio.to_thread(seed_sqlite, path, total, sizes.subjects)
+        seeded = time.perf_counter() - began
+        recent_ms, search_ms, lookup_ms, hits = await measure(db, total, sizes)
     return Result("sqlite", total, sizes.subjects, seeded, recent_ms, search_ms,
                   lookup_ms, hits)
 
 
 async def run_postgres(base: str, total: int, sizes: Sizes) -> Result:
-    base = base.replace("postgresql://", "postgresql+asyncpg://", 1)
-    name = f"chatql_bench_{uuid.uuid4().hex[:10]}"
-    await execute_on_server(base, f'CREATE DATABASE "{name}"')
-    url = make_url(base).set(database=name).render_as_string(hide_password=False)
-    try:
-        db = Database(url)
-        try:
-            await migrate(db)
-            began = time.perf_counter()
-            await seed_postgres(url, total, sizes.subjects)
-            seeded = time.perf_counter() - began
-            recent_ms, search_ms, lookup_ms, hits = await measure(db, total, sizes)
-        finally:
-            await db.dispose()
-    finally:
-        await execute_on_server(base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    async with fresh_postgres(base) as (db, url):
+        began = time.perf_counter()
+        await seed_postgres(url, total, sizes.subjects)
+        seeded = time.perf_counter() - began
+        recent_ms, search_ms, lookup_ms, hits = await measure(db, total, sizes)
     return Result("postgres", total, sizes.subjects, seeded, recent_ms,
                   search_ms, lookup_ms, hits)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.memory", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--backend", choices=("sqlite", "postgres", "both"), default="both")
+    parser = backends_parser("python -m bench.memory", __doc__)
     parser.add_argument("--quick", action="store_true", help="2,000 entries, seconds")
     parser.add_argument("--entries", type=int, default=None,
                         help="override the size (default 200,000 PG / 50,000 SQLite)")
     parser.add_argument("--subjects", type=int, default=DEFAULT_SUBJECTS,
                         help="people the entries are spread over (default 2,000)")
-    parser.add_argument("--postgres-url", default=os.environ.get(
-        "CHATQL_BENCH_POSTGRES_URL", os.environ.get("CHATQL_TEST_POSTGRES_URL", DEFAULT_PG_URL)))
     args = parser.parse_args(argv)
     sizes = (Sizes(entries=2_000, subjects=20, reads=20, lookups=100) if args.quick
              else Sizes(entries=0, subjects=args.subjects, reads=300, lookups=1_500))
-
-    async def run() -> None:
-        if args.backend in ("sqlite", "both"):
-            total = args.entries or (sizes.entries or 50_000)
-            print((await run_sqlite(total, sizes)).report(), flush=True)
-        if args.backend in ("postgres", "both"):
-            total = args.entries or (sizes.entries or 200_000)
-            print((await run_postgres(args.postgres_url, total, sizes)).report(), flush=True)
-
-    asyncio.run(run())
-    return 0
+    return run_backends(
+        args, lambda: run_sqlite(args.entries or sizes.entries or 50_000, sizes),
+        lambda url: run_postgres(url, args.entries or sizes.entries or 200_000, sizes))
 
 
 if __name__ == "__main__":

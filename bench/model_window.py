@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import os
 import sqlite3
-import statistics
 import tempfile
 import time
 import uuid
@@ -37,6 +36,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
+from bench.pagination import _sqlite_time, medians, migrate_url, ms
 from store.database import connect_asyncpg, execute_on_server
 
 DEFAULT_PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
@@ -92,10 +92,6 @@ async def seed_postgres(url: str, long_messages: int) -> None:
         await conn.close()
 
 
-def _sqlite_time(at: datetime) -> str:
-    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
-
-
 def seed_sqlite(path: Path, long_messages: int) -> None:
     conn = sqlite3.connect(path)
     try:
@@ -114,24 +110,6 @@ def seed_sqlite(path: Path, long_messages: int) -> None:
         conn.execute("ANALYZE")
     finally:
         conn.close()
-
-
-async def medians(repeats: int, *calls: Callable[[], Awaitable[Any]]) -> list[float]:
-    """Median seconds of each call, run in turn so load on the machine hits all alike."""
-    for call in calls:
-        for _ in range(3):
-            await call()
-    samples: list[list[float]] = [[] for _ in calls]
-    for _ in range(repeats):
-        for call, taken in zip(calls, samples, strict=True):
-            start = time.perf_counter()
-            await call()
-            taken.append(time.perf_counter() - start)
-    return [statistics.median(taken) for taken in samples]
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.3f} ms"
 
 
 async def measure(url: str, long_messages: int, repeats: int) -> None:
@@ -177,17 +155,6 @@ async def measure(url: str, long_messages: int, repeats: int) -> None:
         (scan,) = await medians(max(3, repeats // 5), whole_chat)
         print(f"    baseline: summing the whole long chat's tokens in SQL {ms(scan)}"
               f"  -> whole chat / window = {scan / windowed:.1f}")
-    finally:
-        await db.dispose()
-
-
-async def migrate_url(url: str) -> None:
-    from store.database import Database
-    from store.migrate import migrate
-
-    db = Database(url)
-    try:
-        await migrate(db)
     finally:
         await db.dispose()
 

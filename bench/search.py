@@ -24,18 +24,14 @@ else the local server), whose database is only used to create and drop the bench
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import itertools
 import json
-import os
 import random
 import sqlite3
 import statistics
-import tempfile
 import time
-import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -43,16 +39,14 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.engine import make_url
 
-from store.database import Database, connect_asyncpg, execute_on_server
+from bench.common import backends_parser, fresh_postgres, fresh_sqlite, run_backends, timed
+from store.database import Database, connect_asyncpg
 from store.messages import NewMessage, append_messages
-from store.migrate import migrate
 from store.records import Identity
 from store.search import search_messages
 from store.tables import messages
 
-DEFAULT_PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 MESSAGES_PER_CHAT = 100
 TENANTS = 10
 VOCABULARY = 20_000
@@ -234,12 +228,6 @@ async def seed_postgres(url: str, total: int) -> None:
 # --- measuring ----------------------------------------------------------------------------
 
 
-async def timed(call: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
-    began = time.perf_counter()
-    value = await call()
-    return (time.perf_counter() - began) * 1000.0, value
-
-
 async def measure_reads(db: Database, total: int, sizes: Sizes) -> tuple[
         list[float], list[float], float]:
     corpus = Corpus(SEED + 1)
@@ -325,69 +313,40 @@ async def measure_appends_postgres(db: Database, sizes: Sizes) -> tuple[float, f
 
 
 async def run_sqlite(total: int, sizes: Sizes) -> Result:
-    with tempfile.TemporaryDirectory(prefix="chatql-bench-") as folder:
-        path = Path(folder) / "bench.db"
-        db = Database(f"sqlite+aiosqlite:///{path}")
-        try:
-            await migrate(db)
-            began = time.perf_counter()
-            await asyncio.to_thread(seed_sqlite, path, total)
-            seeded = time.perf_counter() - began
-            search_ms, lookup_ms, hits = await measure_reads(db, total, sizes)
-            with_index, without_index = await measure_appends_sqlite(db, sizes)
-        finally:
-            await db.dispose()
+    async with fresh_sqlite() as (db, path):
+        began = time.perf_counter()
+        await asyncio.to_thread(seed_sqlite, path, total)
+        seeded = time.perf_counter() - began
+        search_ms, lookup_ms, hits = await measure_reads(db, total, sizes)
+        with_index, without_index = await measure_appends_sqlite(db, sizes)
     return Result("sqlite", total, seeded, search_ms, lookup_ms, with_index, without_index,
                   hits)
 
 
 async def run_postgres(base: str, total: int, sizes: Sizes) -> Result:
-    base = base.replace("postgresql://", "postgresql+asyncpg://", 1)
-    name = f"chatql_bench_{uuid.uuid4().hex[:10]}"
-    await execute_on_server(base, f'CREATE DATABASE "{name}"')
-    url = make_url(base).set(database=name).render_as_string(hide_password=False)
-    try:
-        db = Database(url)
-        try:
-            await migrate(db)
-            began = time.perf_counter()
-            await seed_postgres(url, total)
-            seeded = time.perf_counter() - began
-            search_ms, lookup_ms, hits = await measure_reads(db, total, sizes)
-            with_index, without_index = await measure_appends_postgres(db, sizes)
-        finally:
-            await db.dispose()
-    finally:
-        await execute_on_server(base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    async with fresh_postgres(base) as (db, url):
+        began = time.perf_counter()
+        await seed_postgres(url, total)
+        seeded = time.perf_counter() - began
+        search_ms, lookup_ms, hits = await measure_reads(db, total, sizes)
+        with_index, without_index = await measure_appends_postgres(db, sizes)
     return Result("postgres", total, seeded, search_ms, lookup_ms, with_index, without_index,
                   hits)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.search", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--backend", choices=("sqlite", "postgres", "both"), default="both")
+    parser = backends_parser("python -m bench.search", __doc__)
     parser.add_argument("--quick", action="store_true", help="a few thousand rows, seconds")
     parser.add_argument("--messages", type=int, default=None,
                         help="override the size (default 1,000,000 PG / 200,000 SQLite)")
-    parser.add_argument("--postgres-url", default=os.environ.get(
-        "CHATQL_BENCH_POSTGRES_URL", os.environ.get("CHATQL_TEST_POSTGRES_URL", DEFAULT_PG_URL)))
     args = parser.parse_args(argv)
     if args.quick:
         sizes = Sizes(messages=2_000, queries=10, lookups=100, appends=40)
     else:
         sizes = Sizes(messages=0, queries=100, lookups=1_000, appends=400)
-
-    async def run() -> None:
-        if args.backend in ("sqlite", "both"):
-            total = args.messages or (sizes.messages or 200_000)
-            print((await run_sqlite(total, sizes)).report(), flush=True)
-        if args.backend in ("postgres", "both"):
-            total = args.messages or (sizes.messages or 1_000_000)
-            print((await run_postgres(args.postgres_url, total, sizes)).report(), flush=True)
-
-    asyncio.run(run())
-    return 0
+    return run_backends(
+        args, lambda: run_sqlite(args.messages or sizes.messages or 200_000, sizes),
+        lambda url: run_postgres(url, args.messages or sizes.messages or 1_000_000, sizes))
 
 
 if __name__ == "__main__":

@@ -5,32 +5,38 @@ and the record's fields in the API's camelCase names; times are ISO 8601 in UTC.
 first line also names the ``format`` (``chatql``) and its ``version``, so an import
 can tell what it reads.
 
-Lines are produced from keyset pages (``sequence > last``), each read in its own short
-transaction, so memory stays flat however long the chat is and no connection is held
+Lines are produced from keyset pages (``sequence > last``), each read by one statement
+of its own, so memory stays flat however long the chat is and no connection is held
 while a slow client reads. A chat written to during an export may show the writes of
 later pages; a finished chat exports exactly.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import orjson
-from sqlalchemy import select, text
+from sqlalchemy import select
 
+from store import prepared
 from store.chats import get_chat
 from store.database import Database
 from store.errors import NotFound
 from store.ids import check_chat_id
-from store.messages import message_from_row
 from store.records import Chat, Identity, Message, ResumeRecord
 from store.resume import resume_from_row
-from store.tables import messages, resume_records
+from store.tables import resume_records
 
 __all__ = [
+    "EXPORT_CHUNK",
     "EXPORT_FORMAT",
+    "EXPORT_MAX_PAGE",
+    "EXPORT_MIN_PAGE",
+    "EXPORT_PAGE_BYTES",
     "EXPORT_PAGE_SIZE",
     "EXPORT_VERSION",
     "chat_line",
@@ -42,35 +48,74 @@ __all__ = [
 
 EXPORT_FORMAT = "chatql"
 EXPORT_VERSION = 1
-#: Rows read per transaction: large enough to amortise the round trip, small enough
-#: that a page of big messages stays a few MiB.
+#: Rows of the first page; later pages are sized to hold about EXPORT_PAGE_BYTES of
+#: lines: large enough to amortise the round trip,
+#: small enough that a page of big messages stays a few MiB.
 EXPORT_PAGE_SIZE = 1_000
+EXPORT_PAGE_BYTES = 2 << 20
+EXPORT_MIN_PAGE = 50
+EXPORT_MAX_PAGE = 5_000
+#: Message lines per yielded chunk.
+EXPORT_CHUNK = 500
 
 
 def _time(value: datetime | None) -> str | None:
-    # Always six fractional digits, the same text Postgres builds below.
+    # Always six fractional digits, the same text the page statement builds.
     return None if value is None else value.isoformat(timespec="microseconds")
 
 
-def _pg_time(column: str) -> str:
-    return (f"to_char({column} AT TIME ZONE 'UTC', "
-            "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"+00:00\"')")
-
-
-#: On Postgres the database builds each page of message lines as one text value, so
-#: Python only forwards bytes: no row objects, no JSON decoding and re-encoding.
-_PG_MESSAGE_PAGE = text(
-    "SELECT count(*) AS n, max(sequence) AS last, "
-    "string_agg(line, E'\\n' ORDER BY sequence) AS body FROM ("
-    "SELECT sequence, json_build_object("
-    "'kind', 'message', 'id', id, 'sequence', sequence, 'requestId', request_id, "
-    "'role', role, 'type', type, 'props', props, 'blockId', block_id, "
-    "'threadId', thread_id, 'assistantId', assistant_id, 'status', status, "
-    f"'metadata', metadata, 'createdAt', {_pg_time('created_at')}, "
-    f"'updatedAt', {_pg_time('updated_at')}, 'parentId', parent_id)::text AS line "
-    "FROM messages WHERE chat_id = :chat AND sequence > :after "
-    "ORDER BY sequence LIMIT :size) AS page"
+#: A message line's fields after ``kind``, in order: (JSON name, column). One list
+#: serves the reference encoder (:func:`message_line`) and the page reader.
+_MESSAGE_FIELDS: tuple[tuple[str, str], ...] = (
+    ("id", "id"), ("sequence", "sequence"), ("requestId", "request_id"), ("role", "role"),
+    ("type", "type"), ("props", "props"), ("blockId", "block_id"),
+    ("threadId", "thread_id"), ("assistantId", "assistant_id"), ("status", "status"),
+    ("metadata", "metadata"), ("createdAt", "created_at"), ("updatedAt", "updated_at"),
+    ("parentId", "parent_id"),
 )
+_TIME_COLUMNS = frozenset({"created_at", "updated_at"})
+_JSON_COLUMNS = frozenset({"props", "metadata"})
+
+
+def _column(column: str, dialect: str) -> str:
+    postgres = dialect == "postgresql"
+    if column in _TIME_COLUMNS and postgres:
+        return (f"to_char({column} AT TIME ZONE 'UTC', "
+                "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"+00:00\"')")
+    if column in _TIME_COLUMNS:
+        # Stored naive in UTC as "YYYY-MM-DD HH:MM:SS.ffffff".
+        return f"replace(substr({column} || '.000000', 1, 26), ' ', 'T') || '+00:00'"
+    # JSON as its text (the driver would decode jsonb; SQLite stores text).
+    return f"{column}::text" if column in _JSON_COLUMNS and postgres else column
+
+
+def _page_statement(dialect: str) -> prepared.PreparedStatement:
+    """A keyset page of messages as the line's values in the line's order: times as
+    the line's text, props and metadata as their JSON text. Run on the driver (asyncpg
+    keeps it prepared), so rows arrive as the driver gives them."""
+    chat, after, size = ("$1", "$2", "$3") if dialect == "postgresql" else ("?", "?", "?")
+    columns = ", ".join(_column(column, dialect) for _key, column in _MESSAGE_FIELDS)
+    return prepared.PreparedStatement(
+        f"SELECT 'message', {columns} FROM messages WHERE chat_id = {chat} "
+        f"AND sequence > {after} ORDER BY sequence LIMIT {size}",
+        ((True, "chat"), (True, "after"), (True, "size")))
+
+
+_PAGE_STATEMENTS = {dialect: _page_statement(dialect) for dialect in ("postgresql", "sqlite")}
+_LINE_KEYS = ("kind", *(key for key, _column in _MESSAGE_FIELDS))
+_SEQUENCE = _LINE_KEYS.index("sequence")
+_encode_line = partial(orjson.dumps, option=orjson.OPT_APPEND_NEWLINE)
+_loads = orjson.loads
+
+
+def _message_line_bytes(row: Sequence[Any]) -> bytes:
+    """One page row as its encoded line: the same bytes as :func:`message_line`
+    encoded, since the JSON columns are decoded as the store decodes them."""
+    line = dict(zip(_LINE_KEYS, row, strict=True))
+    line["props"] = _loads(line["props"])
+    if line["metadata"] is not None:
+        line["metadata"] = _loads(line["metadata"])
+    return _encode_line(line)
 
 
 def chat_line(chat: Chat) -> dict[str, Any]:
@@ -102,23 +147,12 @@ def chat_line(chat: Chat) -> dict[str, Any]:
 
 
 def message_line(message: Message) -> dict[str, Any]:
-    return {
-        "kind": "message",
-        "id": message.id,
-        "sequence": message.sequence,
-        "requestId": message.request_id,
-        "role": message.role,
-        "type": message.type,
-        "props": message.props,
-        "blockId": message.block_id,
-        "threadId": message.thread_id,
-        "assistantId": message.assistant_id,
-        "status": message.status,
-        "metadata": message.metadata,
-        "createdAt": _time(message.created_at),
-        "updatedAt": _time(message.updated_at),
-        "parentId": message.parent_id,
-    }
+    """The reference for a message line: what the page statements must produce."""
+    line: dict[str, Any] = {"kind": "message"}
+    for key, column in _MESSAGE_FIELDS:
+        value = getattr(message, column)
+        line[key] = _time(value) if column in _TIME_COLUMNS else value
+    return line
 
 
 def resume_line(record: ResumeRecord) -> dict[str, Any]:
@@ -153,38 +187,45 @@ async def open_export(db: Database, who: Identity, chat_id: str) -> Chat:
 
 
 async def export_chat(
-    db: Database, chat: Chat, *, page_size: int = EXPORT_PAGE_SIZE
+    db: Database, chat: Chat, *, page_size: int | None = None
 ) -> AsyncIterator[bytes]:
     """The export of a chat returned by :func:`open_export`, as encoded chunks of whole
-    lines (newlines included): the chat line, a chunk per page of messages, then each
-    resume record."""
+    lines (newlines included): the chat line, chunks of at most :data:`EXPORT_CHUNK`
+    message lines, then each resume record.
+
+    Pages start at ``page_size`` rows (default :data:`EXPORT_PAGE_SIZE`) and then hold
+    about :data:`EXPORT_PAGE_BYTES` of lines, judged by the first chunk of the page
+    before, within :data:`EXPORT_MIN_PAGE` and :data:`EXPORT_MAX_PAGE` rows: short messages
+    cost few round trips, long ones keep a page's memory bounded. The next page is
+    read while this one is encoded, so the database and Python work side by side; at
+    most two pages are in memory.
+    """
     yield _encode(chat_line(chat))
-    after = 0
-    while True:
-        async with db.read() as conn:
-            if db.is_postgres:
-                page = (await conn.execute(
-                    _PG_MESSAGE_PAGE, {"chat": chat.id, "after": after, "size": page_size}
-                )).one()
-                count, last = int(page.n), page.last
-                chunk = b"" if not count else page.body.encode() + b"\n"
-            else:
-                rows = (
-                    await conn.execute(
-                        select(messages)
-                        .where(messages.c.chat_id == chat.id, messages.c.sequence > after)
-                        .order_by(messages.c.sequence)
-                        .limit(page_size)
-                    )
-                ).all()
-                count = len(rows)
-                last = rows[-1].sequence if rows else after
-                chunk = b"".join(_encode(message_line(message_from_row(row))) for row in rows)
-        if chunk:
-            yield chunk
-        if count < page_size:
-            break
-        after = last
+    statement = _PAGE_STATEMENTS[db.dialect]
+
+    async def read_page(after: int, size: int) -> Sequence[Any]:
+        return await prepared.fetch(db, statement, {"chat": chat.id, "after": after,
+                                                    "size": size})
+
+    size = page_size or EXPORT_PAGE_SIZE
+    reading: asyncio.Future[Sequence[Any]] | None = asyncio.ensure_future(read_page(0, size))
+    try:
+        while reading is not None:
+            rows = await reading
+            reading = None
+            for start in range(0, len(rows), EXPORT_CHUNK):
+                part = rows[start:start + EXPORT_CHUNK]
+                chunk = b"".join(map(_message_line_bytes, part))
+                if start == 0 and len(rows) == size:
+                    # The next page, sized by these lines, is read while the rest of
+                    # this one is encoded and sent.
+                    size = _next_page_size(len(part), len(chunk))
+                    reading = asyncio.ensure_future(read_page(rows[-1][_SEQUENCE], size))
+                yield chunk
+                await asyncio.sleep(0)
+    finally:
+        if reading is not None:
+            reading.cancel()
     async with db.read() as conn:
         records = (
             await conn.execute(
@@ -198,6 +239,11 @@ async def export_chat(
     # Resume records are a few per interrupted stream: read in one go.
     for record in records:
         yield _encode(resume_line(resume_from_row(record)))
+
+
+def _next_page_size(count: int, size_bytes: int) -> int:
+    per_row = max(1, size_bytes // count)
+    return max(EXPORT_MIN_PAGE, min(EXPORT_MAX_PAGE, EXPORT_PAGE_BYTES // per_row))
 
 
 def _encode(line: dict[str, Any]) -> bytes:

@@ -745,7 +745,7 @@ async def _outcome(
 async def test_access_matrix(
     client: GraphQLClient, db: Database, operation: Operation
 ) -> None:
-    await _run_matrix(client, db, operation)
+    await _run_matrix_batched(client, db, operation)
 
 
 @pytest.mark.parametrize("operation", [op for op in OPERATIONS if op.send is not None],
@@ -806,3 +806,63 @@ def test_matrix_covers_every_outcome() -> None:
                 {Outcome.OK, Outcome.FORBIDDEN} if operation.expect is chat_for_outcome
                 else set(Outcome)))
         assert outcomes == wanted, operation.name
+
+
+#: Calls of one batch in flight at once: enough to keep the server busy while the
+#: database answers, few enough to stay within its connection pool.
+_IN_FLIGHT = 12
+
+
+async def _run_matrix_batched(client: GraphQLClient, db: Database, operation: Operation) -> None:
+    """The same cells as :func:`_run_matrix`, in three batches whose calls run
+    concurrently: the ghost answers; every denied call of every visibility, between two
+    fingerprints of the whole store (a denied call changes nothing, so their order
+    cannot matter); then each visibility's allowed calls in order (one may use the chat
+    up for the next), the visibilities side by side, as each has its own chat."""
+    failures: list[str] = []
+    ghosts: dict[Caller | None, Any] = {}
+    if operation.ghost_setup is not None:
+        ghosts[None] = await operation.ghost_setup(client)
+    gate = asyncio.Semaphore(_IN_FLIGHT)
+    specs = [ChatSpec(owner, share, public)
+             for owner in OWNERS for share, public in VISIBILITIES]
+    expected = {spec: {caller: operation.expect(caller, spec) for caller in CALLERS}
+                for spec in specs}
+    targets = {spec: await _make_chat(client, spec, operation) for spec in specs}
+    calls = 0
+
+    async def ghost(caller: Caller) -> None:
+        target = ghosts.get(None, GHOST)
+        async with gate:
+            ghosts[caller] = _normalised(await operation.call(client, target, caller), target)
+
+    async def cell(spec: ChatSpec, caller: Caller) -> Outcome | str:
+        nonlocal calls
+        target = targets[spec]
+        async with gate:
+            actual, value = await _outcome(client, operation, target, caller, ghosts)
+        calls += 1
+        where = f"{operation.name} by {caller.label()} on {spec.label()}"
+        if actual != expected[spec][caller]:
+            failures.append(f"{where}: expected {expected[spec][caller]}, got {actual}")
+        elif actual is Outcome.OK and not operation.check(value, target, caller):
+            failures.append(f"{where}: allowed but answered {value!r}")
+        return actual
+
+    async def allowed_in_order(spec: ChatSpec) -> None:
+        for caller in CALLERS:
+            if expected[spec][caller] is not Outcome.OK:
+                continue
+            if await cell(spec, caller) is Outcome.OK and operation.consumes:
+                targets[spec] = await _make_chat(client, spec, operation)
+
+    if operation.hidden_as != "absent":
+        await asyncio.gather(*(ghost(caller) for caller in CALLERS))
+    before = await store_fingerprint(db)
+    await asyncio.gather(*(cell(spec, caller) for spec in specs for caller in CALLERS
+                           if expected[spec][caller] is not Outcome.OK))
+    if await store_fingerprint(db) != before:
+        failures.append(f"{operation.name}: a denied call changed the store")
+    await asyncio.gather(*(allowed_in_order(spec) for spec in specs))
+    assert calls == len(OWNERS) * len(VISIBILITIES) * len(CALLERS)
+    assert not failures, f"{len(failures)} of {calls} calls wrong:\n" + "\n".join(failures[:30])

@@ -6,26 +6,15 @@ and import every row, and report each measurement. The benchmark is Postgres onl
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.quick import postgres_server, run_quick
 
 
 def test_quick_export_bench_runs(database_url: str) -> None:
     if database_url.startswith("sqlite"):
         pytest.skip("the export benchmark compares with Postgres COPY")
-    url = os.environ.get("CHATQL_TEST_POSTGRES_URL",
-                         "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
-    result = subprocess.run(
-        [sys.executable, "-m", "bench.export", "--quick", "--postgres-url", url],
-        cwd=ROOT, capture_output=True, text=True, timeout=180,
-    )
-    assert result.returncode == 0, result.stderr
+    out = run_quick("export", "--postgres-url", postgres_server())
     for figure in ("export / COPY =", "export peak RSS growth =",
                    "import / copy_records_to_table ="):
-        assert figure in result.stdout, result.stdout
+        assert figure in out, out

@@ -6,27 +6,11 @@ identical JSON from GraphQL and the bare route, and report each measurement.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.quick import backend_options, run_quick
 
 
 def test_quick_pagination_bench_runs(database_url: str) -> None:
-    if database_url.startswith("sqlite"):
-        backend = ["--sqlite"]
-    else:
-        # The bench makes (and drops) its own database on the same server.
-        backend = ["--postgres-url", os.environ.get(
-            "CHATQL_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")]
-    result = subprocess.run(
-        [sys.executable, "-m", "bench.pagination", "--quick", *backend],
-        cwd=ROOT, capture_output=True, text=True, timeout=180,
-    )
-    assert result.returncode == 0, result.stderr
-    out = result.stdout
+    out = run_quick("pagination", *backend_options(database_url))
     assert "skipped" not in out, out
     for ratio in ("depth / first =", "OFFSET / keyset at depth =", "OFFSET / keyset =",
                   "branch depth / first =", "branch forward depth / first =",

@@ -1,0 +1,93 @@
+"""What several benchmarks share: a timer and a fresh, migrated database per backend."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from tempfile import TemporaryDirectory
+from typing import Any, Protocol
+
+from sqlalchemy.engine import make_url
+
+from store.database import Database, execute_on_server
+from store.migrate import migrate
+
+__all__ = ["backends_parser", "fresh_postgres", "fresh_sqlite", "run_backends", "timed"]
+
+
+async def timed(call: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
+    """Milliseconds ``call`` took, and what it returned."""
+    began = time.perf_counter()
+    value = await call()
+    return (time.perf_counter() - began) * 1000.0, value
+
+
+@asynccontextmanager
+async def fresh_sqlite() -> AsyncIterator[tuple[Database, Path]]:
+    """A migrated SQLite file in a temporary folder (removed afterwards), and its path."""
+    with TemporaryDirectory(prefix="chatql-bench-") as folder:
+        path = Path(folder) / "bench.db"
+        db = Database(f"sqlite+aiosqlite:///{path}")
+        try:
+            await migrate(db)
+            yield db, path
+        finally:
+            await db.dispose()
+
+
+@asynccontextmanager
+async def fresh_postgres(base: str) -> AsyncIterator[tuple[Database, str]]:
+    """A new, migrated database on the server of ``base`` (dropped afterwards), and
+    its URL."""
+    base = base.replace("postgresql://", "postgresql+asyncpg://", 1)
+    name = f"chatql_bench_{uuid.uuid4().hex[:10]}"
+    await execute_on_server(base, f'CREATE DATABASE "{name}"')
+    url = make_url(base).set(database=name).render_as_string(hide_password=False)
+    try:
+        db = Database(url)
+        try:
+            await migrate(db)
+            yield db, url
+        finally:
+            await db.dispose()
+    finally:
+        await execute_on_server(base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+DEFAULT_PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+
+
+class Report(Protocol):
+    def report(self) -> str: ...
+
+
+def backends_parser(prog: str, description: str | None) -> argparse.ArgumentParser:
+    """A parser with ``--backend`` (sqlite, postgres or both) and ``--postgres-url``
+    (default ``CHATQL_BENCH_POSTGRES_URL``, else ``CHATQL_TEST_POSTGRES_URL``, else the
+    local server), for a benchmark that runs on each backend in turn."""
+    parser = argparse.ArgumentParser(prog=prog, description=description,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backend", choices=("sqlite", "postgres", "both"), default="both")
+    parser.add_argument("--postgres-url", default=os.environ.get(
+        "CHATQL_BENCH_POSTGRES_URL", os.environ.get("CHATQL_TEST_POSTGRES_URL", DEFAULT_PG_URL)))
+    return parser
+
+
+def run_backends(args: argparse.Namespace, sqlite: Callable[[], Awaitable[Report]],
+                 postgres: Callable[[str], Awaitable[Report]]) -> int:
+    """Runs the backends ``args.backend`` names, printing each one's report."""
+
+    async def run() -> None:
+        if args.backend in ("sqlite", "both"):
+            print((await sqlite()).report(), flush=True)
+        if args.backend in ("postgres", "both"):
+            print((await postgres(args.postgres_url)).report(), flush=True)
+
+    asyncio.run(run())
+    return 0
