@@ -26,6 +26,9 @@ __all__ = ["DEFAULT_QUEUE_LIMIT", "LogSource", "SubscriberQueue", "coalesce"]
 
 #: Chunks a subscriber may be behind before it is resynchronised with a snapshot.
 DEFAULT_QUEUE_LIMIT = 2_048
+#: Chunks a reader hands on in one go before it lets the others (and the producer)
+#: have a turn.
+TURN_CHUNKS = 16
 
 
 def _coalesced(previous: ChunkEvent, event: ChunkEvent) -> ChunkEvent | None:
@@ -92,6 +95,9 @@ class LogSource(Protocol):
     def wait(self, queue: SubscriberQueue) -> None:
         """Wake ``queue`` (once) when the log grows."""
 
+    def turn(self, queue: SubscriberQueue) -> None:
+        """Wake ``queue`` (once) in a later slice: it has more to send."""
+
 
 class SubscriberQueue:
     """One subscriber's position in a topic's log, and its own catch-up."""
@@ -110,6 +116,7 @@ class SubscriberQueue:
         self._resync_pending = False
         self._coalesced = 0
         self._resyncs = 0
+        self._waited = False
 
     # ---- state -------------------------------------------------------------------------
 
@@ -185,14 +192,32 @@ class SubscriberQueue:
     # ---- reading -------------------------------------------------------------------------
 
     async def events(self) -> AsyncIterator[ChunkEvent]:
-        """Every chunk in order, waiting for more, until the queue is closed."""
+        """Every chunk in order, waiting for more, until the queue is closed.
+
+        After :data:`TURN_CHUNKS` chunks without waiting, the reader waits for its turn
+        (the topic wakes readers in slices): a reader with a backlog sends it a share
+        at a time instead of holding the event loop for all of it."""
+        handed = 0
         while True:
             try:
                 batch = await self.get()
             except StopAsyncIteration:
                 return
+            if self._waited:
+                handed = 0
             for event in batch:
+                if handed >= TURN_CHUNKS:
+                    handed = 0
+                    await self._turn()
                 yield event
+                handed += 1
+
+    async def _turn(self) -> None:
+        if self._source is None or self.closed:
+            return
+        self._ready.clear()
+        self._source.turn(self)
+        await self._ready.wait()
 
     def _take(self) -> list[ChunkEvent]:
         """Everything available now (possibly nothing)."""
@@ -226,6 +251,7 @@ class SubscriberQueue:
 
     async def get(self) -> list[ChunkEvent]:
         """Everything available (at least one chunk), waiting when there is nothing."""
+        self._waited = False
         while True:
             items = self._take()
             if items:
@@ -235,6 +261,7 @@ class SubscriberQueue:
             self._ready.clear()
             if self._source is not None:
                 self._source.wait(self)
+            self._waited = True
             await self._ready.wait()
 
     def close(self) -> None:

@@ -13,15 +13,15 @@ event loop after the producer's step, in slices, so a producer's request (or any
 other socket) is served between slices instead of after every subscriber. Readers at
 the same position share one coalesced read, so their frames are serialised once.
 Positions are absolute: when the chat's next stream starts, the previous stream's log
-is kept until the next one after it, so a reader still sending the old stream's end
-goes on into the new stream without a gap.
+is kept (until every reader is past it, or the next stream starts), so a reader still
+sending the old stream's end goes on into the new stream without a gap.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 
 from store.errors import InvalidDelta
@@ -33,7 +33,7 @@ __all__ = ["Topic"]
 logger = logging.getLogger("chatql.streams")
 
 #: Subscribers woken per event-loop step; between slices the loop serves sockets.
-WAKE_SLICE = 64
+WAKE_SLICE = 32
 # Shared coalesced reads kept (by log range); readers at one position share one.
 _READS_KEPT = 16
 
@@ -70,6 +70,11 @@ class Topic:
         self.previous: list[ChunkEvent] = []
         self.previous_base = 0
         self._waiting: list[SubscriberQueue] = []
+        # Readers to wake, as lists handed over whole (a publish's waiting readers,
+        # readers waiting their turn), and how far into the first one the slices got.
+        self._to_wake: deque[tuple[bool, list[SubscriberQueue]]] = deque()
+        self._to_wake_at = 0
+        self._turns: list[SubscriberQueue] = []
         self._wake_scheduled = False
         self._reads: OrderedDict[tuple[int, int], tuple[list[ChunkEvent], int]] = (
             OrderedDict())
@@ -106,17 +111,44 @@ class Topic:
             # Readers that left (or waited twice) while nothing was published.
             self._waiting = [q for q in dict.fromkeys(self._waiting) if not q.closed]
 
-    def _wake(self) -> None:
-        self._wake_scheduled = False
-        waiting, self._waiting = self._waiting, []
-        self._wake_slice(waiting, 0)
+    def turn(self, queue: SubscriberQueue) -> None:
+        """``queue`` sent its share for now and has more: wake it in a later slice,
+        after the readers already waiting (so one step of the event loop never
+        carries every subscriber's backlog)."""
+        self._turns.append(queue)
+        self._schedule()
 
-    def _wake_slice(self, waiting: list[SubscriberQueue], start: int) -> None:
-        stop = start + WAKE_SLICE
-        for queue in waiting[start:stop]:
-            queue.wake()
-        if stop < len(waiting):
-            asyncio.get_running_loop().call_soon(self._wake_slice, waiting, stop)
+    def _schedule(self) -> None:
+        if not self._wake_scheduled:
+            self._wake_scheduled = True
+            asyncio.get_running_loop().call_soon(self._wake)
+
+    def _wake(self) -> None:
+        """Wake the next slice of readers; schedule the next slice if any are left."""
+        self._wake_scheduled = False
+        if self._turns:
+            self._to_wake.append((False, self._turns))
+            self._turns = []
+        budget = WAKE_SLICE
+        while budget and self._to_wake:
+            published, queues = self._to_wake[0]
+            start = self._to_wake_at
+            if published and start == 0 and self.previous and (
+                    self.subscribers.issubset(queues)):
+                # Every reader was waiting at the end of the log: none still needs
+                # the previous stream's chunks.
+                self.previous = []
+            stop = min(len(queues), start + budget)
+            for queue in queues[start:stop]:
+                queue.wake()
+            budget -= stop - start
+            if stop == len(queues):
+                self._to_wake.popleft()
+                self._to_wake_at = 0
+            else:
+                self._to_wake_at = stop
+        if self._to_wake or self._turns:
+            self._schedule()
 
     @property
     def last_seq(self) -> int:
@@ -181,9 +213,10 @@ class Topic:
         the subscribers waiting for more: O(len(events)) whatever their number."""
         for event in events:
             self.add(event)
-        if events and self._waiting and not self._wake_scheduled:
-            self._wake_scheduled = True
-            asyncio.get_running_loop().call_soon(self._wake)
+        if events and self._waiting:
+            self._to_wake.append((True, self._waiting))
+            self._waiting = []
+            self._schedule()
 
     def join(self, queue_limit: int, after_seq: int | None) -> SubscriberQueue:
         """A new subscriber: its queue first holds the catch-up for ``after_seq`` (or the

@@ -34,7 +34,7 @@ def test_streams_bench_quick_prints_all_figures() -> None:
     assert all(float(ratio) > 0 for _, ratio in growth)
     assert re.search(r"^redis push / memory push at start: .* = [\d.]+$", out, re.MULTILINE), out
     scale = re.findall(r"^\s*(10|100)\s+([\d,]+)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)\|([\d.]+) "
-                       r"\(([\d.]+)\)\s+([\d.]+) \(x([\d.]+) of N=10\)\s+(\d+) of (\d+)$",
+                       r"\(([\d.]+)\)\s+([\d.]+) \(x([\d.]+) of N=10\)\|[\d.]+\s+(\d+) of (\d+)$",
                        out, re.MULTILINE)
     assert [row[0] for row in scale] == ["10", "100"], out
     for row in scale:

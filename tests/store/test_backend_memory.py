@@ -224,3 +224,39 @@ async def test_a_subscriber_behind_at_a_new_stream_gets_the_old_end_then_the_new
     await broker.publish("chat", [start_event("s2")])
     got = await take(queue)
     assert [(e["streamId"], e["seq"]) for e in got] == [("s1", 2), ("s1", 3), ("s2", 1)]
+
+
+async def test_the_previous_streams_log_is_dropped_once_every_reader_is_past_it() -> None:
+    broker = MemoryBackend()
+    await broker.publish("chat", [start_event("s1"), end_event("s1", 2)])
+    queue = await broker.subscribe("chat", 0)
+    assert len(await take(queue)) == 2
+    reader = asyncio.create_task(queue.get())
+    await asyncio.sleep(0)
+    await broker.publish("chat", [start_event("s2")])
+    assert [e["streamId"] for e in await reader] == ["s2"]
+    topic = broker.topic("chat")
+    assert topic is not None and topic.previous == []
+
+
+async def test_readers_with_a_backlog_take_turns() -> None:
+    broker = MemoryBackend()
+    producer = Producer("s")
+    sent = [start_event("s")]
+    sent += producer.push(*(ChunkIn(type="text", message_id=f"m{i}", props={"n": i})
+                            for i in range(100)))
+    await broker.publish("chat", sent)
+    order: list[tuple[str, int]] = []
+
+    async def read(name: str) -> None:
+        queue = await broker.subscribe("chat", 0)  # the whole backlog to send
+        async for event in queue.events():
+            order.append((name, event["seq"]))
+            if event["seq"] == len(sent):
+                return
+
+    await asyncio.gather(read("a"), read("b"))
+    # Each got everything in order, but neither sent its whole backlog in one go.
+    for name in ("a", "b"):
+        assert [seq for who, seq in order if who == name] == list(range(1, len(sent) + 1))
+    assert order.index(("b", 1)) < order.index(("a", 50))
