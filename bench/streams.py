@@ -54,6 +54,8 @@ import httpx
 import orjson
 import websockets
 
+from bench.stream_scale import scale
+
 __all__ = ["main"]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -606,7 +608,7 @@ async def persist_figures(messages: int,
 # ---- main ---------------------------------------------------------------------------------
 
 
-async def run(quick: bool) -> None:
+async def run(quick: bool, scale_only: bool = False) -> None:
     sizes = {1: 500, 10: 200, 100: 50} if quick else {1: 20_000, 10: 5_000, 100: 1_000}
     paced = 30 if quick else 300
     tmp = tempfile.mkdtemp(prefix="chatql-bench-")
@@ -617,6 +619,9 @@ async def run(quick: bool) -> None:
     limits = httpx.Limits(max_keepalive_connections=4)
     try:
         async with httpx.AsyncClient(limits=limits, timeout=120) as http:
+            if scale_only:
+                await scale(chatql, baseline, http, quick)
+                return
             idle, mib = (50, 1) if quick else (500, 8)
             per_sub, per_mib = await memory_figures(chatql, http, idle, mib)
             bare_per_sub = await baseline_idle_rss(baseline, idle)
@@ -638,6 +643,7 @@ async def run(quick: bool) -> None:
                 print(f"{k:>4} {ours.rate:>16,.0f} {bare.rate:>14,.0f} "
                       f"{ours.rate / bare.rate:>6.2f}   {ours.p50:.2f}/{ours.p99:.2f} | "
                       f"{bare.p50:.2f}/{bare.p99:.2f}")
+            await scale(chatql, baseline, http, quick)
     finally:
         stop_server(chatql)
         stop_server(baseline)
@@ -724,6 +730,42 @@ async def growth(quick: bool) -> None:
         print(f"redis push / memory push at start: {figures['redis'][0] * 1000:.2f} ms /"
               f" {figures['memory'][0] * 1000:.2f} ms ="
               f" {figures['redis'][0] / figures['memory'][0]:.2f}")
+        await http_push_ratio(redis_url, prefix, probes)
+
+
+async def http_push_ratio(redis_url: str, prefix: str, probes: int) -> None:
+    """The same at HTTP level: median ``pushChunks`` of a 100-chunk delta batch over
+    HTTP to a chatql process on ``redis://`` divided by one on ``memory://``, each at
+    the start of a stream, alternating rounds."""
+    tmp = tempfile.mkdtemp(prefix="chatql-bench-")
+    env = {"CHATQL_DATABASE_URL": f"sqlite+aiosqlite:///{tmp}/http.db",
+           "CHATQL_SECRET": "bench-secret-0123456789", "CHATQL_WS_KEEPALIVE": "0"}
+    memory = await start_server("chatql", env)
+    redis = await start_server("chatql", {**env, "CHATQL_MIGRATE_ON_START": "false",
+                                          "CHATQL_BROKER_URL": f"{redis_url}?prefix={prefix}"})
+    text = "x" * 500
+    batch = [{"messageId": "m", "type": "text", "delta": True, "props": {"content": text}}
+             for _ in range(100)]
+    times: dict[str, list[float]] = {"memory": [], "redis": []}
+    try:
+        async with httpx.AsyncClient(timeout=60) as http:
+            targets = {"memory": ChatqlTarget(memory, http), "redis": ChatqlTarget(redis, http)}
+            for target in targets.values():
+                await target.subscribers(0)
+                await target.push(batch)  # warm-up
+            for _ in range(probes):
+                for name, target in targets.items():
+                    began = time.perf_counter()
+                    await target.push(batch)
+                    times[name].append(time.perf_counter() - began)
+            for target in targets.values():
+                await target.finish()
+    finally:
+        stop_server(memory)
+        stop_server(redis)
+    ours, base = (sorted(times[n])[probes // 2] for n in ("redis", "memory"))
+    print(f"redis push / memory push over HTTP: {ours * 1000:.2f} ms / {base * 1000:.2f} ms"
+          f" = {ours / base:.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -735,18 +777,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--persist", action="store_true",
                         help="only the endStream persist figure (needs Postgres)")
     parser.add_argument("--rounds", type=int, help="alternating rounds (default 3, quick 1)")
+    parser.add_argument("--scale-only", action="store_true",
+                        help="only the scale figure (N = 10, 1,000, 10,000 subscribers)")
     parser.add_argument("--serve", choices=["chatql", "baseline"], help=argparse.SUPPRESS)
+    parser.add_argument("--scale-client", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.scale_client:
+        from bench.stream_scale import client_main
+
+        kind, address, chat, count = args.scale_client
+        client_main(kind, address, chat, int(count))
+        return 0
     if args.serve:
         serve(args.serve, args.port)
         return 0
+    from bench.stream_scale import raise_file_limit
+
+    raise_file_limit()  # the servers and client processes inherit it
     if args.persist:
         job = persist(args.quick, args.rounds)
     elif args.two_instance:
         job = two_instances(args.quick)
     else:
-        job = run(args.quick)
+        job = run(args.quick, args.scale_only)
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is not built for every platform

@@ -1,9 +1,16 @@
-"""One subscriber's bounded queue of live chunks.
+"""One subscriber's view of a topic's live chunks: a cursor into a shared log.
 
-Each subscriber reads from its own :class:`SubscriberQueue`, which coalesces queued
-string or list appends to the same message and path without loss and, past its hard
-bound, drops what it queued for a fresh snapshot: a slow reader never slows the
-producer or the other readers and never grows memory without bound.
+A topic keeps its stream's chunks in one append-only log (:mod:`store.streams.topic`).
+Each subscriber reads through its own :class:`SubscriberQueue`, which holds only a
+position in that log (plus, right after joining, its own catch-up or snapshot). A
+publish appends to the log and schedules ONE wake-up for the topic, so the producer's
+cost does not grow with the number of subscribers; woken readers take everything after
+their cursor at once. What several readers at the same position read is coalesced once
+(string or list appends to the same message and path merged without loss) and shared,
+so one chunk is serialised once per subscription shape, not once per subscriber.
+A reader that fell more than ``limit`` chunks behind is not sent the backlog: it gets
+the state as a snapshot instead (RESYNC), so a slow reader never slows the producer or
+the other readers and never holds memory of its own.
 """
 
 from __future__ import annotations
@@ -11,14 +18,17 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from store.streams.reducer import ChunkEvent
 
-__all__ = ["DEFAULT_QUEUE_LIMIT", "SubscriberQueue"]
+__all__ = ["DEFAULT_QUEUE_LIMIT", "LogSource", "SubscriberQueue", "coalesce"]
 
-#: Events a subscriber may have queued before it is resynchronised with a snapshot.
+#: Chunks a subscriber may be behind before it is resynchronised with a snapshot.
 DEFAULT_QUEUE_LIMIT = 2_048
+#: Chunks a reader hands on in one go before it lets the others (and the producer)
+#: have a turn.
+TURN_CHUNKS = 16
 
 
 def _coalesced(previous: ChunkEvent, event: ChunkEvent) -> ChunkEvent | None:
@@ -56,78 +66,202 @@ def _coalesced(previous: ChunkEvent, event: ChunkEvent) -> ChunkEvent | None:
     return merged
 
 
-class SubscriberQueue:
-    """One subscriber's bounded queue of chunks waiting to be sent."""
+def coalesce(events: Sequence[ChunkEvent]) -> tuple[list[ChunkEvent], int]:
+    """``events`` with neighbouring appends merged, and how many were merged away."""
+    out: list[ChunkEvent] = []
+    merged_away = 0
+    for event in events:
+        if out:
+            merged = _coalesced(out[-1], event)
+            if merged is not None:
+                out[-1] = merged
+                merged_away += 1
+                continue
+        out.append(event)
+    return out, merged_away
 
-    def __init__(self, limit: int, resync: Callable[[], list[ChunkEvent]]) -> None:
+
+class LogSource(Protocol):
+    """What a queue reads from: a topic's log, addressed by absolute positions."""
+
+    @property
+    def end(self) -> int:
+        """The position after the last chunk."""
+
+    def read(self, cursor: int) -> tuple[list[ChunkEvent], int, int] | None:
+        """The (coalesced, shared) chunks from ``cursor`` on, the position after them
+        and how many were merged away; None when ``cursor`` is no longer held."""
+
+    def wait(self, queue: SubscriberQueue) -> None:
+        """Wake ``queue`` (once) when the log grows."""
+
+    def turn(self, queue: SubscriberQueue) -> None:
+        """Wake ``queue`` (once) in a later slice: it has more to send."""
+
+
+class SubscriberQueue:
+    """One subscriber's position in a topic's log, and its own catch-up."""
+
+    def __init__(self, limit: int, resync: Callable[[], list[ChunkEvent]],
+                 source: LogSource | None = None) -> None:
+        # What this subscriber holds of its own: the catch-up or snapshot it joined
+        # with (or chunks queued with put, when it follows no log).
         self._items: deque[ChunkEvent] = deque()
         self._ready = asyncio.Event()
         self._limit = limit
         self._resync = resync
+        self._source = source
+        self._cursor = 0 if source is None else source.end
         self.closed = False
         self._resync_pending = False
-        #: How many chunks were merged into their predecessor (for tests and metrics).
-        self.coalesced = 0
-        #: How many times the queue overflowed and was replaced by a snapshot.
-        self.resyncs = 0
+        self._coalesced = 0
+        self._resyncs = 0
+        self._waited = False
+
+    # ---- state -------------------------------------------------------------------------
+
+    def _lag(self) -> int:
+        return 0 if self._source is None else self._source.end - self._cursor
+
+    def _check(self) -> None:
+        """Resynchronise when hopelessly behind: the backlog is skipped, a snapshot
+        is taken when the reader comes back."""
+        source = self._source
+        if source is None or self._resync_pending or self._lag() <= self._limit:
+            return
+        read = source.read(self._cursor)
+        if read is not None and len(self._items) + len(read[0]) <= self._limit:
+            return  # what is behind coalesces to little enough: it is sent as it is
+        self._overflow()
+
+    def _overflow(self) -> None:
+        self._items.clear()
+        if self._source is not None:
+            self._cursor = self._source.end
+        self._resync_pending = True
+        self._resyncs += 1
 
     def __len__(self) -> int:
-        return len(self._items)
+        self._check()
+        if self._resync_pending:
+            return 0
+        return len(self._items) + self._lag()
 
     @property
     def resync_pending(self) -> bool:
+        self._check()
         return self._resync_pending
 
+    @property
+    def resyncs(self) -> int:
+        """How many times the reader fell behind and was sent a snapshot instead."""
+        self._check()
+        return self._resyncs
+
+    @property
+    def coalesced(self) -> int:
+        """How many chunks reached this reader merged into their predecessor."""
+        return self._coalesced
+
+    # ---- filling -------------------------------------------------------------------------
+
     def put(self, event: ChunkEvent) -> None:
-        if self.closed:
-            return
-        if self._resync_pending:
+        """Queue ``event`` for this reader alone (its catch-up)."""
+        if self.closed or self._resync_pending:
             return  # the snapshot taken when the reader comes back includes it
         if self._items:
             merged = _coalesced(self._items[-1], event)
             if merged is not None:
                 self._items[-1] = merged
-                self.coalesced += 1
+                self._coalesced += 1
                 self._ready.set()
                 return
         self._items.append(event)
         if len(self._items) > self._limit:
-            # Hopelessly behind: drop what is queued and hold nothing more; the
-            # reader gets the state as a snapshot when it next asks.
-            self._items.clear()
-            self._resync_pending = True
-            self.resyncs += 1
+            self._overflow()
         self._ready.set()
 
     def extend(self, events: Sequence[ChunkEvent]) -> None:
         for event in events:
             self.put(event)
 
+    def wake(self) -> None:
+        """The log grew (called by the topic's one wake-up)."""
+        self._ready.set()
+
+    # ---- reading -------------------------------------------------------------------------
+
     async def events(self) -> AsyncIterator[ChunkEvent]:
-        """Every queued chunk in order, waiting for more, until the queue is closed."""
+        """Every chunk in order, waiting for more, until the queue is closed.
+
+        After :data:`TURN_CHUNKS` chunks without waiting, the reader waits for its turn
+        (the topic wakes readers in slices): a reader with a backlog sends it a share
+        at a time instead of holding the event loop for all of it."""
+        handed = 0
         while True:
             try:
                 batch = await self.get()
             except StopAsyncIteration:
                 return
+            if self._waited:
+                handed = 0
             for event in batch:
+                if handed >= TURN_CHUNKS:
+                    handed = 0
+                    await self._turn()
                 yield event
+                handed += 1
+
+    async def _turn(self) -> None:
+        if self._source is None or self.closed:
+            return
+        self._ready.clear()
+        self._source.turn(self)
+        await self._ready.wait()
+
+    def _take(self) -> list[ChunkEvent]:
+        """Everything available now (possibly nothing)."""
+        self._check()
+        if self._resync_pending:
+            self._resync_pending = False
+            snapshot = self._resync()
+            if snapshot:
+                return snapshot
+        items: list[ChunkEvent] = []
+        if self._items:
+            items = list(self._items)
+            self._items.clear()
+        source = self._source
+        while source is not None and self._cursor < source.end:
+            read = source.read(self._cursor)
+            if read is None:  # the log moved on past this reader: a snapshot
+                self._overflow()
+                return self._take()
+            events, self._cursor, merged_away = read
+            self._coalesced += merged_away
+            if items and events:
+                # The catch-up's last chunk may merge with the first live one.
+                joined, more = coalesce([items[-1], events[0]])
+                if more:
+                    items[-1] = joined[0]
+                    self._coalesced += 1
+                    events = events[1:]
+            items.extend(events)
+        return items
 
     async def get(self) -> list[ChunkEvent]:
-        """Everything queued (at least one chunk), waiting when there is nothing."""
+        """Everything available (at least one chunk), waiting when there is nothing."""
+        self._waited = False
         while True:
-            if self._resync_pending:
-                self._resync_pending = False
-                snapshot = self._resync()
-                if snapshot:
-                    return snapshot
-            if self._items:
-                items = list(self._items)
-                self._items.clear()
+            items = self._take()
+            if items:
                 return items
             if self.closed:
                 raise StopAsyncIteration
             self._ready.clear()
+            if self._source is not None:
+                self._source.wait(self)
+            self._waited = True
             await self._ready.wait()
 
     def close(self) -> None:

@@ -51,7 +51,7 @@ from store.messages import NewMessage
 from store.records import Identity
 from store.resume import StepIn
 from store.streams import persist
-from store.streams.backends import Backend
+from store.streams.backends import Backend, StaleCopy
 from store.streams.buffer import PushResult, StreamBuffer, StreamInfo, StreamResult
 from store.streams.queue import SubscriberQueue
 from store.streams.reducer import ChunkEvent, ChunkIn, StreamState, apply_chunks
@@ -260,7 +260,26 @@ class StreamService:
 
     async def push_chunks(self, who: Identity, stream_id: str,
                           chunks: Sequence[ChunkIn]) -> PushResult:
-        async with self.backend.lease(stream_id):
+        # Optimistic first: when this instance's copy is current a shared backend
+        # writes the push in one round trip; if it is not, nothing was written and
+        # the push is redone under the lease on the current state.
+        try:
+            result = await self._push(who, stream_id, chunks, optimistic=True)
+        except StaleCopy:
+            return await self._push(who, stream_id, chunks, optimistic=False)
+        except ChatqlError:
+            # Refused on this instance's copy: stands if that copy is current.
+            if await self.backend.is_current(stream_id):
+                raise
+            return await self._push(who, stream_id, chunks, optimistic=False)
+        if not result.accepted and not await self.backend.is_current(stream_id):
+            # Nothing written (all duplicates) proves nothing about the copy.
+            return await self._push(who, stream_id, chunks, optimistic=False)
+        return result
+
+    async def _push(self, who: Identity, stream_id: str, chunks: Sequence[ChunkIn], *,
+                    optimistic: bool) -> PushResult:
+        async with self.backend.lease(stream_id, optimistic=optimistic):
             stream = await self._producer_stream(who, stream_id)
             if len(chunks) > MAX_PUSH_CHUNKS:
                 raise PayloadTooLarge(f"pushChunks takes at most {MAX_PUSH_CHUNKS} chunks")

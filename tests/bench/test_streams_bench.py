@@ -33,6 +33,17 @@ def test_streams_bench_quick_prints_all_figures() -> None:
     assert [name for name, _ in growth] == ["memory", "redis"], out
     assert all(float(ratio) > 0 for _, ratio in growth)
     assert re.search(r"^redis push / memory push at start: .* = [\d.]+$", out, re.MULTILINE), out
+    scale = re.findall(r"^\s*(10|100)\s+([\d,]+)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)\|([\d.]+) "
+                       r"\(([\d.]+)\)\s+([\d.]+) \(x([\d.]+) of N=10\)\|[\d.]+\s+(\d+) of (\d+)$",
+                       out, re.MULTILINE)
+    assert [row[0] for row in scale] == ["10", "100"], out
+    for row in scale:
+        ours, bare = (float(row[i].replace(",", "")) for i in (1, 2))
+        assert ours > 0 and bare > 0
+        assert abs(float(row[3]) - ours / bare) < 0.01 + 0.01 * ours / bare
+        # Every subscription the server acknowledged was served.
+        assert (row[9], row[10]) == ("0", row[0]), row
+    assert re.search(r"^redis push / memory push over HTTP: .* = [\d.]+$", out, re.MULTILINE), out
 
 
 def test_streams_bench_persist_alone() -> None:

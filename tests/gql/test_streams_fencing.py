@@ -1,7 +1,8 @@
 """Fenced leases with real processes: a stalled holder is refused, a dead one replaced.
 
 Two chatql processes share the database and Redis. Instance A is caught inside an
-operation (its lease exists in Redis while its big push runs) and then stopped
+operation (its lease exists in Redis while its big push runs: its copy of the stream
+is not current, so the push is not written optimistically) and then stopped
 (SIGSTOP) or killed (SIGKILL). The producer carries on with instance B, which waits
 out the short lease and rebuilds the stream from its log. A stopped A that wakes up
 has its write refused; in the end the persisted text equals an independent replay of
@@ -76,7 +77,9 @@ async def test_a_stopped_holder_is_refused_and_every_accepted_chunk_is_persisted
             chat = f"fence-{uuid.uuid4().hex[:10]}"
             await a.http.data(CREATE, {"id": chat})
             sid = (await a.http.data(START, {"input": {"chatId": chat}}))["startStream"]["id"]
-            await a.http.data(PUSH, {"id": sid, "chunks": [text("kept ")]})
+            # Pushed on B, so A's copy is not current: A's big push is not written
+            # optimistically (one conditional write, no lease) but under the lease.
+            await b.http.data(PUSH, {"id": sid, "chunks": [text("kept ")]})
             push = asyncio.create_task(a.http.execute(PUSH, {"id": sid, "chunks": BIG}))
             if not await caught_in_lease(redis, prefix, sid, push, a, signal.SIGSTOP):
                 await push
@@ -126,7 +129,8 @@ async def test_sigkill_of_the_holder_mid_push_another_instance_takes_over_within
                 await a.http.data(CREATE, {"id": chat})
                 sid = (await a.http.data(START, {"input": {"chatId": chat}})
                        )["startStream"]["id"]
-                await a.http.data(PUSH, {"id": sid, "chunks": [text("before ")]})
+                # On B, so A's big push runs under the lease (see the test above).
+                await b.http.data(PUSH, {"id": sid, "chunks": [text("before ")]})
                 push = asyncio.create_task(a.http.execute(PUSH, {"id": sid, "chunks": BIG}))
                 caught = await caught_in_lease(redis, prefix, sid, push, a, signal.SIGKILL)
                 died = time.monotonic()

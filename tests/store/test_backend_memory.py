@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from typing import Any
 
@@ -167,3 +168,95 @@ async def test_a_hopelessly_slow_subscriber_is_resynchronised_with_a_snapshot() 
     (following,) = await take(slow)
     assert not following["snapshot"]
     check_continuity(dict(got[-1]), dict(following))
+
+
+async def test_a_publish_wakes_subscribers_later_and_they_share_one_read() -> None:
+    broker = MemoryBackend()
+    producer = Producer("s")
+    await broker.publish("chat", [start_event("s")])
+    queues = [await broker.subscribe("chat", 1) for _ in range(200)]
+    readers = [asyncio.create_task(queue.get()) for queue in queues]
+    await asyncio.sleep(0)  # every reader is waiting now
+    events = producer.push(*(text("a", str(i)) for i in range(10)))
+    await broker.publish("chat", events)
+    # Publishing only appended to the log: no reader has anything handed to it yet.
+    assert not any(reader.done() for reader in readers)
+    got = await asyncio.gather(*readers)
+    # The ten appends reach every reader merged into one chunk, the SAME object for
+    # all of them (so a frame is serialised once per subscription shape).
+    assert all(len(batch) == 1 for batch in got)
+    assert all(batch[0] is got[0][0] for batch in got)
+    assert got[0][0]["props"] == {"content": "0123456789"}
+    assert view_of(got[0]) == view_of(events)
+
+
+async def test_other_work_runs_between_slices_of_a_large_wake_up() -> None:
+    broker = MemoryBackend()
+    producer = Producer("s")
+    await broker.publish("chat", [start_event("s")])
+    order: list[str] = []
+    loop = asyncio.get_running_loop()
+
+    async def read(queue: SubscriberQueue, index: int) -> None:
+        await queue.get()
+        if index == 0:
+            # Like a producer's next request arriving once fan-out has begun.
+            loop.call_soon(order.append, "other")
+        order.append("reader")
+
+    queues = [await broker.subscribe("chat", 1) for _ in range(2_000)]
+    tasks = [asyncio.create_task(read(queue, i)) for i, queue in enumerate(queues)]
+    await asyncio.sleep(0)
+    await broker.publish("chat", producer.push(text("a", "x")))
+    await asyncio.gather(*tasks)
+    # Served long before the last of 2,000 readers, not after all of them.
+    assert order.index("other") < 500
+
+
+async def test_a_subscriber_behind_at_a_new_stream_gets_the_old_end_then_the_new_start(
+        ) -> None:
+    broker = MemoryBackend()
+    producer = Producer("s1")
+    await broker.publish("chat", [start_event("s1")])
+    queue = await broker.subscribe("chat", 1)
+    first = producer.push(text("a", "x"))
+    await broker.publish("chat", [*first, end_event("s1", 3)])
+    await broker.publish("chat", [start_event("s2")])
+    got = await take(queue)
+    assert [(e["streamId"], e["seq"]) for e in got] == [("s1", 2), ("s1", 3), ("s2", 1)]
+
+
+async def test_the_previous_streams_log_is_dropped_once_every_reader_is_past_it() -> None:
+    broker = MemoryBackend()
+    await broker.publish("chat", [start_event("s1"), end_event("s1", 2)])
+    queue = await broker.subscribe("chat", 0)
+    assert len(await take(queue)) == 2
+    reader = asyncio.create_task(queue.get())
+    await asyncio.sleep(0)
+    await broker.publish("chat", [start_event("s2")])
+    assert [e["streamId"] for e in await reader] == ["s2"]
+    topic = broker.topic("chat")
+    assert topic is not None and topic.previous == []
+
+
+async def test_readers_with_a_backlog_take_turns() -> None:
+    broker = MemoryBackend()
+    producer = Producer("s")
+    sent = [start_event("s")]
+    sent += producer.push(*(ChunkIn(type="text", message_id=f"m{i}", props={"n": i})
+                            for i in range(100)))
+    await broker.publish("chat", sent)
+    order: list[tuple[str, int]] = []
+
+    async def read(name: str) -> None:
+        queue = await broker.subscribe("chat", 0)  # the whole backlog to send
+        async for event in queue.events():
+            order.append((name, event["seq"]))
+            if event["seq"] == len(sent):
+                return
+
+    await asyncio.gather(read("a"), read("b"))
+    # Each got everything in order, but neither sent its whole backlog in one go.
+    for name in ("a", "b"):
+        assert [seq for who, seq in order if who == name] == list(range(1, len(sent) + 1))
+    assert order.index(("b", 1)) < order.index(("a", 50))

@@ -147,3 +147,51 @@ async def test_redis_pushes_save_only_the_batch_and_a_stale_holder_is_refused(
     finally:
         await a.close()
         await b.close()
+
+
+async def test_redis_push_on_a_current_copy_is_one_round_trip_and_a_stale_one_is_redone(
+        db: Database, redis_url: str) -> None:
+    a = StreamService(db, backend_from_url(redis_url), idle_timeout=0)
+    b = StreamService(db, backend_from_url(redis_url), idle_timeout=0)
+    backend_a = a.backend
+    assert isinstance(backend_a, RedisBackend)
+    commands: list[str] = []
+    original = backend_a.redis.execute_command
+
+    async def counted(*args: Any, **options: Any) -> Any:
+        commands.append(str(args[0]))
+        return await original(*args, **options)
+
+    try:
+        chat = await new_chat(db)
+        info = await a.start_stream(AGENT, chat)
+        await a.push_chunks(AGENT, info.id, [text("m", "0 ")])
+        backend_a.redis.execute_command = counted  # type: ignore[method-assign]
+        for i in range(1, 6):
+            await a.push_chunks(AGENT, info.id, [text("m", f"{i} "), text("n", f"{i}")])
+        # The holder's copy is current: each push is its one fenced write, nothing else.
+        assert commands == ["EVALSHA"] * 5
+        # Another instance writes; A's next push finds its copy stale, writes nothing
+        # optimistically and is redone on the current state.
+        await b.push_chunks(AGENT, info.id, [text("m", "B ")])
+        pushed = await a.push_chunks(AGENT, info.id, [text("m", "A")])
+        assert pushed.last_seq == 14 and backend_a.optimistic_misses == 1
+        # Chunks seen only by the other instance are duplicates here too.
+        again = await a.push_chunks(AGENT, info.id, [
+            ChunkIn(type="text", message_id="m", props={"content": "x"}, delta=True,
+                    chunk_id="once")])
+        assert again.accepted == 1
+        await b.push_chunks(AGENT, info.id, [
+            ChunkIn(type="text", message_id="m", props={"content": "x"}, delta=True,
+                    chunk_id="twice")])
+        dup = await a.push_chunks(AGENT, info.id, [
+            ChunkIn(type="text", message_id="m", props={"content": "x"}, delta=True,
+                    chunk_id="twice")])
+        assert (dup.accepted, dup.duplicates, dup.last_seq) == (0, 1, 16)
+        result = await a.end_stream(AGENT, info.id, "COMPLETED")
+        contents = {m.props["content"] for m in result.messages}
+        assert contents == {"0 1 2 3 4 5 B Axx", "12345"}
+    finally:
+        backend_a.redis.execute_command = original  # type: ignore[method-assign]
+        await a.close()
+        await b.close()

@@ -26,7 +26,12 @@ from store.streams.buffer import StreamBuffer
 from store.streams.queue import DEFAULT_QUEUE_LIMIT, SubscriberQueue
 from store.streams.reducer import ChunkEvent
 
-__all__ = ["Backend", "backend_from_url"]
+__all__ = ["Backend", "StaleCopy", "backend_from_url"]
+
+
+class StaleCopy(Exception):
+    """An optimistic operation found this instance's copy of the stream not current
+    (or the stream busy elsewhere): nothing was written; redo it under the lease."""
 
 
 class Backend(ABC):
@@ -51,10 +56,20 @@ class Backend(ABC):
     async def active_stream(self, chat_id: str) -> str | None:
         """The id of the chat's claimed stream, if any."""
 
-    def lease(self, stream_id: str, *, wait: bool = True) -> AbstractAsyncContextManager[bool]:
+    def lease(self, stream_id: str, *, wait: bool = True,
+              optimistic: bool = False) -> AbstractAsyncContextManager[bool]:
         """Hold the stream for one operation (yields False when ``wait`` is off and
-        another holder has it)."""
+        another holder has it). ``optimistic``: a backend may skip taking the lease
+        when its copy of the stream is current, and instead make the operation's one
+        write conditional on nobody else having written or holding the stream; then
+        :meth:`load` or :meth:`save` raise :class:`StaleCopy` and the caller redoes
+        the operation without ``optimistic``."""
         return _always()
+
+    async def is_current(self, stream_id: str) -> bool:
+        """Whether this instance's copy of the stream is the latest state (checked
+        after an optimistic operation that wrote nothing)."""
+        return True
 
     async def load(self, stream_id: str, cached: StreamBuffer | None) -> StreamBuffer | None:
         """The stream's latest state (``cached`` when that is current), or None."""

@@ -11,7 +11,15 @@ and must reload: two instances can never both apply chunks to one stream. Beside
 chunks a push writes only its batch's new message-id aliases and chunk ids and the
 buffered size, so a push costs O(its batch). An instance whose copy is not current (a
 producer moving, a dead holder, the sweeper) rebuilds the state by replaying the log
-through the one reducer (:func:`store.streams.reducer.apply_event`). The stream's own
+through the one reducer (:func:`store.streams.reducer.apply_event`).
+
+**A push in one round trip.** An instance whose last write to a stream is still the
+stream's latest version pushes without taking the lease: the push's one script checks
+that nobody holds the lease and that the state is still at the version this instance
+wrote (``v:<version>`` in place of the token), and writes. If either fails nothing is
+written; the service redoes the push under the lease on the rebuilt state
+(:class:`store.streams.backends.StaleCopy`). Everything else — start, steps, the end
+and its persist, the sweeper — runs under the lease. The stream's own
 facts (starter, input message, steps, end status) sit in ``{prefix}stream:{id}``.
 One active stream per chat is a ``SET NX`` claim (``{prefix}active:{chat_id}``),
 released once the stream is persisted; ``{prefix}live-streams`` indexes active streams
@@ -62,7 +70,7 @@ from store.errors import Conflict, StreamActive
 from store.messages import NewMessage
 from store.records import Identity
 from store.resume import StepIn
-from store.streams.backends import Backend
+from store.streams.backends import Backend, StaleCopy
 from store.streams.buffer import StreamBuffer, StreamInfo
 from store.streams.queue import DEFAULT_QUEUE_LIMIT, SubscriberQueue
 from store.streams.reducer import ChunkEvent, StreamState, apply_event
@@ -104,12 +112,19 @@ return 0
 """
 
 # One fenced write. KEYS: lease, state hash, aliases hash, seen set, chat stream, live
-# index, chat claim. ARGV: token, chat TTL ms, live score, stream id, then counts and
-# items: n fields (name, value)*, n aliases (producer id, service id)*, n seen ids,
-# then chunks (seq, json, starts)*. Returns the state's new version, or an error
-# reply 'STALE' when the lease no longer holds the token.
+# index, chat claim. ARGV: the fence, chat TTL ms, live score, stream id, then counts
+# and items: n fields (name, value)*, n aliases (producer id, service id)*, n seen ids,
+# then chunks (seq, json, starts)*. The fence is ``t:<token>`` under a lease (the lease
+# must still hold the token) or ``v:<version>`` for an optimistic write (nobody may
+# hold the lease and the state must still be at that version). Returns the state's
+# new version, or an error reply 'STALE'.
 _WRITE = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return redis.error_reply('STALE') end
+local kind, fence = string.sub(ARGV[1], 1, 2), string.sub(ARGV[1], 3)
+if kind == 't:' then
+  if redis.call('GET', KEYS[1]) ~= fence then return redis.error_reply('STALE') end
+elseif redis.call('EXISTS', KEYS[1]) == 1 or redis.call('HGET', KEYS[2], 'v') ~= fence then
+  return redis.error_reply('STALE')
+end
 local i = 5
 local n = tonumber(ARGV[i]); i = i + 1
 for _ = 1, n do
@@ -317,9 +332,13 @@ class RedisBackend(Backend):
         self._versions: dict[str, int] = {}
         self._tokens: dict[str, int] = {}
         self._granted_version: dict[str, int | None] = {}
+        # Streams in an optimistic operation (no lease taken; see :meth:`lease`).
+        self._optimistic: dict[str, int] = {}
         #: Writes refused for a stale lease, and states rebuilt from the log (metrics).
         self.refused = 0
         self.rebuilds = 0
+        #: Optimistic writes refused (another instance wrote or held the stream).
+        self.optimistic_misses = 0
 
     def key(self, chat_id: str) -> str:
         return f"{self.prefix}chat:{chat_id}"
@@ -348,7 +367,20 @@ class RedisBackend(Backend):
         return None if raw is None else _text(raw)
 
     @contextlib.asynccontextmanager
-    async def lease(self, stream_id: str, *, wait: bool = True) -> AsyncIterator[bool]:
+    async def lease(self, stream_id: str, *, wait: bool = True,
+                    optimistic: bool = False) -> AsyncIterator[bool]:
+        if optimistic and stream_id in self._versions and stream_id not in self._tokens:
+            # This instance wrote the stream last (as far as it knows): no lease round
+            # trips; the one write checks nobody wrote or holds it since. (Writes on
+            # this instance are ordered by the stream's publish lock.)
+            self._optimistic[stream_id] = self._optimistic.get(stream_id, 0) + 1
+            try:
+                yield True
+            finally:
+                left = self._optimistic.pop(stream_id) - 1
+                if left:
+                    self._optimistic[stream_id] = left
+            return
         key = self._k("lease", stream_id)
         deadline = time.monotonic() + _LEASE_WAIT
         delay = 0.005
@@ -389,8 +421,19 @@ class RedisBackend(Backend):
                 if not await self._renew_script(keys=[key], args=[token, self._lease_ms]):
                     return  # lost it: the next write is refused
 
+    async def is_current(self, stream_id: str) -> bool:
+        version = self._versions.get(stream_id)
+        if version is None:
+            return False
+        raw = await self.redis.hget(self._k("stream", stream_id), "v")
+        return raw is not None and int(raw) == version
+
     async def load(self, stream_id: str, cached: StreamBuffer | None) -> StreamBuffer | None:
         key = self._k("stream", stream_id)
+        if stream_id in self._optimistic:
+            if cached is None or stream_id not in self._versions:
+                raise StaleCopy(stream_id)
+            return cached  # checked by the write
         version: Any
         if stream_id in self._granted_version:
             # Read with the grant; nobody can write while this instance holds the lease.
@@ -422,9 +465,17 @@ class RedisBackend(Backend):
                    aliases: Mapping[str, str] | None = None, seen: Iterable[str] = (),
                    tokens: Mapping[str, int] | None = None, steps: bool = False) -> None:
         sid, chat_id = stream.info.id, stream.info.chat_id
-        token = self._tokens.get(sid)
-        if token is None:  # pragma: no cover - every caller holds the lease
-            raise RuntimeError(f"saving stream {sid!r} without its lease")
+        optimistic = sid in self._optimistic
+        if optimistic:
+            expected = self._versions.get(sid)
+            if expected is None:
+                raise StaleCopy(sid)
+            fence = f"v:{expected}"
+        else:
+            token = self._tokens.get(sid)
+            if token is None:  # pragma: no cover - every caller holds the lease
+                raise RuntimeError(f"saving stream {sid!r} without its lease")
+            fence = f"t:{token}"
         fields: list[Any] = ["bytes", stream.buffered_bytes]
         if events and events[0]["seq"] == 1:
             fields += ["meta", _meta(stream)]
@@ -435,7 +486,7 @@ class RedisBackend(Backend):
         if stream.end_status is not None:
             fields += ["end", jsonutil.dumps({"status": stream.end_status,
                                               "error": stream.end_error})]
-        args: list[Any] = [token, self._active_ttl_ms, stream.last_push, sid, len(fields) // 2,
+        args: list[Any] = [fence, self._active_ttl_ms, stream.last_push, sid, len(fields) // 2,
                            *fields]
         pairs = list((aliases or {}).items())
         args.append(len(pairs))
@@ -456,6 +507,9 @@ class RedisBackend(Backend):
         except ResponseError as error:
             if "STALE" not in str(error):
                 raise
+            if optimistic:
+                self.optimistic_misses += 1
+                raise StaleCopy(sid) from None
             self.refused += 1
             raise StreamActive(
                 f"stream {sid!r} moved to another instance while this one stalled; retry"

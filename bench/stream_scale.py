@@ -1,0 +1,309 @@
+"""The scale figure of ``bench.streams``: one chat, N subscribers over real WebSockets.
+
+For N = 10, 1,000 and 10,000 (``--quick``: 10 and 100) the same run is made against
+chatql (``chatStream``, graphql-transport-ws) and the bare relay, alternating: the
+subscribers are spread over several client processes (at most ``PER_PROCESS`` sockets
+each), the producer pushes one batch of non-delta chunks every 50 ms over HTTP and
+times each push, then ends the stream. Each client process reports how many of its
+subscriptions were acknowledged (``connection_ack`` and the subscribe sent; the
+relay's ready frame) and how many were served (received a frame of the subscription:
+a chunk, a snapshot, an error or complete), the chunk frames it received (snapshots
+not counted) and a latency histogram (producer stamp to arrival; every process reads
+the same monotonic clock). Printed: chunks delivered/s of chatql ÷ the relay's at the
+same N, p99 latency of both, the median push latency at N ÷ at 10, and the count of
+acknowledged subscriptions never served.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import resource
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import orjson
+
+__all__ = ["PER_PROCESS", "client_main", "raise_file_limit", "scale"]
+
+#: Sockets one client process holds (the client side is the bottleneck otherwise).
+PER_PROCESS = 2_500
+SUBSCRIBE = ("subscription($chat: ID!) { chatStream(chatId: $chat) { streamId seq chunkId "
+             "messageId blockId threadId type role props delta deltaPath deltaAction "
+             "snapshot } }")
+_BUCKET = math.log(1.02)  # histogram buckets 2 % wide
+
+
+def raise_file_limit() -> int:
+    """Lift the soft limit on open files to the hard one (children inherit it)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+# ---- the client process ------------------------------------------------------------------
+
+
+@dataclass
+class _Socket:
+    ws: Any = None
+    acked: bool = False
+    served: bool = False
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class _Stats:
+    def __init__(self) -> None:
+        self.chunks = 0
+        self.snapshots = 0
+        self.histogram: dict[int, int] = {}
+        self.first = 0.0
+        self.last = 0.0
+
+    def chunk(self, frame: str) -> None:
+        now = time.perf_counter_ns()
+        if '"snapshot":true' in frame:
+            self.snapshots += 1
+            return
+        at = frame.find('"t":')
+        if at < 0:
+            return
+        stop = at + 4
+        while frame[stop].isdigit():
+            stop += 1
+        ms = max(0.001, (now - int(frame[at + 4:stop])) / 1e6)
+        bucket = int(math.log(ms) / _BUCKET)
+        self.histogram[bucket] = self.histogram.get(bucket, 0) + 1
+        self.chunks += 1
+        seconds = now / 1e9
+        self.first = self.first or seconds
+        self.last = seconds
+
+
+async def _client(kind: str, address: str, chat: str, count: int) -> None:
+    import websockets
+
+    stats = _Stats()
+    sockets = [_Socket() for _ in range(count)]
+    gate = asyncio.Semaphore(100)
+    readers: list[asyncio.Task[None]] = []
+
+    async def read(sock: _Socket) -> None:
+        try:
+            async for frame in sock.ws:
+                assert isinstance(frame, str)
+                sock.served = True
+                if '"t":' in frame:
+                    stats.chunk(frame)
+                elif '"stream_end"' in frame or '"type":"end"' in frame or (
+                        '"type":"complete"' in frame or '"type":"error"' in frame):
+                    sock.ended.set()
+                else:
+                    sock.started.set()
+        except websockets.ConnectionClosed:
+            pass
+        sock.ended.set()
+
+    async def open_one(sock: _Socket) -> None:
+        async with gate:
+            try:
+                if kind == "chatql":
+                    sock.ws = await websockets.connect(
+                        f"ws://{address}/graphql", subprotocols=["graphql-transport-ws"],  # type: ignore[list-item]
+                        compression=None, max_queue=None, open_timeout=120)
+                    await sock.ws.send('{"type":"connection_init","payload":{}}')
+                    await sock.ws.recv()
+                    await sock.ws.send(orjson.dumps({"id": "1", "type": "subscribe",
+                                                     "payload": {"query": SUBSCRIBE,
+                                                                 "variables": {"chat": chat}}
+                                                     }).decode())
+                else:
+                    sock.ws = await websockets.connect(f"ws://{address}/ws", compression=None,
+                                                       max_queue=None, open_timeout=120)
+                    await sock.ws.recv()  # ready: registered with the relay
+                    sock.started.set()
+            except Exception as error:  # counted as not acknowledged
+                print(f"connect failed: {error!r}", file=sys.stderr)
+                return
+            sock.acked = True
+            readers.append(asyncio.create_task(read(sock)))
+
+    def report(**values: Any) -> None:
+        sys.stdout.write(orjson.dumps(values).decode() + "\n")
+        sys.stdout.flush()
+
+    await asyncio.gather(*(open_one(s) for s in sockets))
+    acked = [s for s in sockets if s.acked]
+    report(connected=len(acked))
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)  # started
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.gather(*(s.started.wait() for s in acked)), 120)
+    report(started=sum(s.started.is_set() for s in acked))
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)  # ended
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.gather(*(s.ended.wait() for s in acked)), 180)
+    report(acked=len(acked), served=sum(s.served for s in acked), chunks=stats.chunks,
+           snapshots=stats.snapshots, first=stats.first, last=stats.last,
+           histogram=sorted(stats.histogram.items()),
+           ended=sum(s.ended.is_set() for s in acked))
+    for sock in acked:
+        await sock.ws.close()
+
+
+def client_main(kind: str, address: str, chat: str, count: int) -> None:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover
+        asyncio.run(_client(kind, address, chat, count))
+    else:
+        uvloop.run(_client(kind, address, chat, count))
+
+
+# ---- the driver ---------------------------------------------------------------------------
+
+
+@dataclass
+class ScaleFigures:
+    n: int
+    rate: float
+    p50: float
+    p99: float
+    push_p50: float
+    acked: int
+    unserved: int
+    snapshots: int
+
+
+def _percentile(histogram: dict[int, int], fraction: float) -> float:
+    total = sum(histogram.values())
+    if not total:
+        return float("nan")
+    seen = 0
+    for bucket in sorted(histogram):
+        seen += histogram[bucket]
+        if seen >= fraction * total:
+            return math.exp((bucket + 0.5) * _BUCKET)
+    return float("nan")
+
+
+async def _line(process: asyncio.subprocess.Process) -> dict[str, Any]:
+    assert process.stdout is not None
+    raw = await process.stdout.readline()
+    if not raw:
+        raise RuntimeError("a client process ended early")
+    decoded: dict[str, Any] = orjson.loads(raw)
+    return decoded
+
+
+async def run_once(target: Any, n: int, pushes: int, batch: int) -> ScaleFigures:
+    """One round at ``n`` subscribers against ``target`` (a bench.streams target)."""
+    from bench.streams import ROOT, chunk
+
+    kind = "chatql" if hasattr(target, "gql") else "baseline"
+    chat = ""
+    if kind == "chatql":
+        chat = f"scale-{uuid.uuid4().hex[:10]}"
+        await target.gql("mutation($id: ID!) { createChat(input: {assistantId: \"b\", "
+                         "id: $id}) { id } }", {"id": chat})
+        target.chat = chat
+    parts = [PER_PROCESS] * (n // PER_PROCESS) + ([n % PER_PROCESS] if n % PER_PROCESS else [])
+    clients = [await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bench.streams", "--scale-client", kind, target.server.address,
+        chat, str(part), cwd=ROOT, stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE) for part in parts]
+
+    async def tell() -> None:
+        for process in clients:
+            assert process.stdin is not None
+            process.stdin.write(b"go\n")
+            await process.stdin.drain()
+
+    try:
+        await asyncio.gather(*(_line(p) for p in clients))  # connected
+        if kind == "chatql":
+            data = await target.gql("mutation($chat: ID!) { startStream(input: {chatId: "
+                                    "$chat}) { id } }", {"chat": chat})
+            target.stream_id = data["startStream"]["id"]
+        await tell()
+        await asyncio.gather(*(_line(p) for p in clients))  # started
+        push_times: list[float] = []
+        began = time.perf_counter()
+        for index in range(pushes):
+            chunks = [chunk(index * batch + i) for i in range(batch)]
+            for item in chunks:  # non-delta: each replaces the message's props
+                item["delta"] = False
+            sent = time.perf_counter()
+            await target.push(chunks)
+            push_times.append(time.perf_counter() - sent)
+            await asyncio.sleep(max(0.0, began + (index + 1) * 0.05 - time.perf_counter()))
+        await target.finish()
+        await tell()
+        reports = await asyncio.gather(*(_line(p) for p in clients))
+    finally:
+        for process in clients:
+            if process.returncode is None:
+                try:
+                    await asyncio.wait_for(process.wait(), 60)
+                except TimeoutError:
+                    process.kill()
+                    await process.wait()
+    histogram: dict[int, int] = {}
+    for report in reports:
+        for bucket, count in report["histogram"]:
+            histogram[bucket] = histogram.get(bucket, 0) + count
+    chunks_received = sum(r["chunks"] for r in reports)
+    last = max((r["last"] for r in reports if r["chunks"]), default=0.0)
+    # Both clocks are CLOCK_MONOTONIC: the producer's first push to the last arrival.
+    elapsed = max(1e-9, last - began) if last else float("inf")
+    push_times.sort()
+    return ScaleFigures(
+        n=n, rate=chunks_received / elapsed, p50=_percentile(histogram, 0.5),
+        p99=_percentile(histogram, 0.99), push_p50=push_times[len(push_times) // 2],
+        acked=sum(r["acked"] for r in reports),
+        unserved=sum(r["acked"] - r["served"] for r in reports),
+        snapshots=sum(r["snapshots"] for r in reports))
+
+
+def _best(a: ScaleFigures | None, b: ScaleFigures) -> ScaleFigures:
+    if a is None:
+        return b
+    return ScaleFigures(n=b.n, rate=max(a.rate, b.rate), p50=min(a.p50, b.p50),
+                        p99=min(a.p99, b.p99), push_p50=min(a.push_p50, b.push_p50),
+                        acked=a.acked + b.acked, unserved=a.unserved + b.unserved,
+                        snapshots=a.snapshots + b.snapshots)
+
+
+async def scale(chatql: Any, baseline: Any, http: httpx.AsyncClient, quick: bool) -> None:
+    """Print the scale table (chatql and the relay alternating, best of rounds)."""
+    from bench.streams import BaselineTarget, ChatqlTarget
+
+    limit = raise_file_limit()
+    sizes = [10, 100] if quick else [10, 1_000, 10_000]
+    rounds = 1 if quick else 2
+    pushes, batch = (10, 2) if quick else (60, 2)
+    print(f"scale: one push of {batch} non-delta chunks every 50 ms, {pushes} pushes; "
+          f"<= {PER_PROCESS} sockets per client process; open files limit {limit}; "
+          f"best of {rounds} alternating rounds (unserved: summed over the rounds)")
+    print(f"{'N':>6} {'chatql chunks/s':>16} {'bare chunks/s':>14} {'ratio':>6}"
+          f"  p99 ms chatql|bare (ratio)  push p50 ms chatql (of N=10)|bare  unserved")
+    base_push: float | None = None
+    for n in sizes:
+        ours = bare = None
+        # 10,000 sockets take minutes a round on a small machine: one round there.
+        for _ in range(rounds if n < 10_000 else 1):
+            ours = _best(ours, await run_once(ChatqlTarget(chatql, http), n, pushes, batch))
+            bare = _best(bare, await run_once(BaselineTarget(baseline, http), n, pushes,
+                                              batch))
+        assert ours is not None and bare is not None
+        base_push = base_push or ours.push_p50
+        print(f"{n:>6} {ours.rate:>16,.0f} {bare.rate:>14,.0f} {ours.rate / bare.rate:>6.2f}"
+              f"  {ours.p99:.1f}|{bare.p99:.1f} ({ours.p99 / bare.p99:.2f})"
+              f"  {ours.push_p50 * 1000:.2f} (x{ours.push_p50 / base_push:.2f} of N=10)"
+              f"|{bare.push_p50 * 1000:.2f}  {ours.unserved} of {ours.acked}")
