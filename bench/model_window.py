@@ -25,18 +25,16 @@ import argparse
 import asyncio
 import os
 import sqlite3
-import tempfile
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import text
-from sqlalchemy.engine import make_url
 
-from bench.pagination import _sqlite_time, medians, migrate_url, ms
+from bench.common import fresh_postgres, fresh_sqlite
+from bench.pagination import _sqlite_time, medians, ms
 from store.database import connect_asyncpg, execute_on_server
 
 DEFAULT_PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
@@ -161,34 +159,26 @@ async def measure(url: str, long_messages: int, repeats: int) -> None:
 
 async def run_postgres(base_url: str, long_messages: int, repeats: int) -> None:
     base_url = base_url.replace("postgresql://", "postgresql+asyncpg://", 1)
-    name = f"chatql_bench_{uuid.uuid4().hex[:10]}"
     try:
-        await execute_on_server(base_url, f'CREATE DATABASE "{name}"')
+        await execute_on_server(base_url, "SELECT 1")
     except (OSError, Exception) as error:
         print(f"postgres: skipped ({base_url} unreachable: {error})")
         return
-    url = make_url(base_url).set(database=name).render_as_string(hide_password=False)
-    try:
-        await migrate_url(url)
+    async with fresh_postgres(base_url) as (_db, url):
         start = time.perf_counter()
         await seed_postgres(url, long_messages)
         print(f"postgres: seeded {long_messages:,} + {SHORT_MESSAGES:,} messages "
               f"in {time.perf_counter() - start:.1f} s (COPY)")
         await measure(url, long_messages, repeats)
-    finally:
-        await execute_on_server(base_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 async def run_sqlite(long_messages: int, repeats: int) -> None:
-    with tempfile.TemporaryDirectory(prefix="chatql-bench-") as folder:
-        path = Path(folder) / "bench.db"
-        url = f"sqlite+aiosqlite:///{path}"
-        await migrate_url(url)
+    async with fresh_sqlite() as (_db, path):
         start = time.perf_counter()
         seed_sqlite(path, long_messages)
         print(f"sqlite: seeded {long_messages:,} + {SHORT_MESSAGES:,} messages "
               f"in {time.perf_counter() - start:.1f} s (executemany)")
-        await measure(url, long_messages, repeats)
+        await measure(f"sqlite+aiosqlite:///{path}", long_messages, repeats)
 
 
 def main(argv: list[str] | None = None) -> None:
