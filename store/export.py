@@ -71,7 +71,7 @@ _MESSAGE_FIELDS: tuple[tuple[str, str], ...] = (
     ("type", "type"), ("props", "props"), ("blockId", "block_id"),
     ("threadId", "thread_id"), ("assistantId", "assistant_id"), ("status", "status"),
     ("metadata", "metadata"), ("createdAt", "created_at"), ("updatedAt", "updated_at"),
-    ("parentId", "parent_id"),
+    ("parentId", "parent_id"), ("tokens", "tokens"),
 )
 _TIME_COLUMNS = frozenset({"created_at", "updated_at"})
 _JSON_COLUMNS = frozenset({"props", "metadata"})

@@ -36,7 +36,7 @@ ARCHIVE = """mutation($id: ID!) { archiveChat(id: $id) { id archivedAt } }"""
 RESTORE = """mutation($id: ID!) { restoreArchive(id: $id) { id archivedAt } }"""
 CHAT = """query($id: ID!) { chat(id: $id) { id archivedAt } }"""
 PAGE = """query($id: ID!) { messages(chatId: $id, first: 200) {
-  edges { node { id sequence role type props status createdAt } } } }"""
+  edges { node { id sequence role type props status createdAt tokens } } } }"""
 SEARCH = """query($q: String!) { searchMessages(query: $q) { message { id } } }"""
 LIST = """{ chats { totalCount edges { node { id archivedAt } } } }"""
 
@@ -55,7 +55,8 @@ async def _client(settings: Settings) -> AsyncIterator[GraphQLClient]:
 async def _fill(client: GraphQLClient, headers: dict[str, str], chat_id: str = "c1") -> Any:
     await client.data(CREATE, {"input": {"id": chat_id, "assistantId": "a"}}, headers)
     await client.data(APPEND, {"id": chat_id, "appendId": "first", "messages": [
-        {"role": "USER", "type": "user_input", "props": {"content": "zebra crossing"}},
+        {"role": "USER", "type": "user_input", "props": {"content": "zebra crossing"},
+         "tokens": 3},
         {"role": "ASSISTANT", "type": "text", "props": {"content": "stripes", "n": 1.5}},
         {"role": "ASSISTANT", "type": "tool_call", "props": {"args": [1, {"x": None}]}},
     ]}, headers)

@@ -75,9 +75,9 @@ async def build_chat(gql: GraphQLClient, settings: Settings, headers: dict[str, 
                                       "metadata": {"k": [1, 2.5, None]}}}, headers)
     await gql.data(APPEND, {"id": "c1", "appendId": "a1", "messages": [
         {"role": "USER", "type": "user_input", "props": {"content": "Plan a trip"},
-         "requestId": "r1", "metadata": {"lang": "en"}},
+         "requestId": "r1", "metadata": {"lang": "en"}, "tokens": 4},
         {"role": "ASSISTANT", "type": "tool_call", "props": {"name": "search", "n": 1.5},
-         "blockId": "b1", "threadId": "t1", "assistantId": "helper"},
+         "blockId": "b1", "threadId": "t1", "assistantId": "helper", "tokens": 0},
         {"role": "TOOL", "type": "retrieval", "props": {"docs": [{"id": 1}]}},
     ]}, headers)
     deleted = await gql.data("""mutation { deleteMessages(chatId: "c1", ids: []) }""", None,
@@ -115,6 +115,7 @@ async def test_export_then_import_reproduces_the_chat(
     assert [line["sequence"] for line in lines[1:6]] == [1, 2, 3, 5, 6]
     assert [line["status"] for line in lines[1:6]] == [
         "COMPLETED", "COMPLETED", "COMPLETED", "INTERRUPTED", "FAILED"]
+    assert [line["tokens"] for line in lines[1:6]] == [4, 0, None, None, None]
 
     # The same database: purge frees the message ids; the chat comes back under a new id.
     assert (await gql.data('mutation { purgeChat(id: "c1") }', None, alice))["purgeChat"]
