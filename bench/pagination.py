@@ -423,6 +423,7 @@ async def measure_migration(url: str, sizes: Sizes, seed: Callable[[], Awaitable
 
     before_tree = ScriptDirectory.from_config(alembic_config()).get_revision(
         "0006_tree").down_revision
+    assert isinstance(before_tree, str), before_tree
 
     db = Database(url)
     try:
