@@ -42,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
@@ -238,6 +239,21 @@ def plan_for(schema: Any, query: str, operation_name: str | None) -> ChatStreamP
 
 Send = Callable[[str], Awaitable[None]]
 
+#: Subscribe access checks run at once per event loop; the rest wait their turn here
+#: rather than in the database pool, whose timeout would fail them when thousands of
+#: subscribers arrive together.
+_CONCURRENT_CHECKS = 8
+_check_gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary())
+
+
+def _checks() -> asyncio.Semaphore:
+    loop = asyncio.get_running_loop()
+    gate = _check_gates.get(loop)
+    if gate is None:
+        gate = _check_gates[loop] = asyncio.Semaphore(_CONCURRENT_CHECKS)
+    return gate
+
 
 async def _open(context: Context, plan: ChatStreamPlan,
                 variables: dict[str, Any] | None) -> tuple[str, SubscriberQueue] | None:
@@ -257,7 +273,9 @@ async def _open(context: Context, plan: ChatStreamPlan,
         ):
             return None
         check_chat_id(chat_id)
-        if await get_chat(services.db, context.identity, chat_id) is None:
+        async with _checks():
+            chat = await get_chat(services.db, context.identity, chat_id)
+        if chat is None:
             return None
         return chat_id, await services.streams.subscribe(chat_id, after_seq)
     except (ChatqlError, KeyError):
