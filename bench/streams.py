@@ -22,6 +22,16 @@ divided by the same at the start, through the stream service on SQLite, for
 ``memory://`` and ``redis://`` (Redis from ``CHATQL_TEST_REDIS_URL`` or the local
 server), and Redis's push at the start divided by memory's.
 
+Then the scale figure (:mod:`bench.stream_scale`): N = 10, 1,000 and 10,000
+subscribers of one chat over real WebSockets from several client processes, chatql
+beside the bare relay at the same N — chunks delivered/s ratio, p99 latency, push
+latency at N ÷ at 10 and the acknowledged subscriptions never served.
+``--scale-only`` prints only that figure, ``--no-scale`` everything else.
+
+The persist and growth figures follow, and the Redis push ratio over HTTP: median
+``pushChunks`` of a 100-chunk batch to a chatql process on ``redis://`` ÷ one on
+``memory://``.
+
 ``--two-instance`` instead runs two chatql processes on one database with the
 ``redis://`` broker (Redis from ``CHATQL_TEST_REDIS_URL`` or 127.0.0.1:6379) and prints
 the p50/p99 latency of a subscriber on the OTHER instance than the producer divided by
@@ -608,7 +618,7 @@ async def persist_figures(messages: int,
 # ---- main ---------------------------------------------------------------------------------
 
 
-async def run(quick: bool, scale_only: bool = False) -> None:
+async def run(quick: bool, scale_only: bool = False, no_scale: bool = False) -> None:
     sizes = {1: 500, 10: 200, 100: 50} if quick else {1: 20_000, 10: 5_000, 100: 1_000}
     paced = 30 if quick else 300
     tmp = tempfile.mkdtemp(prefix="chatql-bench-")
@@ -620,7 +630,9 @@ async def run(quick: bool, scale_only: bool = False) -> None:
     try:
         async with httpx.AsyncClient(limits=limits, timeout=120) as http:
             if scale_only:
-                await scale(chatql, baseline, http, quick)
+                sizes = tuple(int(n) for n in os.environ.get("CHATQL_BENCH_SCALE", "").split(",")
+                              if n)
+                await scale(chatql, baseline, http, quick, sizes)
                 return
             idle, mib = (50, 1) if quick else (500, 8)
             per_sub, per_mib = await memory_figures(chatql, http, idle, mib)
@@ -643,7 +655,8 @@ async def run(quick: bool, scale_only: bool = False) -> None:
                 print(f"{k:>4} {ours.rate:>16,.0f} {bare.rate:>14,.0f} "
                       f"{ours.rate / bare.rate:>6.2f}   {ours.p50:.2f}/{ours.p99:.2f} | "
                       f"{bare.p50:.2f}/{bare.p99:.2f}")
-            await scale(chatql, baseline, http, quick)
+            if not no_scale:
+                await scale(chatql, baseline, http, quick)
     finally:
         stop_server(chatql)
         stop_server(baseline)
@@ -779,6 +792,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, help="alternating rounds (default 3, quick 1)")
     parser.add_argument("--scale-only", action="store_true",
                         help="only the scale figure (N = 10, 1,000, 10,000 subscribers)")
+    parser.add_argument("--no-scale", action="store_true",
+                        help="every figure but the scale figure")
     parser.add_argument("--serve", choices=["chatql", "baseline"], help=argparse.SUPPRESS)
     parser.add_argument("--scale-client", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -800,7 +815,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.two_instance:
         job = two_instances(args.quick)
     else:
-        job = run(args.quick, args.scale_only)
+        job = run(args.quick, args.scale_only, args.no_scale)
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is not built for every platform

@@ -33,7 +33,7 @@ __all__ = ["Topic"]
 logger = logging.getLogger("chatql.streams")
 
 #: Subscribers woken per event-loop step; between slices the loop serves sockets.
-WAKE_SLICE = 32
+WAKE_SLICE = 16
 # Shared coalesced reads kept (by log range); readers at one position share one.
 _READS_KEPT = 16
 

@@ -111,3 +111,29 @@ async def test_hundreds_of_subscribers_are_all_served_to_the_end(settings: Setti
         for reader in readers:
             await reader.ws.close()
             reader.task.cancel()
+
+
+async def test_a_subscription_whose_fast_path_fails_is_still_served(
+        settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+    import gql.websocket
+
+    async def pool_exhausted(*args: Any, **kwargs: Any) -> Any:
+        raise PoolTimeout("QueuePool limit reached, connection timed out")
+
+    async with serve(settings) as (server, _app):
+        http = Http(server)
+        await http.data(CREATE, {"id": "busy"})
+        monkeypatch.setattr(gql.websocket, "get_chat", pool_exhausted)
+        reader = await Reader.open(server, "busy")
+        stream = (await http.data(START, {"input": {"chatId": "busy"}}))["startStream"]["id"]
+        # Never left silent: the ordinary way serves it.
+        async with asyncio.timeout(10):
+            await reader.first.wait()
+        assert reader.chunks[0]["props"]["event"] == "stream_start"
+        await http.data(END, {"id": stream, "status": "COMPLETED"})
+        async with asyncio.timeout(10):
+            await reader.ended.wait()
+        await reader.ws.close()
+        reader.task.cancel()
