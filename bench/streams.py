@@ -630,9 +630,9 @@ async def run(quick: bool, scale_only: bool = False, no_scale: bool = False) -> 
     try:
         async with httpx.AsyncClient(limits=limits, timeout=120) as http:
             if scale_only:
-                sizes = tuple(int(n) for n in os.environ.get("CHATQL_BENCH_SCALE", "").split(",")
-                              if n)
-                await scale(chatql, baseline, http, quick, sizes)
+                counts = tuple(int(n) for n in
+                               os.environ.get("CHATQL_BENCH_SCALE", "").split(",") if n)
+                await scale(chatql, baseline, http, quick, counts)
                 return
             idle, mib = (50, 1) if quick else (500, 8)
             per_sub, per_mib = await memory_figures(chatql, http, idle, mib)
