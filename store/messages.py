@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Row, exists, false, select, update
+from sqlalchemy import ColumnElement, Row, bindparam, exists, false, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -247,6 +247,15 @@ async def insert_messages(
                               parent_id=parent_id, explicit_parent=explicit_parent)
 
 
+# Built once: every append and persisted stream runs it.
+_CHAT_END = (
+    update(chats)
+    .where(chats.c.id == bindparam("b_chat"))
+    .values(last_sequence=bindparam("b_last"), last_message_at=bindparam("b_stamp"),
+            activity_at=bindparam("b_stamp"), active_leaf_id=bindparam("b_leaf"))
+)
+
+
 async def insert_chain(
     conn: AsyncConnection,
     chat_id: str,
@@ -284,16 +293,8 @@ async def insert_chain(
         rows = chain_rows(chat_id, last_sequence + 1, stamp, links, contents)
         del links  # freed here, while the collector is held off
     await write_rows(conn, rows)
-    await conn.execute(
-        update(chats)
-        .where(chats.c.id == chat_id)
-        .values(
-            last_sequence=last_sequence + len(rows),
-            last_message_at=stamp,
-            activity_at=stamp,
-            active_leaf_id=ids[-1],
-        )
-    )
+    await conn.execute(_CHAT_END, {"b_chat": chat_id, "b_last": last_sequence + len(rows),
+                                   "b_stamp": stamp, "b_leaf": ids[-1]})
     with gc_paused():
         return row_records(rows)
 

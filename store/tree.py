@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import CTE, Select, case, delete, func, literal, select, update
+from sqlalchemy import CTE, Select, bindparam, case, delete, func, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store.errors import NotFound
@@ -65,6 +65,18 @@ class Link(NamedTuple):
                 "jump_id": self.jump_id, "jump_depth": self.jump_depth}
 
 
+_JUMP = messages.alias("jump")
+# A message's tree columns with its jump target's, built once (appends run it each time).
+_WITH_JUMP = (
+    select(messages.c.parent_id, messages.c.depth, messages.c.jump_id, messages.c.jump_depth,
+           _JUMP.c.parent_id.label("j_parent_id"), _JUMP.c.depth.label("j_depth"),
+           _JUMP.c.jump_id.label("j_jump_id"), _JUMP.c.jump_depth.label("j_jump_depth"))
+    .outerjoin(_JUMP, (_JUMP.c.id == messages.c.jump_id)
+               & (_JUMP.c.chat_id == messages.c.chat_id))
+    .where(messages.c.id == bindparam("id"), messages.c.chat_id == bindparam("chat"))
+)
+
+
 class _Known:
     """Tree columns of messages read (or written) so far, each row read at most once."""
 
@@ -97,16 +109,8 @@ class _Known:
         (a new message below it needs both)."""
         if message_id in self._links:
             return self._links[message_id]
-        jump = messages.alias("jump")
         row = (await self._conn.execute(
-            select(messages.c.parent_id, messages.c.depth, messages.c.jump_id,
-                   messages.c.jump_depth, jump.c.parent_id.label("j_parent_id"),
-                   jump.c.depth.label("j_depth"), jump.c.jump_id.label("j_jump_id"),
-                   jump.c.jump_depth.label("j_jump_depth"))
-            .outerjoin(jump, (jump.c.id == messages.c.jump_id)
-                       & (jump.c.chat_id == messages.c.chat_id))
-            .where(messages.c.id == message_id, messages.c.chat_id == self._chat_id)
-        )).first()
+            _WITH_JUMP, {"id": message_id, "chat": self._chat_id})).first()
         if row is None:
             raise NotFound(self._missing.format(id=message_id, chat=self._chat_id))
         if row.j_depth is not None and row.jump_id not in self._links:
