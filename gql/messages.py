@@ -20,7 +20,7 @@ from gql.types import (
     UpdateMessageInput,
 )
 from store import messages as store_messages
-from store.errors import InvalidArgument, InvalidCursor, NotFound
+from store.errors import ChatArchived, InvalidArgument, InvalidCursor, NotFound
 from store.ids import check_chat_id
 from store.records import BranchPosition, MessagePage
 
@@ -200,17 +200,28 @@ class MessageMutation:
         messages: list[MessageInput],
         parent_id: strawberry.ID | None = None,
     ) -> AppendReceipt:
-        await bring_back(info, str(chat_id))
-        receipt = await store_messages.append_messages(
-            info.context.db,
-            info.context.identity,
-            str(chat_id),
-            append_id,
-            [message.to_store() for message in messages],
-            parent_id=None if parent_id is None else str(parent_id),
-        )
+        batch = [message.to_store() for message in messages]
+
+        async def append(stop_archived: bool) -> AppendReceipt:
+            return await store_messages.append_messages(  # type: ignore[return-value]
+                info.context.db,
+                info.context.identity,
+                str(chat_id),
+                append_id,
+                batch,
+                parent_id=None if parent_id is None else str(parent_id),
+                stop_archived=stop_archived,
+            )
+
+        try:
+            # The archive check rides on the append's own lock read; an archived
+            # chat comes back first and the append runs again.
+            receipt = await append(info.context.services.archive is not None)
+        except ChatArchived:
+            await bring_back(info, str(chat_id))
+            receipt = await append(False)
         await announce(info, "MESSAGES", receipt.chat_id)
-        return receipt  # type: ignore[return-value]
+        return receipt
 
     @strawberry.mutation(
         description="Write an edited copy of a message as its sibling and make it the active"

@@ -37,7 +37,7 @@ from typing import Any, Literal
 from sqlalchemy import ColumnElement, Row, and_, false, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from store.errors import Forbidden, NotFound
+from store.errors import ChatArchived, Forbidden, NotFound
 from store.records import Chat, Identity
 from store.tables import chats, memory_entries
 
@@ -107,13 +107,15 @@ _REFUSED = {"write": "change it", "append": "append to it", "stream": "stream in
 
 async def require(conn: AsyncConnection, who: Identity, chat_id: str, need: Need = "read",
                   *, columns: Sequence[Any] = (), lock: bool = False,
-                  include_deleted: bool = False) -> Row[Any]:
+                  include_deleted: bool = False, stop_archived: bool = False) -> Row[Any]:
     """The chat row ``who`` may use for ``need`` (with ``columns``, and ``allowed``).
 
     The one access check of the store: a chat the caller may not read — or a deleted
     one, unless ``include_deleted`` and the caller may change it — is NOT_FOUND; a
     readable one the caller may not use for ``need`` is FORBIDDEN. ``lock`` takes the
-    chat's row lock for the transaction.
+    chat's row lock for the transaction. ``stop_archived`` raises
+    :class:`~store.errors.ChatArchived` for a visible chat whose messages are in the
+    archive, before any refusal (a reader may restore a chat it may not write).
     """
     allowed = {
         "read": true(),
@@ -123,6 +125,8 @@ async def require(conn: AsyncConnection, who: Identity, chat_id: str, need: Need
     }[need]
     query = select(*(columns or (chats.c.id,)), chats.c.deleted_at.label("chat_deleted_at"),
                    allowed.label("allowed")).where(chats.c.id == chat_id, can_read(who))
+    if stop_archived:
+        query = query.add_columns(chats.c.archived_at.label("chat_archived_at"))
     # A chat past its expiry reads as absent even before the sweeper purges it. The
     # service clock lives in store.chats, which imports this module.
     from store import chats as chat_rows
@@ -135,6 +139,8 @@ async def require(conn: AsyncConnection, who: Identity, chat_id: str, need: Need
     row: Any = (await conn.execute(query)).first()
     if row is None:
         raise NotFound(f"chat {chat_id!r} not found")
+    if stop_archived and row.chat_archived_at is not None:
+        raise ChatArchived(chat_id)
     if not row.allowed:
         if row.chat_deleted_at is not None:
             # A deleted chat is hidden from everyone who could not restore it.

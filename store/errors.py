@@ -28,6 +28,7 @@ from __future__ import annotations
 
 __all__ = [
     "AppendConflict",
+    "ChatArchived",
     "ChatClosed",
     "ChatqlError",
     "Conflict",
@@ -130,3 +131,8 @@ class Forbidden(ChatqlError):
 
 class PersistFailed(ChatqlError):
     """The database failed while persisting; the data is kept and will be retried."""
+
+
+class ChatArchived(Exception):
+    """Not an answer to a caller: a write found the chat's messages in the cold archive
+    and stopped before writing; the caller restores the chat and writes again."""

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Row, exists, false, select, update
+from sqlalchemy import ColumnElement, Row, bindparam, exists, false, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -199,12 +199,14 @@ class ChatEnd(NamedTuple):
     active_leaf_id: str | None
 
 
-async def lock_chat_for_write(conn: AsyncConnection, who: Identity, chat_id: str) -> ChatEnd:
-    """:func:`lock_chat_for_append`, also returning the chat's active leaf (one read)."""
+async def lock_chat_for_write(conn: AsyncConnection, who: Identity, chat_id: str,
+                              *, stop_archived: bool = False) -> ChatEnd:
+    """:func:`lock_chat_for_append`, also returning the chat's active leaf (one read);
+    ``stop_archived`` raises ChatArchived for a chat whose messages are archived."""
     try:
         row = await access.require(conn, who, chat_id, "append",
                                    columns=(chats.c.last_sequence, chats.c.active_leaf_id),
-                                   lock=True)
+                                   lock=True, stop_archived=stop_archived)
     except NotFound:
         # A purged id has no chat row (and is never used again), so the tombstone is
         # only looked for here — also when a purge that held the chat lock while we
@@ -245,6 +247,15 @@ async def insert_messages(
                               parent_id=parent_id, explicit_parent=explicit_parent)
 
 
+# Built once: every append and persisted stream runs it.
+_CHAT_END = (
+    update(chats)
+    .where(chats.c.id == bindparam("b_chat"))
+    .values(last_sequence=bindparam("b_last"), last_message_at=bindparam("b_stamp"),
+            activity_at=bindparam("b_stamp"), active_leaf_id=bindparam("b_leaf"))
+)
+
+
 async def insert_chain(
     conn: AsyncConnection,
     chat_id: str,
@@ -282,16 +293,8 @@ async def insert_chain(
         rows = chain_rows(chat_id, last_sequence + 1, stamp, links, contents)
         del links  # freed here, while the collector is held off
     await write_rows(conn, rows)
-    await conn.execute(
-        update(chats)
-        .where(chats.c.id == chat_id)
-        .values(
-            last_sequence=last_sequence + len(rows),
-            last_message_at=stamp,
-            activity_at=stamp,
-            active_leaf_id=ids[-1],
-        )
-    )
+    await conn.execute(_CHAT_END, {"b_chat": chat_id, "b_last": last_sequence + len(rows),
+                                   "b_stamp": stamp, "b_leaf": ids[-1]})
     with gc_paused():
         return row_records(rows)
 
@@ -304,11 +307,14 @@ async def append_messages(
     batch: Sequence[NewMessage],
     *,
     parent_id: str | None = None,
+    stop_archived: bool = False,
 ) -> AppendReceipt:
     """Append ``batch`` atomically, exactly once per ``append_id``.
 
     The batch is a chain after the chat's active leaf, or after ``parent_id`` when
-    given (which then counts toward the batch's digest).
+    given (which then counts toward the batch's digest). With ``stop_archived``, a chat
+    whose messages are in the archive raises ChatArchived and nothing is written (the
+    check rides on the chat's lock read, so an unarchived chat costs no extra read).
     """
     check_chat_id(chat_id)
     check_append_id(append_id)
@@ -324,7 +330,8 @@ async def append_messages(
         {"parentId": parent_id, "messages": [message.wire() for message in batch]})
     try:
         async with db.write() as conn:
-            last_sequence, leaf = await lock_chat_for_write(conn, who, chat_id)
+            last_sequence, leaf = await lock_chat_for_write(conn, who, chat_id,
+                                                            stop_archived=stop_archived)
 
             async def write() -> list[Message]:
                 return await insert_messages(conn, chat_id, batch,

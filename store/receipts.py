@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 
-from sqlalchemy import insert, select
+from sqlalchemy import bindparam, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store.chats import now
@@ -21,6 +21,16 @@ from store.records import AppendReceipt, Message
 from store.tables import append_receipts
 
 __all__ = ["receipted_write"]
+
+
+# Built once: every append runs them.
+_RECORD = insert(append_receipts)
+_EARLIER = (
+    select(append_receipts.c.digest, append_receipts.c.message_ids,
+           append_receipts.c.first_sequence, append_receipts.c.last_sequence)
+    .where(append_receipts.c.chat_id == bindparam("chat"),
+           append_receipts.c.append_id == bindparam("append"))
+)
 
 
 async def receipted_write(
@@ -42,12 +52,7 @@ async def receipted_write(
     ``last_sequence`` is the chat's last sequence, what an empty write's receipt holds.
     """
     earlier = (
-        await conn.execute(
-            select(append_receipts.c.digest, append_receipts.c.message_ids,
-                   append_receipts.c.first_sequence, append_receipts.c.last_sequence)
-            .where(append_receipts.c.chat_id == chat_id,
-                   append_receipts.c.append_id == append_id)
-        )
+        await conn.execute(_EARLIER, {"chat": chat_id, "append": append_id})
     ).first()
     if earlier is not None:
         if conflict is not None and earlier.digest != digest:
@@ -65,9 +70,9 @@ async def receipted_write(
         first_sequence=written[0].sequence if written else last_sequence,
         last_sequence=written[-1].sequence if written else last_sequence,
     )
-    await conn.execute(insert(append_receipts).values(
-        chat_id=receipt.chat_id, append_id=receipt.append_id, digest=receipt.digest,
-        message_ids=receipt.message_ids, first_sequence=receipt.first_sequence,
-        last_sequence=receipt.last_sequence, created_at=now(),
-    ))
+    await conn.execute(_RECORD, {
+        "chat_id": receipt.chat_id, "append_id": receipt.append_id, "digest": receipt.digest,
+        "message_ids": receipt.message_ids, "first_sequence": receipt.first_sequence,
+        "last_sequence": receipt.last_sequence, "created_at": now(),
+    })
     return receipt, written

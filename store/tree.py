@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import CTE, Select, case, delete, func, literal, select, update
+from sqlalchemy import CTE, Select, bindparam, case, delete, func, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store.errors import NotFound
@@ -65,6 +65,18 @@ class Link(NamedTuple):
                 "jump_id": self.jump_id, "jump_depth": self.jump_depth}
 
 
+_JUMP = messages.alias("jump")
+# A message's tree columns with its jump target's, built once (appends run it each time).
+_WITH_JUMP = (
+    select(messages.c.parent_id, messages.c.depth, messages.c.jump_id, messages.c.jump_depth,
+           _JUMP.c.parent_id.label("j_parent_id"), _JUMP.c.depth.label("j_depth"),
+           _JUMP.c.jump_id.label("j_jump_id"), _JUMP.c.jump_depth.label("j_jump_depth"))
+    .outerjoin(_JUMP, (_JUMP.c.id == messages.c.jump_id)
+               & (_JUMP.c.chat_id == messages.c.chat_id))
+    .where(messages.c.id == bindparam("id"), messages.c.chat_id == bindparam("chat"))
+)
+
+
 class _Known:
     """Tree columns of messages read (or written) so far, each row read at most once."""
 
@@ -92,6 +104,21 @@ class _Known:
                                   int(row.jump_depth)))
         return found
 
+    async def get_with_jump(self, message_id: str) -> Link:
+        """:meth:`get`, also reading the message's jump target in the same statement
+        (a new message below it needs both)."""
+        if message_id in self._links:
+            return self._links[message_id]
+        row = (await self._conn.execute(
+            _WITH_JUMP, {"id": message_id, "chat": self._chat_id})).first()
+        if row is None:
+            raise NotFound(self._missing.format(id=message_id, chat=self._chat_id))
+        if row.j_depth is not None and row.jump_id not in self._links:
+            self.add(Link(row.jump_id, row.j_parent_id, int(row.j_depth), row.j_jump_id,
+                          int(row.j_jump_depth)))
+        return self.add(Link(message_id, row.parent_id, int(row.depth), row.jump_id,
+                             int(row.jump_depth)))
+
     async def below(self, message_id: str, parent_id: str | None) -> Link:
         """The tree columns of a new message ``message_id`` below ``parent_id``."""
         if parent_id is None:
@@ -104,7 +131,7 @@ async def chain_links(conn: AsyncConnection, chat_id: str, parent_id: str | None
                       ids: Sequence[str]) -> list[Link]:
     """Tree columns for ``ids`` written as a chain below ``parent_id`` (None: roots)."""
     known = _Known(conn, chat_id, "message {id!r} not found in chat {chat!r}")
-    parent = None if parent_id is None else await known.get(parent_id)
+    parent = None if parent_id is None else await known.get_with_jump(parent_id)
     links: list[Link] = []
     # The chain's own messages by depth: most jumps land among them (a long stream
     # makes thousands of links, so this loop stays free of lookups by id).

@@ -128,6 +128,32 @@ async def test_append_and_explicit_restore_bring_a_chat_back(
         assert await client.error_code(ARCHIVE, {"id": "c1"}, bob) == "NOT_FOUND"
 
 
+async def test_an_append_refused_on_an_archived_chat_still_restores_it_and_writes_nothing(
+    settings: Settings, make_headers: Headers
+) -> None:
+    alice, bob = make_headers("alice"), make_headers("bob")
+    more = {"id": "c1", "appendId": "bob", "messages": [
+        {"role": "USER", "type": "user_input", "props": {"content": "more"}}]}
+    async for client in _client(settings):
+        await client.data(CREATE, {"input": {"id": "c1", "assistantId": "a", "public": True}},
+                          alice)
+        await client.data(APPEND, {**more, "appendId": "first"}, alice)
+        await client.data(ARCHIVE, {"id": "c1"}, alice)
+        # Bob may read the public chat (and so bring it back) but not append to it.
+        assert await client.error_code(APPEND, more, bob) == "FORBIDDEN"
+        assert (await client.data(CHAT, {"id": "c1"}, alice))["chat"]["archivedAt"] is None
+        assert await _rows(settings) == 1
+        # A stranger to the chat's tenant learns nothing and restores nothing.
+        await client.data(ARCHIVE, {"id": "c1"}, alice)
+        stranger = make_headers("eve", tenant="other")
+        assert await client.error_code(APPEND, more, stranger) == "NOT_FOUND"
+        assert (await client.data(CHAT, {"id": "c1"}, alice))["chat"]["archivedAt"] is not None
+        # Its owner's append restores it and lands after the restored message.
+        after = await client.data(APPEND, {**more, "appendId": "second"}, alice)
+        assert after["appendMessages"]["lastSequence"] == 2
+        assert await _rows(settings) == 2
+
+
 async def test_a_failed_archive_write_deletes_nothing(
     settings: Settings, make_headers: Headers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
