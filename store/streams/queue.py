@@ -28,7 +28,7 @@ __all__ = ["DEFAULT_QUEUE_LIMIT", "LogSource", "SubscriberQueue", "coalesce"]
 DEFAULT_QUEUE_LIMIT = 2_048
 #: Chunks a reader hands on in one go before it lets the others (and the producer)
 #: have a turn.
-TURN_CHUNKS = 16
+TURN_CHUNKS = 128
 
 
 def _coalesced(previous: ChunkEvent, event: ChunkEvent) -> ChunkEvent | None:

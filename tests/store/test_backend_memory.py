@@ -10,6 +10,7 @@ import pytest
 
 from store.streams import SubscriberQueue, backend_from_url
 from store.streams.backends.memory import MemoryBackend
+from store.streams.queue import TURN_CHUNKS
 from store.streams.reducer import ChunkEvent, ChunkIn, StreamState, apply_chunks
 from tests.client_reducer import client_apply
 from tests.gql.wsclient import check_continuity
@@ -244,7 +245,7 @@ async def test_readers_with_a_backlog_take_turns() -> None:
     producer = Producer("s")
     sent = [start_event("s")]
     sent += producer.push(*(ChunkIn(type="text", message_id=f"m{i}", props={"n": i})
-                            for i in range(100)))
+                            for i in range(3 * TURN_CHUNKS)))
     await broker.publish("chat", sent)
     order: list[tuple[str, int]] = []
 
@@ -259,4 +260,4 @@ async def test_readers_with_a_backlog_take_turns() -> None:
     # Each got everything in order, but neither sent its whole backlog in one go.
     for name in ("a", "b"):
         assert [seq for who, seq in order if who == name] == list(range(1, len(sent) + 1))
-    assert order.index(("b", 1)) < order.index(("a", 50))
+    assert order.index(("b", 1)) < order.index(("a", TURN_CHUNKS + 1))
