@@ -25,6 +25,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from graphql import (
     GraphQLError,
     GraphQLInputObjectType,
@@ -145,49 +146,65 @@ def _depth(value: Any, limit: int) -> bool:
 
 
 def _chunk(value: Any) -> ChunkIn | None:
+    """``value`` as a chunk when it has the ``ChunkInput`` shape, else None.
+
+    Only the GraphQL types are checked here; the stream's own rules (lengths, delta
+    actions, token range) are the reducer's, as on the ordinary path.
+    """
     if not isinstance(value, dict) or not _CHUNK_FIELDS.issuperset(value):
         return None
-    kind = value.get("type")
-    if not isinstance(kind, str):
-        return None
-    for name in _TEXT_FIELDS:
-        text = value.get(name)
-        if text is not None and not isinstance(text, str):
-            return None
-    role = value.get("role")
-    if role is not None and role not in _ROLES:
-        return None
-    delta = value.get("delta", False)
-    if delta is not None and not isinstance(delta, bool):
-        return None
-    tokens = value.get("tokens")
-    # Int only (GraphQL's Int is 32-bit; anything else takes the ordinary path's error).
-    if tokens is not None and (
-        isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens < 2**31
+    get = value.get
+    kind = get("type")
+    chunk_id = get("chunkId")
+    message_id = get("messageId")
+    block_id = get("blockId")
+    thread_id = get("threadId")
+    delta_path = get("deltaPath")
+    delta_action = get("deltaAction")
+    if not isinstance(kind, str) or not (
+        (chunk_id is None or isinstance(chunk_id, str))
+        and (message_id is None or isinstance(message_id, str))
+        and (block_id is None or isinstance(block_id, str))
+        and (thread_id is None or isinstance(thread_id, str))
+        and (delta_path is None or isinstance(delta_path, str))
+        and (delta_action is None or isinstance(delta_action, str))
     ):
         return None
-    props = value.get("props")
+    role = get("role")
+    if role is not None and role not in _ROLES:
+        return None
+    delta = get("delta", False)
+    if delta is not None and delta is not True and delta is not False:
+        return None
+    tokens = get("tokens")
+    # Int only (GraphQL's Int is 32-bit; anything else takes the ordinary path's error).
+    if tokens is not None and (type(tokens) is not int or not 0 <= tokens < 2**31):
+        return None
+    props = get("props")
     # Most props are flat; only nested ones need the (recursive) depth check.
-    if isinstance(props, dict):
-        if any(isinstance(item, (dict, list)) for item in props.values()) and not _depth(
-            props, _MAX_DEPTH
-        ):
-            return None
+    if type(props) is dict:
+        for item in props.values():
+            if isinstance(item, (dict, list)):
+                if not _depth(props, _MAX_DEPTH):
+                    return None
+                break
     elif props is not None and not _depth(props, _MAX_DEPTH):
         return None
-    return ChunkIn(
-        type=kind,
-        chunk_id=value.get("chunkId"),
-        message_id=value.get("messageId"),
-        block_id=value.get("blockId"),
-        thread_id=value.get("threadId"),
-        role=role,
-        props=props,
-        delta=bool(delta),
-        delta_path=value.get("deltaPath"),
-        delta_action=value.get("deltaAction"),
-        tokens=tokens,
-    )
+    return ChunkIn(kind, chunk_id, message_id, block_id, thread_id, role, props,
+                   delta is True, delta_path, delta_action, tokens)
+
+
+def _may_hold_nul(raw: list[Any]) -> bool:
+    """False when no string in ``raw`` holds NUL; True means look closer.
+
+    JSON can only spell NUL as an escape, and orjson writes it as one: one encoding of
+    the whole batch and a byte search are far cheaper than walking every value.
+    """
+    try:
+        encoded = orjson.dumps(raw)
+    except TypeError:  # integers beyond 64 bits (accepted by the lenient reader)
+        return True
+    return b"\\u0000" in encoded
 
 
 async def fast_push(schema: Any, context: Context, query: str | None,
@@ -210,7 +227,9 @@ async def fast_push(schema: Any, context: Context, query: str | None,
     if not isinstance(stream_id, str) or not isinstance(raw, list):
         return None
     chunks = [_chunk(item) for item in raw]
-    if any(chunk is None for chunk in chunks) or has_nul(raw) or "\x00" in stream_id:
+    if any(chunk is None for chunk in chunks) or "\x00" in stream_id or (
+        _may_hold_nul(raw) and has_nul(raw)
+    ):
         # NUL is refused with INVALID_ARGUMENT by the document limits (Postgres cannot
         # store it): the ordinary path says so.
         return None

@@ -79,9 +79,13 @@ class ChunkEvent(TypedDict):
     snapshot: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ChunkIn:
-    """A chunk as the producer pushes it (``ChunkInput``)."""
+    """A chunk as the producer pushes it (``ChunkInput``); read, never changed.
+
+    Not frozen: a push builds up to 1,000 of them, and a frozen dataclass's
+    ``__init__`` costs several times as much.
+    """
 
     type: str
     chunk_id: str | None = None
@@ -374,6 +378,46 @@ def _restore_tokens(message: MessageState, tokens: int | None) -> Callable[[], N
     return restore
 
 
+def _plain(chunk: ChunkIn) -> bool:
+    """True when :func:`_check_chunk` has nothing to say about ``chunk`` (the usual
+    case, checked without building any message); False sends it to the full check."""
+    kind = chunk.type
+    if type(kind) is not str or not 0 < len(kind) <= TYPE_CHARS:
+        return False
+    if chunk.role is not None and chunk.role not in _ROLES:
+        return False
+    if chunk.props is not None and type(chunk.props) is not dict:
+        return False
+    for name in (chunk.chunk_id, chunk.message_id, chunk.block_id, chunk.thread_id):
+        if name is not None and (type(name) is not str or not 0 < len(name) <= NAME_CHARS):
+            return False
+    tokens = chunk.tokens
+    if tokens is not None and (type(tokens) is not int or not 0 <= tokens <= MAX_TOKENS):
+        return False
+    action = chunk.delta_action
+    return not (action and chunk.delta and kind != "event" and action not in DELTA_ACTIONS)
+
+
+def _join_text(props: dict[str, Any], pieces: list[str], undo: Undo) -> None:
+    """Apply consecutive text appends at the default path as one append.
+
+    The caller made sure the value there is text or absent (or null), so every one of
+    the appends would have succeeded and their result is the concatenation; one undo
+    entry takes them all back.
+    """
+    added = pieces[0] if len(pieces) == 1 else "".join(pieces)
+    old = props.get(_DEFAULT_PATH, _MISSING)
+    if old is _MISSING:
+        undo.append(lambda: props.pop(_DEFAULT_PATH, None))
+        props[_DEFAULT_PATH] = added
+    elif old is None:
+        undo.append(lambda: props.__setitem__(_DEFAULT_PATH, None))
+        props[_DEFAULT_PATH] = added
+    else:
+        del old  # the only other reference: the append below stays in place
+        _append_text(props, _DEFAULT_PATH, added, undo)
+
+
 def apply_chunks(
     state: StreamState,
     chunks: Sequence[ChunkIn],
@@ -382,7 +426,12 @@ def apply_chunks(
 ) -> PushOutcome:
     """Apply a batch to ``state``: all of it, or (on any error) none of it."""
     for index, chunk in enumerate(chunks):
-        _check_chunk(chunk, index)
+        if not _plain(chunk):
+            _check_chunk(chunk, index)
+    stream_id = state.stream_id
+    messages = state.messages
+    known_aliases = state.aliases
+    seen_chunks = state.seen_chunks
     seq = state.seq
     # Changes go straight into the state (no copy: appends stay in place) and are
     # recorded here, to be taken back if any chunk of the batch fails.
@@ -392,52 +441,84 @@ def apply_chunks(
     events: list[ChunkEvent] = []
     tokens: dict[str, int] = {}
     duplicates = 0
-    for chunk in chunks:
-        if chunk.chunk_id is not None:
-            if chunk.chunk_id in state.seen_chunks or chunk.chunk_id in seen:
-                duplicates += 1
+    # Producers stream text as many small appends to one message's content: such runs
+    # are gathered here (the props they go into, and the pieces) and applied as one
+    # append before anything else touches the state.
+    joining: dict[str, Any] | None = None
+    pieces: list[str] = []
+    try:
+        for chunk in chunks:
+            chunk_id = chunk.chunk_id
+            if chunk_id is not None:
+                if chunk_id in seen_chunks or chunk_id in seen:
+                    duplicates += 1
+                    continue
+                seen.add(chunk_id)
+            seq += 1
+            kind = chunk.type
+            message_id: str | None
+            if chunk.message_id is not None:
+                message_id = aliases.get(chunk.message_id) or known_aliases.get(
+                    chunk.message_id)
+                if message_id is None and kind != "event":
+                    message_id = aliases[chunk.message_id] = make_id()
+            else:
+                message_id = None if kind == "event" else make_id()
+            is_delta = bool(chunk.delta) and kind != "event"
+            action = (chunk.delta_action or "append") if is_delta else None
+            props = chunk.props
+            event: ChunkEvent = {
+                "streamId": stream_id,
+                "seq": seq,
+                "chunkId": chunk_id if chunk_id is not None else f"{stream_id}.{seq}",
+                "messageId": message_id,
+                "blockId": chunk.block_id,
+                "threadId": chunk.thread_id,
+                "type": kind,
+                "role": chunk.role,
+                "props": props,
+                "delta": is_delta,
+                "deltaPath": chunk.delta_path if is_delta else None,
+                "deltaAction": action,
+                "fromSeq": seq,
+                "snapshot": False,
+            }
+            events.append(event)
+            if message_id is None or kind == "event":
                 continue
-            seen.add(chunk.chunk_id)
-        seq += 1
-        message_id: str | None
-        if chunk.message_id is not None:
-            message_id = aliases.get(chunk.message_id) or state.aliases.get(chunk.message_id)
-            if message_id is None and chunk.type != "event":
-                message_id = aliases[chunk.message_id] = make_id()
-        else:
-            message_id = None if chunk.type == "event" else make_id()
-        is_delta = bool(chunk.delta) and chunk.type != "event"
-        event = ChunkEvent(
-            streamId=state.stream_id,
-            seq=seq,
-            chunkId=chunk.chunk_id if chunk.chunk_id is not None else f"{state.stream_id}.{seq}",
-            messageId=message_id,
-            blockId=chunk.block_id,
-            threadId=chunk.thread_id,
-            type=chunk.type,
-            role=chunk.role,
-            props=chunk.props,
-            delta=is_delta,
-            deltaPath=chunk.delta_path if is_delta else None,
-            deltaAction=(chunk.delta_action or "append") if is_delta else None,
-            fromSeq=seq,
-            snapshot=False,
-        )
-        if message_id is not None and chunk.type != "event":
-            existing = state.messages.get(message_id)
-            try:
-                merged = _merge_into(existing, event, undo)
-            except BaseException:
-                for step in reversed(undo):
-                    step()
-                raise
-            if existing is None:
-                state.messages[message_id] = merged
-                undo.append(_forget_message(state.messages, message_id))
+            message = messages.get(message_id)
+            if (
+                action == "append" and message is not None and chunk.tokens is None
+                and (chunk.delta_path is None or chunk.delta_path == _DEFAULT_PATH)
+                and props is not None
+                and type(text := props.get(_DEFAULT_PATH)) is str
+            ):
+                target = message.props
+                if target is joining:
+                    pieces.append(text)
+                    continue
+                current = type(target.get(_DEFAULT_PATH))
+                if current is str or current is type(None):
+                    if joining is not None:
+                        _join_text(joining, pieces, undo)
+                    joining, pieces = target, [text]
+                    continue
+            if joining is not None:
+                _join_text(joining, pieces, undo)
+                joining = None
+            merged = _merge_into(message, event, undo)
+            if message is None:
+                messages[message_id] = merged
+                undo.append(_forget_message(messages, message_id))
             if chunk.tokens is not None:
                 undo.append(_restore_tokens(merged, merged.tokens))
                 merged.tokens = tokens[message_id] = chunk.tokens
-        events.append(event)
+        if joining is not None:
+            _join_text(joining, pieces, undo)
+    except BaseException:
+        for step in reversed(undo):
+            step()
+        raise
     # Nothing raised: commit the batch.
     state.seq = seq
     state.aliases.update(aliases)

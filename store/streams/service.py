@@ -77,15 +77,26 @@ _CLOSED_IDS_KEPT = 100_000
 
 
 def _byte_size(chunks: Sequence[ChunkIn]) -> int:
-    size = 0
+    size = _CHUNK_OVERHEAD * len(chunks)
+    props = []
     for chunk in chunks:
-        size += _CHUNK_OVERHEAD + len(chunk.type)
+        size += len(chunk.type)
         if chunk.props:
-            try:
-                size += len(orjson.dumps(chunk.props))
-            except TypeError:  # integers beyond 64 bits; only the size matters here
-                size += len(repr(chunk.props))
-    return size
+            props.append(chunk.props)
+    if not props:
+        return size
+    try:
+        # One encoding of the batch: a list adds its brackets and a comma per item.
+        return size + len(orjson.dumps(props)) - len(props) - 1
+    except TypeError:  # integers beyond 64 bits; only the size matters here
+        return size + sum(_props_size(item) for item in props)
+
+
+def _props_size(props: Any) -> int:
+    try:
+        return len(orjson.dumps(props))
+    except TypeError:
+        return len(repr(props))
 
 
 class StreamService:

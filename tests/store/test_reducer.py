@@ -269,3 +269,148 @@ def test_a_refused_batch_takes_its_token_counts_back() -> None:
         with pytest.raises(InvalidArgument):
             push(state, ChunkIn(type="text", message_id="m", tokens=bad))  # type: ignore[arg-type]
     assert message.tokens == 3
+
+
+# ---- runs of text appends (applied as one append per message) -----------------------
+
+
+def state_of(state: StreamState) -> Any:
+    return normalise({
+        "seq": state.seq,
+        "aliases": state.aliases,
+        "seen": sorted(state.seen_chunks),
+        "messages": {k: [m.type, m.role, m.props, m.tokens] for k, m in state.messages.items()},
+    })
+
+
+def test_a_run_of_appends_gives_the_same_events_and_state_as_one_chunk_at_a_time() -> None:
+    batch = [
+        ChunkIn(type="text", message_id="M1", props={"content": "a"}, delta=True),
+        ChunkIn(type="text", message_id="M1", props={"content": "b", "t": 1}, delta=True),
+        ChunkIn(type="text", message_id="M1", props={"content": "b"}, delta=True),
+        ChunkIn(type="text", message_id="M1", props={"content": "b"}, delta=True,
+                delta_path="content"),
+        ChunkIn(type="text", message_id="M2", props={"content": "x"}, delta=True),
+        ChunkIn(type="text", message_id="M2", props={"content": "x"}, delta=True),
+        ChunkIn(type="text", message_id="M1", props={"content": "c"}, delta=True,
+                delta_path="content", delta_action="append"),
+        ChunkIn(type="text", message_id="M1", props={"content": "d"}, delta=True,
+                tokens=4),
+        ChunkIn(type="text", message_id="M1", props={"title": "T"}, delta=True,
+                delta_path="title", delta_action="set"),
+        ChunkIn(type="text", message_id="M1", props={"content": "e"}, delta=True),
+        ChunkIn(type="event", props={"event": "tick"}),
+        ChunkIn(type="text", message_id="M2", props={"content": "y"}, delta=True,
+                chunk_id="k1"),
+        ChunkIn(type="text", message_id="M2", props={"content": "z"}, delta=True,
+                chunk_id="k1"),
+        ChunkIn(type="text", message_id="M1", props={"content": "f"}, delta=True),
+    ]
+    whole, single = StreamState("s"), StreamState("s")
+    whole_ids, single_ids = counter_ids(), counter_ids()
+    events = apply_chunks(whole, batch, make_id=whole_ids).events
+    one_by_one = [e for chunk in batch
+                  for e in apply_chunks(single, [chunk], make_id=single_ids).events]
+    assert events == one_by_one
+    assert state_of(whole) == state_of(single)
+    assert whole.messages["svc1"].props == {"content": "abbbcdef", "title": "T"}
+    assert whole.messages["svc1"].tokens == 4
+    assert whole.messages["svc2"].props == {"content": "xxy"}
+
+
+def test_appends_onto_a_null_or_missing_content_start_it() -> None:
+    state = StreamState("s")
+    push(state, ChunkIn(type="text", message_id="M1", props={"content": None, "k": 1}),
+         ChunkIn(type="text", message_id="M2", props={"k": 2}))
+    push(state, *[ChunkIn(type="text", message_id=m, props={"content": t}, delta=True)
+                  for m in ("M1", "M2") for t in ("p", "q")])
+    assert props_of(state) == [("text", {"content": "pq", "k": 1}),
+                               ("text", {"k": 2, "content": "pq"})]
+
+
+@pytest.mark.parametrize("bad", [
+    ChunkIn(type="text", message_id="M1", props={"content": ["list"]}, delta=True),
+    ChunkIn(type="text", message_id="M1", props={"other": "x"}, delta=True),
+    ChunkIn(type="text", message_id="M3", props={"content": "x"}, delta=True,
+            delta_path="content.deep"),
+])
+def test_a_failure_after_a_run_of_appends_leaves_the_state_unchanged(bad: ChunkIn) -> None:
+    state = StreamState("s")
+    push(state, ChunkIn(type="text", message_id="M1", props={"content": "start"}),
+         ChunkIn(type="text", message_id="M3", props={"content": "3"}),
+         ChunkIn(type="text", message_id="M4", props={"content": None}))
+    before = state_of(state)
+    batch = [
+        *[ChunkIn(type="text", message_id="M4", props={"content": str(n)}, delta=True)
+          for n in range(3)],
+        *[ChunkIn(type="text", message_id="M1", props={"content": str(n)}, delta=True)
+          for n in range(5)],
+        ChunkIn(type="text", message_id="M2", props={"content": "new"}, delta=True),
+        ChunkIn(type="text", message_id="M2", props={"content": "er"}, delta=True,
+                chunk_id="c9", tokens=3),
+        ChunkIn(type="text", message_id="M1", props={"content": "!"}, delta=True),
+        bad,
+        ChunkIn(type="text", message_id="M1", props={"content": "never"}, delta=True),
+    ]
+    with pytest.raises(InvalidDelta):
+        push(state, *batch)
+    assert state_of(state) == before
+    # The stream carries on from where it was.
+    push(state, ChunkIn(type="text", message_id="M1", props={"content": "+"}, delta=True))
+    assert state.messages[state.aliases["M1"]].props == {"content": "start+"}
+    assert state.seq == 4
+
+
+def test_appends_to_lists_and_other_paths_keep_their_rules() -> None:
+    state = StreamState("s")
+    push(state, ChunkIn(type="tool_call", message_id="M1",
+                        props={"content": ["a"], "args": "{"}))
+    push(state,
+         ChunkIn(type="tool_call", message_id="M1", props={"content": ["b"]}, delta=True),
+         ChunkIn(type="tool_call", message_id="M1", props={"args": "\"x\""}, delta=True,
+                 delta_path="args"),
+         ChunkIn(type="tool_call", message_id="M1", props={"content": ["c"]}, delta=True),
+         ChunkIn(type="tool_call", message_id="M1", props={"args": "}"}, delta=True,
+                 delta_path="args"))
+    assert props_of(state) == [("tool_call", {"content": ["a", "b", "c"], "args": "{\"x\"}"})]
+    with pytest.raises(InvalidDelta):
+        push(state, ChunkIn(type="tool_call", message_id="M1", props={"content": "text"},
+                            delta=True))
+    assert props_of(state) == [("tool_call", {"content": ["a", "b", "c"], "args": "{\"x\"}"})]
+
+
+texts = st.sampled_from(["", "a", "bc", "\u00e9"])
+run_chunks = st.one_of(
+    st.builds(lambda m, t, p: ChunkIn(type="text", message_id=m, props={"content": t},
+                                      delta=True, delta_path=p),
+              st.sampled_from(["M1", "M2"]), texts, st.sampled_from([None, "content"])),
+    chunks(),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(run_chunks, min_size=1, max_size=12), max_size=5))
+def test_a_batch_does_what_its_chunks_do_one_at_a_time(batches: list[list[ChunkIn]]) -> None:
+    whole, single = StreamState("s"), StreamState("s")
+    issued = [0, 0]
+
+    def ids_for(side: int) -> Any:
+        def make_id() -> str:
+            issued[side] += 1
+            return f"svc{issued[side]}"
+
+        return make_id
+
+    whole_ids, single_ids = ids_for(0), ids_for(1)
+    for batch in batches:
+        before = state_of(whole)
+        try:
+            events = apply_chunks(whole, batch, make_id=whole_ids).events
+        except InvalidDelta:
+            assert state_of(whole) == before  # all or nothing
+            issued[0] = issued[1]  # ids a refused batch drew are drawn again
+            continue
+        one_by_one = [e for chunk in batch
+                      for e in apply_chunks(single, [chunk], make_id=single_ids).events]
+        assert normalise(events) == normalise(one_by_one)
+        assert state_of(whole) == state_of(single)
