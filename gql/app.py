@@ -23,6 +23,7 @@ from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
+from strawberry.http.parse_content_type import parse_content_type
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 from strawberry.types.execution import ExecutionResult
 
@@ -31,7 +32,7 @@ from gql.bodylimit import BodyLimitMiddleware, error_body
 from gql.compiled_reads import CompiledReads
 from gql.context import Context, Services
 from gql.export import export_endpoint
-from gql.push_fastpath import fast_push
+from gql.push_fastpath import fast_push, push_plan_for
 from gql.schema import schema
 from gql.settings import Settings
 from gql.sse import GRAPHQL_SSE_PROTOCOL, execute_plain_http
@@ -59,6 +60,8 @@ logger = logging.getLogger("chatql")
 #: Stands in for the caller until authentication succeeds; never reaches a resolver
 #: (HTTP answers 401 first, a WebSocket is closed with 4403 at ``connection_init``).
 _NOBODY = Identity(user_id="", tenant_id="")
+#: Distinct (Content-Type, Accept) pairs remembered by the pushChunks lane.
+_PLAIN_JSON_CACHE_SIZE = 64
 
 
 class _AuthFailed(Exception):
@@ -93,12 +96,15 @@ class GraphQLEndpoint(GraphQL[Context, None]):
         self._services_of = services_of
         self._settings = settings
         self._compiled_reads = CompiledReads(schema, settings)
+        self._plain_json_cache: dict[tuple[bytes, bytes | None], bool] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
         request = Request(scope=scope, receive=receive)
+        if scope["method"] == "POST" and await self._push_lane(request, send):
+            return
         try:
             response = await self.run(request)
         except _AuthFailed as failure:
@@ -112,6 +118,81 @@ class GraphQLEndpoint(GraphQL[Context, None]):
                 error_body(error.reason, "INVALID_ARGUMENT"), status_code=error.status_code
             )
         await response(scope, receive, send)
+
+    async def _push_lane(self, request: Request, send: Send) -> bool:
+        """Answer a plain ``pushChunks`` POST without Strawberry's request machinery.
+
+        A producer sends thousands of these per stream, and the view's generic steps
+        (request adapter, content negotiation, request data, result processing) cost
+        about as much as the push itself. Only a request the view would execute as one
+        plain HTTP operation is answered here, with the same bytes and headers it would
+        send; anything else — another content type or a streaming ``Accept``, a body
+        that is not a JSON object with a ``pushChunks`` plan, a caller without a valid
+        identity, a push the fast path cannot take — returns False and goes through
+        the view as before (the body read here stays cached on ``request``).
+        """
+        content_type = accept = None
+        for name, value in request.scope["headers"]:
+            if name == b"content-type":
+                if content_type is None:
+                    content_type = value
+            elif name == b"accept" and accept is None:
+                accept = value
+        if content_type is None or not self._plain_json(content_type, accept):
+            return False
+        body = await request.body()
+        if b"pushChunks" not in body:
+            return False
+        try:
+            data = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return False
+        if type(data) is not dict:
+            return False
+        query, variables = data.get("query"), data.get("variables")
+        extensions = data.get("extensions")
+        operation_name = data.get("operationName")
+        if type(query) is not str or type(variables) is not dict or not (
+            extensions is None or type(extensions) is dict
+        ) or not (operation_name is None or type(operation_name) is str) or push_plan_for(
+            self.schema, query, operation_name
+        ) is None:
+            return False
+        try:
+            identity = identity_from_credentials(self._settings, dict(request.headers))
+        except Unauthenticated:
+            return False
+        context = Context(services=self._services_of(request), identity=identity,
+                          request=request)
+        pushed = await fast_push(self.schema, context, query, operation_name, variables)
+        if pushed is None:
+            # Tried once: the view must not push it again (see execute_single).
+            request.state.push_tried = True
+            return False
+        content = orjson.dumps(pushed)
+        await send({
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-length", str(len(content)).encode()),
+                        (b"content-type", b"application/json")],
+        })
+        await send({"type": "http.response.body", "body": content})
+        return True
+
+    def _plain_json(self, content_type: bytes, accept: bytes | None) -> bool:
+        """Whether the view would read this request as a JSON body and answer it with
+        one JSON response (not a stream), decided as the view decides, once per pair
+        of header values."""
+        key = (content_type, accept)
+        known = self._plain_json_cache.get(key)
+        if known is None:
+            media_type, _ = parse_content_type(content_type.decode("latin-1"))
+            known = "application/json" in media_type and self._get_stream_transport_from_headers(
+                {"accept": accept.decode("latin-1")} if accept is not None else {}) is None
+            if len(self._plain_json_cache) >= _PLAIN_JSON_CACHE_SIZE:
+                self._plain_json_cache.clear()
+            self._plain_json_cache[key] = known
+        return known
 
     async def render_graphql_ide(self, request: Request) -> Response:
         # GraphiQL bundled with chatql (gql/web.py): no CDN, dev identity headers offered.
@@ -166,7 +247,9 @@ class GraphQLEndpoint(GraphQL[Context, None]):
                              context: Context, root_value: Any,
                              request_data: Any) -> Any:
         # pushChunks is sent thousands of times per stream: see gql/push_fastpath.py.
-        if request_adapter.method == "POST":
+        # A push the fast path already tried (see _push_lane) runs the ordinary way.
+        if request_adapter.method == "POST" and not getattr(request.state, "push_tried",
+                                                            False):
             pushed = await fast_push(self.schema, context, request_data.query,
                                      request_data.operation_name, request_data.variables)
             if pushed is not None:

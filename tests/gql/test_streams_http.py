@@ -401,3 +401,133 @@ async def test_push_with_nul_is_invalid_argument_on_the_fast_path_too(
     assert code == "INVALID_ARGUMENT"
     result = (await client.data(END, {"id": sid, "status": "COMPLETED"}))["endStream"]
     assert result["messages"] == []
+
+
+# ---- the pushChunks lane: plain pushes skip the view, answered with its bytes --------
+
+
+async def post_raw(client: GraphQLClient, content: bytes | str,
+                   headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    response = await client.http.post("/graphql", content=content, headers={
+        **AGENT, "content-type": "application/json", **(headers or {})})
+    kept = {name: response.headers[name] for name in
+            ("content-type", "content-length", "www-authenticate") if name in response.headers}
+    return response.status_code, kept, response.content
+
+
+def push_body(stream_id: str, content: str, **extra: Any) -> bytes:
+    import orjson
+
+    return orjson.dumps({"query": PUSH, "variables": {"id": stream_id, "chunks": [
+        {"messageId": "m", "type": "text", "props": {"content": content}, "delta": True}]},
+        **extra})
+
+
+async def test_a_push_takes_the_lane_and_answers_with_the_views_bytes(
+    client: GraphQLClient, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gql.app import GraphQLEndpoint
+
+    sid = await start(client, "lane")
+    runs: list[object] = []
+    run = GraphQLEndpoint.run
+
+    async def counted_run(self: GraphQLEndpoint, request: Any, *args: Any) -> Any:
+        runs.append(request)
+        return await run(self, request, *args)
+
+    monkeypatch.setattr(GraphQLEndpoint, "run", counted_run)
+    lane = await post_raw(client, push_body(sid, "a"))
+    assert runs == []  # answered without the view
+    monkeypatch.setattr(GraphQLEndpoint, "_push_lane", _no_lane)
+    view = await post_raw(client, push_body(sid, "b"))
+    assert len(runs) == 1
+    assert lane[2] == b'{"data":{"pushChunks":{"accepted":1,"duplicates":0,"lastSeq":2}}}'
+    assert view[2] == lane[2].replace(b'"lastSeq":2', b'"lastSeq":3')
+    assert lane[:2] == view[:2] == (200, {"content-type": "application/json",
+                                          "content-length": str(len(lane[2]))})
+    result = (await client.data(END, {"id": sid, "status": "COMPLETED"}))["endStream"]
+    assert [m["props"] for m in result["messages"]] == [{"content": "ab"}]
+
+
+async def _no_lane(*args: Any) -> bool:
+    return False
+
+
+async def test_a_push_refused_on_the_lane_is_answered_by_the_view_and_not_pushed_twice(
+    client: GraphQLClient, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from store.streams import StreamService
+
+    sid = await start(client, "refused")
+    await client.data(PUSH, {"id": sid, "chunks": [
+        {"messageId": "m", "type": "text", "props": {"content": ["a list"]}}]})
+    pushes: list[object] = []
+    push_chunks = StreamService.push_chunks
+
+    async def counted(self: StreamService, *args: Any) -> Any:
+        pushes.append(args)
+        return await push_chunks(self, *args)
+
+    monkeypatch.setattr(StreamService, "push_chunks", counted)
+    status, headers, body = await post_raw(client, push_body(sid, "text onto a list"))
+    assert status == 200 and headers["content-type"] == "application/json"
+    assert b'"INVALID_DELTA"' in body
+    assert len(pushes) == 1
+    # A chunk the fast path does not convert is pushed once, the ordinary way.
+    pushes.clear()
+    odd = await client.execute(PUSH, {"id": sid, "chunks": [
+        {"messageId": "n", "type": "text", "props": {"content": "x"}, "tokens": 2**40}]})
+    assert odd["errors"][0]["extensions"]["code"] == "INVALID_ARGUMENT"
+    assert pushes == []  # refused by GraphQL's Int before any push
+    await client.data(PUSH, {"id": sid, "chunks": [
+        {"messageId": "n", "type": "text", "props": {"content": "x"}, "role": "TOOL"}]})
+    assert len(pushes) == 1
+
+
+@pytest.mark.parametrize(("content", "headers"), [
+    (b'{"query": "mutation { pushChunks(', {}),  # not JSON
+    (b'[{"query": "mutation { pushChunks(streamId: 1, chunks: []) { accepted } }"}]', {}),
+    (b'{"query": "pushChunks", "variables": []}', {}),
+    (b'{"query": "pushChunks", "variables": {}, "extensions": 1}', {}),
+    (None, {"content-type": "text/plain"}),
+    (None, {"content-type": "application/json; charset=utf-8"}),
+    (None, {"accept": "text/event-stream"}),
+    (None, {"accept": "application/graphql-response+json, application/json"}),
+    (None, {"x-roles": "reader"}),
+])
+async def test_requests_the_lane_declines_get_the_views_answer(
+    client: GraphQLClient, monkeypatch: pytest.MonkeyPatch, content: bytes | None,
+    headers: dict[str, str],
+) -> None:
+    from gql.app import GraphQLEndpoint
+
+    sid = await start(client, "declined")
+    one = await post_raw(client, content or push_body(sid, "a"), headers)
+    monkeypatch.setattr(GraphQLEndpoint, "_push_lane", _no_lane)
+    two = await post_raw(client, content or push_body(sid, "a"), headers)
+    if two[0] == 200 and b'"lastSeq":3' in two[2]:  # both pushed: the second numbers on
+        two = (two[0], two[1], two[2].replace(b'"lastSeq":3', b'"lastSeq":2'))
+    assert one == two
+
+
+async def test_an_unauthenticated_push_is_401_with_or_without_the_lane(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import dataclasses
+
+    import httpx
+
+    from gql.app import GraphQLEndpoint
+    from tests.conftest import TEST_SECRET, running_app
+
+    jwt = dataclasses.replace(settings, auth="jwt", jwt_secret=TEST_SECRET * 2)
+    async with running_app(jwt) as app, httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://chatql") as http:
+        client = GraphQLClient(http)
+        one = await post_raw(client, push_body("s", "a"))
+        monkeypatch.setattr(GraphQLEndpoint, "_push_lane", _no_lane)
+        two = await post_raw(client, push_body("s", "a"))
+    assert one == two
+    assert one[0] == 401 and one[1]["www-authenticate"] == "Bearer"
+    assert b'"UNAUTHENTICATED"' in one[2]
