@@ -164,7 +164,8 @@ class GraphQLEndpoint(GraphQL[Context, None]):
             return False
         context = Context(services=self._services_of(request), identity=identity,
                           request=request)
-        pushed = await fast_push(self.schema, context, query, operation_name, variables)
+        pushed = await fast_push(self.schema, context, query, operation_name, variables,
+                                 nul_free=b"\\u0000" not in body)
         if pushed is None:
             # Tried once: the view must not push it again (see execute_single).
             request.state.push_tried = True

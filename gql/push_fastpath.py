@@ -47,6 +47,7 @@ __all__ = ["PushPlan", "fast_push", "push_plan_for", "take_refusal"]
 _RESULT_FIELDS = frozenset({"accepted", "duplicates", "lastSeq", "__typename"})
 _TEXT_FIELDS = ("chunkId", "messageId", "blockId", "threadId", "deltaPath", "deltaAction")
 _CHUNK_FIELDS = frozenset({*_TEXT_FIELDS, "type", "role", "props", "delta", "tokens"})
+_DELTA_FIELDS = frozenset({"type", "messageId", "delta", "props"})
 _ROLES = frozenset({"USER", "ASSISTANT", "SYSTEM", "TOOL"})
 _PLAN_CACHE_SIZE = 256
 # graphql-core refuses deeper variable values; keep the same limit here.
@@ -145,13 +146,32 @@ def _depth(value: Any, limit: int) -> bool:
 
 
 
+def _flat(props: dict[str, Any]) -> bool:
+    """True when no value in ``props`` is an object or a list (no depth to check)."""
+    # A loop, not all(): this runs for every chunk and a generator costs more.
+    for item in props.values():  # noqa: SIM110
+        if isinstance(item, (dict, list)):
+            return False
+    return True
+
+
 def _chunk(value: Any) -> ChunkIn | None:
     """``value`` as a chunk when it has the ``ChunkInput`` shape, else None.
 
     Only the GraphQL types are checked here; the stream's own rules (lengths, delta
     actions, token range) are the reducer's, as on the ordinary path.
     """
-    if not isinstance(value, dict) or not _CHUNK_FIELDS.issuperset(value):
+    if not isinstance(value, dict):
+        return None
+    if value.keys() == _DELTA_FIELDS:
+        # The shape of nearly every chunk a producer streams: a delta to one message.
+        kind, message_id, delta, props = (value["type"], value["messageId"], value["delta"],
+                                          value["props"])
+        if type(kind) is str and type(message_id) is str and (
+            delta is True or delta is False
+        ) and type(props) is dict and _flat(props):
+            return ChunkIn(kind, None, message_id, None, None, None, props, delta)
+    if not _CHUNK_FIELDS.issuperset(value):
         return None
     get = value.get
     kind = get("type")
@@ -183,11 +203,8 @@ def _chunk(value: Any) -> ChunkIn | None:
     props = get("props")
     # Most props are flat; only nested ones need the (recursive) depth check.
     if type(props) is dict:
-        for item in props.values():
-            if isinstance(item, (dict, list)):
-                if not _depth(props, _MAX_DEPTH):
-                    return None
-                break
+        if not _flat(props) and not _depth(props, _MAX_DEPTH):
+            return None
     elif props is not None and not _depth(props, _MAX_DEPTH):
         return None
     return ChunkIn(kind, chunk_id, message_id, block_id, thread_id, role, props,
@@ -209,8 +226,13 @@ def _may_hold_nul(raw: list[Any]) -> bool:
 
 async def fast_push(schema: Any, context: Context, query: str | None,
                     operation_name: str | None,
-                    variables: dict[str, Any] | None) -> dict[str, Any] | None:
-    """``{"data": …}`` of a ``pushChunks`` done the fast way, or None (run it normally)."""
+                    variables: dict[str, Any] | None, *,
+                    nul_free: bool = False) -> dict[str, Any] | None:
+    """``{"data": …}`` of a ``pushChunks`` done the fast way, or None (run it normally).
+
+    ``nul_free``: the caller knows that no string in ``variables`` holds NUL (JSON can
+    only spell it ``\\u0000``, so a request body without that escape has none).
+    """
     _refusal.set(None)
     plan = push_plan_for(schema, query, operation_name)
     streams = context.services.streams
@@ -226,16 +248,18 @@ async def fast_push(schema: Any, context: Context, query: str | None,
     raw = variables.get(plan.chunks_variable)
     if not isinstance(stream_id, str) or not isinstance(raw, list):
         return None
-    chunks = [_chunk(item) for item in raw]
-    if any(chunk is None for chunk in chunks) or "\x00" in stream_id or (
-        _may_hold_nul(raw) and has_nul(raw)
-    ):
+    chunks: list[ChunkIn] = []
+    for item in raw:
+        chunk = _chunk(item)
+        if chunk is None:
+            return None
+        chunks.append(chunk)
+    if "\x00" in stream_id or (not nul_free and _may_hold_nul(raw) and has_nul(raw)):
         # NUL is refused with INVALID_ARGUMENT by the document limits (Postgres cannot
         # store it): the ordinary path says so.
         return None
     try:
-        result = await streams.push_chunks(context.identity, stream_id,
-                                           chunks)  # type: ignore[arg-type]
+        result = await streams.push_chunks(context.identity, stream_id, chunks)
     except ChatqlError as error:
         _refusal.set(error)
         return None

@@ -399,8 +399,20 @@ async def test_push_with_nul_is_invalid_argument_on_the_fast_path_too(
     code = await client.error_code(PUSH, {"id": sid, "chunks": [
         {"type": "text", "props": {"content": "a\x00b"}}]})
     assert code == "INVALID_ARGUMENT"
+    for chunk in ({"type": "text", "messageId": "m", "props": {"a\x00": 1}, "delta": True},
+                  {"type": "text", "props": {"content": "ok", "deep": [{"x": "\x00"}]}}):
+        assert await client.error_code(PUSH, {"id": sid, "chunks": [chunk]}) == (
+            "INVALID_ARGUMENT")
     result = (await client.data(END, {"id": sid, "status": "COMPLETED"}))["endStream"]
     assert result["messages"] == []
+
+
+async def test_a_backslash_before_u0000_is_text_not_nul(client: GraphQLClient) -> None:
+    sid = await start(client, "not-nul")
+    await client.data(PUSH, {"id": sid, "chunks": [
+        {"type": "text", "messageId": "m", "props": {"content": "\\u0000"}}]})
+    result = (await client.data(END, {"id": sid, "status": "COMPLETED"}))["endStream"]
+    assert [m["props"] for m in result["messages"]] == [{"content": "\\u0000"}]
 
 
 # ---- the pushChunks lane: plain pushes skip the view, answered with its bytes --------
