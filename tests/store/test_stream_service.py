@@ -195,3 +195,26 @@ async def test_redis_push_on_a_current_copy_is_one_round_trip_and_a_stale_one_is
         backend_a.redis.execute_command = original  # type: ignore[method-assign]
         await a.close()
         await b.close()
+
+
+def test_a_batch_counts_against_the_buffer_as_its_chunks_do_one_by_one() -> None:
+    import orjson
+
+    from store.streams.service import _byte_size
+
+    def one(chunk: ChunkIn) -> int:
+        size = 160 + len(chunk.type)
+        if chunk.props:
+            try:
+                size += len(orjson.dumps(chunk.props))
+            except TypeError:
+                size += len(repr(chunk.props))
+        return size
+
+    batch = [ChunkIn(type="text", props={"content": "héllo", "n": [1, {"a": None}]}),
+             ChunkIn(type="event"), ChunkIn(type="t", props={}),
+             ChunkIn(type="text", props={"content": "x"}, delta=True)]
+    assert _byte_size(batch) == sum(map(one, batch))
+    assert _byte_size([]) == 0
+    huge = [*batch, ChunkIn(type="text", props={"n": 2**70})]
+    assert _byte_size(huge) == sum(map(one, huge))
