@@ -12,7 +12,8 @@
 - the model usage its producer reported with endStream, if any (once per stream);
 - an append receipt whose append id is the stream id (:func:`store.receipts.receipted_write`),
   so a retried persist — after a lost answer, a restart or a database outage — finds
-  it and writes nothing twice.
+  it and writes nothing twice. It names the stream's messages by their sequence range,
+  not by a list of ids (:func:`store.receipts.receipt_ids` reads them back).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from store.database import Database
 from store.ids import new_id
 from store.jsonutil import canonical_digest
 from store.messages import insert_chain, lock_chat_for_write, message_from_row
-from store.receipts import receipted_write
+from store.receipts import receipt_ids, receipted_write
 from store.records import Identity, Message, ResumeRecord
 from store.resume import StepIn, insert_resume, resume_from_row
 from store.streams.buffer import StreamBuffer, StreamInfo, StreamResult
@@ -90,13 +91,16 @@ async def write(db: Database, stream: StreamBuffer) -> StreamResult:
     chosen = ([stream.user_input.id] if stream.user_input is not None
               and stream.user_input.id is not None else [])
     steps = _resume_steps(stream)
-    # The receipt marks the stream as written; its ids and status identify the
-    # content (hashing every message's JSON would cost more than the write).
+    # The receipt marks the stream as written. A stream id names one stream, whose
+    # messages are only ever added, so its status, input, message count and last
+    # message identify the content (hashing every id, let alone every message's JSON,
+    # would cost more than the receipt; nothing compares a stream's digest).
     digest = canonical_digest({
         "stream": stream.info.id,
         "status": stream.end_status,
-        "messages": [*([stream.user_input.id] if stream.user_input is not None else []),
-                     *stream.state.messages],
+        "input": stream.user_input.id if stream.user_input is not None else None,
+        "messages": len(stream.state.messages),
+        "last": next(reversed(stream.state.messages), None),
         "steps": len(steps),
     })
     resume: list[ResumeRecord] = []
@@ -120,7 +124,7 @@ async def write(db: Database, stream: StreamBuffer) -> StreamResult:
 
         receipt, written = await receipted_write(
             conn, chat_id=chat_id, append_id=stream.info.id, digest=digest,
-            last_sequence=last_sequence, write=write_all, conflict=None)
+            last_sequence=last_sequence, write=write_all, conflict=None, listed=False)
         if written is None:
             return await _read_result(conn, stream.info, receipt.message_ids)
     return StreamResult(stream=stream.info, messages=list(written), resume=resume)
@@ -156,6 +160,7 @@ async def stored_result(db: Database, who: Identity, stream_id: str) -> StreamRe
         row = (
             await conn.execute(
                 select(append_receipts.c.chat_id, append_receipts.c.message_ids,
+                       append_receipts.c.first_sequence, append_receipts.c.last_sequence,
                        append_receipts.c.created_at)
                 .join(chats, chats.c.id == append_receipts.c.chat_id)
                 .where(append_receipts.c.append_id == stream_id,
@@ -164,7 +169,8 @@ async def stored_result(db: Database, who: Identity, stream_id: str) -> StreamRe
         ).first()
         if row is None:
             return None
-        message_ids = list(row.message_ids)
+        message_ids = await receipt_ids(conn, row.chat_id, row.message_ids,
+                                        row.first_sequence, row.last_sequence)
         request_id = None
         if message_ids:
             request_id = await conn.scalar(
