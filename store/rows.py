@@ -31,6 +31,7 @@ from store.tree import Link
 
 __all__ = [
     "CONTENT_COLUMNS",
+    "COPY_BATCH",
     "COPY_THRESHOLD",
     "MESSAGE_COLUMNS",
     "MessageRow",
@@ -59,7 +60,7 @@ COPY_THRESHOLD = 200
 
 #: Rows a streamed COPY builds at a time, the collector held off (well under the
 #: first half-megabyte message asyncpg sends, so the server starts early).
-_COPY_BATCH = 500
+COPY_BATCH = 500
 
 #: One message row: values in :data:`MESSAGE_COLUMNS` order.
 MessageRow = tuple[Any, ...]
@@ -185,7 +186,7 @@ async def write_chain(conn: AsyncConnection, chat_id: str, first_sequence: int,
         while True:
             # Paused per batch only: asyncpg may wait on the network between them.
             with gc_paused():
-                batch = _chain_rows(chat_id, sequence, stamp, islice(pairs, _COPY_BATCH))
+                batch = _chain_rows(chat_id, sequence, stamp, islice(pairs, COPY_BATCH))
                 if not batch:
                     return
                 records.extend(row_records(batch))

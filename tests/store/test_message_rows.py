@@ -32,6 +32,8 @@ from store.tables import messages
 AGENT = Identity(user_id="agent", tenant_id="acme", roles=frozenset({"agent"}))
 #: Past the COPY threshold, so Postgres writes these with COPY.
 LARGE = rows.COPY_THRESHOLD + 5
+#: More than one of the batches a chain's COPY makes at a time, the last one partial.
+BATCHES = rows.COPY_BATCH + 7
 
 
 def props(n: int) -> dict[str, Any]:
@@ -100,7 +102,7 @@ async def persist(db: Database, chat_id: str, count: int) -> None:
         await service.close()
 
 
-@pytest.mark.parametrize("count", [3, LARGE], ids=["insert", "large"])
+@pytest.mark.parametrize("count", [3, LARGE, BATCHES], ids=["insert", "large", "batches"])
 async def test_append_persist_and_import_store_identical_rows(db: Database, count: int) -> None:
     appended = await new_chat(db)
     await append_all(db, appended, [assistant(n) for n in range(count)])
@@ -167,8 +169,10 @@ async def test_archive_restore_brings_back_the_same_rows(db: Database, tmp_path:
     assert ids_after == ids_before
 
 
-async def test_records_handed_back_equal_the_rows_read_back(db: Database) -> None:
-    """What an append and a persist return is what a later read finds."""
+@pytest.mark.parametrize("count", [LARGE, BATCHES], ids=["large", "batches"])
+async def test_records_handed_back_equal_the_rows_read_back(db: Database, count: int) -> None:
+    """What an append and a persist return is what a later read finds (a chain below
+    earlier messages, in one COPY batch and in several)."""
     chat = await new_chat(db)
     await append_all(db, chat, [assistant(n) for n in range(LARGE)])
     service = StreamService(db, MemoryBackend(), idle_timeout=0)
@@ -177,11 +181,12 @@ async def test_records_handed_back_equal_the_rows_read_back(db: Database) -> Non
                                           assistant_id="bot")
         await service.push_chunks(AGENT, info.id, [
             ChunkIn(type="text", message_id=f"m{n}", props=props(n), tokens=n)
-            for n in range(LARGE)])
+            for n in range(count)])
         result = await service.end_stream(AGENT, info.id, "INTERRUPTED")
     finally:
         await service.close()
     read_back = (await all_messages(db, chat))[LARGE:]
+    assert len(read_back) == count
     assert [m.id for m in result.messages] == [m.id for m in read_back]
     for returned, read in zip(result.messages, read_back, strict=True):
         assert returned == read
