@@ -248,13 +248,15 @@ async def test_a_receipt_that_lists_its_ids_still_answers(
     """Receipts written before streams stored their sequence range list the ids."""
     service = services()
     chat = await new_chat(db)
-    info = await service.start_stream(AGENT, chat)
+    info = await service.start_stream(AGENT, chat, request_id="r1")
     await service.push_chunks(AGENT, info.id, [text("a", "one"), text("b", "two")])
-    result = await service.end_stream(AGENT, info.id, "COMPLETED")
+    await service.record_step(AGENT, info.id, StepIn(id="s1", type="llm"))
+    result = await service.end_stream(AGENT, info.id, "FAILED")
     async with db.write() as conn:
         await conn.execute(
             update(append_receipts).where(append_receipts.c.append_id == info.id)
-            .values(message_ids=[result.messages[1].id]))
+            .values(message_ids=[m.id for m in result.messages]))
     restarted = await persist.stored_result(db, AGENT, info.id)
     assert restarted is not None
-    assert restarted.messages == result.messages[1:]
+    assert (restarted.messages, restarted.resume) == (result.messages, result.resume)
+    assert (restarted.stream.status, restarted.stream.request_id) == ("FAILED", "r1")
