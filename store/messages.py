@@ -32,7 +32,7 @@ from store.jsonutil import canonical_digest
 from store.limits import MAX_TOKENS, TYPE_CHARS, check_length, check_optional_name
 from store.receipts import receipted_write
 from store.records import AppendReceipt, BranchPosition, Chat, Identity, Message, MessagePage
-from store.rows import gc_paused, write_chain
+from store.rows import write_chain
 from store.tables import chats, closed_chats, messages
 
 __all__ = [
@@ -288,9 +288,9 @@ async def insert_chain(
         parent_id = await conn.scalar(select(chats.c.active_leaf_id)
                                       .where(chats.c.id == chat_id))
     stamp = now()
-    with gc_paused():  # the tree links need a row read or two at most
-        links = await tree.chain_links(conn, chat_id, parent_id, ids)
-    written = await write_chain(conn, chat_id, last_sequence + 1, stamp, links, contents)
+    links = await tree.chain_links(conn, chat_id, parent_id, ids)
+    written = await write_chain(conn, chat_id, last_sequence + 1, stamp, links, contents,
+                                count=len(ids))
     await conn.execute(_CHAT_END, {"b_chat": chat_id, "b_last": last_sequence + len(written),
                                    "b_stamp": stamp, "b_leaf": ids[-1]})
     return written

@@ -98,7 +98,7 @@ def gc_paused() -> Iterator[None]:
 
 
 def chain_rows(chat_id: str, first_sequence: int, stamp: datetime,
-               links: Sequence[Link], contents: Iterable[Sequence[Any]]) -> list[MessageRow]:
+               links: Iterable[Link], contents: Iterable[Sequence[Any]]) -> list[MessageRow]:
     """Rows for messages written now as one chain: ``links[i]`` is message i's place in
     the tree (its id included), ``contents[i]`` its :data:`CONTENT_COLUMNS` values;
     sequences count up from ``first_sequence`` and both times are ``stamp``."""
@@ -163,16 +163,17 @@ async def _copy(conn: AsyncConnection, records: Iterable[MessageRow]) -> None:
 
 
 async def write_chain(conn: AsyncConnection, chat_id: str, first_sequence: int,
-                      stamp: datetime, links: Sequence[Link],
-                      contents: Iterable[Sequence[Any]]) -> list[Message]:
-    """Write :func:`chain_rows` (in the caller's transaction, as :func:`write_rows`
-    would) and return their :func:`row_records`.
+                      stamp: datetime, links: Iterable[Link],
+                      contents: Iterable[Sequence[Any]], *, count: int) -> list[Message]:
+    """Write the :func:`chain_rows` of ``count`` messages (in the caller's
+    transaction, as :func:`write_rows` would) and return their :func:`row_records`.
 
     On COPY the rows are made in batches as asyncpg asks for them: the Python work
-    of a long chain — rows, COPY values, records — then runs while the server
-    inserts the rows already sent, instead of before the first byte goes out.
+    of a long chain — tree links (when ``links`` makes them as it goes), rows, COPY
+    values, records — then runs while the server inserts the rows already sent,
+    instead of before the first byte goes out.
     """
-    if not (conn.dialect.name == "postgresql" and _copies(len(links))):
+    if not (conn.dialect.name == "postgresql" and _copies(count)):
         with gc_paused():
             rows = chain_rows(chat_id, first_sequence, stamp, links, contents)
         await write_rows(conn, rows)

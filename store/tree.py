@@ -22,7 +22,7 @@ indexed read per forward page.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 from sqlalchemy import CTE, Select, bindparam, case, delete, func, literal, select, update
@@ -137,6 +137,14 @@ class _Known:
         return self.add(Link(message_id, row.parent_id, int(row.depth), row.jump_id,
                              int(row.jump_depth)))
 
+    def read(self, message_id: str) -> Link:
+        """A message :meth:`get_with_jump` or :meth:`get_with_path` read already (one
+        they did not find does not exist)."""
+        found = self._links.get(message_id)
+        if found is None:
+            raise NotFound(self._missing.format(id=message_id, chat=self._chat_id))
+        return found
+
     async def get_with_path(self, message_id: str) -> Link:
         """:meth:`get`, also reading every message the jumps from it reach (what a
         chain of more than one message below it needs) in the same statement."""
@@ -161,8 +169,12 @@ class _Known:
 
 
 async def chain_links(conn: AsyncConnection, chat_id: str, parent_id: str | None,
-                      ids: Sequence[str]) -> list[Link]:
-    """Tree columns for ``ids`` written as a chain below ``parent_id`` (None: roots)."""
+                      ids: Sequence[str]) -> Iterator[Link]:
+    """Tree columns for ``ids`` written as a chain below ``parent_id`` (None: roots).
+
+    The rows above the chain are read here; the links are made as they are taken,
+    without the database, so a long chain's are made while its rows stream out.
+    """
     known = _Known(conn, chat_id, "message {id!r} not found in chat {chat!r}")
     # One message needs its parent and the parent's jump; a longer chain's jumps reach
     # further up the parent's jump path, read whole rather than a row at a time.
@@ -172,6 +184,10 @@ async def chain_links(conn: AsyncConnection, chat_id: str, parent_id: str | None
         parent = await known.get_with_jump(parent_id)
     else:
         parent = await known.get_with_path(parent_id)
+    return _chain(known, parent, ids)
+
+
+def _chain(known: _Known, parent: Link | None, ids: Sequence[str]) -> Iterator[Link]:
     links: list[Link] = []
     # The chain's own messages by depth: most jumps land among them (a long stream
     # makes thousands of links, so this loop stays free of lookups by id).
@@ -181,11 +197,11 @@ async def chain_links(conn: AsyncConnection, chat_id: str, parent_id: str | None
             new = _below(message_id, None, None)
         else:
             jump = (links[parent.jump_depth - base] if parent.jump_depth >= base
-                    else await known.get(parent.jump_id))
+                    else known.read(parent.jump_id))
             new = _below(message_id, parent, jump)
         links.append(new)
         parent = new
-    return links
+        yield new
 
 
 async def link_rows(conn: AsyncConnection, chat_id: str, rows: list[dict[str, Any]]) -> str:

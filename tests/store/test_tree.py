@@ -106,7 +106,8 @@ async def test_a_chain_below_a_deep_message_reads_the_rows_above_in_one_statemen
                 for count in (2, 3, 100, 2_500):
                     statements.clear()
                     chain = [f"new-{depth}-{n}" for n in range(count)]
-                    links = await tree.chain_links(conn, "deep", ids[depth - 1], chain)
+                    links = list(await tree.chain_links(conn, "deep", ids[depth - 1],
+                                                        chain))
                     assert len(statements) == 1
                     by_depth = [*ids[:depth], *chain]
                     jumps = tree.chain_jump_depths(depth + count)
