@@ -58,9 +58,12 @@ CONTENT_COLUMNS: tuple[str, ...] = (
 #: Below this many rows a multi-row INSERT is as quick as COPY on Postgres.
 COPY_THRESHOLD = 200
 
-#: Rows a streamed COPY builds at a time, the collector held off (well under the
-#: first half-megabyte message asyncpg sends, so the server starts early).
-COPY_BATCH = 500
+#: Rows a streamed COPY builds at a time, the collector held off: about what fills
+#: the first half-megabyte message asyncpg sends, so the server starts early. Not
+#: fewer: the collector runs as each pause ends, and a pass per few hundred rows
+#: brought on the full collections that walk the whole heap (a long stream's buffer
+#: and all) in one persist out of three.
+COPY_BATCH = 2_000
 
 #: One message row: values in :data:`MESSAGE_COLUMNS` order.
 MessageRow = tuple[Any, ...]

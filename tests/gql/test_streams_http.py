@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from gql.settings import Settings
-from store.rows import COPY_BATCH, COPY_THRESHOLD
+from store import rows as store_rows
 from tests.conftest import BACKENDS, GraphQLClient, on_backend, running_app
 
 CREATE = 'mutation($id: ID!) { createChat(input: {assistantId: "bot", id: $id}) { id } }'
@@ -406,11 +406,12 @@ async def test_push_with_nul_is_invalid_argument_on_the_fast_path_too(
 
 
 async def test_end_stream_after_a_restart_answers_from_the_stored_write(
-        settings: Settings) -> None:
+        settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     """A retried endStream that only the database can answer returns what the first
     one did: a long stream (COPY on Postgres, in several batches) and the empty stream
     after it."""
-    many = max(COPY_THRESHOLD, 2 * COPY_BATCH) + 5
+    monkeypatch.setattr(store_rows, "COPY_BATCH", 64)
+    many = store_rows.COPY_THRESHOLD + 5
     async with running_app(settings) as app:
         client = AgentClient(httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
                                                base_url="http://chatql"))
