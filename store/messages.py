@@ -32,7 +32,7 @@ from store.jsonutil import canonical_digest
 from store.limits import MAX_TOKENS, TYPE_CHARS, check_length, check_optional_name
 from store.receipts import receipted_write
 from store.records import AppendReceipt, BranchPosition, Chat, Identity, Message, MessagePage
-from store.rows import chain_rows, gc_paused, row_records, write_rows
+from store.rows import write_chain
 from store.tables import chats, closed_chats, messages
 
 __all__ = [
@@ -272,7 +272,7 @@ async def insert_chain(
 
     The chain hangs below the chat's active leaf, or below ``parent_id`` when
     ``explicit_parent`` (None then makes a new root); its last message becomes the
-    active leaf. The rows go in with :func:`store.rows.write_rows`, then one update of
+    active leaf. The rows go in with :func:`store.rows.write_chain`, then one update of
     the chat. Raises CONFLICT when one of the ``chosen`` (caller-chosen) ids is
     already in the store.
     """
@@ -288,15 +288,12 @@ async def insert_chain(
         parent_id = await conn.scalar(select(chats.c.active_leaf_id)
                                       .where(chats.c.id == chat_id))
     stamp = now()
-    with gc_paused():  # the tree links need a row read or two at most
-        links = await tree.chain_links(conn, chat_id, parent_id, ids)
-        rows = chain_rows(chat_id, last_sequence + 1, stamp, links, contents)
-        del links  # freed here, while the collector is held off
-    await write_rows(conn, rows)
-    await conn.execute(_CHAT_END, {"b_chat": chat_id, "b_last": last_sequence + len(rows),
+    links = await tree.chain_links(conn, chat_id, parent_id, ids)
+    written = await write_chain(conn, chat_id, last_sequence + 1, stamp, links, contents,
+                                count=len(ids))
+    await conn.execute(_CHAT_END, {"b_chat": chat_id, "b_last": last_sequence + len(written),
                                    "b_stamp": stamp, "b_leaf": ids[-1]})
-    with gc_paused():
-        return row_records(rows)
+    return written
 
 
 async def append_messages(

@@ -6,11 +6,18 @@ it looks for an earlier receipt under the same append id — a retry after a los
 answer, a restart or an outage — and answers from it without writing; otherwise it
 runs the write and records the receipt (the message ids and sequences written) in
 the same transaction, so the write and its receipt commit or vanish together.
+
+A receipt lists the ids it wrote, or — for a write made with ``listed=False``, the
+persist of a long stream — holds JSON ``null`` there: its messages are the chat's
+sequences ``first_sequence`` to ``last_sequence``, which one write under the chat lock
+fills without gaps and nothing renumbers. Storing ten thousand ids would cost more
+than the rest of the receipt; a retry reads them back instead (:func:`receipt_ids`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from sqlalchemy import bindparam, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -18,9 +25,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from store.chats import now
 from store.errors import AppendConflict
 from store.records import AppendReceipt, Message
-from store.tables import append_receipts
+from store.tables import append_receipts, messages
 
-__all__ = ["receipted_write"]
+__all__ = ["receipt_ids", "receipted_write"]
 
 
 # Built once: every append runs them.
@@ -31,6 +38,22 @@ _EARLIER = (
     .where(append_receipts.c.chat_id == bindparam("chat"),
            append_receipts.c.append_id == bindparam("append"))
 )
+_BETWEEN = (
+    select(messages.c.id)
+    .where(messages.c.chat_id == bindparam("chat"),
+           messages.c.sequence.between(bindparam("first"), bindparam("last")))
+    .order_by(messages.c.sequence)
+)
+
+
+async def receipt_ids(conn: AsyncConnection, chat_id: str, message_ids: list[str] | None,
+                      first_sequence: int, last_sequence: int) -> list[str]:
+    """The ids a receipt names: its list, or for a receipt that holds none the ids of
+    the chat's messages in its sequence range (those still stored), in sequence order."""
+    if message_ids is not None:
+        return list(message_ids)
+    return list((await conn.scalars(_BETWEEN, {
+        "chat": chat_id, "first": first_sequence, "last": last_sequence})).all())
 
 
 async def receipted_write(
@@ -42,6 +65,7 @@ async def receipted_write(
     last_sequence: int,
     write: Callable[[], Awaitable[Sequence[Message]]],
     conflict: str | None,
+    listed: bool = True,
 ) -> tuple[AppendReceipt, Sequence[Message] | None]:
     """Run ``write`` once per ``append_id`` and receipt it; returns the receipt and
     what ``write`` wrote, or the earlier receipt and None when one exists.
@@ -50,6 +74,8 @@ async def receipted_write(
     receipt with another digest is then APPEND_CONFLICT. None accepts any earlier
     receipt (a stream id names one stream, whose content only its owner decides).
     ``last_sequence`` is the chat's last sequence, what an empty write's receipt holds.
+    ``listed=False`` stores the sequence range instead of the ids (an empty write still
+    stores its empty list, whose range would name the message before it).
     """
     earlier = (
         await conn.execute(_EARLIER, {"chat": chat_id, "append": append_id})
@@ -60,7 +86,9 @@ async def receipted_write(
                 f"appendId {append_id!r} was already used for a different {conflict}")
         return AppendReceipt(
             chat_id=chat_id, append_id=append_id, digest=earlier.digest,
-            message_ids=list(earlier.message_ids), first_sequence=earlier.first_sequence,
+            message_ids=await receipt_ids(conn, chat_id, earlier.message_ids,
+                                          earlier.first_sequence, earlier.last_sequence),
+            first_sequence=earlier.first_sequence,
             last_sequence=earlier.last_sequence,
         ), None
     written = await write()
@@ -70,9 +98,12 @@ async def receipted_write(
         first_sequence=written[0].sequence if written else last_sequence,
         last_sequence=written[-1].sequence if written else last_sequence,
     )
-    await conn.execute(_RECORD, {
+    # None is stored as JSON null (the column's type keeps SQL NULL out).
+    stored: list[str] | None = receipt.message_ids if listed or not written else None
+    values: dict[str, Any] = {
         "chat_id": receipt.chat_id, "append_id": receipt.append_id, "digest": receipt.digest,
-        "message_ids": receipt.message_ids, "first_sequence": receipt.first_sequence,
+        "message_ids": stored, "first_sequence": receipt.first_sequence,
         "last_sequence": receipt.last_sequence, "created_at": now(),
-    })
+    }
+    await conn.execute(_RECORD, values)
     return receipt, written

@@ -7,6 +7,9 @@ imports and archive restores — builds its rows here, as plain tuples in
 INSERT, or COPY on Postgres once a batch is large enough for COPY to pay. Both
 statements take the same tuples, so the two ways to write a row cannot drift apart;
 the records handed back to callers are built from those tuples too.
+
+A chain written by COPY (:func:`write_chain`) is built while it streams: the server
+inserts the first rows while the next ones, and their records, are made.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import gc
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from itertools import islice
 from typing import Any
 
 from sqlalchemy import insert
@@ -27,6 +31,7 @@ from store.tree import Link
 
 __all__ = [
     "CONTENT_COLUMNS",
+    "COPY_BATCH",
     "COPY_THRESHOLD",
     "MESSAGE_COLUMNS",
     "MessageRow",
@@ -35,6 +40,7 @@ __all__ = [
     "gc_paused",
     "row_dicts",
     "row_records",
+    "write_chain",
     "write_rows",
 ]
 
@@ -51,6 +57,13 @@ CONTENT_COLUMNS: tuple[str, ...] = (
 )
 #: Below this many rows a multi-row INSERT is as quick as COPY on Postgres.
 COPY_THRESHOLD = 200
+
+#: Rows a streamed COPY builds at a time, the collector held off: about what fills
+#: the first half-megabyte message asyncpg sends, so the server starts early. Not
+#: fewer: the collector runs as each pause ends, and a pass per few hundred rows
+#: brought on the full collections that walk the whole heap (a long stream's buffer
+#: and all) in one persist out of three.
+COPY_BATCH = 2_000
 
 #: One message row: values in :data:`MESSAGE_COLUMNS` order.
 MessageRow = tuple[Any, ...]
@@ -88,15 +101,19 @@ def gc_paused() -> Iterator[None]:
 
 
 def chain_rows(chat_id: str, first_sequence: int, stamp: datetime,
-               links: Sequence[Link], contents: Iterable[Sequence[Any]]) -> list[MessageRow]:
+               links: Iterable[Link], contents: Iterable[Sequence[Any]]) -> list[MessageRow]:
     """Rows for messages written now as one chain: ``links[i]`` is message i's place in
     the tree (its id included), ``contents[i]`` its :data:`CONTENT_COLUMNS` values;
     sequences count up from ``first_sequence`` and both times are ``stamp``."""
+    return _chain_rows(chat_id, first_sequence, stamp, zip(links, contents, strict=True))
+
+
+def _chain_rows(chat_id: str, first_sequence: int, stamp: datetime,
+                pairs: Iterable[tuple[Link, Sequence[Any]]]) -> list[MessageRow]:
     return [
         (link.id, chat_id, sequence, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8],
          stamp, stamp, c[9], link.parent_id, link.depth, link.jump_id, link.jump_depth)
-        for sequence, (link, c) in enumerate(zip(links, contents, strict=True),
-                                             start=first_sequence)
+        for sequence, (link, c) in enumerate(pairs, start=first_sequence)
     ]
 
 
@@ -137,18 +154,64 @@ def _copy_records(rows: Iterable[MessageRow]) -> list[MessageRow]:
             for (a, b, c, d, e, f, props, h, i, j, k, metadata, m, n, o, p, q, r, t) in rows]
 
 
+def _copies(count: int) -> bool:
+    return count >= COPY_THRESHOLD
+
+
+async def _copy(conn: AsyncConnection, records: Iterable[MessageRow]) -> None:
+    # COPY through the asyncpg connection under SQLAlchemy's transaction.
+    raw = await conn.get_raw_connection()
+    driver: Any = raw.driver_connection
+    await driver.copy_records_to_table("messages", records=records, columns=MESSAGE_COLUMNS)
+
+
+async def write_chain(conn: AsyncConnection, chat_id: str, first_sequence: int,
+                      stamp: datetime, links: Iterable[Link],
+                      contents: Iterable[Sequence[Any]], *, count: int) -> list[Message]:
+    """Write the :func:`chain_rows` of ``count`` messages (in the caller's
+    transaction, as :func:`write_rows` would) and return their :func:`row_records`.
+
+    On COPY the rows are made in batches as asyncpg asks for them: the Python work
+    of a long chain — tree links (when ``links`` makes them as it goes), rows, COPY
+    values, records — then runs while the server inserts the rows already sent,
+    instead of before the first byte goes out.
+    """
+    if not (conn.dialect.name == "postgresql" and _copies(count)):
+        with gc_paused():
+            rows = chain_rows(chat_id, first_sequence, stamp, links, contents)
+        await write_rows(conn, rows)
+        with gc_paused():
+            return row_records(rows)
+    records: list[Message] = []
+    pairs = zip(links, contents, strict=True)
+
+    def produce() -> Iterator[MessageRow]:
+        sequence = first_sequence
+        while True:
+            # Paused per batch only: asyncpg may wait on the network between them.
+            with gc_paused():
+                batch = _chain_rows(chat_id, sequence, stamp, islice(pairs, COPY_BATCH))
+                if not batch:
+                    return
+                records.extend(row_records(batch))
+                values = _copy_records(batch)
+                del batch
+            sequence += len(values)
+            yield from values
+
+    await _copy(conn, produce())
+    return records
+
+
 async def write_rows(conn: AsyncConnection, rows: Sequence[MessageRow]) -> None:
     """Write ``rows`` in the caller's transaction: COPY on Postgres for a large batch
     (the asyncpg connection under SQLAlchemy's transaction), else one multi-row INSERT."""
     if not rows:
         return
-    if conn.dialect.name == "postgresql" and len(rows) >= COPY_THRESHOLD:
+    if conn.dialect.name == "postgresql" and _copies(len(rows)):
         with gc_paused():
             records = _copy_records(rows)
-        raw = await conn.get_raw_connection()
-        driver: Any = raw.driver_connection
-        await driver.copy_records_to_table("messages", records=records,
-                                           columns=MESSAGE_COLUMNS)
+        await _copy(conn, records)
     else:
         with gc_paused():
             values = row_dicts(rows)

@@ -22,7 +22,7 @@ indexed read per forward page.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 from sqlalchemy import CTE, Select, bindparam, case, delete, func, literal, select, update
@@ -76,6 +76,24 @@ _WITH_JUMP = (
     .where(messages.c.id == bindparam("id"), messages.c.chat_id == bindparam("chat"))
 )
 
+# A message and every message its jumps reach, up to the root: O(log depth) rows, one
+# statement. A chain written below the message finds there every ancestor its own
+# jumps land on (each one is its parent or its parent's jump's jump, so by induction
+# on that path or in the chain).
+_PATH = (
+    select(messages.c.id, messages.c.parent_id, messages.c.depth, messages.c.jump_id,
+           messages.c.jump_depth)
+    .where(messages.c.id == bindparam("id"), messages.c.chat_id == bindparam("chat"))
+    .cte("jump_path", recursive=True)
+)
+_STEP = messages.alias("step")
+_PATH = _PATH.union_all(
+    select(_STEP.c.id, _STEP.c.parent_id, _STEP.c.depth, _STEP.c.jump_id, _STEP.c.jump_depth)
+    .where(_STEP.c.id == _PATH.c.jump_id, _STEP.c.chat_id == bindparam("chat"),
+           _PATH.c.jump_depth < _PATH.c.depth)
+)
+_JUMP_PATH = select(_PATH)
+
 
 class _Known:
     """Tree columns of messages read (or written) so far, each row read at most once."""
@@ -119,6 +137,29 @@ class _Known:
         return self.add(Link(message_id, row.parent_id, int(row.depth), row.jump_id,
                              int(row.jump_depth)))
 
+    def read(self, message_id: str) -> Link:
+        """A message :meth:`get_with_jump` or :meth:`get_with_path` read already (one
+        they did not find does not exist)."""
+        found = self._links.get(message_id)
+        if found is None:
+            raise NotFound(self._missing.format(id=message_id, chat=self._chat_id))
+        return found
+
+    async def get_with_path(self, message_id: str) -> Link:
+        """:meth:`get`, also reading every message the jumps from it reach (what a
+        chain of more than one message below it needs) in the same statement."""
+        if message_id in self._links:
+            return self._links[message_id]
+        rows = (await self._conn.execute(
+            _JUMP_PATH, {"id": message_id, "chat": self._chat_id})).all()
+        if not rows:
+            raise NotFound(self._missing.format(id=message_id, chat=self._chat_id))
+        for row in rows:
+            if row.id not in self._links:
+                self.add(Link(row.id, row.parent_id, int(row.depth), row.jump_id,
+                              int(row.jump_depth)))
+        return self._links[message_id]
+
     async def below(self, message_id: str, parent_id: str | None) -> Link:
         """The tree columns of a new message ``message_id`` below ``parent_id``."""
         if parent_id is None:
@@ -128,10 +169,25 @@ class _Known:
 
 
 async def chain_links(conn: AsyncConnection, chat_id: str, parent_id: str | None,
-                      ids: Sequence[str]) -> list[Link]:
-    """Tree columns for ``ids`` written as a chain below ``parent_id`` (None: roots)."""
+                      ids: Sequence[str]) -> Iterator[Link]:
+    """Tree columns for ``ids`` written as a chain below ``parent_id`` (None: roots).
+
+    The rows above the chain are read here; the links are made as they are taken,
+    without the database, so a long chain's are made while its rows stream out.
+    """
     known = _Known(conn, chat_id, "message {id!r} not found in chat {chat!r}")
-    parent = None if parent_id is None else await known.get_with_jump(parent_id)
+    # One message needs its parent and the parent's jump; a longer chain's jumps reach
+    # further up the parent's jump path, read whole rather than a row at a time.
+    if parent_id is None:
+        parent = None
+    elif len(ids) == 1:
+        parent = await known.get_with_jump(parent_id)
+    else:
+        parent = await known.get_with_path(parent_id)
+    return _chain(known, parent, ids)
+
+
+def _chain(known: _Known, parent: Link | None, ids: Sequence[str]) -> Iterator[Link]:
     links: list[Link] = []
     # The chain's own messages by depth: most jumps land among them (a long stream
     # makes thousands of links, so this loop stays free of lookups by id).
@@ -141,11 +197,11 @@ async def chain_links(conn: AsyncConnection, chat_id: str, parent_id: str | None
             new = _below(message_id, None, None)
         else:
             jump = (links[parent.jump_depth - base] if parent.jump_depth >= base
-                    else await known.get(parent.jump_id))
+                    else known.read(parent.jump_id))
             new = _below(message_id, parent, jump)
         links.append(new)
         parent = new
-    return links
+        yield new
 
 
 async def link_rows(conn: AsyncConnection, chat_id: str, rows: list[dict[str, Any]]) -> str:

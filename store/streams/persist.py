@@ -12,7 +12,8 @@
 - the model usage its producer reported with endStream, if any (once per stream);
 - an append receipt whose append id is the stream id (:func:`store.receipts.receipted_write`),
   so a retried persist — after a lost answer, a restart or a database outage — finds
-  it and writes nothing twice.
+  it and writes nothing twice. It names the stream's messages by their sequence range,
+  not by a list of ids; a retry reads the range back.
 """
 
 from __future__ import annotations
@@ -90,13 +91,16 @@ async def write(db: Database, stream: StreamBuffer) -> StreamResult:
     chosen = ([stream.user_input.id] if stream.user_input is not None
               and stream.user_input.id is not None else [])
     steps = _resume_steps(stream)
-    # The receipt marks the stream as written; its ids and status identify the
-    # content (hashing every message's JSON would cost more than the write).
+    # The receipt marks the stream as written. A stream id names one stream, whose
+    # messages are only ever added, so its status, input, message count and last
+    # message identify the content (hashing every id, let alone every message's JSON,
+    # would cost more than the receipt; nothing compares a stream's digest).
     digest = canonical_digest({
         "stream": stream.info.id,
         "status": stream.end_status,
-        "messages": [*([stream.user_input.id] if stream.user_input is not None else []),
-                     *stream.state.messages],
+        "input": stream.user_input.id if stream.user_input is not None else None,
+        "messages": len(stream.state.messages),
+        "last": next(reversed(stream.state.messages), None),
         "steps": len(steps),
     })
     resume: list[ResumeRecord] = []
@@ -120,21 +124,34 @@ async def write(db: Database, stream: StreamBuffer) -> StreamResult:
 
         receipt, written = await receipted_write(
             conn, chat_id=chat_id, append_id=stream.info.id, digest=digest,
-            last_sequence=last_sequence, write=write_all, conflict=None)
+            last_sequence=last_sequence, write=write_all, conflict=None, listed=False)
         if written is None:
-            return await _read_result(conn, stream.info, receipt.message_ids)
+            return await _read_result(conn, stream.info, await _stored_messages(
+                conn, chat_id, receipt.message_ids, receipt.first_sequence,
+                receipt.last_sequence))
     return StreamResult(stream=stream.info, messages=list(written), resume=resume)
 
 
-async def _read_result(conn: Any, info: StreamInfo,
-                       message_ids: list[str]) -> StreamResult:
-    rows = (
-        await conn.execute(
-            select(messages).where(messages.c.id.in_(message_ids))
-            .order_by(messages.c.sequence)
-        )
-    ).all() if message_ids else []
-    stored = [message_from_row(row) for row in rows]
+async def _stored_messages(conn: Any, chat_id: str, message_ids: list[str] | None,
+                           first_sequence: int, last_sequence: int) -> list[Message]:
+    """The messages a stream's receipt names that are still stored, in order.
+
+    One write filled the receipt's sequence range with exactly the stream's messages,
+    so the range is read whether the receipt lists their ids or not (no list of ten
+    thousand ids to bind); only an empty list, whose range would name the message
+    before the stream, names none.
+    """
+    if message_ids is not None and not message_ids:
+        return []
+    rows = (await conn.execute(
+        select(messages).where(messages.c.chat_id == chat_id,
+                               messages.c.sequence.between(first_sequence, last_sequence))
+        .order_by(messages.c.sequence)
+    )).all()
+    return [message_from_row(row) for row in rows]
+
+
+async def _read_result(conn: Any, info: StreamInfo, stored: list[Message]) -> StreamResult:
     status = stored[0].status if stored else info.status
     resume_rows = (
         await conn.execute(
@@ -150,12 +167,14 @@ async def _read_result(conn: Any, info: StreamInfo,
         resume=[resume_from_row(row) for row in resume_rows],
     )
 
+
 async def stored_result(db: Database, who: Identity, stream_id: str) -> StreamResult | None:
     """The result of a stream persisted before this process knew it (a restart)."""
     async with db.read() as conn:
         row = (
             await conn.execute(
                 select(append_receipts.c.chat_id, append_receipts.c.message_ids,
+                       append_receipts.c.first_sequence, append_receipts.c.last_sequence,
                        append_receipts.c.created_at)
                 .join(chats, chats.c.id == append_receipts.c.chat_id)
                 .where(append_receipts.c.append_id == stream_id,
@@ -164,11 +183,9 @@ async def stored_result(db: Database, who: Identity, stream_id: str) -> StreamRe
         ).first()
         if row is None:
             return None
-        message_ids = list(row.message_ids)
-        request_id = None
-        if message_ids:
-            request_id = await conn.scalar(
-                select(messages.c.request_id).where(messages.c.id == message_ids[0]))
-        info = StreamInfo(id=stream_id, chat_id=row.chat_id, request_id=request_id,
+        stored = await _stored_messages(conn, row.chat_id, row.message_ids,
+                                        row.first_sequence, row.last_sequence)
+        info = StreamInfo(id=stream_id, chat_id=row.chat_id,
+                          request_id=stored[0].request_id if stored else None,
                           status="COMPLETED", started_at=row.created_at)
-        return await _read_result(conn, info, message_ids)
+        return await _read_result(conn, info, stored)

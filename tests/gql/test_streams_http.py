@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
 from gql.settings import Settings
-from tests.conftest import BACKENDS, GraphQLClient, on_backend
+from store import rows as store_rows
+from tests.conftest import BACKENDS, GraphQLClient, on_backend, running_app
 
 CREATE = 'mutation($id: ID!) { createChat(input: {assistantId: "bot", id: $id}) { id } }'
 START = """mutation($input: StartStreamInput!) {
@@ -543,3 +545,36 @@ async def test_an_unauthenticated_push_is_401_with_or_without_the_lane(
     assert one == two
     assert one[0] == 401 and one[1]["www-authenticate"] == "Bearer"
     assert b'"UNAUTHENTICATED"' in one[2]
+
+
+async def test_end_stream_after_a_restart_answers_from_the_stored_write(
+        settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A retried endStream that only the database can answer returns what the first
+    one did: a long stream (COPY on Postgres, in several batches) and the empty stream
+    after it."""
+    monkeypatch.setattr(store_rows, "COPY_BATCH", 64)
+    many = store_rows.COPY_THRESHOLD + 5
+    async with running_app(settings) as app:
+        client = AgentClient(httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                               base_url="http://chatql"))
+        full = await start(client, "restart", input={
+            "role": "USER", "type": "user_input", "props": {"content": "q"}})
+        for first in range(0, many, 100):
+            await client.data(PUSH, {"id": full, "chunks": [
+                {"messageId": f"m{n}", "type": "text", "props": {"content": f"part {n}"}}
+                for n in range(first, min(many, first + 100))]})
+        await client.data(STEP, {"id": full, "step": {"id": "s1", "type": "llm"}})
+        written = await client.data(END, {"id": full, "status": "INTERRUPTED"})
+        empty = (await client.data(START, {"input": {"chatId": "restart"}}))[
+            "startStream"]["id"]
+        nothing = await client.data(END, {"id": empty, "status": "COMPLETED"})
+        await client.http.aclose()
+    assert len(written["endStream"]["messages"]) == many + 1
+    assert len(written["endStream"]["resume"]) == 1
+    assert nothing["endStream"]["messages"] == []
+    async with running_app(settings) as app:
+        client = AgentClient(httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                               base_url="http://chatql"))
+        assert await client.data(END, {"id": full, "status": "INTERRUPTED"}) == written
+        assert await client.data(END, {"id": empty, "status": "COMPLETED"}) == nothing
+        await client.http.aclose()

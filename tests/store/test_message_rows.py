@@ -32,6 +32,8 @@ from store.tables import messages
 AGENT = Identity(user_id="agent", tenant_id="acme", roles=frozenset({"agent"}))
 #: Past the COPY threshold, so Postgres writes these with COPY.
 LARGE = rows.COPY_THRESHOLD + 5
+#: A COPY batch that makes LARGE rows in several batches, the last one partial.
+SMALL_BATCH = 64
 
 
 def props(n: int) -> dict[str, Any]:
@@ -100,8 +102,12 @@ async def persist(db: Database, chat_id: str, count: int) -> None:
         await service.close()
 
 
-@pytest.mark.parametrize("count", [3, LARGE], ids=["insert", "large"])
-async def test_append_persist_and_import_store_identical_rows(db: Database, count: int) -> None:
+@pytest.mark.parametrize(("count", "batch"), [(3, None), (LARGE, None), (LARGE, SMALL_BATCH)],
+                         ids=["insert", "large", "batches"])
+async def test_append_persist_and_import_store_identical_rows(
+        db: Database, monkeypatch: pytest.MonkeyPatch, count: int, batch: int | None) -> None:
+    if batch is not None:
+        monkeypatch.setattr(rows, "COPY_BATCH", batch)
     appended = await new_chat(db)
     await append_all(db, appended, [assistant(n) for n in range(count)])
     expected = await stored(db, appended)
@@ -167,8 +173,14 @@ async def test_archive_restore_brings_back_the_same_rows(db: Database, tmp_path:
     assert ids_after == ids_before
 
 
-async def test_records_handed_back_equal_the_rows_read_back(db: Database) -> None:
-    """What an append and a persist return is what a later read finds."""
+@pytest.mark.parametrize("batch", [None, SMALL_BATCH], ids=["large", "batches"])
+async def test_records_handed_back_equal_the_rows_read_back(
+        db: Database, monkeypatch: pytest.MonkeyPatch, batch: int | None) -> None:
+    """What an append and a persist return is what a later read finds (a chain below
+    earlier messages, in one COPY batch and in several)."""
+    if batch is not None:
+        monkeypatch.setattr(rows, "COPY_BATCH", batch)
+    count = LARGE + 3
     chat = await new_chat(db)
     await append_all(db, chat, [assistant(n) for n in range(LARGE)])
     service = StreamService(db, MemoryBackend(), idle_timeout=0)
@@ -177,11 +189,12 @@ async def test_records_handed_back_equal_the_rows_read_back(db: Database) -> Non
                                           assistant_id="bot")
         await service.push_chunks(AGENT, info.id, [
             ChunkIn(type="text", message_id=f"m{n}", props=props(n), tokens=n)
-            for n in range(LARGE)])
+            for n in range(count)])
         result = await service.end_stream(AGENT, info.id, "INTERRUPTED")
     finally:
         await service.close()
     read_back = (await all_messages(db, chat))[LARGE:]
+    assert len(read_back) == count
     assert [m.id for m in result.messages] == [m.id for m in read_back]
     for returned, read in zip(result.messages, read_back, strict=True):
         assert returned == read

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from sqlalchemy import func, select, update
 
 from store.chats import create_chat
 from store.database import Database
@@ -15,9 +16,11 @@ from store.errors import StreamActive, StreamClosed
 from store.messages import NewMessage
 from store.records import Identity
 from store.resume import StepIn
-from store.streams import StreamService, backend_from_url
+from store.rows import COPY_THRESHOLD
+from store.streams import StreamService, backend_from_url, persist
 from store.streams.backends.redis import RedisBackend, split_prefix
 from store.streams.reducer import ChunkIn
+from store.tables import append_receipts, messages
 from tests.client_reducer import client_apply
 
 AGENT = Identity(user_id="agent", tenant_id="acme", roles=frozenset({"agent"}))
@@ -218,3 +221,65 @@ def test_a_batch_counts_against_the_buffer_as_its_chunks_do_one_by_one() -> None
     assert _byte_size([]) == 0
     huge = [*batch, ChunkIn(type="text", props={"n": 2**70})]
     assert _byte_size(huge) == sum(map(one, huge))
+
+
+async def test_a_stream_receipt_names_its_sequences_and_a_retry_reads_the_same_result(
+        db: Database, services: Callable[[], StreamService]) -> None:
+    """The persist's receipt holds no list of ids; a retried write (an answer lost
+    after the commit) and a restart both answer with exactly what was written — the
+    empty stream after a full one too, whose range must not name the one before."""
+    service = services()
+    chat = await new_chat(db)
+    many = COPY_THRESHOLD + 5  # COPY on Postgres
+    full = await service.start_stream(
+        AGENT, chat, request_id="r1",
+        user_input=NewMessage(role="USER", type="user_input", props={"text": "hi"}))
+    await service.push_chunks(AGENT, full.id, [text(f"m{n}", f"part {n}")
+                                               for n in range(many)])
+    await service.record_step(AGENT, full.id, StepIn(id="s1", type="llm"))
+    full_buffer = service.buffered(full.id)
+    written = await service.end_stream(AGENT, full.id, "INTERRUPTED")
+    empty = await service.start_stream(AGENT, chat, request_id="r2")
+    empty_buffer = service.buffered(empty.id)
+    nothing = await service.end_stream(AGENT, empty.id, "COMPLETED")
+    assert len(written.messages) == many + 1 and nothing.messages == []
+    assert full_buffer is not None and empty_buffer is not None
+
+    async with db.read() as conn:
+        receipts = {row.append_id: row for row in (await conn.execute(
+            select(append_receipts).where(append_receipts.c.chat_id == chat))).all()}
+    assert receipts[full.id].message_ids is None
+    assert (receipts[full.id].first_sequence, receipts[full.id].last_sequence) == (
+        written.messages[0].sequence, written.messages[-1].sequence)
+    assert receipts[empty.id].message_ids == []
+
+    for stream, result in ((full_buffer, written), (empty_buffer, nothing)):
+        again = await persist.write(db, stream)
+        assert (again.messages, again.resume) == (result.messages, result.resume)
+        assert again.stream.status == result.stream.status
+        restarted = await persist.stored_result(db, AGENT, stream.info.id)
+        assert restarted is not None
+        assert (restarted.messages, restarted.resume) == (result.messages, result.resume)
+    async with db.read() as conn:
+        count = await conn.scalar(select(func.count()).select_from(messages)
+                                  .where(messages.c.chat_id == chat))
+    assert count == many + 1
+
+
+async def test_a_receipt_that_lists_its_ids_still_answers(
+        db: Database, services: Callable[[], StreamService]) -> None:
+    """Receipts written before streams stored their sequence range list the ids."""
+    service = services()
+    chat = await new_chat(db)
+    info = await service.start_stream(AGENT, chat, request_id="r1")
+    await service.push_chunks(AGENT, info.id, [text("a", "one"), text("b", "two")])
+    await service.record_step(AGENT, info.id, StepIn(id="s1", type="llm"))
+    result = await service.end_stream(AGENT, info.id, "FAILED")
+    async with db.write() as conn:
+        await conn.execute(
+            update(append_receipts).where(append_receipts.c.append_id == info.id)
+            .values(message_ids=[m.id for m in result.messages]))
+    restarted = await persist.stored_result(db, AGENT, info.id)
+    assert restarted is not None
+    assert (restarted.messages, restarted.resume) == (result.messages, result.resume)
+    assert (restarted.stream.status, restarted.stream.request_id) == ("FAILED", "r1")

@@ -76,3 +76,44 @@ async def test_an_existing_linear_chat_reads_as_before_after_the_migration(
     newest = await store_messages.list_branch(db, ALICE, "old", last=2)
     assert [m.id for m in newest.items] == [ids[-1], receipt.message_ids[0]]
     assert newest.items[1].parent_id == ids[-1]
+
+
+async def test_a_chain_below_a_deep_message_reads_the_rows_above_in_one_statement(
+    db: Database,
+) -> None:
+    """A chain of several messages (a stream's persist) below a message at any depth
+    gets the tree columns of one long chain, with one read of the rows above it."""
+    from sqlalchemy import event
+
+    from store.chats import create_chat
+
+    await create_chat(db, ALICE, id="deep", assistant_id="a")
+    ids: list[str] = []
+    for append in range(3):
+        receipt = await store_messages.append_messages(
+            db, ALICE, "deep", f"fill-{append}",
+            [NewMessage(role="USER", type="text", props={}) for _ in range(1_000)])
+        ids.extend(receipt.message_ids)
+    statements: list[str] = []
+
+    def seen(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        statements.append(statement)
+
+    event.listen(db.engine.sync_engine, "before_cursor_execute", seen)
+    try:
+        async with db.read() as conn:
+            for depth in (1, 2, 3, 97, 1_000, 2_047, 3_000):
+                for count in (2, 3, 100, 2_500):
+                    statements.clear()
+                    chain = [f"new-{depth}-{n}" for n in range(count)]
+                    links = list(await tree.chain_links(conn, "deep", ids[depth - 1],
+                                                        chain))
+                    assert len(statements) == 1
+                    by_depth = [*ids[:depth], *chain]
+                    jumps = tree.chain_jump_depths(depth + count)
+                    assert links == [
+                        tree.Link(chain[n], by_depth[depth + n - 1], depth + n + 1,
+                                  by_depth[jumps[depth + n + 1] - 1], jumps[depth + n + 1])
+                        for n in range(count)]
+    finally:
+        event.remove(db.engine.sync_engine, "before_cursor_execute", seen)
