@@ -60,9 +60,10 @@ async def replayed_log(redis: Any, prefix: str, chat: str, sid: str) -> list[tup
     """An independent replay of the stream's log, as a subscriber would apply it."""
     view: dict[str, dict[str, Any]] = {}
     for _id, fields in await redis.xrange(f"{prefix}chat:{chat}", "-", "+"):
-        event = orjson.loads(fields[b"e"])
-        if event["streamId"] == sid:
-            client_apply(view, event)
+        # One entry per published batch, its chunks as one JSON array.
+        for event in orjson.loads(fields[b"b"]):
+            if event["streamId"] == sid:
+                client_apply(view, event)
     return [(m["type"], m["props"]) for m in view.values()]
 
 

@@ -230,3 +230,46 @@ async def test_a_stale_lease_holder_publishes_nothing(
     assert [int(fields[b"seq"]) for _, fields in entries] == [1, 2]
     got = await until(queue, taken[-1]["seq"])
     assert view_of(got) == view_of(taken)
+
+
+async def test_a_batch_is_one_log_entry_and_single_chunk_entries_still_replay(
+        make_broker: Callable[..., RedisBackend], chat: str) -> None:
+    """A push of many chunks costs Redis one entry; a log whose entries hold one chunk
+    each (as earlier versions wrote it) is read, followed and rebuilt the same way."""
+    import orjson
+
+    from store.streams.backends.redis import _rebuild
+
+    a, b = make_broker(), make_broker()
+    producer = Producer("s1")
+    first = [start_event("s1")]
+    batch = producer.push(*[text(f"m{i % 3}", f"part {i} ") for i in range(50)])
+    await publish(a, chat, first)
+    await publish(a, chat, batch)
+    assert await a.redis.xlen(a.key(chat)) == 2
+    queue = await b.subscribe(chat, 0)
+    assert view_of(await until(queue, batch[-1]["seq"])) == view_of(first + batch)
+
+    # The same log written one chunk per entry in the older shape.
+    old_chat = f"{chat}-old"
+    for event in first + batch:
+        await a.redis.xadd(a.key(old_chat), {"seq": event["seq"],
+                                             "e": orjson.dumps(event)})
+    follower = await b.subscribe(old_chat, 0)
+    got = await until(follower, batch[-1]["seq"])
+    assert view_of(got) == view_of(first + batch)
+    later = producer.push(text("m0", "more"))
+    await publish(a, old_chat, later)  # new entries follow old ones in one log
+    await publish(a, chat, later)
+    got += await until(follower, later[-1]["seq"])
+    assert view_of(got) == view_of(first + batch + later)
+    for key in (a.key(chat), a.key(old_chat)):
+        entries = await a.redis.xrange(key, "-", "+")
+        meta = {b"meta": orjson.dumps({
+            "info": {"id": "s1", "chat_id": chat, "request_id": None,
+                     "started_at": datetime.now(UTC).isoformat()},
+            "owner": {"user_id": "u", "tenant_id": "t", "team_id": None, "roles": []},
+            "assistant_id": None, "user_input": None, "started": True})}
+        rebuilt = _rebuild("s1", meta, {}, set(), entries)
+        assert rebuilt.state.messages == producer.state.messages
+        assert rebuilt.state.seq == producer.state.seq

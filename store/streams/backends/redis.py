@@ -27,10 +27,13 @@ by their last write for the idle sweepers of every instance; an ended stream's i
 stays known (``{prefix}closed:{id}``, holding its chat) for a week.
 
 **Fan-out.** Every chat with a stream has one Redis Stream (``{prefix}chat:{chat_id}``)
-holding the current (or last) stream's chunks in ``seq`` order, one entry per chunk
-with the fields ``seq`` and ``e`` (the chunk as JSON). Publishing appends with ``XADD``
-in a Lua script, so a batch lands as one atomic run; a stream_start of a new stream
-trims (``XTRIM MINID``) the previous stream's entries in the same script. While a
+holding the current (or last) stream's chunks in ``seq`` order, one entry per
+published batch with the fields ``seq`` (the batch's last) and ``b`` (its chunks as one
+JSON array); entries with one chunk in an ``e`` field, as earlier versions wrote them,
+are read too. Publishing appends with ``XADD`` in the write's Lua script, so a batch
+lands atomically and costs Redis one entry however many chunks it holds; a stream_start
+of a new stream trims (``XTRIM MINID``) the previous stream's entries in the same
+script. While a
 stream is live the key carries a long safety TTL; once the stream is persisted the
 TTL drops to ``retain_seconds`` so reconnecting subscribers can still replay the end.
 Each instance runs ONE reader task per chat however many local subscribers that chat
@@ -114,10 +117,10 @@ return 0
 # One fenced write. KEYS: lease, state hash, aliases hash, seen set, chat stream, live
 # index, chat claim. ARGV: the fence, chat TTL ms, live score, stream id, then counts
 # and items: n fields (name, value)*, n aliases (producer id, service id)*, n seen ids,
-# then chunks (seq, json, starts)*. The fence is ``t:<token>`` under a lease (the lease
-# must still hold the token) or ``v:<version>`` for an optimistic write (nobody may
-# hold the lease and the state must still be at that version). Returns the state's
-# new version, or an error reply 'STALE'.
+# then at most one batch of chunks (last seq, JSON array, starts). The fence is
+# ``t:<token>`` under a lease (the lease must still hold the token) or ``v:<version>``
+# for an optimistic write (nobody may hold the lease and the state must still be at
+# that version). Returns the state's new version, or an error reply 'STALE'.
 _WRITE = """
 local kind, fence = string.sub(ARGV[1], 1, 2), string.sub(ARGV[1], 3)
 if kind == 't:' then
@@ -140,7 +143,7 @@ for _ = 1, n do
 end
 local last = false
 while i <= #ARGV do
-  last = redis.call('XADD', KEYS[5], '*', 'seq', ARGV[i], 'e', ARGV[i + 1])
+  last = redis.call('XADD', KEYS[5], '*', 'seq', ARGV[i], 'b', ARGV[i + 1])
   if ARGV[i + 2] == '1' then
     redis.call('XTRIM', KEYS[5], 'MINID', last)
   end
@@ -166,8 +169,13 @@ local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
 if #first == 0 then return 0 end
 local fields = first[1][2]
 for i = 1, #fields, 2 do
-  if fields[i] == 'e' then
-    local event = cjson.decode(fields[i + 1])
+  local event = nil
+  if fields[i] == 'b' then
+    event = cjson.decode(fields[i + 1])[1]
+  elseif fields[i] == 'e' then
+    event = cjson.decode(fields[i + 1])
+  end
+  if event then
     if event['streamId'] == ARGV[1] then
       redis.call('PEXPIRE', KEYS[1], ARGV[2])
       return 1
@@ -199,6 +207,15 @@ def _loads(raw: bytes) -> Any:
         return json.loads(raw)
 
 
+def _entry_events(fields: dict[bytes, bytes]) -> list[ChunkEvent]:
+    """The chunks of one log entry: a batch, or one chunk as earlier versions wrote."""
+    batch = fields.get(b"b")
+    if batch is not None:
+        events: list[ChunkEvent] = _loads(batch)
+        return events
+    return [_loads(fields[b"e"])]
+
+
 def _starts_stream(event: ChunkEvent) -> bool:
     props = event["props"]
     return event["type"] == "event" and event["seq"] == 1 and isinstance(props, dict) and (
@@ -223,15 +240,16 @@ class _Follower:
         events: list[ChunkEvent] = []
         for entry_id, fields in entries:
             self.last_id = entry_id
-            event: ChunkEvent = _loads(fields[b"e"])
-            # Entries written before chunks carried these fields.
-            event.setdefault("fromSeq", event["seq"])
-            event.setdefault("snapshot", False)
-            last = events[-1] if events else (self.topic.log[-1] if self.topic.log else None)
-            if last is not None and event["streamId"] == last["streamId"] and (
-                    event["seq"] <= last["seq"]):
-                continue  # cannot happen with one writer per seq; guards replays
-            events.append(event)
+            for event in _entry_events(fields):
+                # Entries written before chunks carried these fields.
+                event.setdefault("fromSeq", event["seq"])
+                event.setdefault("snapshot", False)
+                last = events[-1] if events else (
+                    self.topic.log[-1] if self.topic.log else None)
+                if last is not None and event["streamId"] == last["streamId"] and (
+                        event["seq"] <= last["seq"]):
+                    continue  # cannot happen with one writer per seq; guards replays
+                events.append(event)
         self.topic.deliver(events)
 
 
@@ -269,11 +287,11 @@ def _rebuild(stream_id: str, fields: dict[bytes, bytes], aliases: dict[bytes, by
     info = meta["info"]
     state = StreamState(stream_id)
     for _entry_id, entry in entries:
-        event: ChunkEvent = _loads(entry[b"e"])
-        if event["streamId"] != stream_id:
-            continue
-        state.seq = event["seq"]
-        apply_event(state.messages, event, trusted=True)
+        for event in _entry_events(entry):
+            if event["streamId"] != stream_id:
+                continue
+            state.seq = event["seq"]
+            apply_event(state.messages, event, trusted=True)
     state.aliases = {_text(k): _text(v) for k, v in aliases.items()}
     state.seen_chunks = {_text(c) for c in seen}
     for name, value in fields.items():
@@ -494,8 +512,11 @@ class RedisBackend(Backend):
             args += [producer_id, service_id]
         ids = list(seen)
         args += [len(ids), *ids]
-        for event in events:
-            args += [event["seq"], jsonutil.dumps(event), "1" if _starts_stream(event) else "0"]
+        if events:
+            # One log entry for the whole batch; only a batch's first chunk can start a
+            # stream (stream_start is seq 1, pushed on its own).
+            args += [events[-1]["seq"], jsonutil.dumps(events),
+                     "1" if _starts_stream(events[0]) else "0"]
         # Invalidate first: if the write fails (or is refused) the next operation reloads.
         self._versions.pop(sid, None)
         try:
