@@ -32,6 +32,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass, field
@@ -40,12 +41,13 @@ from typing import Any, Literal
 
 import orjson
 from sqlalchemy import select
+from sqlalchemy.engine import make_url
 
-from store import access
+from store import access, prepared
 from store.chat_lists import ChatListFilter
 from store.chats import chat_from_row
 from store.chats import now as service_now
-from store.database import Database
+from store.database import SQLITE_BUSY_TIMEOUT_MS, Database
 from store.records import Chat, Identity
 from store.streams.backends import Backend
 from store.tables import chats
@@ -131,10 +133,54 @@ def _decode(payload: bytes) -> _Published:
 
 
 async def load_chats(db: Database, chat_ids: Collection[str]) -> dict[str, Chat]:
-    """The chats as stored, by id (deleted or not, whoever may read them)."""
-    async with db.read() as conn:
-        rows = (await conn.execute(select(chats).where(chats.c.id.in_(list(chat_ids))))).all()
-    return {row.id: chat_from_row(row) for row in rows}
+    """The chats as stored, by id (deleted or not, whoever may read them).
+
+    The listener's read at delivery, once per batch: one prepared statement, and on a
+    SQLite file its own connection (a pooled one costs a checkout, a transaction and
+    a reset, several times the read itself). A statement on it outside a transaction
+    reads what is committed when it runs, as the delivery-time rule needs."""
+    ids = list(chat_ids)
+    statement = prepared.chats_by_id_statement(db.dialect)
+    connection = await _sqlite_reader(db) if db.is_sqlite else None
+    if connection is None:
+        rows = await prepared.fetch(db, statement, {"ids": ids if db.is_postgres
+                                                    else orjson.dumps(ids).decode()})
+    else:
+        rows = await connection.execute_fetchall(
+            statement.sql, statement.arguments({"ids": orjson.dumps(ids).decode()}))
+    return {row[0]: prepared.chat_record(row) for row in rows}
+
+
+_readers: weakref.WeakKeyDictionary[Database, Any] = weakref.WeakKeyDictionary()
+
+
+async def _sqlite_reader(db: Database) -> Any:
+    """A read-only connection of the listener's own to the database's SQLite file,
+    opened on first use and closed by :meth:`Database.dispose` (None for a database in
+    memory, which another connection would not see)."""
+    reader = _readers.get(db)
+    if reader is not None:
+        return reader
+    url = make_url(db.url)
+    if not url.database or url.database == ":memory:" or url.query:
+        return None
+    import aiosqlite
+
+    opened = await aiosqlite.connect(url.database, isolation_level=None)
+    await opened.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    await opened.execute("PRAGMA query_only=ON")
+    reader = _readers.get(db)
+    if reader is not None:  # another read opened one meanwhile: keep that one
+        await opened.close()
+        return reader
+    _readers[db] = opened
+
+    async def close() -> None:
+        _readers.pop(db, None)
+        await opened.close()
+
+    db.closers.append(close)
+    return opened
 
 
 async def load_chat(db: Database, chat_id: str) -> Chat | None:
@@ -337,6 +383,12 @@ class ChatEvents:
         if self._listener is not None:
             return
         feed = await self.backend.chat_event_feed()
+        try:
+            # The delivery-time read opens its connection now, not under the first
+            # events (which would then wait for it, and share one later read).
+            await load_chats(self.db, ())
+        except Exception as error:
+            logger.warning("chat events: the chats cannot be read yet: %s", error)
         self._listener = asyncio.create_task(self._listen(feed), name="chatql-chat-events")
 
     async def close(self) -> None:

@@ -8,13 +8,13 @@ import asyncio
 import itertools
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import event, select, update
 
 from store import access
 from store import chats as store_chats
 from store.chat_lists import ChatListFilter
 from store.database import Database
-from store.events import ChatEvents, load_chat
+from store.events import ChatEvents, load_chat, load_chats
 from store.records import Chat, Identity
 from store.streams.backends.memory import MemoryBackend
 from store.tables import chats
@@ -177,3 +177,33 @@ async def test_a_chat_that_leaves_unannounced_is_deleted_for_those_it_was_sent_t
     finally:
         await events.close()
         await backend.close()
+
+
+async def test_the_delivery_read_gives_whole_records_as_stored(db: Database) -> None:
+    made = await _chats(db)
+    async with db.write() as conn:
+        await conn.execute(update(chats).where(chats.c.id == "c1").values(
+            deleted_at=T0, metadata={"k": [1, "v"]}, expires_at=T0 + timedelta(days=9),
+            archived_at=T0, active_leaf_id="leaf"))
+    async with db.read() as conn:
+        rows = (await conn.execute(select(chats))).all()
+    stored = {row.id: store_chats.chat_from_row(row) for row in rows}
+    wanted = [chat.id for chat in made] + ["missing"]
+    assert await load_chats(db, wanted) == stored
+    assert stored["c1"].deleted_at == T0 and stored["c1"].active_leaf_id == "leaf"
+    assert await load_chats(db, ["c2"]) == {"c2": stored["c2"]}
+    assert await load_chats(db, []) == {}
+
+
+async def test_the_delivery_read_sees_each_commit_without_taking_a_pooled_connection(
+        db: Database) -> None:
+    await _chats(db)
+    await load_chats(db, ["c0"])  # opens what it reads with
+    checkouts = []
+    event.listen(db.engine.sync_engine.pool, "checkout", lambda *_: checkouts.append(1))
+    for n in range(5):
+        async with db.write() as conn:
+            await conn.execute(update(chats).where(chats.c.id == "c0").values(title=f"t{n}"))
+        taken = len(checkouts)
+        assert (await load_chats(db, ["c0", "c3"]))["c0"].title == f"t{n}"
+        assert len(checkouts) == taken
