@@ -272,22 +272,30 @@ class _Audience:
     one decision per event. Members differ only in what each was sent before (a RESYNC
     forgets it), which decides who is told DELETED."""
 
-    __slots__ = ("filter", "holding", "members", "who")
+    __slots__ = ("filter", "holders", "holding", "members", "who")
 
-    def __init__(self, who: Identity, list_filter: ChatListFilter) -> None:
+    def __init__(self, who: Identity, list_filter: ChatListFilter,
+                 holders: dict[str, set[_Audience]]) -> None:
         self.who = who
         self.filter = list_filter
         self.members: set[ChatEventSubscription] = set()
         # How many members were last sent each chat with content: a chat no member
         # holds, that the audience could not see before either, concerns none of them.
         self.holding: dict[str, int] = {}
+        # The tenant's audiences by chat they hold (an event for it is theirs to judge).
+        self.holders = holders
 
     def hold(self, chat_id: str, change: int) -> None:
         count = self.holding.get(chat_id, 0) + change
         if count > 0:
+            if chat_id not in self.holding:
+                self.holders.setdefault(chat_id, set()).add(self)
             self.holding[chat_id] = count
-        else:
-            self.holding.pop(chat_id, None)
+        elif self.holding.pop(chat_id, None) is not None:
+            holders = self.holders[chat_id]
+            holders.discard(self)
+            if not holders:
+                del self.holders[chat_id]
 
     def _sees(self, chat: Chat | None, *, deleted_too: bool = False) -> bool:
         if chat is None or (chat.deleted_at is not None and not deleted_too):
@@ -358,11 +366,62 @@ class _Sent:
 
 @dataclass
 class _Tenant:
+    """A tenant's audiences, and where to find those an event may concern.
+
+    An event is offered only to the audiences that may read the chat now or before (a
+    superset found by the shape of :func:`store.access.may_read`: the creator's, the
+    team's for a TEAM chat, the tenant-wide readers', every one for a public chat) and
+    those holding it — not to every audience of the tenant, most of which it does
+    not concern. Each of them still decides with ``may_read`` itself: the index only
+    spares the others, it never lets anyone see a chat."""
+
     audiences: dict[tuple[Identity, ChatListFilter], _Audience] = field(default_factory=dict)
+    by_user: dict[str, set[_Audience]] = field(default_factory=dict)
+    by_team: dict[str, set[_Audience]] = field(default_factory=dict)
+    #: Admins and agents read every chat of the tenant.
+    everywhere: set[_Audience] = field(default_factory=set)
+    holders: dict[str, set[_Audience]] = field(default_factory=dict)
 
     def subscribers(self) -> list[ChatEventSubscription]:
         return [member for audience in self.audiences.values()
                 for member in audience.members]
+
+    def _places(self, who: Identity) -> list[set[_Audience]]:
+        if who.is_admin or who.is_agent:
+            return [self.everywhere]
+        places = [self.by_user.setdefault(who.user_id, set())]
+        if who.team_id:
+            places.append(self.by_team.setdefault(who.team_id, set()))
+        return places
+
+    def add(self, audience: _Audience) -> None:
+        for place in self._places(audience.who):
+            place.add(audience)
+
+    def remove(self, audience: _Audience) -> None:
+        who = audience.who
+        for place in self._places(who):
+            place.discard(audience)
+        if not self.by_user.get(who.user_id, True):
+            del self.by_user[who.user_id]
+        if who.team_id and not self.by_team.get(who.team_id, True):
+            del self.by_team[who.team_id]
+
+    def concerned(self, chat_id: str, current: Chat | None,
+                  before: Chat | None) -> Collection[_Audience]:
+        """The audiences an event for ``chat_id`` may mean something to."""
+        found = set(self.everywhere)
+        for chat in (current, before):
+            if chat is None:
+                continue
+            if chat.public:
+                return list(self.audiences.values())
+            if chat.created_by is not None:
+                found.update(self.by_user.get(chat.created_by, ()))
+            if chat.share == "TEAM" and chat.team_id:
+                found.update(self.by_team.get(chat.team_id, ()))
+        found.update(self.holders.get(chat_id, ()))
+        return found
 
 
 class ChatEvents:
@@ -414,10 +473,12 @@ class ChatEvents:
 
     def subscribe(self, who: Identity, list_filter: ChatListFilter) -> ChatEventSubscription:
         subscriber = ChatEventSubscription(who, list_filter, self.queue_limit)
-        audiences = self._tenants.setdefault(who.tenant_id, _Tenant()).audiences
-        audience = audiences.get((who, list_filter))
+        tenant = self._tenants.setdefault(who.tenant_id, _Tenant())
+        audience = tenant.audiences.get((who, list_filter))
         if audience is None:
-            audience = audiences[(who, list_filter)] = _Audience(who, list_filter)
+            audience = tenant.audiences[(who, list_filter)] = _Audience(
+                who, list_filter, tenant.holders)
+            tenant.add(audience)
         audience.members.add(subscriber)
         subscriber._audience = audience
         return subscriber
@@ -435,6 +496,7 @@ class ChatEvents:
         subscriber._audience = None
         if not audience.members:
             del tenant.audiences[key]
+            tenant.remove(audience)
             if not tenant.audiences:
                 del self._tenants[subscriber.who.tenant_id]
 
@@ -497,5 +559,5 @@ class ChatEvents:
             if chat is not None and chat.tenant_id != event.tenant_id:
                 continue
             sent = _Sent(event, chat)
-            for audience in list(tenant.audiences.values()):
+            for audience in tenant.concerned(event.chat_id, chat, event.before):
                 audience.offer(event, chat, sent)

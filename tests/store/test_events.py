@@ -8,6 +8,7 @@ import asyncio
 import itertools
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from sqlalchemy import event, select, update
 
 from store import access
@@ -207,3 +208,50 @@ async def test_the_delivery_read_sees_each_commit_without_taking_a_pooled_connec
         taken = len(checkouts)
         assert (await load_chats(db, ["c0", "c3"]))["c0"].title == f"t{n}"
         assert len(checkouts) == taken
+
+
+async def test_an_event_is_judged_only_by_the_audiences_it_may_concern(
+        db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tenant of many sidebars: an event for a private chat is decided for its
+    creator's audiences, not once per audience of the tenant; the audiences found are
+    never fewer than those ``may_read`` admits, now or before, or that hold the chat."""
+    made = await _chats(db)
+    backend = MemoryBackend()
+    events = ChatEvents(db, backend)
+    await events.start()
+    try:
+        strangers = [Identity(user_id=f"s{n}", tenant_id="acme", team_id=f"t{n}")
+                     for n in range(50)]
+        for who in [*CALLERS, *strangers]:
+            events.subscribe(who, ChatListFilter())
+        tenant = events._tenants["acme"]
+        for chat in made:
+            for before in (None, *made):
+                found = tenant.concerned(chat.id, chat, before)
+                for (who, _), audience in tenant.audiences.items():
+                    if access.may_read(who, chat) or (
+                            before is not None and access.may_read(who, before)):
+                        assert audience in found, (who, chat.id)
+        private = made[1]  # (made[0] is a subagent chat, not in the default list)
+        assert (private.share, private.public) == ("PRIVATE", False)
+        judged = []
+        may_read = access.may_read
+
+        def counted(who: Identity, chat: Chat) -> bool:
+            judged.append(who)
+            return may_read(who, chat)
+
+        monkeypatch.setattr(access, "may_read", counted)
+        owner = events.subscribe(OWNER, ChatListFilter())
+        await events.publish("MESSAGES", private.id, "acme")
+        shown = await asyncio.wait_for(anext(owner.events()), 5)
+        assert (shown.type, shown.chat_id) == ("MESSAGES", private.id)
+        # The owner's audience, the admin's and the agent's: not the 50 strangers'.
+        assert len(judged) <= 3 and OWNER in judged
+        # A chat a member was sent stays its audience's concern after it leaves.
+        holders = tenant.holders[private.id]
+        assert tenant.audiences[(OWNER, ChatListFilter())] in holders
+        assert private.id in tenant.holders
+    finally:
+        await events.close()
+        await backend.close()
