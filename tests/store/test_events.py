@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sqlite3
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import event, select, update
 
 from store import access
 from store import chats as store_chats
+from store import events as store_events
 from store.chat_lists import ChatListFilter
 from store.database import Database
 from store.events import ChatEvents, load_chat, load_chats
@@ -255,3 +258,42 @@ async def test_an_event_is_judged_only_by_the_audiences_it_may_concern(
     finally:
         await events.close()
         await backend.close()
+
+
+async def test_on_sqlite_a_small_batch_is_read_without_a_thread_and_a_busy_file_waits(
+        db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not db.is_sqlite:
+        pytest.skip("SQLite's own connections")
+    import aiosqlite
+
+    made = await _chats(db)
+    reader = await store_events._sqlite_reader(db)
+    assert reader is not None
+    handed: list[str] = []
+    fetch = aiosqlite.Connection.execute_fetchall
+
+    async def counted(self: Any, sql: str, parameters: Any = None) -> Any:
+        handed.append(sql)
+        return await fetch(self, sql, parameters)
+
+    monkeypatch.setattr(aiosqlite.Connection, "execute_fetchall", counted)
+    assert set(await load_chats(db, [c.id for c in made[:3]])) == {c.id for c in made[:3]}
+    assert handed == []
+    # A large batch goes to the thread, as does one the file answers busy.
+    many = [c.id for c in made] + [f"missing{n}" for n in range(70)]
+    assert set(await load_chats(db, many)) == {c.id for c in made}
+    assert len(handed) == 1
+
+    class Busy:
+        def execute(self, *_: Any) -> Any:
+            raise sqlite3.OperationalError("database is locked")
+
+        def close(self) -> None:
+            pass
+
+    in_loop, reader.in_loop = reader.in_loop, Busy()  # type: ignore[assignment]
+    try:
+        assert (await load_chats(db, ["c2"]))["c2"].id == "c2"
+        assert len(handed) == 2
+    finally:
+        reader.in_loop = in_loop
