@@ -41,17 +41,14 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 import orjson
-from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
 from store import access, prepared
 from store.chat_lists import ChatListFilter
-from store.chats import chat_from_row
 from store.chats import now as service_now
 from store.database import SQLITE_BUSY_TIMEOUT_MS, Database
 from store.records import Chat, Identity
 from store.streams.backends import Backend
-from store.tables import chats
 
 __all__ = [
     "CHAT_EVENT_TYPES",
@@ -140,6 +137,15 @@ async def load_chats(db: Database, chat_ids: Collection[str]) -> dict[str, Chat]
     SQLite file connections of its own (a pooled one costs a checkout, a transaction
     and a reset, several times the read itself). A statement on them outside a
     transaction reads what is committed when it runs, as the delivery-time rule needs."""
+    return await _read_chats(db, chat_ids)
+
+
+async def load_chat(db: Database, chat_id: str) -> Chat | None:
+    """The chat as stored (deleted or not, whoever may read it), or None."""
+    return (await _read_chats(db, (chat_id,))).get(chat_id)
+
+
+async def _read_chats(db: Database, chat_ids: Collection[str]) -> dict[str, Chat]:
     ids = list(chat_ids)
     statement = prepared.chats_by_id_statement(db.dialect)
     reader = await _sqlite_reader(db) if db.is_sqlite else None
@@ -221,13 +227,6 @@ async def _sqlite_reader(db: Database) -> _SqliteReader | None:
 
     db.closers.append(close)
     return opened
-
-
-async def load_chat(db: Database, chat_id: str) -> Chat | None:
-    """The chat as stored (deleted or not, whoever may read it), or None."""
-    async with db.read() as conn:
-        row = (await conn.execute(select(chats).where(chats.c.id == chat_id))).first()
-    return None if row is None else chat_from_row(row)
 
 
 class ChatEventSubscription:

@@ -199,7 +199,7 @@ async def test_the_delivery_read_gives_whole_records_as_stored(db: Database) -> 
     assert await load_chats(db, []) == {}
 
 
-async def test_the_delivery_read_sees_each_commit_without_taking_a_pooled_connection(
+async def test_the_chat_reads_of_events_see_each_commit_without_a_pooled_connection(
         db: Database) -> None:
     await _chats(db)
     await load_chats(db, ["c0"])  # opens what it reads with
@@ -210,6 +210,9 @@ async def test_the_delivery_read_sees_each_commit_without_taking_a_pooled_connec
             await conn.execute(update(chats).where(chats.c.id == "c0").values(title=f"t{n}"))
         taken = len(checkouts)
         assert (await load_chats(db, ["c0", "c3"]))["c0"].title == f"t{n}"
+        # The before-image a change publishes is read the same way.
+        before = await load_chat(db, "c0")
+        assert before is not None and before.title == f"t{n}"
         assert len(checkouts) == taken
 
 
