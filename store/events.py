@@ -8,10 +8,12 @@ so it reaches every instance, this one included; each instance runs one listener
 takes the events in order and offers each to its local subscribers.
 
 Delivery decides at delivery time: the listener reads the chat's current row once
-(shared by every subscriber of the instance), and for each *audience* — the
-subscribers with the same identity and :class:`store.chat_lists.ChatListFilter` — it
-applies the same access rule as ``chats`` (:func:`store.access.may_read`) and the
-filter once. Every subscriber an event reaches is queued the same event object (one
+(shared by every subscriber of the instance; :func:`load_chats`), and for each
+*audience* the event may concern — the subscribers with the same identity and
+:class:`store.chat_lists.ChatListFilter`; those that could read the chat now or before,
+or hold it, found without asking every other audience of the tenant — it applies the
+same access rule as ``chats`` (:func:`store.access.may_read`) and the filter once.
+Every subscriber an event reaches is queued the same event object (one
 per published event and outcome), which a transport may serialise once for all:
 
 - the chat is readable and matches: the event, carrying the current chat;
