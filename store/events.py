@@ -477,6 +477,8 @@ class ChatEvents:
         self._listener: asyncio.Task[None] | None = None
         #: Events this instance took from the backend and offered to its subscribers.
         self.received = 0
+        #: Events taken from the backend, offered or waiting to be (for tests and metrics).
+        self.taken = 0
 
     async def start(self) -> None:
         """Follow the backend's chat events (returns once following)."""
@@ -553,6 +555,7 @@ class ChatEvents:
         async def take() -> None:
             async for payload in feed:
                 waiting.append(payload)
+                self.taken += 1
                 arrived.set()
 
         taker = asyncio.create_task(take(), name="chatql-chat-event-feed")
