@@ -8,10 +8,12 @@ so it reaches every instance, this one included; each instance runs one listener
 takes the events in order and offers each to its local subscribers.
 
 Delivery decides at delivery time: the listener reads the chat's current row once
-(shared by every subscriber of the instance), and for each *audience* — the
-subscribers with the same identity and :class:`store.chat_lists.ChatListFilter` — it
-applies the same access rule as ``chats`` (:func:`store.access.may_read`) and the
-filter once. Every subscriber an event reaches is queued the same event object (one
+(shared by every subscriber of the instance; :func:`load_chats`), and for each
+*audience* the event may concern — the subscribers with the same identity and
+:class:`store.chat_lists.ChatListFilter`; those that could read the chat now or before,
+or hold it, found without asking every other audience of the tenant — it applies the
+same access rule as ``chats`` (:func:`store.access.may_read`) and the filter once.
+Every subscriber an event reaches is queued the same event object (one
 per published event and outcome), which a transport may serialise once for all:
 
 - the chat is readable and matches: the event, carrying the current chat;
@@ -32,23 +34,23 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import sqlite3
+import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 import orjson
-from sqlalchemy import select
+from sqlalchemy.engine import make_url
 
-from store import access
+from store import access, prepared
 from store.chat_lists import ChatListFilter
-from store.chats import chat_from_row
 from store.chats import now as service_now
-from store.database import Database
+from store.database import SQLITE_BUSY_TIMEOUT_MS, Database
 from store.records import Chat, Identity
 from store.streams.backends import Backend
-from store.tables import chats
 
 __all__ = [
     "CHAT_EVENT_TYPES",
@@ -131,17 +133,102 @@ def _decode(payload: bytes) -> _Published:
 
 
 async def load_chats(db: Database, chat_ids: Collection[str]) -> dict[str, Chat]:
-    """The chats as stored, by id (deleted or not, whoever may read them)."""
-    async with db.read() as conn:
-        rows = (await conn.execute(select(chats).where(chats.c.id.in_(list(chat_ids))))).all()
-    return {row.id: chat_from_row(row) for row in rows}
+    """The chats as stored, by id (deleted or not, whoever may read them).
+
+    The listener's read at delivery, once per batch: one prepared statement, and on a
+    SQLite file connections of its own (a pooled one costs a checkout, a transaction
+    and a reset, several times the read itself). A statement on them outside a
+    transaction reads what is committed when it runs, as the delivery-time rule needs."""
+    return await _read_chats(db, chat_ids)
 
 
 async def load_chat(db: Database, chat_id: str) -> Chat | None:
     """The chat as stored (deleted or not, whoever may read it), or None."""
-    async with db.read() as conn:
-        row = (await conn.execute(select(chats).where(chats.c.id == chat_id))).first()
-    return None if row is None else chat_from_row(row)
+    return (await _read_chats(db, (chat_id,))).get(chat_id)
+
+
+async def _read_chats(db: Database, chat_ids: Collection[str]) -> dict[str, Chat]:
+    ids = list(chat_ids)
+    statement = prepared.chats_by_id_statement(db.dialect)
+    reader = await _sqlite_reader(db) if db.is_sqlite else None
+    if reader is None:
+        rows = await prepared.fetch(db, statement, {"ids": ids if db.is_postgres
+                                                    else orjson.dumps(ids).decode()})
+    else:
+        rows = await reader.rows(statement, ids)
+    return {row[0]: prepared.chat_record(row) for row in rows}
+
+
+#: A batch of at most this many chats is read on the event loop (see _SqliteReader).
+_READ_IN_LOOP = 64
+
+
+class _SqliteReader:
+    """The listener's read-only connections to a SQLite file.
+
+    A handful of chats by primary key is read right on the event loop: in WAL mode a
+    reader does not wait for writers, the rows are in the page cache, and the read
+    costs less than handing it to a thread and back — which on a busy loop also waits
+    for the interpreter lock, and shows in how late an event arrives. That connection
+    never waits (no busy timeout): should the file ever answer busy, and for larger
+    batches, the read goes to a connection of its own thread, which waits as every
+    other reader does."""
+
+    def __init__(self, in_loop: sqlite3.Connection, threaded: Any) -> None:
+        self.in_loop = in_loop
+        self.threaded = threaded
+
+    async def rows(self, statement: prepared.PreparedStatement,
+                   ids: list[str]) -> Sequence[Sequence[Any]]:
+        arguments = statement.arguments({"ids": orjson.dumps(ids).decode()})
+        if len(ids) <= _READ_IN_LOOP:
+            try:
+                return self.in_loop.execute(statement.sql, arguments).fetchall()
+            except sqlite3.OperationalError:
+                pass  # busy or locked: the connection that waits reads it
+        rows: Sequence[Sequence[Any]] = await self.threaded.execute_fetchall(
+            statement.sql, arguments)
+        return rows
+
+    async def close(self) -> None:
+        self.in_loop.close()
+        await self.threaded.close()
+
+
+_readers: weakref.WeakKeyDictionary[Database, _SqliteReader | None] = (
+    weakref.WeakKeyDictionary())
+
+
+async def _sqlite_reader(db: Database) -> _SqliteReader | None:
+    """The listener's connections to the database's SQLite file, opened on first use and
+    closed by :meth:`Database.dispose` (None for a database in memory, which another
+    connection would not see)."""
+    if db in _readers:
+        return _readers[db]
+    url = make_url(db.url)
+    if not url.database or url.database == ":memory:" or url.query:
+        _readers[db] = None
+        return None
+    import aiosqlite
+
+    threaded = await aiosqlite.connect(url.database, isolation_level=None)
+    await threaded.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    await threaded.execute("PRAGMA query_only=ON")
+    in_loop = sqlite3.connect(url.database, isolation_level=None, check_same_thread=False)
+    in_loop.execute("PRAGMA busy_timeout=0")
+    in_loop.execute("PRAGMA query_only=ON")
+    opened = _SqliteReader(in_loop, threaded)
+    if db in _readers:  # another read opened them meanwhile: keep those
+        await opened.close()
+        return _readers[db]
+    _readers[db] = opened
+
+    async def close() -> None:
+        _readers.pop(db, None)
+        await opened.close()
+
+    db.closers.append(close)
+    return opened
 
 
 class ChatEventSubscription:
@@ -226,22 +313,30 @@ class _Audience:
     one decision per event. Members differ only in what each was sent before (a RESYNC
     forgets it), which decides who is told DELETED."""
 
-    __slots__ = ("filter", "holding", "members", "who")
+    __slots__ = ("filter", "holders", "holding", "members", "who")
 
-    def __init__(self, who: Identity, list_filter: ChatListFilter) -> None:
+    def __init__(self, who: Identity, list_filter: ChatListFilter,
+                 holders: dict[str, set[_Audience]]) -> None:
         self.who = who
         self.filter = list_filter
         self.members: set[ChatEventSubscription] = set()
         # How many members were last sent each chat with content: a chat no member
         # holds, that the audience could not see before either, concerns none of them.
         self.holding: dict[str, int] = {}
+        # The tenant's audiences by chat they hold (an event for it is theirs to judge).
+        self.holders = holders
 
     def hold(self, chat_id: str, change: int) -> None:
         count = self.holding.get(chat_id, 0) + change
         if count > 0:
+            if chat_id not in self.holding:
+                self.holders.setdefault(chat_id, set()).add(self)
             self.holding[chat_id] = count
-        else:
-            self.holding.pop(chat_id, None)
+        elif self.holding.pop(chat_id, None) is not None:
+            holders = self.holders[chat_id]
+            holders.discard(self)
+            if not holders:
+                del self.holders[chat_id]
 
     def _sees(self, chat: Chat | None, *, deleted_too: bool = False) -> bool:
         if chat is None or (chat.deleted_at is not None and not deleted_too):
@@ -312,11 +407,62 @@ class _Sent:
 
 @dataclass
 class _Tenant:
+    """A tenant's audiences, and where to find those an event may concern.
+
+    An event is offered only to the audiences that may read the chat now or before (a
+    superset found by the shape of :func:`store.access.may_read`: the creator's, the
+    team's for a TEAM chat, the tenant-wide readers', every one for a public chat) and
+    those holding it — not to every audience of the tenant, most of which it does
+    not concern. Each of them still decides with ``may_read`` itself: the index only
+    spares the others, it never lets anyone see a chat."""
+
     audiences: dict[tuple[Identity, ChatListFilter], _Audience] = field(default_factory=dict)
+    by_user: dict[str, set[_Audience]] = field(default_factory=dict)
+    by_team: dict[str, set[_Audience]] = field(default_factory=dict)
+    #: Admins and agents read every chat of the tenant.
+    everywhere: set[_Audience] = field(default_factory=set)
+    holders: dict[str, set[_Audience]] = field(default_factory=dict)
 
     def subscribers(self) -> list[ChatEventSubscription]:
         return [member for audience in self.audiences.values()
                 for member in audience.members]
+
+    def _places(self, who: Identity) -> list[set[_Audience]]:
+        if who.is_admin or who.is_agent:
+            return [self.everywhere]
+        places = [self.by_user.setdefault(who.user_id, set())]
+        if who.team_id:
+            places.append(self.by_team.setdefault(who.team_id, set()))
+        return places
+
+    def add(self, audience: _Audience) -> None:
+        for place in self._places(audience.who):
+            place.add(audience)
+
+    def remove(self, audience: _Audience) -> None:
+        who = audience.who
+        for place in self._places(who):
+            place.discard(audience)
+        if not self.by_user.get(who.user_id, True):
+            del self.by_user[who.user_id]
+        if who.team_id and not self.by_team.get(who.team_id, True):
+            del self.by_team[who.team_id]
+
+    def concerned(self, chat_id: str, current: Chat | None,
+                  before: Chat | None) -> Collection[_Audience]:
+        """The audiences an event for ``chat_id`` may mean something to."""
+        found = set(self.everywhere)
+        for chat in (current, before):
+            if chat is None:
+                continue
+            if chat.public:
+                return list(self.audiences.values())
+            if chat.created_by is not None:
+                found.update(self.by_user.get(chat.created_by, ()))
+            if chat.share == "TEAM" and chat.team_id:
+                found.update(self.by_team.get(chat.team_id, ()))
+        found.update(self.holders.get(chat_id, ()))
+        return found
 
 
 class ChatEvents:
@@ -331,12 +477,20 @@ class ChatEvents:
         self._listener: asyncio.Task[None] | None = None
         #: Events this instance took from the backend and offered to its subscribers.
         self.received = 0
+        #: Events taken from the backend, offered or waiting to be (for tests and metrics).
+        self.taken = 0
 
     async def start(self) -> None:
         """Follow the backend's chat events (returns once following)."""
         if self._listener is not None:
             return
         feed = await self.backend.chat_event_feed()
+        try:
+            # The delivery-time read opens its connection now, not under the first
+            # events (which would then wait for it, and share one later read).
+            await load_chats(self.db, ())
+        except Exception as error:
+            logger.warning("chat events: the chats cannot be read yet: %s", error)
         self._listener = asyncio.create_task(self._listen(feed), name="chatql-chat-events")
 
     async def close(self) -> None:
@@ -362,10 +516,12 @@ class ChatEvents:
 
     def subscribe(self, who: Identity, list_filter: ChatListFilter) -> ChatEventSubscription:
         subscriber = ChatEventSubscription(who, list_filter, self.queue_limit)
-        audiences = self._tenants.setdefault(who.tenant_id, _Tenant()).audiences
-        audience = audiences.get((who, list_filter))
+        tenant = self._tenants.setdefault(who.tenant_id, _Tenant())
+        audience = tenant.audiences.get((who, list_filter))
         if audience is None:
-            audience = audiences[(who, list_filter)] = _Audience(who, list_filter)
+            audience = tenant.audiences[(who, list_filter)] = _Audience(
+                who, list_filter, tenant.holders)
+            tenant.add(audience)
         audience.members.add(subscriber)
         subscriber._audience = audience
         return subscriber
@@ -383,6 +539,7 @@ class ChatEvents:
         subscriber._audience = None
         if not audience.members:
             del tenant.audiences[key]
+            tenant.remove(audience)
             if not tenant.audiences:
                 del self._tenants[subscriber.who.tenant_id]
 
@@ -398,6 +555,7 @@ class ChatEvents:
         async def take() -> None:
             async for payload in feed:
                 waiting.append(payload)
+                self.taken += 1
                 arrived.set()
 
         taker = asyncio.create_task(take(), name="chatql-chat-event-feed")
@@ -445,5 +603,5 @@ class ChatEvents:
             if chat is not None and chat.tenant_id != event.tenant_id:
                 continue
             sent = _Sent(event, chat)
-            for audience in list(tenant.audiences.values()):
+            for audience in tenant.concerned(event.chat_id, chat, event.before):
                 audience.offer(event, chat, sent)

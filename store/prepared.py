@@ -27,10 +27,12 @@ from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import (
+    ARRAY,
     BigInteger,
     Integer,
     String,
     and_,
+    any_,
     bindparam,
     case,
     false,
@@ -44,7 +46,7 @@ from store import chats as store_chats
 from store.chats import present
 from store.database import Database
 from store.jsonutil import loads
-from store.records import Identity
+from store.records import Chat, Identity
 from store.tables import chats, messages
 
 __all__ = [
@@ -60,7 +62,9 @@ __all__ = [
     "chat_page_statement",
     "chat_position",
     "chat_reader",
+    "chat_record",
     "chat_statement",
+    "chats_by_id_statement",
     "fetch",
     "has_last_message",
     "last_message_reader",
@@ -530,6 +534,39 @@ def chat_reader(name: str) -> Callable[[Sequence[Any]], Any] | None:
     """How a prepared chat-list row gives the :class:`store.records.Chat` attribute
     ``name`` (as :func:`store.chats.chat_from_row` would); None when it does not."""
     return _reader(CHAT_COLUMNS, name)
+
+
+#: The columns :func:`chats_by_id_statement` returns, in this order: a whole chat record.
+CHAT_RECORD_COLUMNS = (*CHAT_COLUMNS, "active_leaf_id")
+_by_id_reads: dict[str, PreparedStatement] = {}
+
+
+def chats_by_id_statement(dialect: str) -> PreparedStatement:
+    """The chats whose ids are in the slot ``ids``, as stored (deleted or not, whoever may
+    read them): :data:`CHAT_RECORD_COLUMNS`. ``ids`` is a JSON array of the ids on SQLite
+    and a list on Postgres, so one text serves any number of them."""
+    statement = _by_id_reads.get(dialect)
+    if statement is None:
+        if dialect == "postgresql":
+            wanted = chats.c.id == any_(bindparam("ids", type_=ARRAY(String())))
+        else:
+            listed = func.json_each(bindparam("ids", type_=String())).table_valued("value")
+            wanted = chats.c.id.in_(select(listed.c.value))
+        query = select(*(chats.c[name] for name in CHAT_RECORD_COLUMNS)).where(wanted)
+        statement = _by_id_reads[dialect] = _compiled(query, dialect)
+    return statement
+
+
+_record_readers = tuple(_reader(CHAT_RECORD_COLUMNS, name) or itemgetter(index)
+                        for index, name in enumerate(CHAT_RECORD_COLUMNS))
+_record_names = CHAT_RECORD_COLUMNS
+
+
+def chat_record(row: Sequence[Any]) -> Chat:
+    """The :class:`store.records.Chat` a :func:`chats_by_id_statement` row holds, as
+    :func:`store.chats.chat_from_row` reads it."""
+    return Chat(**{name: read(row) for name, read in zip(_record_names, _record_readers,
+                                                         strict=True)})
 
 
 def chat_position(row: Sequence[Any]) -> list[Any]:

@@ -81,6 +81,17 @@ async def listening(app: Any, count: int = 1) -> None:
     raise AssertionError("the subscription never arrived")
 
 
+async def delivered(app: Any, count: int) -> None:
+    """Wait until the listener has offered ``count`` events (a subscriber that joins
+    then does not see them arrive late)."""
+    events = app.state.services.events
+    for _ in range(500):
+        if events.received >= count:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the events were never delivered")
+
+
 class Sidebar:
     """One chatEvents subscription, read event by event."""
 
@@ -320,10 +331,17 @@ class Gate:
 
 
 async def overflow(server: str, app: Any, gate: Gate, chat: str) -> None:
-    """Ten writes while the listener is held; its queue holds four."""
+    """Ten writes while the listener is held; its queue holds four. The gate opens once
+    the listener holds all ten (through a broker the last may still be on its way; then
+    it would come after the RESYNC, as a late event does)."""
     for n in range(10):
         await call(server, APPEND, {"chat": chat, "aid": f"burst-{n}"}, ALICE)
     await asyncio.wait_for(gate.waiting.wait(), 10)
+    events = app.state.services.events
+    for _ in range(1000):
+        if events.taken - events.received >= 10:
+            break
+        await asyncio.sleep(0.01)
     gate.open.set()
 
 
@@ -333,6 +351,7 @@ async def test_a_sidebar_that_falls_behind_gets_resync_over_websocket_then_conti
     async with serve(settings) as (server, app), connect(server, protocol, ALICE) as ws:
         app.state.services.events.queue_limit = 4
         chat = await create(server, ALICE, title="busy")
+        await delivered(app, 1)  # its CREATED is not part of what overflows
         sidebar = await Sidebar.open(ws)
         await listening(app)
         gate = Gate(monkeypatch)
@@ -354,6 +373,7 @@ async def test_a_sidebar_that_falls_behind_gets_resync_over_sse_then_continues(
     async with serve(settings) as (server, app), httpx.AsyncClient(timeout=30) as http:
         app.state.services.events.queue_limit = 4
         chat = await create(server, ALICE, title="busy")
+        await delivered(app, 1)  # its CREATED is not part of what overflows
         async with http.stream("POST", f"http://{server}/graphql",
                                json={"query": EVENTS, "variables": {"filter": None}},
                                headers={"Accept": "text/event-stream", **ALICE}) as response:

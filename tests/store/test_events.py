@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sqlite3
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from sqlalchemy import select, update
+import pytest
+from sqlalchemy import event, select, update
 
 from store import access
 from store import chats as store_chats
+from store import events as store_events
 from store.chat_lists import ChatListFilter
 from store.database import Database
-from store.events import ChatEvents, load_chat
+from store.events import ChatEvents, load_chat, load_chats
 from store.records import Chat, Identity
 from store.streams.backends.memory import MemoryBackend
 from store.tables import chats
@@ -177,3 +181,122 @@ async def test_a_chat_that_leaves_unannounced_is_deleted_for_those_it_was_sent_t
     finally:
         await events.close()
         await backend.close()
+
+
+async def test_the_delivery_read_gives_whole_records_as_stored(db: Database) -> None:
+    made = await _chats(db)
+    async with db.write() as conn:
+        await conn.execute(update(chats).where(chats.c.id == "c1").values(
+            deleted_at=T0, metadata={"k": [1, "v"]}, expires_at=T0 + timedelta(days=9),
+            archived_at=T0, active_leaf_id="leaf"))
+    async with db.read() as conn:
+        rows = (await conn.execute(select(chats))).all()
+    stored = {row.id: store_chats.chat_from_row(row) for row in rows}
+    wanted = [chat.id for chat in made] + ["missing"]
+    assert await load_chats(db, wanted) == stored
+    assert stored["c1"].deleted_at == T0 and stored["c1"].active_leaf_id == "leaf"
+    assert await load_chats(db, ["c2"]) == {"c2": stored["c2"]}
+    assert await load_chats(db, []) == {}
+
+
+async def test_the_chat_reads_of_events_see_each_commit_without_a_pooled_connection(
+        db: Database) -> None:
+    await _chats(db)
+    await load_chats(db, ["c0"])  # opens what it reads with
+    checkouts = []
+    event.listen(db.engine.sync_engine.pool, "checkout", lambda *_: checkouts.append(1))
+    for n in range(5):
+        async with db.write() as conn:
+            await conn.execute(update(chats).where(chats.c.id == "c0").values(title=f"t{n}"))
+        taken = len(checkouts)
+        assert (await load_chats(db, ["c0", "c3"]))["c0"].title == f"t{n}"
+        # The before-image a change publishes is read the same way.
+        before = await load_chat(db, "c0")
+        assert before is not None and before.title == f"t{n}"
+        assert len(checkouts) == taken
+
+
+async def test_an_event_is_judged_only_by_the_audiences_it_may_concern(
+        db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tenant of many sidebars: an event for a private chat is decided for its
+    creator's audiences, not once per audience of the tenant; the audiences found are
+    never fewer than those ``may_read`` admits, now or before, or that hold the chat."""
+    made = await _chats(db)
+    backend = MemoryBackend()
+    events = ChatEvents(db, backend)
+    await events.start()
+    try:
+        strangers = [Identity(user_id=f"s{n}", tenant_id="acme", team_id=f"t{n}")
+                     for n in range(50)]
+        for who in [*CALLERS, *strangers]:
+            events.subscribe(who, ChatListFilter())
+        tenant = events._tenants["acme"]
+        for chat in made:
+            for before in (None, *made):
+                found = tenant.concerned(chat.id, chat, before)
+                for (who, _), audience in tenant.audiences.items():
+                    if access.may_read(who, chat) or (
+                            before is not None and access.may_read(who, before)):
+                        assert audience in found, (who, chat.id)
+        private = made[1]  # (made[0] is a subagent chat, not in the default list)
+        assert (private.share, private.public) == ("PRIVATE", False)
+        judged = []
+        may_read = access.may_read
+
+        def counted(who: Identity, chat: Chat) -> bool:
+            judged.append(who)
+            return may_read(who, chat)
+
+        monkeypatch.setattr(access, "may_read", counted)
+        owner = events.subscribe(OWNER, ChatListFilter())
+        await events.publish("MESSAGES", private.id, "acme")
+        shown = await asyncio.wait_for(anext(owner.events()), 5)
+        assert (shown.type, shown.chat_id) == ("MESSAGES", private.id)
+        # The owner's audience, the admin's and the agent's: not the 50 strangers'.
+        assert len(judged) <= 3 and OWNER in judged
+        # A chat a member was sent stays its audience's concern after it leaves.
+        holders = tenant.holders[private.id]
+        assert tenant.audiences[(OWNER, ChatListFilter())] in holders
+        assert private.id in tenant.holders
+    finally:
+        await events.close()
+        await backend.close()
+
+
+async def test_on_sqlite_a_small_batch_is_read_without_a_thread_and_a_busy_file_waits(
+        db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not db.is_sqlite:
+        pytest.skip("SQLite's own connections")
+    import aiosqlite
+
+    made = await _chats(db)
+    reader = await store_events._sqlite_reader(db)
+    assert reader is not None
+    handed: list[str] = []
+    fetch = aiosqlite.Connection.execute_fetchall
+
+    async def counted(self: Any, sql: str, parameters: Any = None) -> Any:
+        handed.append(sql)
+        return await fetch(self, sql, parameters)
+
+    monkeypatch.setattr(aiosqlite.Connection, "execute_fetchall", counted)
+    assert set(await load_chats(db, [c.id for c in made[:3]])) == {c.id for c in made[:3]}
+    assert handed == []
+    # A large batch goes to the thread, as does one the file answers busy.
+    many = [c.id for c in made] + [f"missing{n}" for n in range(70)]
+    assert set(await load_chats(db, many)) == {c.id for c in made}
+    assert len(handed) == 1
+
+    class Busy:
+        def execute(self, *_: Any) -> Any:
+            raise sqlite3.OperationalError("database is locked")
+
+        def close(self) -> None:
+            pass
+
+    in_loop, reader.in_loop = reader.in_loop, Busy()  # type: ignore[assignment]
+    try:
+        assert (await load_chats(db, ["c2"]))["c2"].id == "c2"
+        assert len(handed) == 2
+    finally:
+        reader.in_loop = in_loop
