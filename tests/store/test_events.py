@@ -263,10 +263,10 @@ async def test_an_event_is_judged_only_by_the_audiences_it_may_concern(
         await backend.close()
 
 
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 async def test_on_sqlite_a_small_batch_is_read_without_a_thread_and_a_busy_file_waits(
         db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
-    if not db.is_sqlite:
-        pytest.skip("SQLite's own connections")
+    assert db.is_sqlite
     import aiosqlite
 
     made = await _chats(db)
