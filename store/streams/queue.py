@@ -212,6 +212,30 @@ class SubscriberQueue:
                 yield event
                 handed += 1
 
+    async def batches(self) -> AsyncIterator[list[ChunkEvent]]:
+        """What :meth:`events` yields, a run of chunks at a time (at most
+        :data:`TURN_CHUNKS`), so a consumer can send a run as one write; the turns
+        are the same."""
+        handed = 0
+        while True:
+            try:
+                batch = await self.get()
+            except StopAsyncIteration:
+                return
+            if self._waited:
+                handed = 0
+            start = 0
+            while start < len(batch):
+                if handed >= TURN_CHUNKS:
+                    handed = 0
+                    await self._turn()
+                share = TURN_CHUNKS - handed
+                run = batch if start == 0 and len(batch) <= share else (
+                    batch[start:start + share])
+                yield run
+                handed += len(run)
+                start += len(run)
+
     async def _turn(self) -> None:
         if self._source is None or self.closed:
             return
