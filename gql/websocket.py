@@ -372,6 +372,13 @@ async def _relay(context: Context, plan: ChatStreamPlan, chat_id: str,
     streams = context.services.streams
     assert streams is not None
     writer = send if isinstance(send, FrameWriter) else None
+    if writer is not None:
+
+        def sink(run: list[ChunkEvent]) -> bool:
+            return not completed() and writer.writable() and writer.write(
+                _framed(plan, prefix, run))
+
+        queue.sink = sink
     try:
         async for run in queue.batches():
             if completed():
@@ -384,6 +391,7 @@ async def _relay(context: Context, plan: ChatStreamPlan, chat_id: str,
                     break
                 await send(prefix + plan.payload(event) + "}")
     finally:
+        queue.sink = None
         await streams.unsubscribe(chat_id, queue)
 
 
