@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import os
 import resource
 import sys
 import time
@@ -203,10 +204,22 @@ class ScaleFigures:
     push_p50: float
     #: p99 latency from the time each push was due on the 50 ms schedule.
     p99_due: float
+    #: Server CPU seconds from the first push to the last report, per chunk delivered.
+    cpu_per_chunk: float
     acked: int
     unserved: int
     snapshots: int
     started_in: float = 0.0
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (0 where /proc is missing)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _percentile(histogram: dict[int, int], fraction: float) -> float:
@@ -264,6 +277,7 @@ async def run_once(target: Any, n: int, pushes: int, batch: int) -> ScaleFigures
         await asyncio.gather(*(_line(p) for p in clients))  # started
         started_in = time.perf_counter() - opened
         push_times: list[float] = []
+        cpu_before = _cpu_seconds(target.server.process.pid)
         began_ns = time.perf_counter_ns()
         began = began_ns / 1e9
         for index in range(pushes):
@@ -281,6 +295,7 @@ async def run_once(target: Any, n: int, pushes: int, batch: int) -> ScaleFigures
         await target.finish()
         await tell()
         reports = await asyncio.gather(*(_line(p) for p in clients))
+        cpu = _cpu_seconds(target.server.process.pid) - cpu_before
     finally:
         for process in clients:
             if process.returncode is None:
@@ -304,7 +319,7 @@ async def run_once(target: Any, n: int, pushes: int, batch: int) -> ScaleFigures
     return ScaleFigures(
         n=n, rate=chunks_received / elapsed, p50=_percentile(histogram, 0.5),
         p99=_percentile(histogram, 0.99), push_p50=push_times[len(push_times) // 2],
-        p99_due=_percentile(scheduled, 0.99),
+        p99_due=_percentile(scheduled, 0.99), cpu_per_chunk=cpu / max(1, chunks_received),
         acked=sum(r["acked"] for r in reports),
         unserved=sum(r["acked"] - r["served"] for r in reports),
         snapshots=sum(r["snapshots"] for r in reports), started_in=started_in)
@@ -316,6 +331,7 @@ def _best(a: ScaleFigures | None, b: ScaleFigures) -> ScaleFigures:
     return ScaleFigures(n=b.n, rate=max(a.rate, b.rate), p50=min(a.p50, b.p50),
                         p99=min(a.p99, b.p99), push_p50=min(a.push_p50, b.push_p50),
                         p99_due=min(a.p99_due, b.p99_due),
+                        cpu_per_chunk=min(a.cpu_per_chunk, b.cpu_per_chunk),
                         acked=a.acked + b.acked, unserved=a.unserved + b.unserved,
                         snapshots=a.snapshots + b.snapshots,
                         started_in=min(a.started_in, b.started_in))
@@ -350,7 +366,8 @@ async def scale(chatql: Any, baseline: Any, http: httpx.AsyncClient, quick: bool
               f"  {ours.push_p50 * 1000:.2f} (x{ours.push_p50 / base_push:.2f} of N=10)"
               f"|{bare.push_p50 * 1000:.2f}  {ours.unserved} of {ours.acked}")
         print(f"{'':>6} p99 ms from when each push was due: {ours.p99_due:.1f}|"
-              f"{bare.p99_due:.1f} ({ours.p99_due / bare.p99_due:.2f})")
+              f"{bare.p99_due:.1f} ({ours.p99_due / bare.p99_due:.2f}); server CPU per chunk"
+              f" delivered {ours.cpu_per_chunk * 1e6:.1f}|{bare.cpu_per_chunk * 1e6:.1f} µs")
         if n >= 1_000:
             print(f"{'':>6} every subscription served its first frame in {ours.started_in:.1f}"
                   f" s (chatql), {bare.started_in:.1f} s (relay); resync snapshots"
