@@ -28,6 +28,21 @@
   caller may not read — goes the ordinary way, so errors look as they always do.
   ``pushChunks`` takes the fast path of ``gql/push_fastpath.py`` here too, and
   ``chatEvents`` the one of ``gql/chat_events_fastpath.py``.
+- **Frames written once, straight to the socket.** Server frames are not masked, so
+  the frames of one run of chunks (one operation id, one document) are the same bytes
+  for every subscriber: they are built once and written to each uvicorn
+  (websockets-sansio) transport directly, below Starlette's and the middlewares' send
+  wrappers (:class:`ServerSendMiddleware` keeps the server's own ``send`` for that).
+  A subscriber waiting for more is even written to from the topic's wake-up, without
+  waking its task. A closing socket, a transport above its high-water mark, another
+  server or an extension such as per-message deflate take the ordinary send, which
+  waits for the buffer to drain, so a slow reader is coalesced or sent a snapshot by
+  its queue as before.
+- **Subscribe checks shared while they wait.** Subscribes of one chat by the same
+  caller that arrive while its access check waits for a slot (at most
+  ``_CONCURRENT_CHECKS`` run at once) share that check, so thousands of subscribers
+  arriving together cost a handful of database reads; a check that has started is
+  never joined, so every answer comes from a read begun after the subscribe arrived.
 - **A document that does not parse is an error, not a closed socket.** Strawberry
   closes a ``graphql-transport-ws`` socket with 4400 on a syntax error, dropping every
   other operation on it, and the legacy handler answered nothing. Here both protocols

@@ -11,6 +11,10 @@ so one chunk is serialised once per subscription shape, not once per subscriber.
 A reader that fell more than ``limit`` chunks behind is not sent the backlog: it gets
 the state as a snapshot instead (RESYNC), so a slow reader never slows the producer or
 the other readers and never holds memory of its own.
+A consumer that can hand a run of chunks on synchronously (a socket whose frames are
+written straight to its transport) sets a :attr:`SubscriberQueue.sink`: while its
+reader waits for more, the topic's wake-up hands new chunks to the sink directly
+instead of waking the reader's task.
 """
 
 from __future__ import annotations
