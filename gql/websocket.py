@@ -367,6 +367,9 @@ def _framed(plan: ChatStreamPlan, prefix: str, run: list[ChunkEvent]) -> bytes:
         return cached[2]
     frames = b"".join(text_frame((prefix + plan.payload(event) + "}").encode())
                       for event in run)
+    if run[0].get("snapshot"):
+        # A snapshot is made for one subscriber: kept, it would only push shared runs out.
+        return frames
     # The plan and the chunks stay referenced with it, so the ids in the key are not
     # reused while it is kept.
     _framed_runs[key] = (plan, run, frames)
