@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import os
 import resource
 import sys
 import time
@@ -59,11 +60,27 @@ class _Socket:
     started: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+def _stamp(frame: str, key: str) -> int | None:
+    at = frame.find(key)
+    if at < 0:
+        return None
+    start = stop = at + len(key)
+    while frame[stop].isdigit():
+        stop += 1
+    return int(frame[start:stop])
+
+
+def _count(histogram: dict[int, int], now: int, stamp: int) -> None:
+    bucket = int(math.log(max(0.001, (now - stamp) / 1e6)) / _BUCKET)
+    histogram[bucket] = histogram.get(bucket, 0) + 1
+
+
 class _Stats:
     def __init__(self) -> None:
         self.chunks = 0
         self.snapshots = 0
         self.histogram: dict[int, int] = {}
+        self.scheduled: dict[int, int] = {}
         self.first = 0.0
         self.last = 0.0
 
@@ -72,15 +89,13 @@ class _Stats:
         if '"snapshot":true' in frame:
             self.snapshots += 1
             return
-        at = frame.find('"t":')
-        if at < 0:
+        made = _stamp(frame, '"t":')
+        if made is None:
             return
-        stop = at + 4
-        while frame[stop].isdigit():
-            stop += 1
-        ms = max(0.001, (now - int(frame[at + 4:stop])) / 1e6)
-        bucket = int(math.log(ms) / _BUCKET)
-        self.histogram[bucket] = self.histogram.get(bucket, 0) + 1
+        _count(self.histogram, now, made)
+        due = _stamp(frame, '"s":')
+        if due is not None:
+            _count(self.scheduled, now, due)
         self.chunks += 1
         seconds = now / 1e9
         self.first = self.first or seconds
@@ -162,6 +177,7 @@ async def _client(kind: str, address: str, chat: str, count: int) -> None:
     report(acked=len(acked), served=sum(s.served for s in acked), chunks=stats.chunks,
            snapshots=stats.snapshots, first=stats.first, last=stats.last,
            histogram=sorted(stats.histogram.items()),
+           scheduled=sorted(stats.scheduled.items()),
            ended=sum(s.ended.is_set() for s in acked))
     for sock in acked:
         await sock.ws.close()
@@ -186,10 +202,24 @@ class ScaleFigures:
     p50: float
     p99: float
     push_p50: float
+    #: p99 latency from the time each push was due on the 50 ms schedule.
+    p99_due: float
+    #: Server CPU seconds from the first push to the last report, per chunk delivered.
+    cpu_per_chunk: float
     acked: int
     unserved: int
     snapshots: int
     started_in: float = 0.0
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (0 where /proc is missing)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _percentile(histogram: dict[int, int], fraction: float) -> float:
@@ -247,11 +277,17 @@ async def run_once(target: Any, n: int, pushes: int, batch: int) -> ScaleFigures
         await asyncio.gather(*(_line(p) for p in clients))  # started
         started_in = time.perf_counter() - opened
         push_times: list[float] = []
-        began = time.perf_counter()
+        cpu_before = _cpu_seconds(target.server.process.pid)
+        began_ns = time.perf_counter_ns()
+        began = began_ns / 1e9
         for index in range(pushes):
             chunks = [chunk(index * batch + i) for i in range(batch)]
             for item in chunks:  # non-delta: each replaces the message's props
                 item["delta"] = False
+                # When this push was due: a server whose push holds the producer up
+                # delays the chunks it has not been given yet, which "t" (stamped as
+                # each chunk is made) cannot see.
+                item["props"]["s"] = began_ns + index * 50_000_000
             sent = time.perf_counter()
             await target.push(chunks)
             push_times.append(time.perf_counter() - sent)
@@ -259,6 +295,7 @@ async def run_once(target: Any, n: int, pushes: int, batch: int) -> ScaleFigures
         await target.finish()
         await tell()
         reports = await asyncio.gather(*(_line(p) for p in clients))
+        cpu = _cpu_seconds(target.server.process.pid) - cpu_before
     finally:
         for process in clients:
             if process.returncode is None:
@@ -268,9 +305,12 @@ async def run_once(target: Any, n: int, pushes: int, batch: int) -> ScaleFigures
                     process.kill()
                     await process.wait()
     histogram: dict[int, int] = {}
+    scheduled: dict[int, int] = {}
     for report in reports:
         for bucket, count in report["histogram"]:
             histogram[bucket] = histogram.get(bucket, 0) + count
+        for bucket, count in report["scheduled"]:
+            scheduled[bucket] = scheduled.get(bucket, 0) + count
     chunks_received = sum(r["chunks"] for r in reports)
     last = max((r["last"] for r in reports if r["chunks"]), default=0.0)
     # Both clocks are CLOCK_MONOTONIC: the producer's first push to the last arrival.
@@ -279,6 +319,7 @@ async def run_once(target: Any, n: int, pushes: int, batch: int) -> ScaleFigures
     return ScaleFigures(
         n=n, rate=chunks_received / elapsed, p50=_percentile(histogram, 0.5),
         p99=_percentile(histogram, 0.99), push_p50=push_times[len(push_times) // 2],
+        p99_due=_percentile(scheduled, 0.99), cpu_per_chunk=cpu / max(1, chunks_received),
         acked=sum(r["acked"] for r in reports),
         unserved=sum(r["acked"] - r["served"] for r in reports),
         snapshots=sum(r["snapshots"] for r in reports), started_in=started_in)
@@ -289,6 +330,8 @@ def _best(a: ScaleFigures | None, b: ScaleFigures) -> ScaleFigures:
         return b
     return ScaleFigures(n=b.n, rate=max(a.rate, b.rate), p50=min(a.p50, b.p50),
                         p99=min(a.p99, b.p99), push_p50=min(a.push_p50, b.push_p50),
+                        p99_due=min(a.p99_due, b.p99_due),
+                        cpu_per_chunk=min(a.cpu_per_chunk, b.cpu_per_chunk),
                         acked=a.acked + b.acked, unserved=a.unserved + b.unserved,
                         snapshots=a.snapshots + b.snapshots,
                         started_in=min(a.started_in, b.started_in))
@@ -322,6 +365,9 @@ async def scale(chatql: Any, baseline: Any, http: httpx.AsyncClient, quick: bool
               f"  {ours.p99:.1f}|{bare.p99:.1f} ({ours.p99 / bare.p99:.2f})"
               f"  {ours.push_p50 * 1000:.2f} (x{ours.push_p50 / base_push:.2f} of N=10)"
               f"|{bare.push_p50 * 1000:.2f}  {ours.unserved} of {ours.acked}")
+        print(f"{'':>6} p99 ms from when each push was due: {ours.p99_due:.1f}|"
+              f"{bare.p99_due:.1f} ({ours.p99_due / bare.p99_due:.2f}); server CPU per chunk"
+              f" delivered {ours.cpu_per_chunk * 1e6:.1f}|{bare.cpu_per_chunk * 1e6:.1f} µs")
         if n >= 1_000:
             print(f"{'':>6} every subscription served its first frame in {ours.started_in:.1f}"
                   f" s (chatql), {bare.started_in:.1f} s (relay); resync snapshots"

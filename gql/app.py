@@ -41,6 +41,7 @@ from gql.websocket import (
     ChatqlLegacyWSHandler,
     ChatqlTransportWSHandler,
     ChatqlWebSocketAdapter,
+    ServerSendMiddleware,
 )
 from store.archive import ChatArchive
 from store.cursors import CursorSigner, load_or_create_secret
@@ -395,7 +396,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
         ],
         lifespan=lifespan,
         middleware=[
-            # Outermost: preflights are answered before anything reads the body.
+            # Outermost: the server's own WebSocket send, for frames written directly.
+            Middleware(ServerSendMiddleware),
+            # Then: preflights are answered before anything reads the body.
             Middleware(
                 CORSMiddleware,
                 allow_origins=list(settings.cors_origins),

@@ -28,6 +28,21 @@
   caller may not read — goes the ordinary way, so errors look as they always do.
   ``pushChunks`` takes the fast path of ``gql/push_fastpath.py`` here too, and
   ``chatEvents`` the one of ``gql/chat_events_fastpath.py``.
+- **Frames written once, straight to the socket.** Server frames are not masked, so
+  the frames of one run of chunks (one operation id, one document) are the same bytes
+  for every subscriber: they are built once and written to each uvicorn
+  (websockets-sansio) transport directly, below Starlette's and the middlewares' send
+  wrappers (:class:`ServerSendMiddleware` keeps the server's own ``send`` for that).
+  A subscriber waiting for more is even written to from the topic's wake-up, without
+  waking its task. A closing socket, a transport above its high-water mark, another
+  server or an extension such as per-message deflate take the ordinary send, which
+  waits for the buffer to drain, so a slow reader is coalesced or sent a snapshot by
+  its queue as before.
+- **Subscribe checks shared while they wait.** Subscribes of one chat by the same
+  caller that arrive while its access check waits for a slot (at most
+  ``_CONCURRENT_CHECKS`` run at once) share that check, so thousands of subscribers
+  arriving together cost a handful of database reads; a check that has started is
+  never joined, so every answer comes from a read begun after the subscribe arrived.
 - **A document that does not parse is an error, not a closed socket.** Strawberry
   closes a ``graphql-transport-ws`` socket with 4400 on a syntax error, dropping every
   other operation on it, and the legacy handler answered nothing. Here both protocols
@@ -71,14 +86,17 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
 from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
 from strawberry.subscriptions.protocols.graphql_ws.types import CompleteMessage, ErrorMessage
 from strawberry.types.execution import ExecutionResult, PreExecutionError
+from websockets.protocol import State
 
 from gql.chat_events_fastpath import serve_chat_events
 from gql.context import Context
 from gql.document_shapes import MAX_FAST_DOCUMENT, leaf_selections, sole_root_field
 from gql.push_fastpath import fast_push
 from store.chats import get_chat
+from store.database import Database
 from store.errors import ChatqlError
 from store.ids import check_chat_id
+from store.records import Chat, Identity
 from store.streams import SubscriberQueue
 from store.streams.reducer import ChunkEvent
 
@@ -87,9 +105,12 @@ __all__ = [
     "ChatqlLegacyWSHandler",
     "ChatqlTransportWSHandler",
     "ChatqlWebSocketAdapter",
+    "FrameWriter",
+    "ServerSendMiddleware",
     "fit_close_reason",
     "message_problem",
     "plan_for",
+    "text_frame",
 ]
 
 logger = logging.getLogger("chatql.websocket")
@@ -257,6 +278,47 @@ def _checks() -> asyncio.Semaphore:
     return gate
 
 
+#: Access checks waiting for their turn, by (chat, caller): a subscribe that arrives
+#: while the same check is still waiting joins it instead of queueing one of its own,
+#: so thousands of subscribers of one chat cost a handful of reads. A check that has
+#: started is never joined: every answer comes from a read begun after the subscribe
+#: arrived, so access is as current as if each had read on its own.
+_waiting_checks: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[str, Identity], asyncio.Task[Chat | None]]] = (
+    weakref.WeakKeyDictionary())
+
+
+async def _visible_chat(db: Database, identity: Identity, chat_id: str) -> Chat | None:
+    """``get_chat`` for a subscribe, shared with identical subscribes waiting with it."""
+    loop = asyncio.get_running_loop()
+    waiting = _waiting_checks.get(loop)
+    if waiting is None:
+        waiting = _waiting_checks[loop] = {}
+    key = (chat_id, identity)
+    check = waiting.get(key)
+    if check is None:
+
+        async def run() -> Chat | None:
+            async with _checks():
+                # From here on a new subscribe starts a read of its own.
+                if waiting.get(key) is check:
+                    del waiting[key]
+                return await get_chat(db, identity, chat_id)
+
+        # A task of its own: a subscriber that goes away does not cancel the others'
+        # answer.
+        check = waiting[key] = loop.create_task(run())
+
+        def settled(done: asyncio.Task[Chat | None]) -> None:
+            if waiting.get(key) is done:
+                del waiting[key]
+            if not done.cancelled():
+                done.exception()  # retrieved: every subscriber waiting may have left
+
+        check.add_done_callback(settled)
+    return await asyncio.shield(check)
+
+
 async def _open(context: Context, plan: ChatStreamPlan,
                 variables: dict[str, Any] | None) -> tuple[str, SubscriberQueue] | None:
     """Subscribe when everything checks out; None sends the caller the ordinary way."""
@@ -275,8 +337,7 @@ async def _open(context: Context, plan: ChatStreamPlan,
         ):
             return None
         check_chat_id(chat_id)
-        async with _checks():
-            chat = await get_chat(services.db, context.identity, chat_id)
+        chat = await _visible_chat(services.db, context.identity, chat_id)
         if chat is None:
             return None
         return chat_id, await services.streams.subscribe(chat_id, after_seq)
@@ -291,22 +352,181 @@ async def _open(context: Context, plan: ChatStreamPlan,
         return None
 
 
+#: Framed runs of chunks, by plan, operation prefix and the chunks themselves: readers
+#: at one position of a topic read the same run, so its frames are built once.
+_FRAMED_RUNS_KEPT = 32
+_framed_runs: OrderedDict[tuple[object, ...],
+                          tuple[ChatStreamPlan, list[ChunkEvent], bytes]] = OrderedDict()
+
+
+def _framed(plan: ChatStreamPlan, prefix: str, run: list[ChunkEvent]) -> bytes:
+    """The text frames of ``run`` (``prefix`` + payload + ``}`` each), back to back."""
+    key = (id(plan), prefix, *map(id, run))
+    cached = _framed_runs.get(key)
+    if cached is not None and cached[0] is plan:
+        return cached[2]
+    frames = b"".join(text_frame((prefix + plan.payload(event) + "}").encode())
+                      for event in run)
+    if run[0].get("snapshot"):
+        # A snapshot is made for one subscriber: kept, it would only push shared runs out.
+        return frames
+    # The plan and the chunks stay referenced with it, so the ids in the key are not
+    # reused while it is kept.
+    _framed_runs[key] = (plan, run, frames)
+    if len(_framed_runs) > _FRAMED_RUNS_KEPT:
+        _framed_runs.popitem(last=False)
+    return frames
+
+
+class _RunSink:
+    """Writes a run of chunks straight to the socket from the topic's wake-up (see
+    :attr:`SubscriberQueue.sink`); a slotted object, smaller than a closure, since
+    every subscriber holds one."""
+
+    __slots__ = ("completed", "plan", "prefix", "writer")
+
+    def __init__(self, plan: ChatStreamPlan, prefix: str, writer: FrameWriter,
+                 completed: Callable[[], bool]) -> None:
+        self.plan = plan
+        self.prefix = prefix
+        self.writer = writer
+        self.completed = completed
+
+    def __call__(self, run: list[ChunkEvent]) -> bool:
+        writer = self.writer
+        return not self.completed() and writer.writable() and writer.write(
+            _framed(self.plan, self.prefix, run))
+
+
+def _never() -> bool:
+    return False
+
+
 async def _relay(context: Context, plan: ChatStreamPlan, chat_id: str,
-                 queue: SubscriberQueue, envelope: Callable[[str], str], send: Send) -> None:
+                 queue: SubscriberQueue, prefix: str, send: Send,
+                 completed: Callable[[], bool] = _never) -> None:
+    """Send every chunk of ``queue`` as ``prefix`` + payload + ``}`` (nothing once
+    ``completed``) until the queue closes, then unsubscribe."""
     streams = context.services.streams
     assert streams is not None
+    writer = send if isinstance(send, FrameWriter) else None
+    if writer is not None:
+        queue.sink = _RunSink(plan, prefix, writer, completed)
     try:
-        async for event in queue.events():
-            await send(envelope(plan.payload(event)))
+        async for run in queue.batches():
+            if completed():
+                continue
+            if writer is not None and writer.writable():
+                writer.write(_framed(plan, prefix, run))
+                continue
+            for event in run:
+                if completed():
+                    break
+                await send(prefix + plan.payload(event) + "}")
     finally:
+        queue.sink = None
         await streams.unsubscribe(chat_id, queue)
+
+
+#: Where :class:`ServerSendMiddleware` leaves the server's own ``send`` in the scope.
+SERVER_SEND_KEY = "chatql.server_send"
+
+
+class ServerSendMiddleware:
+    """Outermost ASGI layer: keeps the server's own ``send`` of a WebSocket in the scope,
+    so frames can be written below the middlewares' send wrappers (see
+    :class:`FrameWriter`)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket":
+            scope[SERVER_SEND_KEY] = send
+        await self.app(scope, receive, send)
+
+
+def text_frame(data: bytes) -> bytes:
+    """One unfragmented, unmasked text frame (server to client, RFC 6455 §5.2) of
+    ``data``: the same bytes for every socket, so a payload is framed once."""
+    size = len(data)
+    if size < 126:
+        return bytes((0x81, size)) + data
+    if size < 65_536:
+        return b"\x81\x7e" + size.to_bytes(2, "big") + data
+    return b"\x81\x7f" + size.to_bytes(8, "big") + data
+
+
+def _sansio_protocol(websocket: Any) -> Any:
+    """uvicorn's websockets-sansio connection behind ``websocket`` when frames may be
+    written to its transport directly (no extension such as per-message deflate
+    transforms them); None otherwise."""
+    scope = getattr(websocket, "scope", None)
+    server_send = scope.get(SERVER_SEND_KEY) if isinstance(scope, dict) else None
+    protocol = getattr(server_send, "__self__", None)
+    if protocol is None:
+        return None
+    try:
+        from uvicorn.protocols.websockets.websockets_sansio_impl import (
+            WebSocketsSansIOProtocol,
+        )
+    except ImportError:  # pragma: no cover - another server
+        return None
+    if type(protocol) is not WebSocketsSansIOProtocol or protocol.conn.extensions:
+        return None
+    return protocol
+
+
+class FrameWriter:
+    """Sends text frames over one WebSocket, written straight to the transport.
+
+    The ordinary way (Starlette's ``send_text``, the middlewares' send wrappers, uvicorn's
+    ``send``, websockets' framing) costs more than the frame itself when one payload
+    goes to thousands of sockets. While the connection is open and its transport below
+    the high-water mark, a frame is written directly: the bytes are exactly what
+    uvicorn would write (server frames are not masked). Anything else — a closing or
+    closed socket, a transport paused by flow control, a frame in progress — takes the
+    ordinary way, which waits for the buffer to drain and raises as it always does, so
+    backpressure holds (the subscriber's queue coalesces or snapshots what waits) and
+    nothing is written after a close. Pings, pongs and the close itself always go
+    through the server.
+    """
+
+    __slots__ = ("_fallback", "_protocol", "_transport")
+
+    def __init__(self, protocol: Any, fallback: Send) -> None:
+        self._protocol = protocol
+        self._transport = protocol.transport
+        self._fallback = fallback
+
+    def writable(self) -> bool:
+        """Whether a frame may be written to the transport now."""
+        protocol = self._protocol
+        return (protocol.writable.is_set() and protocol.handshake_complete
+                and not protocol.close_sent and not protocol.disconnected
+                and protocol.initial_response is None
+                and protocol.conn.state is State.OPEN
+                and not protocol.conn.expect_continuation_frame
+                and not self._transport.is_closing())
+
+    def write(self, frames: bytes) -> bool:
+        """Write already framed ``frames`` when the transport takes them now."""
+        if not self.writable():
+            return False
+        self._transport.write(frames)
+        return True
+
+    async def __call__(self, text: str) -> None:
+        if not self.write(text_frame(text.encode())):
+            await self._fallback(text)
 
 
 def _sender(websocket: Any) -> Send:
     raw = getattr(websocket, "ws", None)
     if raw is not None and hasattr(raw, "send_text"):
         send_text: Send = raw.send_text
-        return send_text
+        protocol = _sansio_protocol(raw)
+        return send_text if protocol is None else FrameWriter(protocol, send_text)
 
     async def send(text: str) -> None:  # pragma: no cover - other integrations
         await websocket.send_json(json.loads(text))
@@ -385,13 +605,8 @@ class ChatqlTransportWSHandler(BaseGraphQLTransportWSHandler[Any, None]):
             return
         chat_id, queue = opened
         prefix = '{"id":' + orjson.dumps(operation.id).decode() + ',"type":"next","payload":'
-        send = _sender(self.websocket)
-
-        async def send_next(text: str) -> None:
-            if not operation.completed:
-                await send(text)
-
-        await _relay(self.context, plan, chat_id, queue, lambda p: prefix + p + "}", send_next)
+        await _relay(self.context, plan, chat_id, queue, prefix, _sender(self.websocket),
+                     lambda: operation.completed)
         await operation.send_operation_message({"id": operation.id, "type": "complete"})
 
     @staticmethod
@@ -444,7 +659,7 @@ class ChatqlLegacyWSHandler(BaseGraphQLWSHandler[Any, None]):
                 chat_id, queue = opened
                 prefix = '{"id":' + orjson.dumps(operation_id).decode() + ',"type":"data",' \
                     '"payload":'
-                await _relay(self.context, plan, chat_id, queue, lambda p: prefix + p + "}",
+                await _relay(self.context, plan, chat_id, queue, prefix,
                              _sender(self.websocket))
             elif not await self._run_ordinary(operation_id, query, operation_name, variables):
                 return

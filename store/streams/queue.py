@@ -11,6 +11,10 @@ so one chunk is serialised once per subscription shape, not once per subscriber.
 A reader that fell more than ``limit`` chunks behind is not sent the backlog: it gets
 the state as a snapshot instead (RESYNC), so a slow reader never slows the producer or
 the other readers and never holds memory of its own.
+A consumer that can hand a run of chunks on synchronously (a socket whose frames are
+written straight to its transport) sets a :attr:`SubscriberQueue.sink`: while its
+reader waits for more, the topic's wake-up hands new chunks to the sink directly
+instead of waking the reader's task.
 """
 
 from __future__ import annotations
@@ -117,6 +121,12 @@ class SubscriberQueue:
         self._coalesced = 0
         self._resyncs = 0
         self._waited = False
+        #: Set by a consumer that can hand a run of chunks on at once, synchronously
+        #: (a socket writing frames straight to its transport): it returns whether it
+        #: did, and does nothing when it cannot.
+        self.sink: Callable[[list[ChunkEvent]], bool] | None = None
+        # Whether the reader's task waits in get() for more (not for its turn).
+        self._idle = False
 
     # ---- state -------------------------------------------------------------------------
 
@@ -186,7 +196,26 @@ class SubscriberQueue:
             self.put(event)
 
     def wake(self) -> None:
-        """The log grew (called by the topic's one wake-up)."""
+        """The log grew (called by the topic's one wake-up).
+
+        A reader waiting with a :attr:`sink` that takes what is new hands it on right
+        here and waits again, without waking its task (most of the cost of a reader
+        at thousands of subscribers); anything else — its own catch-up, a snapshot
+        due, more than a turn's worth behind, a sink that cannot take it now, a task
+        already woken — wakes the task, which reads the ordinary way."""
+        sink, source = self.sink, self._source
+        if (sink is not None and self._idle and source is not None and not self._ready.is_set()
+                and not self._items and not self._resync_pending and not self.closed
+                and 0 < source.end - self._cursor <= min(TURN_CHUNKS, self._limit)):
+            read = source.read(self._cursor)
+            if read is not None and sink(read[0]):
+                self._cursor = read[1]
+                self._coalesced += read[2]
+                if self._cursor < source.end:  # the next stream's chunks follow
+                    self._ready.set()
+                else:
+                    source.wait(self)
+                return
         self._ready.set()
 
     # ---- reading -------------------------------------------------------------------------
@@ -211,6 +240,30 @@ class SubscriberQueue:
                     await self._turn()
                 yield event
                 handed += 1
+
+    async def batches(self) -> AsyncIterator[list[ChunkEvent]]:
+        """What :meth:`events` yields, a run of chunks at a time (at most
+        :data:`TURN_CHUNKS`), so a consumer can send a run as one write; the turns
+        are the same."""
+        handed = 0
+        while True:
+            try:
+                batch = await self.get()
+            except StopAsyncIteration:
+                return
+            if self._waited:
+                handed = 0
+            start = 0
+            while start < len(batch):
+                if handed >= TURN_CHUNKS:
+                    handed = 0
+                    await self._turn()
+                share = TURN_CHUNKS - handed
+                run = batch if start == 0 and len(batch) <= share else (
+                    batch[start:start + share])
+                yield run
+                handed += len(run)
+                start += len(run)
 
     async def _turn(self) -> None:
         if self._source is None or self.closed:
@@ -262,7 +315,9 @@ class SubscriberQueue:
             if self._source is not None:
                 self._source.wait(self)
             self._waited = True
+            self._idle = True
             await self._ready.wait()
+            self._idle = False
 
     def close(self) -> None:
         self.closed = True

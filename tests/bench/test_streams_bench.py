@@ -43,6 +43,12 @@ def test_streams_bench_quick_prints_all_figures() -> None:
         assert abs(float(row[3]) - ours / bare) < 0.01 + 0.01 * ours / bare
         # Every subscription the server acknowledged was served.
         assert (row[9], row[10]) == ("0", row[0]), row
+    # The latency from when each push was due, beside the one from each chunk's making.
+    due = re.findall(r"^\s+p99 ms from when each push was due: ([\d.]+)\|([\d.]+) "
+                     r"\(([\d.]+)\); server CPU per chunk delivered [\d.]+\|[\d.]+ µs$",
+                     out, re.MULTILINE)
+    assert len(due) == 2 and all(float(ours) > 0 and float(bare) > 0
+                                 for ours, bare, _ in due), out
     assert re.search(r"^redis push / memory push over HTTP: .* = [\d.]+$", out, re.MULTILINE), out
 
 
