@@ -18,7 +18,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from store import jsonutil
+from store import jsonutil, sqlite_driver
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
@@ -55,6 +55,9 @@ class Database:
         }
         if self.dialect == "postgresql":
             kwargs.update(pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+        elif self.dialect == "sqlite":
+            # Each statement in one trip to the connection's thread (store.sqlite_driver).
+            kwargs["connect_args"] = {"async_creator_fn": sqlite_driver.connect}
         self.engine: AsyncEngine = create_async_engine(self.url, **kwargs)
         self._write_lock = asyncio.Lock() if self.is_sqlite else None
         #: Closed by :meth:`dispose`: driver pools opened beside the engine (store.prepared).
