@@ -18,7 +18,8 @@ from sqlalchemy.engine import make_url
 from store.database import Database, execute_on_server
 from store.migrate import migrate
 
-__all__ = ["backends_parser", "fresh_postgres", "fresh_sqlite", "run_backends", "timed"]
+__all__ = ["backends_parser", "cpu_seconds", "fresh_postgres", "fresh_sqlite", "run_backends",
+           "timed"]
 
 
 async def timed(call: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
@@ -91,3 +92,13 @@ def run_backends(args: argparse.Namespace, sqlite: Callable[[], Awaitable[Report
 
     asyncio.run(run())
     return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (0 where /proc is missing)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import os
 import tempfile
 import time
 from typing import Any
@@ -32,6 +31,7 @@ import httpx
 import orjson
 import websockets
 
+from bench.common import cpu_seconds
 from bench.streams import percentile, start_server, stop_server
 
 __all__ = ["main"]
@@ -103,16 +103,6 @@ class Socket:
     async def close(self) -> None:
         await self.ws.close()
         await self.task
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time the process has used (Linux; 0 elsewhere)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def append_throughput(client: Client, chats: list[tuple[int, str]], count: int,

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import os
 import resource
 import sys
 import time
@@ -29,6 +28,8 @@ from typing import Any
 
 import httpx
 import orjson
+
+from bench.common import cpu_seconds
 
 __all__ = ["PER_PROCESS", "client_main", "raise_file_limit", "scale"]
 
@@ -212,16 +213,6 @@ class ScaleFigures:
     started_in: float = 0.0
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far (0 where /proc is missing)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _percentile(histogram: dict[int, int], fraction: float) -> float:
     total = sum(histogram.values())
     if not total:
@@ -277,7 +268,7 @@ async def run_once(target: Any, n: int, pushes: int, batch: int) -> ScaleFigures
         await asyncio.gather(*(_line(p) for p in clients))  # started
         started_in = time.perf_counter() - opened
         push_times: list[float] = []
-        cpu_before = _cpu_seconds(target.server.process.pid)
+        cpu_before = cpu_seconds(target.server.process.pid)
         began_ns = time.perf_counter_ns()
         began = began_ns / 1e9
         for index in range(pushes):
@@ -295,7 +286,7 @@ async def run_once(target: Any, n: int, pushes: int, batch: int) -> ScaleFigures
         await target.finish()
         await tell()
         reports = await asyncio.gather(*(_line(p) for p in clients))
-        cpu = _cpu_seconds(target.server.process.pid) - cpu_before
+        cpu = cpu_seconds(target.server.process.pid) - cpu_before
     finally:
         for process in clients:
             if process.returncode is None:

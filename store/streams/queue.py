@@ -226,20 +226,9 @@ class SubscriberQueue:
         After :data:`TURN_CHUNKS` chunks without waiting, the reader waits for its turn
         (the topic wakes readers in slices): a reader with a backlog sends it a share
         at a time instead of holding the event loop for all of it."""
-        handed = 0
-        while True:
-            try:
-                batch = await self.get()
-            except StopAsyncIteration:
-                return
-            if self._waited:
-                handed = 0
-            for event in batch:
-                if handed >= TURN_CHUNKS:
-                    handed = 0
-                    await self._turn()
+        async for run in self.batches():
+            for event in run:
                 yield event
-                handed += 1
 
     async def batches(self) -> AsyncIterator[list[ChunkEvent]]:
         """What :meth:`events` yields, a run of chunks at a time (at most
