@@ -27,11 +27,13 @@ from strawberry.http.parse_content_type import parse_content_type
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 from strawberry.types.execution import ExecutionResult
 
+from gql.append_fastpath import append_plan_for, fast_append
 from gql.auth import CREDENTIAL_KEYS, authenticator_for, identity_from_credentials
 from gql.bodylimit import BodyLimitMiddleware, error_body
 from gql.compiled_reads import CompiledReads
 from gql.context import Context, Services
 from gql.export import export_endpoint
+from gql.fast_lanes import Lane, clear_refusals
 from gql.push_fastpath import fast_push, push_plan_for
 from gql.schema import schema
 from gql.settings import Settings
@@ -61,12 +63,30 @@ logger = logging.getLogger("chatql")
 #: Stands in for the caller until authentication succeeds; never reaches a resolver
 #: (HTTP answers 401 first, a WebSocket is closed with 4403 at ``connection_init``).
 _NOBODY = Identity(user_id="", tenant_id="")
-#: Distinct (Content-Type, Accept) pairs remembered by the pushChunks lane.
+#: Distinct (Content-Type, Accept) pairs remembered by the HTTP lane.
 _PLAIN_JSON_CACHE_SIZE = 64
 
 
 class _AuthFailed(Exception):
     """Raised inside the view when an HTTP request carries no valid identity."""
+
+
+def _unauthenticated(failure: _AuthFailed) -> Response:
+    return JSONResponse(error_body(str(failure), "UNAUTHENTICATED"), status_code=401,
+                        headers={"WWW-Authenticate": "Bearer"})
+
+
+def _refused(error: HTTPException) -> Response:
+    return JSONResponse(error_body(error.reason, "INVALID_ARGUMENT"),
+                        status_code=error.status_code)
+
+
+#: The mutations answered by the HTTP lane (see gql/fast_lanes.py).
+_LANES = (
+    Lane("pushChunks", lambda schema, query, operation_name, _settings: push_plan_for(
+        schema, query, operation_name), fast_push),
+    Lane("appendMessages", append_plan_for, fast_append),
+)
 
 
 class GraphQLEndpoint(GraphQL[Context, None]):
@@ -104,33 +124,31 @@ class GraphQLEndpoint(GraphQL[Context, None]):
             await super().__call__(scope, receive, send)
             return
         request = Request(scope=scope, receive=receive)
-        if scope["method"] == "POST" and await self._push_lane(request, send):
-            return
         try:
+            if scope["method"] == "POST" and await self._lane(request, send):
+                return
             response = await self.run(request)
         except _AuthFailed as failure:
-            response = JSONResponse(
-                error_body(str(failure), "UNAUTHENTICATED"),
-                status_code=401,
-                headers={"WWW-Authenticate": "Bearer"},
-            )
+            response = _unauthenticated(failure)
         except HTTPException as error:
-            response = JSONResponse(
-                error_body(error.reason, "INVALID_ARGUMENT"), status_code=error.status_code
-            )
+            response = _refused(error)
+        finally:
+            # A failure a lane kept is the view's to raise in this run only.
+            clear_refusals()
         await response(scope, receive, send)
 
-    async def _push_lane(self, request: Request, send: Send) -> bool:
-        """Answer a plain ``pushChunks`` POST without Strawberry's request machinery.
+    async def _lane(self, request: Request, send: Send) -> bool:
+        """Answer a plain POST of a lane's mutation without Strawberry's request machinery.
 
-        A producer sends thousands of these per stream, and the view's generic steps
-        (request adapter, content negotiation, request data, result processing) cost
-        about as much as the push itself. Only a request the view would execute as one
-        plain HTTP operation is answered here, with the same bytes and headers it would
-        send; anything else — another content type or a streaming ``Accept``, a body
-        that is not a JSON object with a ``pushChunks`` plan, a caller without a valid
-        identity, a push the fast path cannot take — returns False and goes through
-        the view as before (the body read here stays cached on ``request``).
+        A producer sends thousands of ``pushChunks`` per stream and a chat appends every
+        message, and the view's generic steps (request adapter, content negotiation,
+        request data, result processing) cost about as much as the write itself (see
+        gql/fast_lanes.py). Only a request the view would execute as one plain HTTP
+        operation is answered here, with the same bytes and headers it would send;
+        anything else — another content type or a streaming ``Accept``, a body that is
+        not a JSON object with a lane's plan, a caller without a valid identity, a write
+        the fast path cannot take — returns False and goes through the view as before
+        (the body read here stays cached on ``request``).
         """
         content_type = accept = None
         for name, value in request.scope["headers"]:
@@ -142,7 +160,8 @@ class GraphQLEndpoint(GraphQL[Context, None]):
         if content_type is None or not self._plain_json(content_type, accept):
             return False
         body = await request.body()
-        if b"pushChunks" not in body:
+        lane = next((lane for lane in _LANES if lane.marker in body), None)
+        if lane is None:
             return False
         try:
             data = orjson.loads(body)
@@ -155,8 +174,8 @@ class GraphQLEndpoint(GraphQL[Context, None]):
         operation_name = data.get("operationName")
         if type(query) is not str or type(variables) is not dict or not (
             extensions is None or type(extensions) is dict
-        ) or not (operation_name is None or type(operation_name) is str) or push_plan_for(
-            self.schema, query, operation_name
+        ) or not (operation_name is None or type(operation_name) is str) or lane.plan(
+            self.schema, query, operation_name, self._settings
         ) is None:
             return False
         try:
@@ -165,13 +184,14 @@ class GraphQLEndpoint(GraphQL[Context, None]):
             return False
         context = Context(services=self._services_of(request), identity=identity,
                           request=request)
-        pushed = await fast_push(self.schema, context, query, operation_name, variables,
-                                 nul_free=b"\\u0000" not in body)
-        if pushed is None:
-            # Tried once: the view must not push it again (see execute_single).
-            request.state.push_tried = True
+        answered = await lane.run(self.schema, context, query, operation_name, variables,
+                                  nul_free=b"\\u0000" not in body)
+        if answered is None:
+            # Tried once: the view must not write it again (see execute_single and the
+            # kept refusal in gql/fast_lanes.py).
+            request.state.lane_tried = lane.field
             return False
-        content = orjson.dumps(pushed)
+        content = orjson.dumps(answered)
         await send({
             "type": "http.response.start",
             "status": 200,
@@ -249,9 +269,9 @@ class GraphQLEndpoint(GraphQL[Context, None]):
                              context: Context, root_value: Any,
                              request_data: Any) -> Any:
         # pushChunks is sent thousands of times per stream: see gql/push_fastpath.py.
-        # A push the fast path already tried (see _push_lane) runs the ordinary way.
-        if request_adapter.method == "POST" and not getattr(request.state, "push_tried",
-                                                            False):
+        # A push the lane already tried (see _lane) runs the ordinary way.
+        if request_adapter.method == "POST" and getattr(request.state, "lane_tried",
+                                                        None) != "pushChunks":
             pushed = await fast_push(self.schema, context, request_data.query,
                                      request_data.operation_name, request_data.variables)
             if pushed is not None:

@@ -9,22 +9,29 @@ from enum import StrEnum
 import strawberry
 
 from gql.chat_lists import ChatFilter
-from gql.context import Info
+from gql.context import Context, Info
 from gql.types import Chat
 from store import chat_lists as store_lists
 from store import events as store_events
 from store.errors import InvalidArgument
 from store.records import Chat as StoreChat
 
-__all__ = ["ChatEvent", "ChatEventSubscription", "ChatEventType", "announce", "before_write"]
+__all__ = ["ChatEvent", "ChatEventSubscription", "ChatEventType", "announce", "announce_to",
+           "before_write"]
 
 
 async def announce(info: Info, type: store_events.ChatEventType, chat_id: str, *,
                    before: StoreChat | None = None) -> None:
     """Tell every live chat list about a write that just committed."""
-    events = info.context.services.events
+    await announce_to(info.context, type, chat_id, before=before)
+
+
+async def announce_to(context: Context, type: store_events.ChatEventType, chat_id: str, *,
+                      before: StoreChat | None = None) -> None:
+    """:func:`announce` for a write made outside a resolver (a fast path's)."""
+    events = context.services.events
     if events is not None:
-        tenant_id = before.tenant_id if before is not None else info.context.identity.tenant_id
+        tenant_id = before.tenant_id if before is not None else context.identity.tenant_id
         await events.publish(type, chat_id, tenant_id, before=before)
 
 

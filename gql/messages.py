@@ -7,6 +7,7 @@ import strawberry
 from gql.archive import bring_back
 from gql.chat_events import announce
 from gql.context import Info
+from gql.fast_lanes import take_refusal
 from gql.types import (
     AppendReceipt,
     Chat,
@@ -200,6 +201,9 @@ class MessageMutation:
         messages: list[MessageInput],
         parent_id: strawberry.ID | None = None,
     ) -> AppendReceipt:
+        refused = take_refusal("appendMessages")
+        if refused is not None:  # the fast path tried this very append: not twice
+            raise refused
         batch = [message.to_store() for message in messages]
 
         async def append(stop_archived: bool) -> AppendReceipt:

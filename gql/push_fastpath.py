@@ -12,8 +12,8 @@ ordinary way, so no field is ever skipped.
 Anything unusual — another operation, fragments, directives, literal chunks, a value
 of an unexpected type, or any error from the stream service — returns None and the
 request runs the ordinary way. A push the stream service refused is never run twice:
-the error is kept for the operation (:func:`take_refusal`, per task) and the ordinary
-``pushChunks`` resolver raises it instead of pushing again, so the caller sees exactly
+the error is kept for the operation (:func:`gql.fast_lanes.keep_refusal`) and the
+ordinary ``pushChunks`` resolver raises it instead of pushing again, so the caller sees exactly
 the ordinary error for the attempt it made (a holder that lost its lease must not
 apply the batch on a second try behind the caller's back).
 """
@@ -21,7 +21,6 @@ apply the batch on a second try behind the caller's back).
 from __future__ import annotations
 
 from collections import OrderedDict
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,10 +38,11 @@ from graphql import (
 
 from gql.context import Context
 from gql.document_shapes import MAX_FAST_DOCUMENT, has_nul, leaf_selections, sole_root_field
+from gql.fast_lanes import clear_refusals, keep_refusal
 from store.errors import ChatqlError
 from store.streams.reducer import ChunkIn
 
-__all__ = ["PushPlan", "fast_push", "push_plan_for", "take_refusal"]
+__all__ = ["PushPlan", "fast_push", "push_plan_for"]
 
 _RESULT_FIELDS = frozenset({"accepted", "duplicates", "lastSeq", "__typename"})
 _TEXT_FIELDS = ("chunkId", "messageId", "blockId", "threadId", "deltaPath", "deltaAction")
@@ -60,19 +60,6 @@ class PushPlan:
     fields: tuple[tuple[str, str], ...]
     stream_id: ValueNode
     chunks_variable: str
-
-
-# The stream service's refusal of this operation's fast push (each operation runs in
-# its own task, which holds its own copy of the variable).
-_refusal: ContextVar[ChatqlError | None] = ContextVar("chatql_push_refusal", default=None)
-
-
-def take_refusal() -> ChatqlError | None:
-    """The error the fast path met for this operation's push, once."""
-    error = _refusal.get()
-    if error is not None:
-        _refusal.set(None)
-    return error
 
 
 _plans: OrderedDict[tuple[int, str, str | None], PushPlan | None] = OrderedDict()
@@ -233,7 +220,7 @@ async def fast_push(schema: Any, context: Context, query: str | None,
     ``nul_free``: the caller knows that no string in ``variables`` holds NUL (JSON can
     only spell it ``\\u0000``, so a request body without that escape has none).
     """
-    _refusal.set(None)
+    clear_refusals("pushChunks")
     plan = push_plan_for(schema, query, operation_name)
     streams = context.services.streams
     if plan is None or streams is None:
@@ -261,7 +248,7 @@ async def fast_push(schema: Any, context: Context, query: str | None,
     try:
         result = await streams.push_chunks(context.identity, stream_id, chunks)
     except ChatqlError as error:
-        _refusal.set(error)
+        keep_refusal("pushChunks", error)
         return None
     values = {"accepted": result.accepted, "duplicates": result.duplicates,
               "lastSeq": result.last_seq, "__typename": "PushResult"}

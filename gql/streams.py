@@ -17,7 +17,7 @@ from strawberry.scalars import JSON
 
 from gql.archive import bring_back
 from gql.context import Info
-from gql.push_fastpath import take_refusal
+from gql.fast_lanes import take_refusal
 from gql.types import Message, MessageInput, Role, StreamStatus
 from gql.usage import UsageInput
 from store import resume as store_resume
@@ -276,7 +276,7 @@ class StreamMutation:
     @strawberry.mutation(description="Push up to 1,000 chunks; accepted whole or not at all.")
     async def push_chunks(self, info: Info, stream_id: strawberry.ID,
                           chunks: list[ChunkInput]) -> PushResult:
-        refused = take_refusal()
+        refused = take_refusal("pushChunks")
         if refused is not None:  # the fast path tried this very push: not twice
             raise refused
         # ChunkInput values arrive as store ChunkIn already (see _chunk_from_input).

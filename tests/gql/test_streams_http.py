@@ -453,7 +453,7 @@ async def test_a_push_takes_the_lane_and_answers_with_the_views_bytes(
     monkeypatch.setattr(GraphQLEndpoint, "run", counted_run)
     lane = await post_raw(client, push_body(sid, "a"))
     assert runs == []  # answered without the view
-    monkeypatch.setattr(GraphQLEndpoint, "_push_lane", _no_lane)
+    monkeypatch.setattr(GraphQLEndpoint, "_lane", _no_lane)
     view = await post_raw(client, push_body(sid, "b"))
     assert len(runs) == 1
     assert lane[2] == b'{"data":{"pushChunks":{"accepted":1,"duplicates":0,"lastSeq":2}}}'
@@ -518,7 +518,7 @@ async def test_requests_the_lane_declines_get_the_views_answer(
 
     sid = await start(client, "declined")
     one = await post_raw(client, content or push_body(sid, "a"), headers)
-    monkeypatch.setattr(GraphQLEndpoint, "_push_lane", _no_lane)
+    monkeypatch.setattr(GraphQLEndpoint, "_lane", _no_lane)
     two = await post_raw(client, content or push_body(sid, "a"), headers)
     if two[0] == 200 and b'"lastSeq":3' in two[2]:  # both pushed: the second numbers on
         two = (two[0], two[1], two[2].replace(b'"lastSeq":3', b'"lastSeq":2'))
@@ -540,7 +540,7 @@ async def test_an_unauthenticated_push_is_401_with_or_without_the_lane(
         transport=httpx.ASGITransport(app=app), base_url="http://chatql") as http:
         client = GraphQLClient(http)
         one = await post_raw(client, push_body("s", "a"))
-        monkeypatch.setattr(GraphQLEndpoint, "_push_lane", _no_lane)
+        monkeypatch.setattr(GraphQLEndpoint, "_lane", _no_lane)
         two = await post_raw(client, push_body("s", "a"))
     assert one == two
     assert one[0] == 401 and one[1]["www-authenticate"] == "Bearer"

@@ -1,0 +1,292 @@
+"""A fast path for ``appendMessages``, the mutation every chat sends for every message.
+
+Executing ``appendMessages`` the ordinary way spends about as long in the view and in
+graphql-core's generic variable coercion and Strawberry's argument conversion as in
+the store. Here an ``appendMessages`` document is parsed and validated (with the
+service's document limits) once per distinct text, then cached; each request's
+arguments — from its variables or from literals in the document, read once when the
+plan is made — are checked against the ``MessageInput`` shape by hand and handed
+straight to the store. The shape is read from the schema when the plan is made: if
+``MessageInput`` has a field this path does not convert, no plan is made and every
+append runs the ordinary way, so no field is ever skipped.
+
+Anything unusual — another operation, fragments, directives, variables with
+defaults or left out, a value of an unexpected type, NUL anywhere — returns None
+before anything is written and the request runs the ordinary way. Once the store was
+called, a failure is never followed by a second attempt: it is kept for the operation
+(:func:`gql.fast_lanes.keep_refusal`) and the ordinary resolver raises it, so the
+caller sees exactly the ordinary error for the one attempt it made. The only
+exception is a chat whose messages are in the archive: the store refuses it before
+writing, and the ordinary path brings the chat back and appends.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from graphql import (
+    GraphQLError,
+    GraphQLInputObjectType,
+    NonNullTypeNode,
+    OperationType,
+    ValueNode,
+    VariableNode,
+    parse,
+    specified_rules,
+    validate,
+    value_from_ast_untyped,
+)
+from graphql.language import Visitor, visit
+
+from gql.chat_events import announce_to
+from gql.context import Context
+from gql.document_shapes import MAX_FAST_DOCUMENT, leaf_selections, sole_root_field
+from gql.fast_lanes import clear_refusals, keep_refusal
+from gql.limits import limit_rules
+from store import messages as store_messages
+from store.errors import ChatArchived
+
+__all__ = ["AppendPlan", "append_plan_for", "fast_append"]
+
+_FIELD = "appendMessages"
+_RESULT_FIELDS = frozenset({"chatId", "appendId", "digest", "messageIds", "firstSequence",
+                            "lastSequence", "__typename"})
+_ARGUMENTS = frozenset({"chatId", "appendId", "messages", "parentId"})
+_NAME_FIELDS = (("requestId", "request_id"), ("blockId", "block_id"),
+                ("threadId", "thread_id"), ("assistantId", "assistant_id"))
+_MESSAGE_FIELDS = frozenset({"role", "type", "props", "id", "metadata", "tokens",
+                             *(name for name, _ in _NAME_FIELDS)})
+_ROLES = frozenset(store_messages.ROLES)
+_PLAN_CACHE_SIZE = 256
+# Deeper JSON goes the ordinary way (as for pushChunks).
+_MAX_DEPTH = 64
+_INT_RANGE = range(-(2**31), 2**31)
+
+
+@dataclass(frozen=True, slots=True)
+class Argument:
+    """Where an argument's value comes from: a variable, else the document's literal."""
+
+    variable: str | None
+    literal: Any
+    #: The variable is declared non-null (a null value is GraphQL's error, not ours).
+    required: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AppendPlan:
+    response_key: str
+    fields: tuple[tuple[str, str], ...]
+    arguments: dict[str, Argument]
+
+
+class _HasVariable(Visitor):
+    found = False
+
+    def enter_variable(self, *_: Any) -> None:
+        self.found = True
+
+
+def _literal_free_of_variables(node: ValueNode) -> bool:
+    visitor = _HasVariable()
+    visit(node, visitor)
+    return not visitor.found
+
+
+def _plan(query: str, operation_name: str | None, schema: Any,
+          limits: tuple[int, int, int]) -> AppendPlan | None:
+    max_depth, max_aliases, max_tokens = limits
+    try:
+        document = parse(query, max_lexical_tokens=max_tokens, max_comments=max_tokens)
+    except GraphQLError:
+        return None
+    shape = sole_root_field(document, operation_name, OperationType.MUTATION, _FIELD)
+    if shape is None:
+        return None
+    operation, root = shape
+    fields = leaf_selections(root, _RESULT_FIELDS, max_fields=len(_RESULT_FIELDS))
+    if fields is None:
+        return None
+    declared = {}
+    for definition in operation.variable_definitions or ():
+        if definition.default_value is not None or definition.directives:
+            return None
+        declared[definition.variable.name.value] = isinstance(definition.type, NonNullTypeNode)
+    arguments: dict[str, Argument] = {}
+    for argument in root.arguments or ():
+        name, value = argument.name.value, argument.value
+        if name not in _ARGUMENTS:
+            return None
+        if isinstance(value, VariableNode):
+            variable = value.name.value
+            arguments[name] = Argument(variable, None, declared.get(variable, False))
+        elif _literal_free_of_variables(value):
+            arguments[name] = Argument(None, value_from_ast_untyped(value), True)
+        else:
+            return None
+    # Validated last: only documents that can take the path pay for it, once.
+    rules = (*specified_rules, *limit_rules(max_depth, max_aliases))
+    if not _converts_every_message_field(schema) or validate(schema._schema, document, rules):
+        return None
+    return AppendPlan(response_key=(root.alias or root.name).value, fields=fields,
+                      arguments=arguments)
+
+
+def _converts_every_message_field(schema: Any) -> bool:
+    """True when :func:`_message` converts every field the schema's ``MessageInput`` has."""
+    shape = schema._schema.type_map.get("MessageInput")
+    return isinstance(shape, GraphQLInputObjectType) and _MESSAGE_FIELDS.issuperset(
+        shape.fields)
+
+
+_plans: OrderedDict[tuple[Any, ...], AppendPlan | None] = OrderedDict()
+
+
+def append_plan_for(schema: Any, query: str | None, operation_name: str | None,
+                    settings: Any) -> AppendPlan | None:
+    """The cached plan for an ``appendMessages`` document under ``settings``' limits,
+    or None."""
+    # Long documents go the ordinary way (and never fill the cache).
+    if not query or len(query) > MAX_FAST_DOCUMENT or _FIELD not in query:
+        return None
+    limits = (settings.max_query_depth, settings.max_query_aliases, settings.max_query_tokens)
+    key = (id(schema), query, operation_name, limits)
+    if key in _plans:
+        _plans.move_to_end(key)
+        return _plans[key]
+    plan = _plan(query, operation_name, schema, limits)
+    _plans[key] = plan
+    if len(_plans) > _PLAN_CACHE_SIZE:
+        _plans.popitem(last=False)
+    return plan
+
+
+def _depth(value: Any, limit: int) -> bool:
+    """True when ``value`` nests no deeper than ``limit``."""
+    if limit < 0:
+        return False
+    if isinstance(value, dict):
+        return all(_depth(item, limit - 1) for item in value.values())
+    if isinstance(value, list):
+        return all(_depth(item, limit - 1) for item in value)
+    return True
+
+
+def _id(value: Any) -> str | None:
+    """GraphQL's ``ID`` of a variable's value (a string or a whole number), or None."""
+    if type(value) is str:
+        return value
+    if type(value) is int:
+        return str(value)
+    return None
+
+
+def _message(value: Any) -> store_messages.NewMessage | None:
+    """``value`` as a message when it has the ``MessageInput`` shape, else None.
+
+    Only the GraphQL types are checked here; the store's own rules (lengths, props an
+    object, token range) are the store's, as on the ordinary path.
+    """
+    if type(value) is not dict or not _MESSAGE_FIELDS.issuperset(value):
+        return None
+    get = value.get
+    role, kind, props = get("role"), get("type"), get("props")
+    if type(role) is not str or role not in _ROLES or type(kind) is not str or props is None:
+        return None
+    message_id = get("id")
+    if message_id is not None:
+        message_id = _id(message_id)
+        if message_id is None:
+            return None
+    names = []
+    for wire, _ in _NAME_FIELDS:
+        name = get(wire)
+        if name is not None and type(name) is not str:
+            return None
+        names.append(name)
+    tokens = get("tokens")
+    if tokens is not None and (type(tokens) is not int or tokens not in _INT_RANGE):
+        return None
+    metadata = get("metadata")
+    if not _depth(props, _MAX_DEPTH) or not _depth(metadata, _MAX_DEPTH):
+        return None
+    return store_messages.NewMessage(
+        role=role, type=kind, props=props, id=message_id, request_id=names[0],
+        block_id=names[1], thread_id=names[2], assistant_id=names[3], metadata=metadata,
+        tokens=tokens)
+
+
+_ABSENT = object()
+
+
+def _arguments(plan: AppendPlan, variables: dict[str, Any]) -> dict[str, Any] | None:
+    """The arguments' values as GraphQL would coerce them, or None (not sure they are)."""
+    values: dict[str, Any] = {}
+    for name, argument in plan.arguments.items():
+        if argument.variable is None:
+            values[name] = argument.literal
+            continue
+        value = variables.get(argument.variable, _ABSENT)
+        if value is _ABSENT or (value is None and argument.required):
+            return None
+        values[name] = value
+    return values
+
+
+async def fast_append(schema: Any, context: Context, query: str | None,
+                      operation_name: str | None, variables: dict[str, Any] | None, *,
+                      nul_free: bool = False) -> dict[str, Any] | None:
+    """``{"data": …}`` of an ``appendMessages`` done the fast way, or None (run it
+    normally).
+
+    ``nul_free``: the caller knows that the request holds no NUL (JSON can only spell
+    it ``\\u0000``, so a request body without that escape has none); without it the
+    ordinary path, which refuses NUL, answers.
+    """
+    clear_refusals(_FIELD)
+    services = context.services
+    if not nul_free:
+        return None
+    plan = append_plan_for(schema, query, operation_name, services.settings)
+    if plan is None:
+        return None
+    values = _arguments(plan, variables or {})
+    if values is None:
+        return None
+    chat_id, append_id = _id(values.get("chatId")), values.get("appendId")
+    parent_id = values.get("parentId")
+    raw = values.get("messages")
+    if chat_id is None or type(append_id) is not str or type(raw) is not list:
+        return None
+    if parent_id is not None:
+        parent_id = _id(parent_id)
+        if parent_id is None:
+            return None
+    batch = []
+    for item in raw:
+        message = _message(item)
+        if message is None:
+            return None
+        batch.append(message)
+    try:
+        # The archive check rides on the append's own lock read, as on the ordinary path.
+        receipt = await store_messages.append_messages(
+            services.db, context.identity, chat_id, append_id, batch, parent_id=parent_id,
+            stop_archived=services.archive is not None)
+    except ChatArchived:
+        return None  # nothing written: the ordinary path brings the chat back first
+    except Exception as error:
+        keep_refusal(_FIELD, error)
+        return None
+    try:
+        await announce_to(context, "MESSAGES", receipt.chat_id)
+    except Exception as error:
+        keep_refusal(_FIELD, error)
+        return None
+    values = {"chatId": receipt.chat_id, "appendId": receipt.append_id,
+              "digest": receipt.digest, "messageIds": receipt.message_ids,
+              "firstSequence": receipt.first_sequence, "lastSequence": receipt.last_sequence,
+              "__typename": "AppendReceipt"}
+    return {"data": {plan.response_key: {key: values[name] for key, name in plan.fields}}}

@@ -1,0 +1,70 @@
+"""HTTP lanes: the hottest mutations, sent as plain POSTs, answered without the view.
+
+A producer pushes thousands of chunks per stream and a chat appends every message;
+for both, the view's generic steps (request adapter, content negotiation, request
+data, result processing, Strawberry's argument conversion) cost about as much as the
+write itself. A lane answers one such request with the bytes and headers the view
+would send. Each lane names its root field and two functions: ``plan`` (the cached
+plan for a document, or None when the document is not one the lane serves) and
+``run`` (the ``{"data": …}`` of the operation, or None to leave it to the view).
+
+Declining is always safe: the request then goes through the view unchanged. A write
+the lane *tried* and that failed is not tried again: ``run`` keeps the failure
+(:func:`keep_refusal`) and the ordinary resolver raises it (:func:`take_refusal`)
+instead of writing, so the caller sees exactly the ordinary error for the one attempt
+it made. A kept failure lives only as long as the request's view run
+(:func:`clear_refusals`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Lane", "clear_refusals", "keep_refusal", "take_refusal"]
+
+
+@dataclass(frozen=True, slots=True)
+class Lane:
+    """A mutation a lane serves: its root field, how to plan and how to run it."""
+
+    field: str
+    #: ``plan(schema, query, operation_name, settings)``: a plan or None.
+    plan: Callable[[Any, str | None, str | None, Any], object | None]
+    #: ``run(schema, context, query, operation_name, variables, nul_free=…)``.
+    run: Callable[..., Awaitable[dict[str, Any] | None]]
+
+    @property
+    def marker(self) -> bytes:
+        """Bytes every request body this lane may serve contains."""
+        return self.field.encode()
+
+
+# The failure a lane met for this operation's write, with the field it was for (each
+# request runs in its own task, which holds its own copy of the variable).
+_refusal: ContextVar[tuple[str, BaseException] | None] = ContextVar("chatql_lane_refusal",
+                                                                   default=None)
+
+
+def keep_refusal(field: str, error: BaseException) -> None:
+    """Keep ``error`` for the ordinary ``field`` resolver of this operation."""
+    _refusal.set((field, error))
+
+
+def take_refusal(field: str) -> BaseException | None:
+    """The failure a lane met for this operation's ``field`` write, once."""
+    kept = _refusal.get()
+    if kept is None or kept[0] != field:
+        return None
+    _refusal.set(None)
+    return kept[1]
+
+
+def clear_refusals(field: str | None = None) -> None:
+    """Forget the failure kept for ``field`` (a run starts afresh), or any failure
+    (the view has answered)."""
+    kept = _refusal.get()
+    if kept is not None and (field is None or kept[0] == field):
+        _refusal.set(None)
