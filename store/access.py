@@ -31,10 +31,10 @@ rule written once); queries over many chats filter with the predicates.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Row, and_, false, or_, select, true
+from sqlalchemy import ColumnElement, Row, Select, and_, false, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store.errors import ChatArchived, Forbidden, NotFound
@@ -107,7 +107,8 @@ _REFUSED = {"write": "change it", "append": "append to it", "stream": "stream in
 
 async def require(conn: AsyncConnection, who: Identity, chat_id: str, need: Need = "read",
                   *, columns: Sequence[Any] = (), lock: bool = False,
-                  include_deleted: bool = False, stop_archived: bool = False) -> Row[Any]:
+                  include_deleted: bool = False, stop_archived: bool = False,
+                  joined: Callable[[Select[Any]], Select[Any]] | None = None) -> Row[Any]:
     """The chat row ``who`` may use for ``need`` (with ``columns``, and ``allowed``).
 
     The one access check of the store: a chat the caller may not read — or a deleted
@@ -116,6 +117,8 @@ async def require(conn: AsyncConnection, who: Identity, chat_id: str, need: Need
     chat's row lock for the transaction. ``stop_archived`` raises
     :class:`~store.errors.ChatArchived` for a visible chat whose messages are in the
     archive, before any refusal (a reader may restore a chat it may not write).
+    ``joined`` adds outer joins (and their columns) to the statement, so rows the
+    caller needs next come back with the chat's in the same statement.
     """
     allowed = {
         "read": true(),
@@ -123,8 +126,9 @@ async def require(conn: AsyncConnection, who: Identity, chat_id: str, need: Need
         "append": can_write(who, append=True),
         "stream": can_stream(who),
     }[need]
-    query = select(*(columns or (chats.c.id,)), chats.c.deleted_at.label("chat_deleted_at"),
-                   allowed.label("allowed")).where(chats.c.id == chat_id, can_read(who))
+    query: Select[Any] = select(
+        *(columns or (chats.c.id,)), chats.c.deleted_at.label("chat_deleted_at"),
+        allowed.label("allowed")).where(chats.c.id == chat_id, can_read(who))
     if stop_archived:
         query = query.add_columns(chats.c.archived_at.label("chat_archived_at"))
     # A chat past its expiry reads as absent even before the sweeper purges it. The
@@ -134,6 +138,8 @@ async def require(conn: AsyncConnection, who: Identity, chat_id: str, need: Need
     query = query.where(or_(chats.c.expires_at.is_(None), chats.c.expires_at > chat_rows.now()))
     if not include_deleted:
         query = query.where(chats.c.deleted_at.is_(None))
+    if joined is not None:
+        query = joined(query)
     if lock:
         query = query.with_for_update(of=chats)
     row: Any = (await conn.execute(query)).first()

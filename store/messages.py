@@ -8,11 +8,11 @@ as the batch, so a batch is either wholly accepted with its receipt or not at al
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Row, bindparam, exists, false, select, update
+from sqlalchemy import ColumnElement, Row, Select, bindparam, exists, false, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -30,7 +30,7 @@ from store.errors import (
 from store.ids import check_append_id, check_chat_id, check_message_id, new_id
 from store.jsonutil import canonical_digest
 from store.limits import MAX_TOKENS, TYPE_CHARS, check_length, check_optional_name
-from store.receipts import receipted_write
+from store.receipts import Earlier, earlier_receipt, earlier_receipt_joined, receipted_write
 from store.records import AppendReceipt, BranchPosition, Chat, Identity, Message, MessagePage
 from store.rows import write_chain
 from store.tables import chats, closed_chats, messages
@@ -203,10 +203,18 @@ async def lock_chat_for_write(conn: AsyncConnection, who: Identity, chat_id: str
                               *, stop_archived: bool = False) -> ChatEnd:
     """:func:`lock_chat_for_append`, also returning the chat's active leaf (one read);
     ``stop_archived`` raises ChatArchived for a chat whose messages are archived."""
+    row = await _locked_chat(conn, who, chat_id, stop_archived=stop_archived)
+    return ChatEnd(int(row.last_sequence), row.active_leaf_id)
+
+
+async def _locked_chat(conn: AsyncConnection, who: Identity, chat_id: str, *,
+                       stop_archived: bool,
+                       joined: Callable[[Select[Any]], Select[Any]] | None = None) -> Any:
+    """The chat's row for :func:`lock_chat_for_write` (with what ``joined`` adds)."""
     try:
         row = await access.require(conn, who, chat_id, "append",
                                    columns=(chats.c.last_sequence, chats.c.active_leaf_id),
-                                   lock=True, stop_archived=stop_archived)
+                                   lock=True, stop_archived=stop_archived, joined=joined)
     except NotFound:
         # A purged id has no chat row (and is never used again), so the tombstone is
         # only looked for here — also when a purge that held the chat lock while we
@@ -218,7 +226,48 @@ async def lock_chat_for_write(conn: AsyncConnection, who: Identity, chat_id: str
             raise ChatClosed(
                 f"chat {chat_id!r} was purged; it accepts no more messages") from None
         raise
-    return ChatEnd(int(row.last_sequence), row.active_leaf_id)
+    return row
+
+
+class AppendStart(NamedTuple):
+    """What an append reads under the chat's lock before it writes."""
+
+    end: ChatEnd
+    #: The receipt under the append id, or None (see store.receipts.receipted_write).
+    earlier: Earlier | None
+    #: The active leaf's and its jump target's links (see store.tree.chain_links).
+    leaf: tuple[tree.Link, tree.Link] | None
+
+
+# Postgres: read after the lock is held (see _lock_for_append).
+_APPEND_STATE = tree.leaf_joined(
+    earlier_receipt_joined(select().select_from(chats), "")
+).where(chats.c.id == bindparam("b_chat"))
+
+
+async def _lock_for_append(conn: AsyncConnection, who: Identity, chat_id: str,
+                           append_id: str, *, stop_archived: bool) -> AppendStart:
+    """Lock the chat for an append and read what the append needs next: the receipt
+    under ``append_id`` and the active leaf with its jump target.
+
+    On SQLite the write transaction holds the database's write lock before it reads
+    anything, so all of it comes back with the chat's lock read, in one statement. On
+    Postgres a lock read that waited for the row lock sees the joined rows as they
+    were before the wait (only the locked row is read again), so they are read by a
+    second statement once the lock is held.
+    """
+    if conn.dialect.name == "sqlite":
+        row = await _locked_chat(conn, who, chat_id, stop_archived=stop_archived,
+                                 joined=lambda query: tree.leaf_joined(
+                                     earlier_receipt_joined(query, append_id)))
+        state = row
+    else:
+        row = await _locked_chat(conn, who, chat_id, stop_archived=stop_archived)
+        state = (await conn.execute(_APPEND_STATE, {
+            "b_chat": chat_id, "b_receipt_append_id": append_id})).one()
+    leaf = row.active_leaf_id
+    return AppendStart(ChatEnd(int(row.last_sequence), leaf), earlier_receipt(state),
+                       tree.leaf_links(state, leaf))
 
 
 async def insert_messages(
@@ -230,6 +279,7 @@ async def insert_messages(
     default_assistant_id: str | None = None,
     parent_id: str | None = None,
     explicit_parent: bool = False,
+    parent_rows: tuple[tree.Link, tree.Link] | None = None,
 ) -> list[Message]:
     """Write ``batch`` after ``last_sequence`` (the chat must be locked by the caller).
 
@@ -244,7 +294,8 @@ async def insert_messages(
     ]
     return await insert_chain(conn, chat_id, ids, contents, last_sequence=last_sequence,
                               chosen=[m.id for m in batch if m.id is not None],
-                              parent_id=parent_id, explicit_parent=explicit_parent)
+                              parent_id=parent_id, explicit_parent=explicit_parent,
+                              parent_rows=parent_rows)
 
 
 # Built once: every append and persisted stream runs it.
@@ -266,6 +317,7 @@ async def insert_chain(
     chosen: Sequence[str] = (),
     parent_id: str | None = None,
     explicit_parent: bool = False,
+    parent_rows: tuple[tree.Link, tree.Link] | None = None,
 ) -> list[Message]:
     """Write messages ``ids`` (with their :data:`store.rows.CONTENT_COLUMNS` values)
     as one chain after ``last_sequence``; the chat must be locked by the caller.
@@ -274,7 +326,7 @@ async def insert_chain(
     ``explicit_parent`` (None then makes a new root); its last message becomes the
     active leaf. The rows go in with :func:`store.rows.write_chain`, then one update of
     the chat. Raises CONFLICT when one of the ``chosen`` (caller-chosen) ids is
-    already in the store.
+    already in the store. ``parent_rows``: see :func:`store.tree.chain_links`.
     """
     if len(set(chosen)) != len(chosen):
         raise InvalidArgument("message ids within one batch must be distinct")
@@ -288,7 +340,7 @@ async def insert_chain(
         parent_id = await conn.scalar(select(chats.c.active_leaf_id)
                                       .where(chats.c.id == chat_id))
     stamp = now()
-    links = await tree.chain_links(conn, chat_id, parent_id, ids)
+    links = await tree.chain_links(conn, chat_id, parent_id, ids, parent_rows=parent_rows)
     written = await write_chain(conn, chat_id, last_sequence + 1, stamp, links, contents,
                                 count=len(ids))
     await conn.execute(_CHAT_END, {"b_chat": chat_id, "b_last": last_sequence + len(written),
@@ -327,18 +379,20 @@ async def append_messages(
         {"parentId": parent_id, "messages": [message.wire() for message in batch]})
     try:
         async with db.write() as conn:
-            last_sequence, leaf = await lock_chat_for_write(conn, who, chat_id,
-                                                            stop_archived=stop_archived)
+            start = await _lock_for_append(conn, who, chat_id, append_id,
+                                           stop_archived=stop_archived)
+            last_sequence, leaf = start.end
 
             async def write() -> list[Message]:
                 return await insert_messages(conn, chat_id, batch,
                                              last_sequence=last_sequence,
                                              parent_id=leaf if parent_id is None else parent_id,
-                                             explicit_parent=True)
+                                             explicit_parent=True, parent_rows=start.leaf)
 
             receipt, _ = await receipted_write(
                 conn, chat_id=chat_id, append_id=append_id, digest=digest,
-                last_sequence=last_sequence, write=write, conflict="batch")
+                last_sequence=last_sequence, write=write, conflict="batch",
+                earlier=start.earlier)
     except IntegrityError:
         # Two inserts of one caller-chosen message id racing past the check above.
         raise Conflict("a message id in this batch is already taken") from None

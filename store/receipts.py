@@ -17,17 +17,55 @@ than the rest of the receipt; a retry reads them back instead (:func:`receipt_id
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import bindparam, insert, select
+from sqlalchemy import Select, and_, bindparam, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store.chats import now
 from store.errors import AppendConflict
 from store.records import AppendReceipt, Message
-from store.tables import append_receipts, messages
+from store.tables import append_receipts, chats, messages
 
-__all__ = ["receipt_ids", "receipted_write"]
+__all__ = ["NOT_READ", "Earlier", "earlier_receipt", "earlier_receipt_joined", "receipt_ids",
+           "receipted_write"]
+
+#: ``receipted_write(earlier=…)`` left out: the receipt is looked up there.
+NOT_READ: Any = object()
+
+
+class Earlier(NamedTuple):
+    """An earlier receipt as :func:`receipted_write` reads it."""
+
+    digest: str
+    message_ids: list[str] | None
+    first_sequence: int
+    last_sequence: int
+
+
+_EARLIER_COLUMNS = (
+    append_receipts.c.digest.label("r_digest"),
+    append_receipts.c.message_ids.label("r_message_ids"),
+    append_receipts.c.first_sequence.label("r_first_sequence"),
+    append_receipts.c.last_sequence.label("r_last_sequence"),
+)
+
+
+def earlier_receipt_joined(query: Select[Any], append_id: str) -> Select[Any]:
+    """``query`` over ``chats`` with the chat's receipt under ``append_id`` outer-joined
+    (read back with :func:`earlier_receipt`)."""
+    return query.add_columns(*_EARLIER_COLUMNS).outerjoin(
+        append_receipts, and_(append_receipts.c.chat_id == chats.c.id,
+                              append_receipts.c.append_id == bindparam(
+                                  "b_receipt_append_id", append_id)))
+
+
+def earlier_receipt(row: Any) -> Earlier | None:
+    """The receipt :func:`earlier_receipt_joined` found, or None."""
+    if row.r_digest is None:
+        return None
+    return Earlier(row.r_digest, row.r_message_ids, int(row.r_first_sequence),
+                   int(row.r_last_sequence))
 
 
 # Built once: every append runs them.
@@ -66,6 +104,7 @@ async def receipted_write(
     write: Callable[[], Awaitable[Sequence[Message]]],
     conflict: str | None,
     listed: bool = True,
+    earlier: Any = NOT_READ,
 ) -> tuple[AppendReceipt, Sequence[Message] | None]:
     """Run ``write`` once per ``append_id`` and receipt it; returns the receipt and
     what ``write`` wrote, or the earlier receipt and None when one exists.
@@ -76,10 +115,14 @@ async def receipted_write(
     ``last_sequence`` is the chat's last sequence, what an empty write's receipt holds.
     ``listed=False`` stores the sequence range instead of the ids (an empty write still
     stores its empty list, whose range would name the message before it).
+    ``earlier``: the receipt under ``append_id`` (its ``digest``, ``message_ids``,
+    ``first_sequence`` and ``last_sequence``) or None, when the caller read it already
+    in this transaction with the chat locked (see :func:`earlier_receipt_joined`).
     """
-    earlier = (
-        await conn.execute(_EARLIER, {"chat": chat_id, "append": append_id})
-    ).first()
+    if earlier is NOT_READ:
+        earlier = (
+            await conn.execute(_EARLIER, {"chat": chat_id, "append": append_id})
+        ).first()
     if earlier is not None:
         if conflict is not None and earlier.digest != digest:
             raise AppendConflict(

@@ -32,11 +32,14 @@ from store.errors import NotFound
 from store.tables import chats, messages
 
 __all__ = [
+    "LEAF_COLUMNS",
     "Link",
     "ancestor_at",
     "chain_jump_depths",
     "chain_links",
     "delete_subtrees",
+    "leaf_joined",
+    "leaf_links",
     "link_rows",
     "newest_leaf_below",
     "newest_replies",
@@ -169,13 +172,20 @@ class _Known:
 
 
 async def chain_links(conn: AsyncConnection, chat_id: str, parent_id: str | None,
-                      ids: Sequence[str]) -> Iterator[Link]:
+                      ids: Sequence[str], *,
+                      parent_rows: tuple[Link, Link] | None = None) -> Iterator[Link]:
     """Tree columns for ``ids`` written as a chain below ``parent_id`` (None: roots).
 
     The rows above the chain are read here; the links are made as they are taken,
     without the database, so a long chain's are made while its rows stream out.
+    ``parent_rows``: the parent's and its jump target's links, read already in this
+    transaction (:data:`LEAF_COLUMNS`); enough for one message, which then reads
+    nothing here.
     """
     known = _Known(conn, chat_id, "message {id!r} not found in chat {chat!r}")
+    if parent_rows is not None and len(ids) == 1 and parent_rows[0].id == parent_id:
+        for link in parent_rows:
+            known.add(link)
     # One message needs its parent and the parent's jump; a longer chain's jumps reach
     # further up the parent's jump path, read whole rather than a row at a time.
     if parent_id is None:
@@ -185,6 +195,38 @@ async def chain_links(conn: AsyncConnection, chat_id: str, parent_id: str | None
     else:
         parent = await known.get_with_path(parent_id)
     return _chain(known, parent, ids)
+
+
+_LEAF = messages.alias("leaf")
+_LEAF_JUMP = messages.alias("leaf_jump")
+#: The chat's active leaf and its jump target, as columns of a statement over
+#: ``chats`` (see :func:`leaf_joined`).
+LEAF_COLUMNS = (
+    _LEAF.c.parent_id.label("l_parent_id"), _LEAF.c.depth.label("l_depth"),
+    _LEAF.c.jump_id.label("l_jump_id"), _LEAF.c.jump_depth.label("l_jump_depth"),
+    _LEAF_JUMP.c.parent_id.label("lj_parent_id"), _LEAF_JUMP.c.depth.label("lj_depth"),
+    _LEAF_JUMP.c.jump_id.label("lj_jump_id"), _LEAF_JUMP.c.jump_depth.label("lj_jump_depth"),
+)
+
+
+def leaf_joined(query: Select[Any]) -> Select[Any]:
+    """``query`` over ``chats`` with the chat's active leaf and the leaf's jump target
+    outer-joined (read back with :func:`leaf_links`)."""
+    return query.add_columns(*LEAF_COLUMNS).outerjoin(
+        _LEAF, (_LEAF.c.id == chats.c.active_leaf_id) & (_LEAF.c.chat_id == chats.c.id)
+    ).outerjoin(
+        _LEAF_JUMP, (_LEAF_JUMP.c.id == _LEAF.c.jump_id) & (_LEAF_JUMP.c.chat_id == chats.c.id))
+
+
+def leaf_links(row: Any, leaf_id: str | None) -> tuple[Link, Link] | None:
+    """The active leaf's and its jump target's links :func:`leaf_joined` read, or None
+    (no leaf, or not both rows found)."""
+    if leaf_id is None or row.l_depth is None or row.lj_depth is None:
+        return None
+    return (Link(leaf_id, row.l_parent_id, int(row.l_depth), row.l_jump_id,
+                 int(row.l_jump_depth)),
+            Link(row.l_jump_id, row.lj_parent_id, int(row.lj_depth), row.lj_jump_id,
+                 int(row.lj_jump_depth)))
 
 
 def _chain(known: _Known, parent: Link | None, ids: Sequence[str]) -> Iterator[Link]:

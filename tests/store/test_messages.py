@@ -208,3 +208,45 @@ async def test_pages_walk_both_ways_with_exact_flags(db: Database, chat_id: str)
     assert (exact.has_previous, exact.has_next) == (True, False)
     with pytest.raises(InvalidArgument):
         await store_messages.list_messages(db, ALICE, chat_id, first=0)
+
+
+async def test_an_append_after_the_active_leaf_reads_everything_with_the_chat_lock(
+        db: Database, chat_id: str) -> None:
+    """One message after the active leaf: the receipt and the leaf's tree rows come
+    back with the lock read (SQLite) or in one statement after it (Postgres), and the
+    tree columns are those a read of the rows gives."""
+    from sqlalchemy import event
+
+    from store import tree
+
+    statements: list[str] = []
+
+    def seen(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        if not statement.startswith(("PRAGMA", "BEGIN")):  # checkpoints, SQLite's BEGIN
+            statements.append(statement.split()[0].upper())
+
+    event.listen(db.engine.sync_engine, "before_cursor_execute", seen)
+    try:
+        ids = []
+        for n in range(40):
+            statements.clear()
+            receipt = await store_messages.append_messages(db, ALICE, chat_id, f"one-{n}",
+                                                           [text(str(n))])
+            ids.extend(receipt.message_ids)
+            reads = 1 if db.is_sqlite else 2  # the lock read, then (Postgres) the rest
+            assert statements == ["SELECT"] * reads + ["INSERT", "UPDATE", "INSERT"], statements
+        statements.clear()
+        again = await store_messages.append_messages(db, ALICE, chat_id, "one-7", [text("7")])
+        assert again.message_ids == [ids[7]] and statements.count("SELECT") == reads
+        assert "INSERT" not in statements
+    finally:
+        event.remove(db.engine.sync_engine, "before_cursor_execute", seen)
+    jumps = tree.chain_jump_depths(len(ids))
+    async with db.read() as conn:
+        rows = {row.id: row for row in await conn.execute(
+            select(messages.c.id, messages.c.parent_id, messages.c.depth, messages.c.jump_id,
+                   messages.c.jump_depth).where(messages.c.chat_id == chat_id))}
+    for depth, message_id in enumerate(ids, start=1):
+        row = rows[message_id]
+        assert (row.parent_id, row.depth, row.jump_id, row.jump_depth) == (
+            ids[depth - 2] if depth > 1 else None, depth, ids[jumps[depth] - 1], jumps[depth])
