@@ -31,11 +31,13 @@ rule written once); queries over many chats filter with the predicates.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Row, Select, and_, false, or_, select, true
+from sqlalchemy import ColumnElement, Row, Select, and_, bindparam, false, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql import visitors
+from sqlalchemy.sql.elements import BindParameter
 
 from store.errors import ChatArchived, Forbidden, NotFound
 from store.records import Chat, Identity
@@ -105,10 +107,75 @@ Need = Literal["read", "write", "append", "stream"]
 _REFUSED = {"write": "change it", "append": "append to it", "stream": "stream into it"}
 
 
+# Marker values standing in for the caller's identity while a statement is built.
+_MARKS = {"\x00access:user": "w_user", "\x00access:tenant": "w_tenant",
+          "\x00access:team": "w_team"}
+_statements: dict[tuple[Any, ...], Select[Any]] = {}
+_MAX_STATEMENTS = 512
+
+
+def _require_statement(who: Identity, need: Need, columns: tuple[Any, ...], *, lock: bool,
+                       include_deleted: bool, stop_archived: bool,
+                       joined: Callable[[Select[Any]], Select[Any]] | None) -> Select[Any]:
+    """The statement :func:`require` runs, built once per shape (what decides its text:
+    the caller's kind of access and the options) with the chat id, the moment and the
+    caller's identity as bound parameters (``w_chat``, ``w_now``, ``w_user``,
+    ``w_tenant``, ``w_team``).
+
+    Building and keying a fresh statement for every write cost more than SQLite spends
+    running it; a statement built once keeps SQLAlchemy's cache key and compiled form.
+    The access rule is the one of :func:`can_read` and friends, applied to an identity
+    of marker values that are then swapped for the parameters.
+    """
+    key = (who.is_admin, who.is_agent, bool(who.team_id), need, columns, lock,
+           include_deleted, stop_archived, joined)
+    known = _statements.get(key)
+    if known is not None:
+        return known
+    marked = Identity(user_id="\x00access:user", tenant_id="\x00access:tenant",
+                      team_id="\x00access:team" if who.team_id else None,
+                      roles=frozenset(role for role in ("admin", "agent")
+                                      if role in who.roles))
+    allowed = {
+        "read": true(),
+        "write": can_write(marked),
+        "append": can_write(marked, append=True),
+        "stream": can_stream(marked),
+    }[need]
+    query: Any = select(
+        *(columns or (chats.c.id,)), chats.c.deleted_at.label("chat_deleted_at"),
+        allowed.label("allowed"),
+    ).where(chats.c.id == bindparam("w_chat"), can_read(marked))
+    if stop_archived:
+        query = query.add_columns(chats.c.archived_at.label("chat_archived_at"))
+    query = query.where(or_(chats.c.expires_at.is_(None),
+                            chats.c.expires_at > bindparam("w_now", type_=chats.c.expires_at.type)))
+    if not include_deleted:
+        query = query.where(chats.c.deleted_at.is_(None))
+    if joined is not None:
+        query = joined(query)
+    if lock:
+        query = query.with_for_update(of=chats)
+
+    def named(element: Any, **_: Any) -> Any:
+        if isinstance(element, BindParameter) and isinstance(element.value, str) and (
+            element.value in _MARKS
+        ):
+            return bindparam(_MARKS[element.value], type_=element.type)
+        return None
+
+    built: Select[Any] = visitors.replacement_traverse(query, {}, named)
+    if len(_statements) >= _MAX_STATEMENTS:
+        _statements.clear()
+    _statements[key] = built
+    return built
+
+
 async def require(conn: AsyncConnection, who: Identity, chat_id: str, need: Need = "read",
                   *, columns: Sequence[Any] = (), lock: bool = False,
                   include_deleted: bool = False, stop_archived: bool = False,
-                  joined: Callable[[Select[Any]], Select[Any]] | None = None) -> Row[Any]:
+                  joined: Callable[[Select[Any]], Select[Any]] | None = None,
+                  params: Mapping[str, Any] | None = None) -> Row[Any]:
     """The chat row ``who`` may use for ``need`` (with ``columns``, and ``allowed``).
 
     The one access check of the store: a chat the caller may not read — or a deleted
@@ -118,31 +185,20 @@ async def require(conn: AsyncConnection, who: Identity, chat_id: str, need: Need
     :class:`~store.errors.ChatArchived` for a visible chat whose messages are in the
     archive, before any refusal (a reader may restore a chat it may not write).
     ``joined`` adds outer joins (and their columns) to the statement, so rows the
-    caller needs next come back with the chat's in the same statement.
+    caller needs next come back with the chat's in the same statement; it is part of
+    the statement's shape (a function of the module's, not one made per call) and
+    ``params`` binds the parameters it names.
     """
-    allowed = {
-        "read": true(),
-        "write": can_write(who),
-        "append": can_write(who, append=True),
-        "stream": can_stream(who),
-    }[need]
-    query: Select[Any] = select(
-        *(columns or (chats.c.id,)), chats.c.deleted_at.label("chat_deleted_at"),
-        allowed.label("allowed")).where(chats.c.id == chat_id, can_read(who))
-    if stop_archived:
-        query = query.add_columns(chats.c.archived_at.label("chat_archived_at"))
     # A chat past its expiry reads as absent even before the sweeper purges it. The
     # service clock lives in store.chats, which imports this module.
     from store import chats as chat_rows
 
-    query = query.where(or_(chats.c.expires_at.is_(None), chats.c.expires_at > chat_rows.now()))
-    if not include_deleted:
-        query = query.where(chats.c.deleted_at.is_(None))
-    if joined is not None:
-        query = joined(query)
-    if lock:
-        query = query.with_for_update(of=chats)
-    row: Any = (await conn.execute(query)).first()
+    query = _require_statement(who, need, tuple(columns), lock=lock,
+                               include_deleted=include_deleted, stop_archived=stop_archived,
+                               joined=joined)
+    values = {"w_chat": chat_id, "w_now": chat_rows.now(), "w_user": who.user_id,
+              "w_tenant": who.tenant_id, "w_team": who.team_id, **(params or {})}
+    row: Any = (await conn.execute(query, values)).first()
     if row is None:
         raise NotFound(f"chat {chat_id!r} not found")
     if stop_archived and row.chat_archived_at is not None:

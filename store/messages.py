@@ -209,12 +209,14 @@ async def lock_chat_for_write(conn: AsyncConnection, who: Identity, chat_id: str
 
 async def _locked_chat(conn: AsyncConnection, who: Identity, chat_id: str, *,
                        stop_archived: bool,
-                       joined: Callable[[Select[Any]], Select[Any]] | None = None) -> Any:
+                       joined: Callable[[Select[Any]], Select[Any]] | None = None,
+                       params: dict[str, Any] | None = None) -> Any:
     """The chat's row for :func:`lock_chat_for_write` (with what ``joined`` adds)."""
     try:
         row = await access.require(conn, who, chat_id, "append",
                                    columns=(chats.c.last_sequence, chats.c.active_leaf_id),
-                                   lock=True, stop_archived=stop_archived, joined=joined)
+                                   lock=True, stop_archived=stop_archived, joined=joined,
+                                   params=params)
     except NotFound:
         # A purged id has no chat row (and is never used again), so the tombstone is
         # only looked for here — also when a purge that held the chat lock while we
@@ -239,10 +241,14 @@ class AppendStart(NamedTuple):
     leaf: tuple[tree.Link, tree.Link] | None
 
 
+def _append_state(query: Select[Any]) -> Select[Any]:
+    """``query`` over ``chats`` with the receipt and the active leaf joined."""
+    return tree.leaf_joined(earlier_receipt_joined(query))
+
+
 # Postgres: read after the lock is held (see _lock_for_append).
-_APPEND_STATE = tree.leaf_joined(
-    earlier_receipt_joined(select().select_from(chats), "")
-).where(chats.c.id == bindparam("b_chat"))
+_APPEND_STATE = _append_state(select().select_from(chats)).where(
+    chats.c.id == bindparam("b_chat"))
 
 
 async def _lock_for_append(conn: AsyncConnection, who: Identity, chat_id: str,
@@ -258,8 +264,8 @@ async def _lock_for_append(conn: AsyncConnection, who: Identity, chat_id: str,
     """
     if conn.dialect.name == "sqlite":
         row = await _locked_chat(conn, who, chat_id, stop_archived=stop_archived,
-                                 joined=lambda query: tree.leaf_joined(
-                                     earlier_receipt_joined(query, append_id)))
+                                 joined=_append_state,
+                                 params={"b_receipt_append_id": append_id})
         state = row
     else:
         row = await _locked_chat(conn, who, chat_id, stop_archived=stop_archived)

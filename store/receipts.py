@@ -51,13 +51,13 @@ _EARLIER_COLUMNS = (
 )
 
 
-def earlier_receipt_joined(query: Select[Any], append_id: str) -> Select[Any]:
-    """``query`` over ``chats`` with the chat's receipt under ``append_id`` outer-joined
-    (read back with :func:`earlier_receipt`)."""
+def earlier_receipt_joined(query: Select[Any]) -> Select[Any]:
+    """``query`` over ``chats`` with the chat's receipt under the append id bound to
+    ``b_receipt_append_id`` outer-joined (read back with :func:`earlier_receipt`)."""
     return query.add_columns(*_EARLIER_COLUMNS).outerjoin(
         append_receipts, and_(append_receipts.c.chat_id == chats.c.id,
                               append_receipts.c.append_id == bindparam(
-                                  "b_receipt_append_id", append_id)))
+                                  "b_receipt_append_id", type_=append_receipts.c.append_id.type)))
 
 
 def earlier_receipt(row: Any) -> Earlier | None:

@@ -250,3 +250,25 @@ async def test_an_append_after_the_active_leaf_reads_everything_with_the_chat_lo
         row = rows[message_id]
         assert (row.parent_id, row.depth, row.jump_id, row.jump_depth) == (
             ids[depth - 2] if depth > 1 else None, depth, ids[jumps[depth] - 1], jumps[depth])
+
+
+async def test_the_lock_statement_is_built_once_per_shape_and_bound_per_caller(
+        db: Database, chat_id: str) -> None:
+    from store import access
+
+    bob = Identity(user_id="bob", tenant_id="acme")
+    agent = Identity(user_id="bot", tenant_id="acme", roles=frozenset({"agent"}))
+    elsewhere = Identity(user_id="alice", tenant_id="globex")
+    access._statements.clear()
+    await store_messages.append_messages(db, ALICE, chat_id, "a1", [text("a")])
+    built = dict(access._statements)
+    # Bob's lock read is the same statement, bound to Bob: Alice's chat is not his.
+    with pytest.raises(NotFound):
+        await store_messages.append_messages(db, bob, chat_id, "b1", [text("b")])
+    with pytest.raises(NotFound):
+        await store_messages.append_messages(db, elsewhere, chat_id, "c1", [text("c")])
+    assert access._statements == built
+    # An agent's access rule has another text: a statement of its own.
+    await store_messages.append_messages(db, agent, chat_id, "d1", [text("d")])
+    assert len(access._statements) == len(built) + 1
+    assert await row_counts(db) == (1, 2, 2)
