@@ -302,6 +302,7 @@ async def test_edit_message_sends_messages_with_the_new_active_leaf(
         settings: Settings, protocol: str) -> None:
     async with serve(settings) as (server, app), connect(server, protocol, ALICE) as ws:
         chat = await create(server, ALICE, title="edits")
+        await delivered(app, 1)  # its CREATED never reaches the sidebar opened next
         op = await ws.start(LEAF)
         await listening(app)
         first = (await call(server, MESSAGE_IDS, {"chat": chat, "aid": "a1"}, ALICE)
