@@ -18,16 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import math
+import re
 import resource
 import sys
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import orjson
+from picows import WSCloseCode, WSFrame, WSListener, WSMsgType, WSTransport, ws_connect
 
 from bench.common import cpu_seconds
 
@@ -51,140 +54,186 @@ def raise_file_limit() -> int:
 
 # ---- the client process ------------------------------------------------------------------
 
-
-@dataclass
-class _Socket:
-    ws: Any = None
-    acked: bool = False
-    served: bool = False
-    ended: asyncio.Event = field(default_factory=asyncio.Event)
-    started: asyncio.Event = field(default_factory=asyncio.Event)
-
-
-def _stamp(frame: str, key: str) -> int | None:
-    at = frame.find(key)
-    if at < 0:
-        return None
-    start = stop = at + len(key)
-    while frame[stop].isdigit():
-        stop += 1
-    return int(frame[start:stop])
-
-
-def _count(histogram: dict[int, int], now: int, stamp: int) -> None:
-    bucket = int(math.log(max(0.001, (now - stamp) / 1e6)) / _BUCKET)
-    histogram[bucket] = histogram.get(bucket, 0) + 1
+#: The payload markers the client scans for (bytes: no frame is decoded to str). The
+#: producer's stamps ride in each chunk's props: "t" (the chunk made), then "s" (its push
+#: due); a snapshot's marker comes after the props (fields in the selection's order).
+_STAMPS = re.compile(rb'"t":(\d+)(?:,"s":(\d+))?')
+_DUE = re.compile(rb'"s":(\d+)')
+_SNAPSHOT = b'"snapshot":true'
+_ENDS = (b'"stream_end"', b'"type":"end"', b'"type":"complete"', b'"type":"error"')
+_PER_LOG = 1 / _BUCKET
+_MS_LOG = math.log(1e6) / _BUCKET  # nanoseconds to milliseconds, in buckets
 
 
 class _Stats:
+    """What one client process saw: chunk frames, snapshots and two latency histograms
+    (2 %-wide buckets of the latency in milliseconds, at least 1 µs)."""
+
     def __init__(self) -> None:
         self.chunks = 0
         self.snapshots = 0
         self.histogram: dict[int, int] = {}
         self.scheduled: dict[int, int] = {}
-        self.first = 0.0
-        self.last = 0.0
+        #: perf_counter_ns of the first and the last chunk received.
+        self.first = 0
+        self.last = 0
 
-    def chunk(self, frame: str) -> None:
-        now = time.perf_counter_ns()
-        if '"snapshot":true' in frame:
+    def chunk(self, now: int, stamps: re.Match[bytes], payload: bytes) -> None:
+        """Count one frame carrying a producer stamp (``stamps``, found in ``payload``).
+
+        A resync snapshot is counted apart: it stands for chunks, it is not one. This
+        runs once per frame received, so it is kept to a few C-level scans and two
+        dict updates.
+        """
+        if payload.find(_SNAPSHOT, stamps.end()) >= 0:
             self.snapshots += 1
             return
-        made = _stamp(frame, '"t":')
-        if made is None:
-            return
-        _count(self.histogram, now, made)
-        due = _stamp(frame, '"s":')
+        made, due = stamps.groups()
+        histogram = self.histogram
+        bucket = int(math.log(max(1_000, now - int(made))) * _PER_LOG - _MS_LOG)
+        histogram[bucket] = histogram.get(bucket, 0) + 1
+        if due is None:
+            found = _DUE.search(payload)
+            due = found[1] if found else None
         if due is not None:
-            _count(self.scheduled, now, due)
+            scheduled = self.scheduled
+            bucket = int(math.log(max(1_000, now - int(due))) * _PER_LOG - _MS_LOG)
+            scheduled[bucket] = scheduled.get(bucket, 0) + 1
         self.chunks += 1
-        seconds = now / 1e9
-        self.first = self.first or seconds
-        self.last = seconds
+        self.first = self.first or now
+        self.last = now
+
+
+class _Listener(WSListener):
+    """One subscription's socket: the handshake, then counting what arrives.
+
+    chatql: ``connection_init`` on open, ``subscribe`` on ``connection_ack``
+    (acknowledged from then on); the relay: acknowledged on its ready frame.
+    After that any frame serves the subscription; a stamped frame is a chunk or a
+    snapshot, an end, complete or error frame ends it, anything else (stream_start)
+    starts it. picows answers pings itself.
+    """
+
+    def __init__(self, kind: str, subscribe: bytes, stats: _Stats) -> None:
+        super().__init__()
+        self.kind = kind
+        self.subscribe = subscribe
+        self.stats = stats
+        self.acked = False
+        self.served = False
+        self.handshake: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self.started = asyncio.Event()
+        self.ended = asyncio.Event()
+
+    def on_ws_connected(self, transport: WSTransport) -> None:
+        if self.kind == "chatql":
+            transport.send(WSMsgType.TEXT, b'{"type":"connection_init","payload":{}}')
+
+    def on_ws_frame(self, transport: WSTransport, frame: WSFrame) -> None:
+        kind = frame.msg_type
+        if kind is WSMsgType.CLOSE:
+            transport.send_close(WSCloseCode.OK)
+            transport.disconnect()
+            return
+        if kind is not WSMsgType.TEXT:
+            return
+        now = time.perf_counter_ns()
+        payload = frame.get_payload_as_bytes()
+        if not self.acked:
+            self._acknowledge(transport)
+            return
+        self.served = True
+        stamps = _STAMPS.search(payload)
+        if stamps is not None:
+            self.stats.chunk(now, stamps, payload)
+        else:
+            if any(end in payload for end in _ENDS):
+                self.ended.set()
+            else:
+                self.started.set()
+
+    def _acknowledge(self, transport: WSTransport) -> None:
+        if self.kind == "chatql":  # connection_ack: now subscribe
+            transport.send(WSMsgType.TEXT, self.subscribe)
+        else:  # ready: registered with the relay
+            self.started.set()
+        self.acked = True
+        if not self.handshake.done():
+            self.handshake.set_result(True)
+
+    def on_ws_disconnected(self, transport: WSTransport) -> None:
+        if not self.handshake.done():
+            self.handshake.set_exception(ConnectionError("closed before acknowledged"))
+        self.ended.set()
+
+
+def _report(**values: Any) -> None:
+    sys.stdout.write(orjson.dumps(values).decode() + "\n")
+    sys.stdout.flush()
+
+
+async def _first(sock: _Listener) -> None:
+    """Wait for a subscription's first frame: stream_start (or a snapshot), error or end."""
+    waits = [asyncio.ensure_future(sock.started.wait()),
+             asyncio.ensure_future(sock.ended.wait())]
+    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    for waiting in waits:
+        waiting.cancel()
+
+
+async def _open(kind: str, address: str, subscribe: bytes, stats: _Stats,
+                gate: asyncio.Semaphore) -> tuple[WSTransport, _Listener] | None:
+    """Open one socket and wait for its acknowledgement; None when it failed."""
+    url, headers = (f"ws://{address}/graphql", {"Sec-WebSocket-Protocol": "graphql-transport-ws"}) \
+        if kind == "chatql" else (f"ws://{address}/ws", None)
+    async with gate:
+        try:
+            transport, listener = await ws_connect(
+                lambda: _Listener(kind, subscribe, stats), url, extra_headers=headers,
+                websocket_handshake_timeout=120, enable_auto_pong=True)
+            assert isinstance(listener, _Listener)
+            await asyncio.wait_for(listener.handshake, 120)
+        except Exception as error:  # counted as not acknowledged
+            print(f"connect failed: {error!r}", file=sys.stderr)
+            return None
+    return transport, listener
 
 
 async def _client(kind: str, address: str, chat: str, count: int) -> None:
-    import websockets
-
     stats = _Stats()
-    sockets = [_Socket() for _ in range(count)]
+    subscribe = orjson.dumps({"id": "1", "type": "subscribe", "payload": {
+        "query": SUBSCRIBE, "variables": {"chat": chat}}})
     gate = asyncio.Semaphore(100)
-    readers: list[asyncio.Task[None]] = []
-
-    async def read(sock: _Socket) -> None:
-        try:
-            async for frame in sock.ws:
-                assert isinstance(frame, str)
-                sock.served = True
-                if '"t":' in frame:
-                    stats.chunk(frame)
-                elif '"stream_end"' in frame or '"type":"end"' in frame or (
-                        '"type":"complete"' in frame or '"type":"error"' in frame):
-                    sock.ended.set()
-                else:
-                    sock.started.set()
-        except websockets.ConnectionClosed:
-            pass
-        sock.ended.set()
-
-    async def open_one(sock: _Socket) -> None:
-        async with gate:
-            try:
-                if kind == "chatql":
-                    sock.ws = await websockets.connect(
-                        f"ws://{address}/graphql", subprotocols=["graphql-transport-ws"],  # type: ignore[list-item]
-                        compression=None, max_queue=None, open_timeout=120)
-                    await sock.ws.send('{"type":"connection_init","payload":{}}')
-                    await sock.ws.recv()
-                    await sock.ws.send(orjson.dumps({"id": "1", "type": "subscribe",
-                                                     "payload": {"query": SUBSCRIBE,
-                                                                 "variables": {"chat": chat}}
-                                                     }).decode())
-                else:
-                    sock.ws = await websockets.connect(f"ws://{address}/ws", compression=None,
-                                                       max_queue=None, open_timeout=120)
-                    await sock.ws.recv()  # ready: registered with the relay
-                    sock.started.set()
-            except Exception as error:  # counted as not acknowledged
-                print(f"connect failed: {error!r}", file=sys.stderr)
-                return
-            sock.acked = True
-            readers.append(asyncio.create_task(read(sock)))
-
-    async def _first(sock: _Socket) -> None:
-        # Its first frame: stream_start (or a snapshot), or an error or complete.
-        waits = [asyncio.ensure_future(sock.started.wait()),
-                 asyncio.ensure_future(sock.ended.wait())]
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        for waiting in waits:
-            waiting.cancel()
-
-    def report(**values: Any) -> None:
-        sys.stdout.write(orjson.dumps(values).decode() + "\n")
-        sys.stdout.flush()
-
-    await asyncio.gather(*(open_one(s) for s in sockets))
-    acked = [s for s in sockets if s.acked]
-    report(connected=len(acked))
+    opened = await asyncio.gather(*(_open(kind, address, subscribe, stats, gate)
+                                    for _ in range(count)))
+    sockets = [pair for pair in opened if pair is not None]
+    acked = [listener for _, listener in sockets]
+    _report(connected=len(acked))
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)  # started
     with contextlib.suppress(TimeoutError):
         # Every subscription served its first frame before the pushes (each costs the
         # server an access check; 10,000 of them take a while on a small machine).
         await asyncio.wait_for(asyncio.gather(*(_first(s) for s in acked)), 600)
-    report(started=sum(s.started.is_set() or s.ended.is_set() for s in acked))
+    _report(started=sum(s.started.is_set() or s.ended.is_set() for s in acked))
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)  # ended
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(asyncio.gather(*(s.ended.wait() for s in acked)), 180)
-    report(acked=len(acked), served=sum(s.served for s in acked), chunks=stats.chunks,
-           snapshots=stats.snapshots, first=stats.first, last=stats.last,
-           histogram=sorted(stats.histogram.items()),
-           scheduled=sorted(stats.scheduled.items()),
-           ended=sum(s.ended.is_set() for s in acked))
-    for sock in acked:
-        await sock.ws.close()
+    _report(acked=len(acked), served=sum(s.served for s in acked), chunks=stats.chunks,
+            snapshots=stats.snapshots, first=stats.first / 1e9, last=stats.last / 1e9,
+            histogram=sorted(stats.histogram.items()),
+            scheduled=sorted(stats.scheduled.items()),
+            ended=sum(s.ended.is_set() for s in acked))
+    for transport, _ in sockets:
+        transport.disconnect()
 
 
 def client_main(kind: str, address: str, chat: str, count: int) -> None:
+    """One client process: ``count`` subscriptions, reporting on stdout as it goes.
+
+    The cyclic garbage collector is off: the process makes no cycles per frame, and
+    its full collections would otherwise walk every socket's objects while frames wait.
+    """
+    gc.disable()
     try:
         import uvloop
     except ImportError:  # pragma: no cover
@@ -207,6 +256,8 @@ class ScaleFigures:
     p99_due: float
     #: Server CPU seconds from the first push to the last report, per chunk delivered.
     cpu_per_chunk: float
+    #: The client processes' CPU seconds over the same span, per chunk received.
+    client_cpu_per_chunk: float
     acked: int
     unserved: int
     snapshots: int
@@ -269,6 +320,7 @@ async def run_once(target: Any, n: int, pushes: int, batch: int) -> ScaleFigures
         started_in = time.perf_counter() - opened
         push_times: list[float] = []
         cpu_before = cpu_seconds(target.server.process.pid)
+        client_before = sum(cpu_seconds(p.pid) for p in clients)
         began_ns = time.perf_counter_ns()
         began = began_ns / 1e9
         for index in range(pushes):
@@ -287,6 +339,7 @@ async def run_once(target: Any, n: int, pushes: int, batch: int) -> ScaleFigures
         await tell()
         reports = await asyncio.gather(*(_line(p) for p in clients))
         cpu = cpu_seconds(target.server.process.pid) - cpu_before
+        client_cpu = sum(cpu_seconds(p.pid) for p in clients) - client_before
     finally:
         for process in clients:
             if process.returncode is None:
@@ -311,6 +364,7 @@ async def run_once(target: Any, n: int, pushes: int, batch: int) -> ScaleFigures
         n=n, rate=chunks_received / elapsed, p50=_percentile(histogram, 0.5),
         p99=_percentile(histogram, 0.99), push_p50=push_times[len(push_times) // 2],
         p99_due=_percentile(scheduled, 0.99), cpu_per_chunk=cpu / max(1, chunks_received),
+        client_cpu_per_chunk=client_cpu / max(1, chunks_received),
         acked=sum(r["acked"] for r in reports),
         unserved=sum(r["acked"] - r["served"] for r in reports),
         snapshots=sum(r["snapshots"] for r in reports), started_in=started_in)
@@ -323,6 +377,8 @@ def _best(a: ScaleFigures | None, b: ScaleFigures) -> ScaleFigures:
                         p99=min(a.p99, b.p99), push_p50=min(a.push_p50, b.push_p50),
                         p99_due=min(a.p99_due, b.p99_due),
                         cpu_per_chunk=min(a.cpu_per_chunk, b.cpu_per_chunk),
+                        client_cpu_per_chunk=min(a.client_cpu_per_chunk,
+                                                 b.client_cpu_per_chunk),
                         acked=a.acked + b.acked, unserved=a.unserved + b.unserved,
                         snapshots=a.snapshots + b.snapshots,
                         started_in=min(a.started_in, b.started_in))
@@ -362,4 +418,6 @@ async def scale(chatql: Any, baseline: Any, http: httpx.AsyncClient, quick: bool
         if n >= 1_000:
             print(f"{'':>6} every subscription served its first frame in {ours.started_in:.1f}"
                   f" s (chatql), {bare.started_in:.1f} s (relay); resync snapshots"
-                  f" {ours.snapshots}")
+                  f" {ours.snapshots}; client CPU per chunk received"
+                  f" {ours.client_cpu_per_chunk * 1e6:.1f}|"
+                  f"{bare.client_cpu_per_chunk * 1e6:.1f} µs")
