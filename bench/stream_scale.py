@@ -405,7 +405,8 @@ async def scale(chatql: Any, baseline: Any, http: httpx.AsyncClient, quick: bool
     from bench.streams import BaselineTarget, ChatqlTarget
 
     limit = raise_file_limit()
-    sizes = [10, 100] if quick else [10, *(only or (1_000, 10_000))]
+    # N = 10 always comes first (the push latencies are divided by its own).
+    sizes = [10, 100] if quick else [10, *(n for n in only or (1_000, 10_000) if n != 10)]
     rounds = 1 if quick else 2
     pushes, batch = (10, 2) if quick else (60, 2)
     print(f"scale: one push of {batch} non-delta chunks every 50 ms, {pushes} pushes; "
