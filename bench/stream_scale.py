@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import gc
 import math
+import os
 import re
 import resource
 import sys
@@ -56,6 +57,12 @@ SUBSCRIBE = ("subscription($chat: ID!) { chatStream(chatId: $chat) { streamId se
              "messageId blockId threadId type role props delta deltaPath deltaAction "
              "snapshot } }")
 _BUCKET = math.log(1.02)  # histogram buckets 2 % wide
+
+
+def client_nice() -> int:
+    """``CHATQL_BENCH_CLIENT_NICE``: how far the client processes lower their CPU
+    priority below the servers' and the producer's (0, the default: not at all)."""
+    return int(os.environ.get("CHATQL_BENCH_CLIENT_NICE", "0") or 0)
 
 
 def raise_file_limit() -> int:
@@ -247,8 +254,13 @@ def client_main(kind: str, address: str, chat: str, count: int) -> None:
 
     The cyclic garbage collector is off: the process makes no cycles per frame, and
     its full collections would otherwise walk every socket's objects while frames wait.
+    With ``CHATQL_BENCH_CLIENT_NICE`` the process lowers its own CPU priority by that
+    much (both servers' clients alike), standing in for clients on other machines.
     """
     gc.disable()
+    niceness = client_nice()
+    if niceness:
+        os.nice(niceness)
     try:
         import uvloop
     except ImportError:  # pragma: no cover
@@ -410,7 +422,8 @@ async def scale(chatql: Any, baseline: Any, http: httpx.AsyncClient, quick: bool
     rounds = 1 if quick else 2
     pushes, batch = (10, 2) if quick else (60, 2)
     print(f"scale: one push of {batch} non-delta chunks every 50 ms, {pushes} pushes; "
-          f"<= {PER_PROCESS} sockets per client process; open files limit {limit}; "
+          f"<= {PER_PROCESS} sockets per client process (nice {client_nice()}); "
+          f"open files limit {limit}; "
           f"best of {rounds} alternating rounds (unserved: summed over the rounds)")
     print(f"{'N':>6} {'chatql chunks/s':>16} {'bare chunks/s':>14} {'ratio':>6}"
           f"  p99 ms chatql|bare (ratio)  push p50 ms chatql (of N=10)|bare  unserved")
