@@ -50,8 +50,8 @@ from bench.common import cpu_seconds
 
 __all__ = ["PER_PROCESS", "client_main", "raise_file_limit", "scale"]
 
-#: Sockets one client process holds: four processes at 10,000 keep both cores of a small
-#: machine busy reading (two processes of 5,000 fell behind the push schedule).
+#: Sockets one client process holds: four processes at 10,000 share both cores of a small
+#: machine (two processes of 5,000 delivered fewer chunks/s, later, in a trial).
 PER_PROCESS = 2_500
 SUBSCRIBE = ("subscription($chat: ID!) { chatStream(chatId: $chat) { streamId seq chunkId "
              "messageId blockId threadId type role props delta deltaPath deltaAction "
