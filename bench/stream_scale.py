@@ -30,6 +30,7 @@ how much of the machine the load generator took.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import gc
 import math
@@ -40,7 +41,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import orjson
@@ -188,12 +189,226 @@ class _Listener(WSListener):
         self.ended.set()
 
 
+# ---- the raw client: cost per socket read -----------------------------------------------
+
+#: Both stamps of a chunk side by side (the common case; anything else takes the slow path).
+_BOTH = re.compile(rb'"t":(\d+),"s":(\d+)')
+_TEXT, _CLOSE, _PING, _PONG = 1, 8, 9, 10
+
+
+def _masked(opcode: int, payload: bytes) -> bytes:
+    """One final client frame: ``opcode`` and ``payload`` masked with a random key."""
+    size = len(payload)
+    if size < 126:
+        head = bytes((0x80 | opcode, 0x80 | size))
+    elif size < 65_536:
+        head = bytes((0x80 | opcode, 0x80 | 126)) + size.to_bytes(2, "big")
+    else:
+        head = bytes((0x80 | opcode, 0x80 | 127)) + size.to_bytes(8, "big")
+    key = os.urandom(4)
+    mask = (key * (size // 4 + 1))[:size]
+    body = (int.from_bytes(payload, "big") ^ int.from_bytes(mask, "big")).to_bytes(size, "big")
+    return head + key + body
+
+
+class _RawStats(_Stats):
+    """The raw client's tallies: the stamps are kept per read as found (the arrival
+    time and the matches) and bucketed into the histograms once the stream is over."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[tuple[int, list[tuple[bytes, bytes]]]] = []
+
+    def bucket(self) -> None:
+        """Fold the reads kept so far into both histograms (2 %-wide buckets)."""
+        histogram, scheduled, log = self.histogram, self.scheduled, math.log
+        for now, found in self.reads:
+            for made, due in found:
+                bucket = int(log(max(1_000, now - int(made))) * _PER_LOG - _MS_LOG)
+                histogram[bucket] = histogram.get(bucket, 0) + 1
+                if due:
+                    bucket = int(log(max(1_000, now - int(due))) * _PER_LOG - _MS_LOG)
+                    scheduled[bucket] = scheduled.get(bucket, 0) + 1
+        self.reads.clear()
+
+
+class _RawSocket(asyncio.Protocol):
+    """One subscription's socket on a plain asyncio protocol; the same handshake and
+    accounting as the picows listener, but the Python work is per socket read.
+
+    The HTTP upgrade is written by hand. Each read walks only the frame headers (the
+    server's frames are unmasked) to find the complete frames and their opcodes; a
+    partial frame waits in a buffer for the next read. When every complete frame of a
+    read is a text frame carrying both stamps and none is a snapshot (all the chunk
+    frames of a running stream), one compiled-pattern pass over those frames finds the
+    stamps, kept with one clock reading for the read. Anything else (the handshake's
+    frames, stream_start, snapshots, ends, pings, close) is handled frame by frame.
+    """
+
+    def __init__(self, kind: str, address: str, subscribe: bytes, stats: _RawStats) -> None:
+        self.kind = kind
+        self.address = address
+        self.subscribe = subscribe
+        self.stats = stats
+        self.acked = False
+        self.served = False
+        self.upgraded = False
+        self.buffer = b""
+        self.transport: asyncio.Transport | None = None
+        self.handshake: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self.started = asyncio.Event()
+        self.ended = asyncio.Event()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport = cast(asyncio.Transport, transport)  # uvloop's is no subclass
+        path, protocol = ("/graphql", b"Sec-WebSocket-Protocol: graphql-transport-ws\r\n") \
+            if self.kind == "chatql" else ("/ws", b"")
+        key = base64.b64encode(os.urandom(16))
+        transport.write(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: "
+                        + self.address.encode() + b"\r\nUpgrade: websocket\r\n"
+                        b"Connection: Upgrade\r\nSec-WebSocket-Key: " + key
+                        + b"\r\nSec-WebSocket-Version: 13\r\n" + protocol + b"\r\n")
+
+    def _upgrade(self, data: bytes) -> bytes | None:
+        """Read the upgrade response; the bytes after it, or None while incomplete."""
+        data = self.buffer + data
+        end = data.find(b"\r\n\r\n")
+        if end < 0:
+            self.buffer = data
+            return None
+        self.buffer = b""
+        if not data.startswith(b"HTTP/1.1 101"):
+            self._fail(ConnectionError(data[:end].split(b"\r\n", 1)[0].decode(errors="replace")))
+            return None
+        self.upgraded = True
+        if self.kind == "chatql":
+            self._send(_TEXT, b'{"type":"connection_init","payload":{}}')
+        return data[end + 4:]
+
+    def data_received(self, data: bytes) -> None:
+        if not self.upgraded:
+            rest = self._upgrade(data)
+            if not rest:
+                return
+            data = rest
+        buf = self.buffer + data if self.buffer else data
+        size = len(buf)
+        at = frames = 0
+        plain = True  # every complete frame a text frame
+        while size - at >= 2:
+            length = buf[at + 1] & 127
+            if length < 126:
+                end = at + 2 + length
+            elif length == 126:
+                if size - at < 4:
+                    break
+                end = at + 4 + (buf[at + 2] << 8 | buf[at + 3])
+            else:
+                if size - at < 10:
+                    break
+                end = at + 10 + int.from_bytes(buf[at + 2:at + 10], "big")
+            if end > size:
+                break
+            if buf[at] & 15 != _TEXT:
+                plain = False
+            frames += 1
+            at = end
+        self.buffer = buf[at:] if at < size else b""
+        if not frames:
+            return
+        now = time.perf_counter_ns()
+        if plain and self.acked:
+            found = _BOTH.findall(buf, 0, at)
+            if len(found) == frames and buf.find(_SNAPSHOT, 0, at) < 0:
+                self.served = True
+                stats = self.stats
+                stats.reads.append((now, found))
+                stats.chunks += frames
+                stats.first = stats.first or now
+                stats.last = now
+                return
+        self._frames(buf, at, now)
+
+    def _frames(self, buf: bytes, stop: int, now: int) -> None:
+        """Handle the complete frames in ``buf[:stop]`` one by one."""
+        at = 0
+        while at < stop:
+            length = buf[at + 1] & 127
+            start = at + 2 if length < 126 else at + 4 if length == 126 else at + 10
+            if length >= 126:
+                length = int.from_bytes(buf[at + 2:start], "big")
+            opcode, at = buf[at] & 15, start + length
+            payload = buf[start:at]
+            if opcode == _TEXT:
+                self._text(payload, now)
+            elif opcode == _PING:
+                self._send(_PONG, payload)
+            elif opcode == _CLOSE:
+                self._send(_CLOSE, payload[:2])
+                assert self.transport is not None
+                self.transport.close()
+                return
+
+    def _text(self, payload: bytes, now: int) -> None:
+        """One text frame: the handshake's, then stamped (a chunk or a snapshot) or not
+        (stream_start; an end, complete or error frame ends the subscription)."""
+        if not self.acked:
+            if self.kind == "chatql":  # connection_ack: now subscribe
+                self._send(_TEXT, self.subscribe)
+            else:  # ready: registered with the relay
+                self.started.set()
+            self.acked = True
+            if not self.handshake.done():
+                self.handshake.set_result(True)
+            return
+        self.served = True
+        stamps = _STAMPS.search(payload)
+        if stamps is None:
+            if any(end in payload for end in _ENDS):
+                self.ended.set()
+            else:
+                self.started.set()
+            return
+        stats = self.stats
+        if payload.find(_SNAPSHOT, stamps.end()) >= 0:
+            stats.snapshots += 1
+            return
+        made, due = stamps.groups()
+        if due is None:
+            found = _DUE.search(payload)
+            due = found[1] if found else b""
+        stats.reads.append((now, [(made, due)]))
+        stats.chunks += 1
+        stats.first = stats.first or now
+        stats.last = now
+
+    def _send(self, opcode: int, payload: bytes) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(_masked(opcode, payload))
+
+    def _fail(self, error: Exception) -> None:
+        if not self.handshake.done():
+            self.handshake.set_exception(error)
+        if self.transport is not None:
+            self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.handshake.done():
+            self.handshake.set_exception(ConnectionError("closed before acknowledged"))
+        self.ended.set()
+
+    def disconnect(self) -> None:
+        """Close the socket (the run is over)."""
+        if self.transport is not None:
+            self.transport.close()
+
+
 def _report(**values: Any) -> None:
     sys.stdout.write(orjson.dumps(values).decode() + "\n")
     sys.stdout.flush()
 
 
-async def _first(sock: _Listener) -> None:
+async def _first(sock: Any) -> None:
     """Wait for a subscription's first frame: stream_start (or a snapshot), error or end."""
     waits = [asyncio.ensure_future(sock.started.wait()),
              asyncio.ensure_future(sock.ended.wait())]
@@ -220,15 +435,40 @@ async def _open(kind: str, address: str, subscribe: bytes, stats: _Stats,
     return transport, listener
 
 
+async def _open_raw(kind: str, address: str, subscribe: bytes, stats: _RawStats,
+                    gate: asyncio.Semaphore) -> _RawSocket | None:
+    """Open one raw socket and wait for its acknowledgement; None when it failed."""
+    host, port = address.rsplit(":", 1)
+    async with gate:
+        try:
+            _, sock = await asyncio.get_running_loop().create_connection(
+                lambda: _RawSocket(kind, address, subscribe, stats), host, int(port))
+            await asyncio.wait_for(sock.handshake, 120)
+        except Exception as error:  # counted as not acknowledged
+            print(f"connect failed: {error!r}", file=sys.stderr)
+            return None
+    return sock
+
+
 async def _client(kind: str, address: str, chat: str, count: int) -> None:
-    stats = _Stats()
+    raw = os.environ.get("CHATQL_BENCH_CLIENT", "raw") == "raw"
+    stats = _RawStats() if raw else _Stats()
     subscribe = orjson.dumps({"id": "1", "type": "subscribe", "payload": {
         "query": SUBSCRIBE, "variables": {"chat": chat}}})
     gate = asyncio.Semaphore(100)
-    opened = await asyncio.gather(*(_open(kind, address, subscribe, stats, gate)
-                                    for _ in range(count)))
-    sockets = [pair for pair in opened if pair is not None]
-    acked = [listener for _, listener in sockets]
+    acked: list[Any]
+    if raw:
+        assert isinstance(stats, _RawStats)
+        opened_raw = await asyncio.gather(*(_open_raw(kind, address, subscribe, stats, gate)
+                                            for _ in range(count)))
+        acked = [sock for sock in opened_raw if sock is not None]
+        closers = [sock.disconnect for sock in acked]
+    else:
+        opened = await asyncio.gather(*(_open(kind, address, subscribe, stats, gate)
+                                        for _ in range(count)))
+        sockets = [pair for pair in opened if pair is not None]
+        acked = [listener for _, listener in sockets]
+        closers = [transport.disconnect for transport, _ in sockets]
     _report(connected=len(acked))
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)  # started
     with contextlib.suppress(TimeoutError):
@@ -240,13 +480,16 @@ async def _client(kind: str, address: str, chat: str, count: int) -> None:
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)  # ended
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(asyncio.gather(*(s.ended.wait() for s in acked)), 180)
+    cpu = time.process_time()
+    if isinstance(stats, _RawStats):
+        stats.bucket()
     _report(acked=len(acked), served=sum(s.served for s in acked), chunks=stats.chunks,
             snapshots=stats.snapshots, first=stats.first / 1e9, last=stats.last / 1e9,
             histogram=sorted(stats.histogram.items()),
             scheduled=sorted(stats.scheduled.items()),
-            ended=sum(s.ended.is_set() for s in acked), cpu=time.process_time())
-    for transport, _ in sockets:
-        transport.disconnect()
+            ended=sum(s.ended.is_set() for s in acked), cpu=cpu)
+    for close in closers:
+        close()
 
 
 def client_main(kind: str, address: str, chat: str, count: int) -> None:
