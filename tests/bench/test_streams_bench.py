@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -69,3 +70,22 @@ def test_streams_bench_persist_alone() -> None:
         ours, copy = (float(found.group(i).replace(",", "")) for i in (1, 2))
         assert abs(float(found.group(3)) - ours / copy) < 0.01 + 0.01 * ours / copy
         assert float(found.group(4)) > 0
+
+
+def test_streams_bench_scale_with_niced_clients() -> None:
+    """``CHATQL_BENCH_CLIENT_NICE`` runs the scale figure with the client processes at a
+    lower CPU priority: every acknowledged subscription is still served, for both."""
+    run = subprocess.run(
+        [sys.executable, "-m", "bench.streams", "--scale-only", "--quick"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "CHATQL_BENCH_CLIENT_NICE": "5"},
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    out = run.stdout
+    assert re.search(r"^scale: .* sockets per client process \(nice 5\);", out, re.MULTILINE), out
+    rows = re.findall(r"^\s*(10|100)\s+([\d,]+)\s+([\d,]+)\s+[\d.]+\s+.*\s(\d+) of (\d+)$",
+                      out, re.MULTILINE)
+    assert [row[0] for row in rows] == ["10", "100"], out
+    for n, ours, bare, unserved, acked in rows:
+        assert float(ours.replace(",", "")) > 0 and float(bare.replace(",", "")) > 0
+        assert (unserved, acked) == ("0", n)
