@@ -15,7 +15,9 @@ real WebSockets; ``--quick``: 10 users x 2). Prints:
   a ``chatStream`` chunk (from sending a one-chunk push to the chunk at a subscriber),
   the chunks pushed at the same pace in the same run, at the same time (target <= 2);
 - the server's CPU time per append with the sidebars and without (Linux), which a
-  loaded machine moves far less than it moves throughput.
+  loaded machine moves far less than it moves throughput;
+- this process's own CPU per append with the sidebars and without: the writers and the
+  sidebars' sockets share the machine's cores with the server.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import os
 import tempfile
 import time
 from typing import Any
@@ -105,6 +108,12 @@ class Socket:
         await self.task
 
 
+def _own_cpu() -> float:
+    """User + system CPU seconds of this process so far."""
+    times = os.times()
+    return times.user + times.system
+
+
 async def append_throughput(client: Client, chats: list[tuple[int, str]], count: int,
                             label: str) -> float:
     """Appends per second from 8 concurrent writers."""
@@ -141,9 +150,10 @@ async def run(quick: bool) -> None:
                     chats.append((index, data["createChat"]["id"]))
                 await append_throughput(client, chats, appends // 4, "warm")
                 pid = server.process.pid
-                cpu = cpu_seconds(pid)
+                cpu, own = cpu_seconds(pid), _own_cpu()
                 without = await append_throughput(client, chats, appends, "plain")
                 cpu_without = cpu_seconds(pid) - cpu
+                own_without = _own_cpu() - own
 
                 # 1,000 sidebars: every one of a user's sidebars sees its chats' events.
                 pending: dict[str, float] = {}
@@ -172,9 +182,10 @@ async def run(quick: bool) -> None:
                     await asyncio.sleep(0.01)
                 else:
                     raise RuntimeError(f"only {seen[0]} of {len(sidebars)} sidebars are live")
-                cpu = cpu_seconds(pid)
+                cpu, own = cpu_seconds(pid), _own_cpu()
                 with_subscribers = await append_throughput(client, chats, appends, "live")
                 cpu_with = cpu_seconds(pid) - cpu
+                own_with = _own_cpu() - own
                 await asyncio.sleep(1.0)
 
                 # Latency: appends and one-chunk pushes at the same steady pace.
@@ -247,6 +258,11 @@ async def run(quick: bool) -> None:
         print(f"server CPU per append: without {cpu_without / appends * 1000:.2f} ms, with "
               f"{cpu_with / appends * 1000:.2f} ms: with / without = "
               f"{cpu_with / cpu_without:.2f}x")
+    # The writers and the sidebars' sockets run in this process, on the same cores as
+    # the server: what reading the sidebars' frames costs the load generator is part of
+    # the throughput with them.
+    print(f"this process (writers and sidebars) CPU per append: without "
+          f"{own_without / appends * 1000:.2f} ms, with {own_with / appends * 1000:.2f} ms")
     print(f"(p50 write -> event {event_p50:.1f} ms, p50 chunk {chunk_p50:.1f} ms; "
           f"the append's own answer p50 {answered_p50:.1f} ms, p99 {answered_p99:.1f} ms)")
 

@@ -30,3 +30,6 @@ def test_events_bench_quick_prints_both_ratios() -> None:
     # Every paced append reached both of its writer's sidebars, every chunk its viewer.
     assert latency.group(2) == "120" and latency.group(4) == "60", out
     assert float(latency.group(1)) > 0 and float(latency.group(3)) > 0
+    own = re.search(r"this process \(writers and sidebars\) CPU per append: without ([\d.]+) ms, "
+                    r"with ([\d.]+) ms", out)
+    assert own and float(own.group(1)) > 0 and float(own.group(2)) > 0, out
