@@ -22,7 +22,6 @@ writing, and the ordinary path brings the chat back and appends.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +41,13 @@ from graphql.language import Visitor, visit
 
 from gql.chat_events import announce_to
 from gql.context import Context
-from gql.document_shapes import MAX_FAST_DOCUMENT, leaf_selections, sole_root_field
+from gql.document_shapes import (
+    MAX_FAST_DOCUMENT,
+    PlanCache,
+    leaf_selections,
+    nests_within,
+    sole_root_field,
+)
 from gql.fast_lanes import clear_refusals, keep_refusal
 from gql.limits import limit_rules
 from store import messages as store_messages
@@ -141,7 +146,7 @@ def _converts_every_message_field(schema: Any) -> bool:
         shape.fields)
 
 
-_plans: OrderedDict[tuple[Any, ...], AppendPlan | None] = OrderedDict()
+_plans: PlanCache[AppendPlan] = PlanCache(_PLAN_CACHE_SIZE)
 
 
 def append_plan_for(schema: Any, query: str | None, operation_name: str | None,
@@ -153,25 +158,7 @@ def append_plan_for(schema: Any, query: str | None, operation_name: str | None,
         return None
     limits = (settings.max_query_depth, settings.max_query_aliases, settings.max_query_tokens)
     key = (id(schema), query, operation_name, limits)
-    if key in _plans:
-        _plans.move_to_end(key)
-        return _plans[key]
-    plan = _plan(query, operation_name, schema, limits)
-    _plans[key] = plan
-    if len(_plans) > _PLAN_CACHE_SIZE:
-        _plans.popitem(last=False)
-    return plan
-
-
-def _depth(value: Any, limit: int) -> bool:
-    """True when ``value`` nests no deeper than ``limit``."""
-    if limit < 0:
-        return False
-    if isinstance(value, dict):
-        return all(_depth(item, limit - 1) for item in value.values())
-    if isinstance(value, list):
-        return all(_depth(item, limit - 1) for item in value)
-    return True
+    return _plans.get(key, lambda: _plan(query, operation_name, schema, limits))
 
 
 def _id(value: Any) -> str | None:
@@ -210,7 +197,7 @@ def _message(value: Any) -> store_messages.NewMessage | None:
     if tokens is not None and (type(tokens) is not int or tokens not in _INT_RANGE):
         return None
     metadata = get("metadata")
-    if not _depth(props, _MAX_DEPTH) or not _depth(metadata, _MAX_DEPTH):
+    if not nests_within(props, _MAX_DEPTH) or not nests_within(metadata, _MAX_DEPTH):
         return None
     return store_messages.NewMessage(
         role=role, type=kind, props=props, id=message_id, request_id=names[0],

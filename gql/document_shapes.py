@@ -10,11 +10,14 @@ ordinary path would.
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections import OrderedDict
+from collections.abc import Callable, Container, Hashable
+from typing import Any, Generic, TypeVar
 
 from graphql import DocumentNode, FieldNode, OperationDefinitionNode, OperationType
 
-__all__ = ["MAX_FAST_DOCUMENT", "has_nul", "leaf_selections", "sole_root_field"]
+__all__ = ["MAX_FAST_DOCUMENT", "PlanCache", "has_nul", "leaf_selections", "nests_within",
+           "sole_root_field"]
 
 #: Longer documents are left to the ordinary path (and its limits).
 MAX_FAST_DOCUMENT = 1_000
@@ -76,3 +79,38 @@ def has_nul(value: object) -> bool:
         elif isinstance(item, list):
             stack.extend(item)
     return False
+
+
+def nests_within(value: Any, limit: int) -> bool:
+    """True when the JSON ``value`` nests no deeper than ``limit``."""
+    if limit < 0:
+        return False
+    if isinstance(value, dict):
+        return all(nests_within(item, limit - 1) for item in value.values())
+    if isinstance(value, list):
+        return all(nests_within(item, limit - 1) for item in value)
+    return True
+
+
+P = TypeVar("P")
+
+
+class PlanCache(Generic[P]):
+    """A fast path's plans (None: the document is not one it serves), the ``size`` most
+    recently used kept."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._plans: OrderedDict[Hashable, P | None] = OrderedDict()
+
+    def get(self, key: Hashable, make: Callable[[], P | None]) -> P | None:
+        """The plan under ``key``, made by ``make`` the first time."""
+        plans = self._plans
+        if key in plans:
+            plans.move_to_end(key)
+            return plans[key]
+        plan = plans[key] = make()
+        if len(plans) > self._size:
+            plans.popitem(last=False)
+        return plan
+

@@ -20,7 +20,6 @@ apply the batch on a second try behind the caller's back).
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +36,14 @@ from graphql import (
 )
 
 from gql.context import Context
-from gql.document_shapes import MAX_FAST_DOCUMENT, has_nul, leaf_selections, sole_root_field
+from gql.document_shapes import (
+    MAX_FAST_DOCUMENT,
+    PlanCache,
+    has_nul,
+    leaf_selections,
+    nests_within,
+    sole_root_field,
+)
 from gql.fast_lanes import clear_refusals, keep_refusal
 from store.errors import ChatqlError
 from store.streams.reducer import ChunkIn
@@ -62,7 +68,7 @@ class PushPlan:
     chunks_variable: str
 
 
-_plans: OrderedDict[tuple[int, str, str | None], PushPlan | None] = OrderedDict()
+_plans: PlanCache[PushPlan] = PlanCache(_PLAN_CACHE_SIZE)
 
 
 def _plan(query: str, operation_name: str | None, schema: Any) -> PushPlan | None:
@@ -110,27 +116,7 @@ def push_plan_for(schema: Any, query: str | None, operation_name: str | None) ->
         return None
     # Plans are made from the schema's shapes: one cache entry per schema and document.
     key = (id(schema), query, operation_name)
-    if key in _plans:
-        _plans.move_to_end(key)
-        return _plans[key]
-    plan = _plan(query, operation_name, schema)
-    _plans[key] = plan
-    if len(_plans) > _PLAN_CACHE_SIZE:
-        _plans.popitem(last=False)
-    return plan
-
-
-def _depth(value: Any, limit: int) -> bool:
-    """True when ``value`` nests no deeper than ``limit``."""
-    if limit < 0:
-        return False
-    if isinstance(value, dict):
-        return all(_depth(item, limit - 1) for item in value.values())
-    if isinstance(value, list):
-        return all(_depth(item, limit - 1) for item in value)
-    return True
-
-
+    return _plans.get(key, lambda: _plan(query, operation_name, schema))
 
 
 def _flat(props: dict[str, Any]) -> bool:
@@ -190,9 +176,9 @@ def _chunk(value: Any) -> ChunkIn | None:
     props = get("props")
     # Most props are flat; only nested ones need the (recursive) depth check.
     if type(props) is dict:
-        if not _flat(props) and not _depth(props, _MAX_DEPTH):
+        if not _flat(props) and not nests_within(props, _MAX_DEPTH):
             return None
-    elif props is not None and not _depth(props, _MAX_DEPTH):
+    elif props is not None and not nests_within(props, _MAX_DEPTH):
         return None
     return ChunkIn(kind, chunk_id, message_id, block_id, thread_id, role, props,
                    delta is True, delta_path, delta_action, tokens)
