@@ -67,7 +67,7 @@ __all__ = ["ChatEventsPlan", "chat_events_plan_for", "serve_chat_events"]
 logger = logging.getLogger("chatql")
 
 _PLAN_CACHE_SIZE = 512
-_FRAME_CACHE_SIZE = 4_096
+_FRAME_CACHE_SIZE = 64
 # A selection nests event -> chat -> (plain objects of a chat, should the schema grow them).
 _MAX_NESTING = 4
 
@@ -331,9 +331,13 @@ async def _executed(schema: Any, plan: ChatEventsPlan, context: Context,
 
 async def serve_chat_events(schema: Any, context: Context, query: str | None,
                             operation_name: str | None, variables: dict[str, Any] | None,
-                            envelope: Callable[[str], str], send: Send) -> bool:
+                            envelope: Callable[[str], str], send: Send,
+                            write: Callable[[str], bool] | None = None) -> bool:
     """Relay a ``chatEvents`` subscription the fast way until it ends; False (having
-    done nothing) when it must run the ordinary way."""
+    done nothing) when it must run the ordinary way.
+
+    ``write``, when given, writes one enveloped payload at once if the transport takes
+    it now (False: it does not, and ``send`` gets it from the subscriber's queue)."""
     services = context.services
     events = services.events
     if events is None:
@@ -348,7 +352,13 @@ async def serve_chat_events(schema: Any, context: Context, query: str | None,
     list_filter = _list_filter(schema, plan, variables)
     if list_filter is None:
         return False
-    subscriber = events.subscribe(context.identity, list_filter)
+    sink = None
+    if write is not None:
+        def sink(event: store_events.ChatEvent) -> bool:
+            text = plan.payload(event)
+            return text is not None and write(envelope(text))
+
+    subscriber = events.subscribe(context.identity, list_filter, sink)
     try:
         async for event in subscriber.events():
             text = plan.payload(event)

@@ -548,8 +548,16 @@ async def _chat_events(handler: Any, operation_id: str, kind: str, query: str | 
         if not completed():
             await send(text)
 
+    write = None
+    if isinstance(send, FrameWriter):
+        writer = send
+
+        def write(text: str) -> bool:
+            # An event for a completed operation is dropped, as send_next drops it.
+            return completed() or writer.write(text_frame(text.encode()))
+
     return await serve_chat_events(handler.schema, handler.context, query, operation_name,
-                                   variables, lambda p: prefix + p + "}", send_next)
+                                   variables, lambda p: prefix + p + "}", send_next, write)
 
 
 class ChatqlWebSocketAdapter(ASGIWebSocketAdapter):

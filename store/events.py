@@ -37,7 +37,7 @@ import logging
 import sqlite3
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -59,6 +59,7 @@ __all__ = [
     "ChatEventSubscription",
     "ChatEventType",
     "ChatEvents",
+    "Sink",
     "load_chat",
     "load_chats",
 ]
@@ -231,16 +232,30 @@ async def _sqlite_reader(db: Database) -> _SqliteReader | None:
     return opened
 
 
-class ChatEventSubscription:
-    """One subscriber's view: who it is, its filter, and its bounded queue."""
+#: Hands one event to a subscriber's transport right away; False when it cannot now.
+Sink = Callable[[ChatEvent], bool]
 
-    def __init__(self, who: Identity, list_filter: ChatListFilter, limit: int) -> None:
+
+class ChatEventSubscription:
+    """One subscriber's view: who it is, its filter, and its bounded queue.
+
+    A transport that can write an event without waiting gives a *sink*: while the
+    subscriber's consumer is idle (nothing queued, nothing in hand) an event goes
+    straight to the sink from the delivery, sparing the consumer's task a wake-up per
+    event; anything the sink does not take, and every event behind one that waits,
+    is queued as usual, so the order holds."""
+
+    def __init__(self, who: Identity, list_filter: ChatListFilter, limit: int,
+                 sink: Sink | None = None) -> None:
         self.who = who
         self.filter = list_filter
         self._limit = limit
         self._queue: deque[ChatEvent] = deque()
         self._ready = asyncio.Event()
         self._closed = False
+        self._sink = sink
+        # The consumer waits for the queue with no event in hand: the sink may write.
+        self._idle = False
         # A RESYNC waits to be taken: the refetch it asks for covers anything until then.
         self._resync_pending = False
         # Chats this subscriber was last sent with content, and those it was told to drop.
@@ -284,6 +299,12 @@ class ChatEventSubscription:
     def _put(self, event: ChatEvent) -> None:
         if self._closed or self._resync_pending:
             return
+        if self._idle and not self._queue and self._sink is not None:
+            try:
+                if self._sink(event):
+                    return
+            except Exception:  # the consumer's ordinary send reports whatever it is
+                logger.debug("chat event sink refused an event", exc_info=True)
         if len(self._queue) >= self._limit:
             self.resync(event.at)
             return
@@ -305,7 +326,11 @@ class ChatEventSubscription:
             if self._closed:
                 return
             self._ready.clear()
-            await self._ready.wait()
+            self._idle = True
+            try:
+                await self._ready.wait()
+            finally:
+                self._idle = False
 
 
 class _Audience:
@@ -514,8 +539,9 @@ class ChatEvents:
         except Exception as error:
             logger.warning("chat event %s for %s not published: %s", type, chat_id, error)
 
-    def subscribe(self, who: Identity, list_filter: ChatListFilter) -> ChatEventSubscription:
-        subscriber = ChatEventSubscription(who, list_filter, self.queue_limit)
+    def subscribe(self, who: Identity, list_filter: ChatListFilter,
+                  sink: Sink | None = None) -> ChatEventSubscription:
+        subscriber = ChatEventSubscription(who, list_filter, self.queue_limit, sink)
         tenant = self._tenants.setdefault(who.tenant_id, _Tenant())
         audience = tenant.audiences.get((who, list_filter))
         if audience is None:

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from gql.settings import Settings
+from gql.websocket import FrameWriter
 from store import events as store_events
 from tests.conftest import BACKENDS, on_backend
 from tests.gql.test_sse import SSEStream
@@ -355,6 +356,9 @@ async def test_a_sidebar_that_falls_behind_gets_resync_over_websocket_then_conti
         await delivered(app, 1)  # its CREATED is not part of what overflows
         sidebar = await Sidebar.open(ws)
         await listening(app)
+        # A sidebar that does not read its socket: its transport is past the high-water
+        # mark, so nothing is written straight to it and its events wait in its queue.
+        monkeypatch.setattr(FrameWriter, "writable", lambda self: False)
         gate = Gate(monkeypatch)
         await overflow(server, app, gate, chat)
         seen = []

@@ -112,6 +112,69 @@ async def test_a_subscriber_that_falls_behind_gets_one_resync(db: Database) -> N
         await backend.close()
 
 
+async def test_a_sink_takes_events_while_its_consumer_is_idle_and_never_overtakes_it(
+        db: Database) -> None:
+    """Events go straight to a subscriber's sink while its consumer waits with nothing
+    in hand; one the sink refuses is queued, and so is every event behind it until the
+    consumer has taken the queue: the subscriber sees commit order either way."""
+    backend = MemoryBackend()
+    events = ChatEvents(db, backend)
+    await events.start()
+    written: list[str] = []
+    refuse = {"c2"}
+
+    def sink(event: store_events.ChatEvent) -> bool:
+        if event.chat_id in refuse:
+            return False
+        written.append(event.chat_id)
+        return True
+
+    try:
+        made = [await store_chats.create_chat(db, OWNER, id=f"c{n}", assistant_id="helper")
+                for n in range(5)]
+        subscriber = events.subscribe(OWNER, ChatListFilter(), sink)
+        stream = subscriber.events()
+        taking = asyncio.ensure_future(anext(stream))
+        await asyncio.sleep(0.05)  # the consumer now waits with nothing in hand
+
+        async def delivered(count: int) -> None:
+            for _ in range(500):
+                if events.received >= count:
+                    return
+                await asyncio.sleep(0.01)
+            raise AssertionError(f"{events.received} of {count} events delivered")
+
+        await events.publish("UPDATED", made[0].id, OWNER.tenant_id)
+        await events.publish("UPDATED", made[1].id, OWNER.tenant_id)
+        await delivered(2)
+        assert written == ["c0", "c1"] and not taking.done()
+        # c2 is refused (its transport cannot take it now): it waits in the queue, and
+        # so does c3 behind it, however willing the sink is.
+        refuse.add("c2")
+        await events.publish("UPDATED", made[2].id, OWNER.tenant_id)
+        await events.publish("UPDATED", made[3].id, OWNER.tenant_id)
+        await delivered(4)
+        refuse.clear()
+        assert [(await asyncio.wait_for(taking, 5)).chat_id,
+                (await asyncio.wait_for(anext(stream), 5)).chat_id] == ["c2", "c3"]
+        # The consumer holds c3 (sending it, say) with the queue empty: c4 must not be
+        # written before it, so it is queued for the consumer too.
+        await events.publish("UPDATED", made[4].id, OWNER.tenant_id)
+        await delivered(5)
+        assert written == ["c0", "c1"]
+        assert (await asyncio.wait_for(anext(stream), 5)).chat_id == "c4"
+        # Idle again: the sink takes the next one directly.
+        taking = asyncio.ensure_future(anext(stream))
+        await asyncio.sleep(0.05)
+        await events.publish("UPDATED", made[0].id, OWNER.tenant_id)
+        await delivered(6)
+        assert written == ["c0", "c1", "c0"] and not taking.done()
+        taking.cancel()
+    finally:
+        await events.close()
+        await backend.close()
+
+
 async def test_every_subscriber_an_event_reaches_is_queued_the_same_object(
         db: Database) -> None:
     """One event object per published event and outcome, whoever and however many
