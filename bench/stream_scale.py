@@ -21,21 +21,20 @@ core taken from the server and the producer, and past the machine's cores the fi
 measure the load generator, not the server. A WebSocket library calls back into
 Python once per frame, and that callback costs about as much as everything done with
 the frame (a ``picows`` client with an empty frame handler cost about what the full
-one did). Here the Python work is per socket read instead: the client writes the
-upgrade request and its few masked frames itself, walks only the frame headers of
-what arrived to find the complete frames (a partial one waits for the next read),
-finds the producer's stamps in all of them with one compiled-pattern pass and takes
-one clock reading; the histograms are filled from what was kept once the stream is
-over. At N = 1,000 on the same machine this took 5.6 µs (chatql) and 7.9 µs (relay)
-of client CPU per chunk against picows' 8.2 and 11.2. The cyclic garbage collector is
-off in the client processes. The printed client CPU per chunk shows how much of the
+one did). Here the Python work is per socket read instead (:mod:`bench.rawsocket`):
+the client writes the upgrade request and its few masked frames itself, walks only the
+frame headers of what arrived to find the complete frames (a partial one waits for the
+next read), finds the producer's stamps in all of them with one compiled-pattern pass
+and takes one clock reading; the histograms are filled from what was kept once the
+stream is over. At N = 1,000 on the same machine this took 5.6 µs (chatql) and 7.9 µs
+(relay) of client CPU per chunk against picows' 8.2 and 11.2. The cyclic garbage
+collector is off in the client processes. The printed client CPU per chunk shows how much of the
 machine the load generator took while the stream ran.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import gc
 import math
@@ -46,12 +45,14 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import httpx
 import orjson
 
 from bench.common import cpu_seconds
+from bench.rawsocket import RawSocket, connect, connection_init
+from bench.rawsocket import subscribe as subscribe_frame
 
 __all__ = ["PER_PROCESS", "client_main", "raise_file_limit", "scale"]
 
@@ -93,22 +94,6 @@ _MS_LOG = math.log(1e6) / _BUCKET  # nanoseconds to milliseconds, in buckets
 
 #: Both stamps of a chunk side by side (the common case; anything else takes the slow path).
 _BOTH = re.compile(rb'"t":(\d+),"s":(\d+)')
-_TEXT, _CLOSE, _PING, _PONG = 1, 8, 9, 10
-
-
-def _masked(opcode: int, payload: bytes) -> bytes:
-    """One final client frame: ``opcode`` and ``payload`` masked with a random key."""
-    size = len(payload)
-    if size < 126:
-        head = bytes((0x80 | opcode, 0x80 | size))
-    elif size < 65_536:
-        head = bytes((0x80 | opcode, 0x80 | 126)) + size.to_bytes(2, "big")
-    else:
-        head = bytes((0x80 | opcode, 0x80 | 127)) + size.to_bytes(8, "big")
-    key = os.urandom(4)
-    mask = (key * (size // 4 + 1))[:size]
-    body = (int.from_bytes(payload, "big") ^ int.from_bytes(mask, "big")).to_bytes(size, "big")
-    return head + key + body
 
 
 class _Stats:
@@ -140,98 +125,37 @@ class _Stats:
         self.reads.clear()
 
 
-class _Socket(asyncio.Protocol):
-    """One subscription's socket on a plain asyncio protocol: the Python work is per
-    socket read, not per frame.
+class _Socket(RawSocket):
+    """One subscription's socket (a :class:`bench.rawsocket.RawSocket`): the Python work
+    is per socket read, not per frame.
 
     chatql: ``connection_init`` once upgraded, ``subscribe`` on ``connection_ack``
     (acknowledged from then on); the relay: acknowledged on its ready frame. After
     that any frame serves the subscription.
 
-    The HTTP upgrade is written by hand. Each read walks only the frame headers (the
-    server's frames are unmasked) to find the complete frames and their opcodes; a
-    partial frame waits in a buffer for the next read. When every complete frame of a
-    read is a text frame carrying both stamps and none is a snapshot (all the chunk
-    frames of a running stream), one compiled-pattern pass over those frames finds the
-    stamps, kept with one clock reading for the read. Anything else (the handshake's
-    frames, stream_start, snapshots, ends, pings, close) is handled frame by frame.
+    When every complete frame of a read is a text frame carrying both stamps and none
+    is a snapshot (all the chunk frames of a running stream), one compiled-pattern pass
+    over those frames finds the stamps, kept with one clock reading for the read.
+    Anything else (the handshake's frames, stream_start, snapshots, ends, pings, close)
+    is handled frame by frame.
     """
 
     def __init__(self, kind: str, address: str, subscribe: bytes, stats: _Stats) -> None:
+        if kind == "chatql":
+            super().__init__(address, init=connection_init(), subscribe=subscribe)
+        else:
+            super().__init__(address, path="/ws", subprotocol=None)
         self.kind = kind
-        self.address = address
-        self.subscribe = subscribe
         self.stats = stats
-        self.acked = False
         self.served = False
-        self.upgraded = False
-        self.buffer = b""
-        self.transport: asyncio.Transport | None = None
-        self.handshake: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self.started = asyncio.Event()
         self.ended = asyncio.Event()
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport = cast(asyncio.Transport, transport)  # uvloop's is no subclass
-        path, protocol = ("/graphql", b"Sec-WebSocket-Protocol: graphql-transport-ws\r\n") \
-            if self.kind == "chatql" else ("/ws", b"")
-        key = base64.b64encode(os.urandom(16))
-        transport.write(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: "
-                        + self.address.encode() + b"\r\nUpgrade: websocket\r\n"
-                        b"Connection: Upgrade\r\nSec-WebSocket-Key: " + key
-                        + b"\r\nSec-WebSocket-Version: 13\r\n" + protocol + b"\r\n")
-
-    def _upgrade(self, data: bytes) -> bytes | None:
-        """Read the upgrade response; the bytes after it, or None while incomplete."""
-        data = self.buffer + data
-        end = data.find(b"\r\n\r\n")
-        if end < 0:
-            self.buffer = data
-            return None
-        self.buffer = b""
-        if not data.startswith(b"HTTP/1.1 101"):
-            self._fail(ConnectionError(data[:end].split(b"\r\n", 1)[0].decode(errors="replace")))
-            return None
-        self.upgraded = True
-        if self.kind == "chatql":
-            self._send(_TEXT, b'{"type":"connection_init","payload":{}}')
-        return data[end + 4:]
-
-    def data_received(self, data: bytes) -> None:
-        if not self.upgraded:
-            rest = self._upgrade(data)
-            if not rest:
-                return
-            data = rest
-        buf = self.buffer + data if self.buffer else data
-        size = len(buf)
-        at = frames = 0
-        plain = True  # every complete frame a text frame
-        while size - at >= 2:
-            length = buf[at + 1] & 127
-            if length < 126:
-                end = at + 2 + length
-            elif length == 126:
-                if size - at < 4:
-                    break
-                end = at + 4 + (buf[at + 2] << 8 | buf[at + 3])
-            else:
-                if size - at < 10:
-                    break
-                end = at + 10 + int.from_bytes(buf[at + 2:at + 10], "big")
-            if end > size:
-                break
-            if buf[at] & 15 != _TEXT:
-                plain = False
-            frames += 1
-            at = end
-        self.buffer = buf[at:] if at < size else b""
-        if not frames:
-            return
+    def received(self, buf: bytes, stop: int, frames: int, plain: bool) -> None:
         now = time.perf_counter_ns()
         if plain and self.acked:
-            found = _BOTH.findall(buf, 0, at)
-            if len(found) == frames and buf.find(_SNAPSHOT, 0, at) < 0:
+            found = _BOTH.findall(buf, 0, stop)
+            if len(found) == frames and buf.find(_SNAPSHOT, 0, stop) < 0:
                 self.served = True
                 stats = self.stats
                 stats.reads.append((now, found))
@@ -239,40 +163,15 @@ class _Socket(asyncio.Protocol):
                 stats.first = stats.first or now
                 stats.last = now
                 return
-        self._frames(buf, at, now)
+        self.frames(buf, stop, now)
 
-    def _frames(self, buf: bytes, stop: int, now: int) -> None:
-        """Handle the complete frames in ``buf[:stop]`` one by one."""
-        at = 0
-        while at < stop:
-            length = buf[at + 1] & 127
-            start = at + 2 if length < 126 else at + 4 if length == 126 else at + 10
-            if length >= 126:
-                length = int.from_bytes(buf[at + 2:start], "big")
-            opcode, at = buf[at] & 15, start + length
-            payload = buf[start:at]
-            if opcode == _TEXT:
-                self._text(payload, now)
-            elif opcode == _PING:
-                self._send(_PONG, payload)
-            elif opcode == _CLOSE:
-                self._send(_CLOSE, payload[:2])
-                assert self.transport is not None
-                self.transport.close()
-                return
+    def acknowledged(self) -> None:
+        if self.kind != "chatql":  # ready: registered with the relay
+            self.started.set()
 
-    def _text(self, payload: bytes, now: int) -> None:
-        """One text frame: the handshake's, then stamped (a chunk or a snapshot) or not
+    def text(self, payload: bytes, now: int) -> None:
+        """One text frame after the handshake: stamped (a chunk or a snapshot) or not
         (stream_start; an end, complete or error frame ends the subscription)."""
-        if not self.acked:
-            if self.kind == "chatql":  # connection_ack: now subscribe
-                self._send(_TEXT, self.subscribe)
-            else:  # ready: registered with the relay
-                self.started.set()
-            self.acked = True
-            if not self.handshake.done():
-                self.handshake.set_result(True)
-            return
         self.served = True
         stamps = _STAMPS.search(payload)
         if stamps is None:
@@ -294,25 +193,9 @@ class _Socket(asyncio.Protocol):
         stats.first = stats.first or now
         stats.last = now
 
-    def _send(self, opcode: int, payload: bytes) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(_masked(opcode, payload))
-
-    def _fail(self, error: Exception) -> None:
-        if not self.handshake.done():
-            self.handshake.set_exception(error)
-        if self.transport is not None:
-            self.transport.close()
-
     def connection_lost(self, exc: Exception | None) -> None:
-        if not self.handshake.done():
-            self.handshake.set_exception(ConnectionError("closed before acknowledged"))
+        super().connection_lost(exc)
         self.ended.set()
-
-    def disconnect(self) -> None:
-        """Close the socket (the run is over)."""
-        if self.transport is not None:
-            self.transport.close()
 
 
 def _report(**values: Any) -> None:
@@ -332,12 +215,9 @@ async def _first(sock: Any) -> None:
 async def _open(kind: str, address: str, subscribe: bytes, stats: _Stats,
                 gate: asyncio.Semaphore) -> _Socket | None:
     """Open one socket and wait for its acknowledgement; None when it failed."""
-    host, port = address.rsplit(":", 1)
     async with gate:
         try:
-            _, sock = await asyncio.get_running_loop().create_connection(
-                lambda: _Socket(kind, address, subscribe, stats), host, int(port))
-            await asyncio.wait_for(sock.handshake, 120)
+            sock = await connect(address, lambda: _Socket(kind, address, subscribe, stats))
         except Exception as error:  # counted as not acknowledged
             print(f"connect failed: {error!r}", file=sys.stderr)
             return None
@@ -346,8 +226,7 @@ async def _open(kind: str, address: str, subscribe: bytes, stats: _Stats,
 
 async def _client(kind: str, address: str, chat: str, count: int) -> None:
     stats = _Stats()
-    subscribe = orjson.dumps({"id": "1", "type": "subscribe", "payload": {
-        "query": SUBSCRIBE, "variables": {"chat": chat}}})
+    subscribe = subscribe_frame(SUBSCRIBE, {"chat": chat})
     gate = asyncio.Semaphore(100)
     opened = await asyncio.gather(*(_open(kind, address, subscribe, stats, gate)
                                     for _ in range(count)))
