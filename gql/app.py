@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import math
@@ -352,6 +353,25 @@ def _lenient_json(data: str | bytes) -> Any:
     return value
 
 
+_startup_frozen = False
+
+
+def freeze_startup_objects() -> None:
+    """Take what the process built before serving — modules, the schema, the engine —
+    out of the cyclic collector's full collections, once per process.
+
+    Those objects live as long as the process, and a full collection walks every
+    tracked object: with a thousand sockets open it already has ~300,000 to walk
+    (~200 ms on a small machine, a stall every subscriber feels), ~130,000 of them
+    from startup. Frozen objects are still freed when nothing refers to them; only a
+    cycle among them would outlive its use, and startup's objects are not garbage."""
+    global _startup_frozen
+    if not _startup_frozen:
+        _startup_frozen = True
+        gc.collect()
+        gc.freeze()
+
+
 def create_app(settings: Settings | None = None) -> Starlette:
     """Build the app; with no settings they are read from ``CHATQL_*`` variables.
 
@@ -383,6 +403,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
                                          archive_after_days=settings.archive_after_days,
                                          events=events)
             retention.start()
+            freeze_startup_objects()
             try:
                 yield
             finally:
