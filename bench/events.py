@@ -8,8 +8,10 @@ real WebSockets; ``--quick``: 10 users x 2). Prints:
 
 - the appends' throughput (``appendMessages`` over HTTP from 8 concurrent writers into
   the users' chats) with every sidebar subscribed, divided by the same without any
-  subscriber (the mean of a run before the sidebars open and one after they close, so
-  load drifting on a shared machine cancels out; target >= 0.9);
+  subscriber. Runs alternate: without, with, without, with, without — the sidebars
+  opened before each run with them and closed after it — and the ratio is the mean
+  of the runs with over the mean of the runs without, so load drifting on a shared
+  machine cancels out (target >= 0.9);
 - the p99 write -> event latency (from sending an append to its ``MESSAGES`` event at
   each of the writer's sidebars, appends paced at a steady rate) divided by the p99 of
   a ``chatStream`` chunk (from sending a one-chunk push to the chunk at a subscriber),
@@ -42,6 +44,7 @@ import re
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -153,6 +156,31 @@ async def append_throughput(client: Client, chats: list[tuple[int, str]], count:
     return count / (time.perf_counter() - started)
 
 
+#: Runs with the sidebars, each between two without them.
+ROUNDS = 2
+
+
+@dataclass
+class Segment:
+    """One throughput run: appends per second, and the CPU the server and this process
+    spent on it."""
+
+    rate: float
+    server_cpu: float
+    own_cpu: float
+
+
+async def segment(client: Client, chats: list[tuple[int, str]], appends: int, label: str,
+                  pid: int) -> Segment:
+    cpu, own = cpu_seconds(pid), _own_cpu()
+    rate = await append_throughput(client, chats, appends, label)
+    return Segment(rate, cpu_seconds(pid) - cpu, _own_cpu() - own)
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
 async def run(quick: bool) -> None:
     users, per_user = (10, 2) if quick else (100, 10)
     appends = 200 if quick else 2_000
@@ -172,10 +200,8 @@ async def run(quick: bool) -> None:
                     chats.append((index, data["createChat"]["id"]))
                 await append_throughput(client, chats, appends // 4, "warm")
                 pid = server.process.pid
-                cpu, own = cpu_seconds(pid), _own_cpu()
-                without = await append_throughput(client, chats, appends, "plain")
-                cpu_without = cpu_seconds(pid) - cpu
-                own_without = _own_cpu() - own
+                without = [await segment(client, chats, appends, "plain-0", pid)]
+                with_subscribers: list[Segment] = []
 
                 # 1,000 sidebars: every one of a user's sidebars sees its chats' events.
                 pending: dict[str, float] = {}
@@ -190,75 +216,40 @@ async def run(quick: bool) -> None:
                             if sent is not None:
                                 latencies.append(now - sent)
 
-                sidebars: list[Sidebar] = []
-                for index, _chat in chats:
-                    for _ in range(per_user):
-                        sidebars.append(await connect(server.address, functools.partial(
-                            Sidebar, server.address, user(index), on_events)))
-                # Live: one touch of each chat reaches all of its user's sidebars.
-                for index, chat in chats:
-                    await client.gql(APPEND, {"chat": chat, "aid": f"ready-{index}"},
-                                     user(index))
-                for _ in range(3000):
-                    if seen[0] >= len(sidebars):
-                        break
-                    await asyncio.sleep(0.01)
-                else:
-                    raise RuntimeError(f"only {seen[0]} of {len(sidebars)} sidebars are live")
-                cpu, own = cpu_seconds(pid), _own_cpu()
-                with_subscribers = await append_throughput(client, chats, appends, "live")
-                cpu_with = cpu_seconds(pid) - cpu
-                own_with = _own_cpu() - own
-                await asyncio.sleep(1.0)
+                async def open_sidebars(round_: int) -> list[Sidebar]:
+                    opened: list[Sidebar] = []
+                    for index, _chat in chats:
+                        for _ in range(per_user):
+                            opened.append(await connect(server.address, functools.partial(
+                                Sidebar, server.address, user(index), on_events)))
+                    # Live: one touch of each chat reaches all of its user's sidebars.
+                    seen[0] = 0
+                    for index, chat in chats:
+                        await client.gql(APPEND, {"chat": chat,
+                                                  "aid": f"ready-{round_}-{index}"}, user(index))
+                    for _ in range(3000):
+                        if seen[0] >= len(opened):
+                            return opened
+                        await asyncio.sleep(0.01)
+                    raise RuntimeError(f"only {seen[0]} of {len(opened)} sidebars are live")
 
-                # Latency: appends and one-chunk pushes at the same steady pace.
-                stream_chat = (await client.gql(CREATE, {"input": {"assistantId": "bench"}},
-                                                AGENT))["createChat"]["id"]
-                pushed: dict[str, float] = {}
-                chunk_latencies: list[float] = []
-                answered: list[float] = []
-
-                def on_chunk(data: dict[str, Any]) -> None:
-                    chunk = data["chatStream"]
-                    sent = pushed.get(str((chunk["props"] or {}).get("content")))
-                    if sent is not None and chunk["type"] == "text":
-                        chunk_latencies.append(time.perf_counter() - sent)
-
-                viewer = await connect(server.address, lambda: Viewer(
-                    server.address, AGENT, STREAM, {"chat": stream_chat}, on_chunk))
-                await asyncio.sleep(0.2)
-                stream = (await client.gql(START, {"chat": stream_chat}, AGENT)
-                          )["startStream"]["id"]
-
-                async def appender() -> None:
-                    for n in range(paced):
-                        index, chat = chats[n % len(chats)]
-                        pending[chat] = sent = time.perf_counter()
-                        await client.gql(APPEND, {"chat": chat, "aid": f"paced-{n}"},
-                                         user(index))
-                        answered.append(time.perf_counter() - sent)
-                        await asyncio.sleep(pace)
-
-                async def pusher() -> None:
-                    for n in range(paced):
-                        pushed[str(n)] = time.perf_counter()
-                        await client.gql(PUSH, {"id": stream, "chunks": [{
-                            "messageId": f"m{n}", "type": "text",
-                            "props": {"content": str(n)}}]}, AGENT)
-                        await asyncio.sleep(pace)
-
-                latencies.clear()
-                await asyncio.gather(appender(), pusher())
-                await asyncio.sleep(1.0)
-                await asyncio.gather(*(sock.close() for sock in [*sidebars, viewer]))
-                # Without again, after: the baseline is the mean of the runs on either
-                # side, so the machine's load drifting during the run cancels out.
-                await asyncio.sleep(1.0)
-                cpu = cpu_seconds(pid)
-                after = await append_throughput(client, chats, appends, "after")
-                cpu_without = (cpu_without + cpu_seconds(pid) - cpu) / 2
+                for round_ in range(ROUNDS):
+                    sidebars = await open_sidebars(round_)
+                    with_subscribers.append(await segment(client, chats, appends,
+                                                          f"live-{round_}", pid))
+                    await asyncio.sleep(1.0)
+                    if round_ == ROUNDS - 1:
+                        latency = await paced_latency(server.address, client, chats, paced,
+                                                      pace, pending, latencies)
+                    await asyncio.gather(*(sock.close() for sock in sidebars))
+                    # Without again: the baseline is every run without, on either side of
+                    # each run with, so the machine's load drifting cancels out.
+                    await asyncio.sleep(1.0)
+                    without.append(await segment(client, chats, appends,
+                                                 f"plain-{round_ + 1}", pid))
         finally:
             stop_server(server)
+    chunk_latencies, answered = latency
     event_p99 = percentile(latencies, 0.99) * 1000
     chunk_p99 = percentile(chunk_latencies, 0.99) * 1000
     answered_p99 = percentile(answered, 0.99) * 1000
@@ -267,26 +258,75 @@ async def run(quick: bool) -> None:
     chunk_p50 = percentile(chunk_latencies, 0.5) * 1000
     print(f"{len(sidebars):,} sidebars ({users} users x {per_user}), {appends:,} appends "
           f"per throughput run, {paced} paced appends and pushes")
-    baseline = (without + after) / 2
-    print(f"appends/s without subscribers {without:,.0f} before and {after:,.0f} after, "
-          f"with {with_subscribers:,.0f}: with / without = {with_subscribers / baseline:.2f}x "
-          "(target >= 0.9)")
+    plain_rate = _mean([s.rate for s in without])
+    live_rate = _mean([s.rate for s in with_subscribers])
+    print("appends/s without subscribers " + " / ".join(f"{s.rate:,.0f}" for s in without)
+          + ", with " + " / ".join(f"{s.rate:,.0f}" for s in with_subscribers)
+          + f" (alternating): with / without = {live_rate / plain_rate:.2f}x (target >= 0.9)")
     print(f"p99 write -> event {event_p99:.1f} ms over {len(latencies):,} events, "
           f"p99 chatStream chunk {chunk_p99:.1f} ms over {len(chunk_latencies):,} chunks: "
           f"event / chunk = {event_p99 / chunk_p99:.2f}x (target <= 2)")
+    cpu_without = _mean([s.server_cpu for s in without]) / appends * 1000
+    cpu_with = _mean([s.server_cpu for s in with_subscribers]) / appends * 1000
     if cpu_without > 0:
         # Load on a shared machine moves throughput a lot; the server's own CPU time
         # per append does not, and says what the sidebars cost it.
-        print(f"server CPU per append: without {cpu_without / appends * 1000:.2f} ms, with "
-              f"{cpu_with / appends * 1000:.2f} ms: with / without = "
-              f"{cpu_with / cpu_without:.2f}x")
+        print(f"server CPU per append: without {cpu_without:.2f} ms, with {cpu_with:.2f} ms: "
+              f"with / without = {cpu_with / cpu_without:.2f}x")
     # The writers and the sidebars' sockets run in this process, on the same cores as
     # the server: what reading the sidebars' frames costs the load generator is part of
     # the throughput with them.
+    own_without = _mean([s.own_cpu for s in without]) / appends * 1000
+    own_with = _mean([s.own_cpu for s in with_subscribers]) / appends * 1000
     print(f"this process (writers and sidebars) CPU per append: without "
-          f"{own_without / appends * 1000:.2f} ms, with {own_with / appends * 1000:.2f} ms")
+          f"{own_without:.2f} ms, with {own_with:.2f} ms")
     print(f"(p50 write -> event {event_p50:.1f} ms, p50 chunk {chunk_p50:.1f} ms; "
           f"the append's own answer p50 {answered_p50:.1f} ms, p99 {answered_p99:.1f} ms)")
+
+
+async def paced_latency(address: str, client: Client, chats: list[tuple[int, str]],
+                        paced: int, pace: float, pending: dict[str, float],
+                        latencies: list[float]) -> tuple[list[float], list[float]]:
+    """Appends and one-chunk pushes at the same steady pace, the sidebars open: the
+    write -> event latencies land in ``latencies``; returns the chunks' latencies and
+    the appends' own answer times."""
+    stream_chat = (await client.gql(CREATE, {"input": {"assistantId": "bench"}},
+                                    AGENT))["createChat"]["id"]
+    pushed: dict[str, float] = {}
+    chunk_latencies: list[float] = []
+    answered: list[float] = []
+
+    def on_chunk(data: dict[str, Any]) -> None:
+        chunk = data["chatStream"]
+        sent = pushed.get(str((chunk["props"] or {}).get("content")))
+        if sent is not None and chunk["type"] == "text":
+            chunk_latencies.append(time.perf_counter() - sent)
+
+    viewer = await connect(address, lambda: Viewer(address, AGENT, STREAM,
+                                                   {"chat": stream_chat}, on_chunk))
+    await asyncio.sleep(0.2)
+    stream = (await client.gql(START, {"chat": stream_chat}, AGENT))["startStream"]["id"]
+
+    async def appender() -> None:
+        for n in range(paced):
+            index, chat = chats[n % len(chats)]
+            pending[chat] = sent = time.perf_counter()
+            await client.gql(APPEND, {"chat": chat, "aid": f"paced-{n}"}, user(index))
+            answered.append(time.perf_counter() - sent)
+            await asyncio.sleep(pace)
+
+    async def pusher() -> None:
+        for n in range(paced):
+            pushed[str(n)] = time.perf_counter()
+            await client.gql(PUSH, {"id": stream, "chunks": [{
+                "messageId": f"m{n}", "type": "text", "props": {"content": str(n)}}]}, AGENT)
+            await asyncio.sleep(pace)
+
+    latencies.clear()
+    await asyncio.gather(appender(), pusher())
+    await asyncio.sleep(1.0)
+    await viewer.close()
+    return chunk_latencies, answered
 
 
 def main(argv: list[str] | None = None) -> int:
