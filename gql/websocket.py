@@ -34,8 +34,9 @@
   (websockets-sansio) transport directly, below Starlette's and the middlewares' send
   wrappers (:class:`ServerSendMiddleware` keeps the server's own ``send`` for that).
   A subscriber waiting for more is even written to from the topic's wake-up, without
-  waking its task. A closing socket, a transport above its high-water mark, another
-  server or an extension such as per-message deflate take the ordinary send, which
+  waking its task; an idle ``chatEvents`` sidebar likewise from the event's delivery.
+  A closing socket, a transport above its high-water mark, another server or an
+  extension such as per-message deflate take the ordinary send, which
   waits for the buffer to drain, so a slow reader is coalesced or sent a snapshot by
   its queue as before.
 - **Subscribe checks shared while they wait.** Subscribes of one chat by the same
