@@ -44,9 +44,8 @@ from gql.context import Context
 from gql.document_shapes import (
     MAX_FAST_DOCUMENT,
     PlanCache,
-    leaf_selections,
+    flat_root_field,
     nests_within,
-    sole_root_field,
 )
 from gql.fast_lanes import clear_refusals, keep_refusal
 from gql.limits import limit_rules
@@ -107,13 +106,11 @@ def _plan(query: str, operation_name: str | None, schema: Any,
         document = parse(query, max_lexical_tokens=max_tokens, max_comments=max_tokens)
     except GraphQLError:
         return None
-    shape = sole_root_field(document, operation_name, OperationType.MUTATION, _FIELD)
+    shape = flat_root_field(document, operation_name, OperationType.MUTATION, _FIELD,
+                            _RESULT_FIELDS)
     if shape is None:
         return None
-    operation, root = shape
-    fields = leaf_selections(root, _RESULT_FIELDS, max_fields=len(_RESULT_FIELDS))
-    if fields is None:
-        return None
+    operation, root, fields = shape
     declared = {}
     for definition in operation.variable_definitions or ():
         if definition.default_value is not None or definition.directives:

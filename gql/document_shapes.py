@@ -11,13 +11,13 @@ ordinary path would.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Container, Hashable
+from collections.abc import Callable, Collection, Container, Hashable
 from typing import Any, Generic, TypeVar
 
 from graphql import DocumentNode, FieldNode, OperationDefinitionNode, OperationType
 
-__all__ = ["MAX_FAST_DOCUMENT", "PlanCache", "has_nul", "leaf_selections", "nests_within",
-           "sole_root_field"]
+__all__ = ["MAX_FAST_DOCUMENT", "PlanCache", "flat_root_field", "has_nul", "leaf_selections",
+           "nests_within", "sole_root_field"]
 
 #: Longer documents are left to the ordinary path (and its limits).
 MAX_FAST_DOCUMENT = 1_000
@@ -63,6 +63,23 @@ def leaf_selections(
             return None
         fields.append(((selection.alias or selection.name).value, selection.name.value))
     return tuple(fields) if len(fields) <= max_fields else None
+
+
+def flat_root_field(
+    document: DocumentNode,
+    operation_name: str | None,
+    kind: OperationType,
+    field_name: str,
+    allowed: Collection[str],
+) -> tuple[OperationDefinitionNode, FieldNode, tuple[tuple[str, str], ...]] | None:
+    """:func:`sole_root_field` whose selection is plain leaves among ``allowed`` (at most
+    one per allowed name): the operation, the root field and :func:`leaf_selections`."""
+    shape = sole_root_field(document, operation_name, kind, field_name)
+    if shape is None:
+        return None
+    operation, root = shape
+    fields = leaf_selections(root, allowed, max_fields=len(allowed))
+    return None if fields is None else (operation, root, fields)
 
 
 def has_nul(value: object) -> bool:

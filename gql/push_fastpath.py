@@ -39,10 +39,9 @@ from gql.context import Context
 from gql.document_shapes import (
     MAX_FAST_DOCUMENT,
     PlanCache,
+    flat_root_field,
     has_nul,
-    leaf_selections,
     nests_within,
-    sole_root_field,
 )
 from gql.fast_lanes import clear_refusals, keep_refusal
 from store.errors import ChatqlError
@@ -76,13 +75,11 @@ def _plan(query: str, operation_name: str | None, schema: Any) -> PushPlan | Non
         document = parse(query)
     except GraphQLError:
         return None
-    shape = sole_root_field(document, operation_name, OperationType.MUTATION, "pushChunks")
+    shape = flat_root_field(document, operation_name, OperationType.MUTATION, "pushChunks",
+                            _RESULT_FIELDS)
     if shape is None:
         return None
-    _, root = shape
-    fields = leaf_selections(root, _RESULT_FIELDS, max_fields=len(_RESULT_FIELDS))
-    if fields is None:
-        return None
+    _, root, fields = shape
     arguments = {argument.name.value: argument.value for argument in root.arguments or ()}
     chunks = arguments.get("chunks")
     stream_id = arguments.get("streamId")

@@ -91,7 +91,7 @@ from websockets.protocol import State
 
 from gql.chat_events_fastpath import serve_chat_events
 from gql.context import Context
-from gql.document_shapes import MAX_FAST_DOCUMENT, leaf_selections, sole_root_field
+from gql.document_shapes import MAX_FAST_DOCUMENT, flat_root_field
 from gql.push_fastpath import fast_push
 from store.chats import get_chat
 from store.database import Database
@@ -216,14 +216,11 @@ def _selectable(schema: Any) -> frozenset[str]:
 
 def _plan(schema: Any, document: DocumentNode,
           operation_name: str | None) -> ChatStreamPlan | None:
-    shape = sole_root_field(document, operation_name, OperationType.SUBSCRIPTION, "chatStream")
+    shape = flat_root_field(document, operation_name, OperationType.SUBSCRIPTION,
+                            "chatStream", _selectable(schema))
     if shape is None:
         return None
-    operation, root = shape
-    selectable = _selectable(schema)
-    fields = leaf_selections(root, selectable, max_fields=len(selectable))
-    if fields is None:
-        return None
+    operation, root, fields = shape
     arguments = {argument.name.value: argument.value for argument in root.arguments or ()}
     defaults = {
         definition.variable.name.value: value_from_ast_untyped(definition.default_value)
