@@ -31,6 +31,7 @@ from strawberry.types.execution import ExecutionResult
 from gql.append_fastpath import append_plan_for, fast_append
 from gql.auth import CREDENTIAL_KEYS, authenticator_for, identity_from_credentials
 from gql.bodylimit import BodyLimitMiddleware, error_body
+from gql.chat_events_fastpath import chat_events_relay
 from gql.compiled_reads import CompiledReads
 from gql.context import Context, Services
 from gql.export import export_endpoint
@@ -38,7 +39,12 @@ from gql.fast_lanes import Lane, clear_refusals
 from gql.push_fastpath import fast_push, push_plan_for
 from gql.schema import schema
 from gql.settings import Settings
-from gql.sse import GRAPHQL_SSE_PROTOCOL, execute_plain_http
+from gql.sse import (
+    GRAPHQL_SSE_PROTOCOL,
+    RelayedSubscription,
+    execute_plain_http,
+    relayed_stream,
+)
 from gql.web import page_response, web_routes
 from gql.websocket import (
     ChatqlLegacyWSHandler,
@@ -239,7 +245,27 @@ class GraphQLEndpoint(GraphQL[Context, None]):
         auth_error = getattr(request.state, "auth_error", None)
         if auth_error is not None:
             raise _AuthFailed(auth_error)
+        relayed = self._relayed(request, *args, **kwargs)
+        if relayed is not None:
+            return relayed
         return await super().execute_operation(request, *args, **kwargs)
+
+    def _relayed(self, request: Any, request_adapter: Any, request_data: Any, context: Context,
+                 *_args: Any, **_kwargs: Any) -> RelayedSubscription | None:
+        """A ``chatEvents`` subscription POSTed for Server-Sent Events, relayed the
+        fast way (see gql/chat_events_fastpath.py); None: the ordinary way runs it."""
+        if (request_adapter.method != "POST" or isinstance(request_data, list)
+                or getattr(request_data, "protocol", None) != "sse"
+                or request_data.extensions):
+            return None
+        relay = chat_events_relay(self.schema, context, request_data.query,
+                                  request_data.operation_name, request_data.variables)
+        return None if relay is None else RelayedSubscription(relay)
+
+    def _stream_result(self, request: Any, result: Any, transport: Any) -> Any:
+        if isinstance(result, RelayedSubscription):
+            return relayed_stream(result, transport)
+        return super()._stream_result(request, result, transport)
 
     async def on_ws_connect(self, context: Context) -> Any:
         # The connection_init payload names the caller over WebSocket;

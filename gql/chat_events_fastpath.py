@@ -15,12 +15,12 @@ document the ordinary way.
 The events service queues one event object per published event and outcome to every
 subscriber it reaches (:mod:`store.events` decides access and the filter at delivery,
 once per identity and filter), so the frame text is cached per event object and plan
-and shared by all of them. Both WebSocket protocols take this path (``gql/websocket.py``);
-Server-Sent Events run the ordinary way. Anything else — fragments, directives, other root fields,
-variables that do not coerce, a filter the resolver refuses, an events service that is
-not running — runs the ordinary way, so errors look exactly as they always do. A value
-the schema's serialisers refuse (only a corrupt row can hold one) is answered for that
-event by the general executor.
+and shared by all of them. Both WebSocket protocols take this path (``gql/websocket.py``),
+and so does Server-Sent Events (``graphql-sse``, ``gql/app.py``). Anything else —
+fragments, directives, other root fields, variables that do not coerce, a filter the
+resolver refuses, an events service that is not running — runs the ordinary way, so
+errors look exactly as they always do. A value the schema's serialisers refuse (only a
+corrupt row can hold one) is answered for that event by the general executor.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from __future__ import annotations
 import inspect
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,7 +63,8 @@ from gql.limits import limit_rules
 from store import events as store_events
 from store.chat_lists import ChatListFilter
 
-__all__ = ["ChatEventsPlan", "chat_events_plan_for", "serve_chat_events"]
+__all__ = ["ChatEventsPlan", "ChatEventsRelay", "chat_events_plan_for", "chat_events_relay",
+           "serve_chat_events"]
 
 logger = logging.getLogger("chatql")
 
@@ -329,6 +331,55 @@ async def _executed(schema: Any, plan: ChatEventsPlan, context: Context,
     return orjson.dumps(payload).decode()
 
 
+@dataclass(eq=False)
+class ChatEventsRelay:
+    """A ``chatEvents`` operation this module serves: its plan and store filter."""
+
+    schema: Any
+    context: Context
+    plan: ChatEventsPlan
+    list_filter: ChatListFilter
+    variables: dict[str, Any] | None
+
+    async def texts(self, sink: store_events.Sink | None = None) -> AsyncGenerator[str, None]:
+        """The ``{"data": ...}`` text of each event until the subscription ends (what
+        ``sink`` took at delivery is not yielded again). Iterate it in ``aclosing``:
+        the subscription ends the moment its consumer does."""
+        events = self.context.services.events
+        assert events is not None
+        subscriber = events.subscribe(self.context.identity, self.list_filter, sink)
+        try:
+            async for event in subscriber.events():
+                text = self.plan.payload(event)
+                if text is None:
+                    text = await _executed(self.schema, self.plan, self.context,
+                                           self.variables, event)
+                yield text
+        finally:
+            events.unsubscribe(subscriber)
+
+
+def chat_events_relay(schema: Any, context: Context, query: str | None,
+                      operation_name: str | None,
+                      variables: dict[str, Any] | None) -> ChatEventsRelay | None:
+    """The fast relay for a ``chatEvents`` operation, or None (having done nothing)
+    when it must run the ordinary way."""
+    services = context.services
+    if services.events is None:
+        return None
+    settings = services.settings
+    plan = chat_events_plan_for(schema, query, operation_name,
+                                max_depth=settings.max_query_depth,
+                                max_aliases=settings.max_query_aliases,
+                                max_tokens=settings.max_query_tokens)
+    if plan is None:
+        return None
+    list_filter = _list_filter(schema, plan, variables)
+    if list_filter is None:
+        return None
+    return ChatEventsRelay(schema, context, plan, list_filter, variables)
+
+
 async def serve_chat_events(schema: Any, context: Context, query: str | None,
                             operation_name: str | None, variables: dict[str, Any] | None,
                             envelope: Callable[[str], str], send: Send,
@@ -338,33 +389,18 @@ async def serve_chat_events(schema: Any, context: Context, query: str | None,
 
     ``write``, when given, writes one enveloped payload at once if the transport takes
     it now (False: it does not, and ``send`` gets it from the subscriber's queue)."""
-    services = context.services
-    events = services.events
-    if events is None:
-        return False
-    settings = services.settings
-    plan = chat_events_plan_for(schema, query, operation_name,
-                                max_depth=settings.max_query_depth,
-                                max_aliases=settings.max_query_aliases,
-                                max_tokens=settings.max_query_tokens)
-    if plan is None:
-        return False
-    list_filter = _list_filter(schema, plan, variables)
-    if list_filter is None:
+    relay = chat_events_relay(schema, context, query, operation_name, variables)
+    if relay is None:
         return False
     sink = None
     if write is not None:
+        plan = relay.plan
+
         def sink(event: store_events.ChatEvent) -> bool:
             text = plan.payload(event)
             return text is not None and write(envelope(text))
 
-    subscriber = events.subscribe(context.identity, list_filter, sink)
-    try:
-        async for event in subscriber.events():
-            text = plan.payload(event)
-            if text is None:
-                text = await _executed(schema, plan, context, variables, event)
+    async with aclosing(relay.texts(sink)) as texts:
+        async for text in texts:
             await send(envelope(text))
-    finally:
-        events.unsubscribe(subscriber)
     return True

@@ -17,10 +17,13 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from typing import Any, cast
 
 from cross_web import HTTPException
 from strawberry.exceptions import MissingQueryError
+from strawberry.http.streaming import AsyncTextStream, SSETransport, merge_stream_with_heartbeat
 from strawberry.http.types import HTTPMethod
 from strawberry.schema.exceptions import (
     CannotGetOperationTypeError,
@@ -30,7 +33,10 @@ from strawberry.subscriptions import GRAPHQL_SSE_PROTOCOL
 from strawberry.types.execution import ExecutionResult
 from strawberry.types.graphql import OperationType
 
-__all__ = ["GRAPHQL_SSE_PROTOCOL", "SUBSCRIPTION_OVER_HTTP", "execute_plain_http"]
+from gql.chat_events_fastpath import ChatEventsRelay
+
+__all__ = ["GRAPHQL_SSE_PROTOCOL", "SUBSCRIPTION_OVER_HTTP", "RelayedSubscription",
+           "execute_plain_http", "relayed_stream"]
 
 SUBSCRIPTION_OVER_HTTP = (
     "Subscriptions cannot run as a plain HTTP request: use a WebSocket "
@@ -68,3 +74,36 @@ async def execute_plain_http(view: Any, method: str, context: Any, root_value: A
     except MissingQueryError:
         raise HTTPException(400, "No GraphQL query found in the request") from None
     return result
+
+
+class RelayedSubscription:
+    """A subscription the view streams from a fast relay instead of an execution: it
+    stands where the executor's result would (an async iterator, never iterated as
+    one) and :func:`relayed_stream` writes it."""
+
+    def __init__(self, relay: ChatEventsRelay) -> None:
+        self.relay = relay
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self
+
+    async def __anext__(self) -> Any:
+        raise StopAsyncIteration
+
+
+def relayed_stream(subscription: RelayedSubscription, transport: Any) -> AsyncTextStream:
+    """The event stream of a relayed subscription: an ``event: next`` per event, then
+    ``event: complete``, with the heartbeats of the ordinary way's stream."""
+    assert isinstance(transport, SSETransport)
+    relay = subscription.relay
+
+    async def stream() -> AsyncGenerator[str, None]:
+        async with aclosing(relay.texts()) as texts:
+            async for text in texts:
+                yield transport.encode_event("next", text)
+        yield transport.encode_complete()
+
+    return merge_stream_with_heartbeat(
+        stream, lambda: transport.encode_comment("ping"),
+        interval=transport.heartbeat_interval,
+        send_initial_heartbeat=transport.send_initial_heartbeat)

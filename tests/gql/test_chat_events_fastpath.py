@@ -2,8 +2,8 @@
 sends: generated selections (aliases, ``__typename``, any order, any plain field of
 the event and of the chat) are subscribed twice on one live server — once taking the
 fast path, once with it turned off — and every frame of every event, including one
-the schema's serialisers refuse, must be byte-identical on both WebSocket protocols,
-both databases and both brokers."""
+the schema's serialisers refuse, must be byte-identical on both WebSocket protocols and
+over Server-Sent Events, on both databases and both brokers."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import json
 import random
 from typing import Any
 
+import httpx
 import pytest
 import websockets
 from sqlalchemy import update
@@ -33,6 +34,7 @@ from tests.gql.test_chat_events import (
     create,
     listening,
 )
+from tests.gql.test_sse import EVENT_STREAM
 from tests.gql.test_streams_ws import PROTOCOLS, serve
 
 # Fields whose value comes from a resolver of their own: the fast path leaves them to
@@ -207,3 +209,79 @@ async def test_selections_the_fast_path_leaves_to_the_executor(settings: Setting
         **limits, "max_tokens": 5}) is None
     assert chat_events_fastpath.chat_events_plan_for(schema, plain, None, **{
         **limits, "max_aliases": 0}) is not None  # it has no alias
+
+
+class SSEEvents:
+    """One graphql-sse ``chatEvents`` response whose ``next`` events' data lines are kept
+    as sent."""
+
+    def __init__(self, http: httpx.AsyncClient, server: str, query: str) -> None:
+        self.data: list[str] = []
+        self.arrived = asyncio.Event()
+        self.started = asyncio.Event()
+        self.reader = asyncio.create_task(self._read(http, server, query))
+
+    async def _read(self, http: httpx.AsyncClient, server: str, query: str) -> None:
+        async with http.stream("POST", f"http://{server}/graphql", headers={
+                **EVENT_STREAM, **BOB}, json={"query": query,
+                                              "variables": {"filter": None}}) as response:
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("text/event-stream")
+            self.started.set()
+            name = ""
+            async for line in response.aiter_lines():
+                if line.startswith("event: "):
+                    name = line.removeprefix("event: ")
+                elif line.startswith("data: ") and name == "next":
+                    self.data.append(line.removeprefix("data: "))
+                    self.arrived.set()
+
+    async def until(self, count: int) -> None:
+        async def wait() -> None:
+            while len(self.data) < count:
+                self.arrived.clear()
+                await self.arrived.wait()
+
+        await asyncio.wait_for(wait(), TIMEOUT)
+
+
+async def test_sse_fast_events_are_the_executors_bytes(
+        settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    documents = selections(seed=7, count=4)
+    limits = {"max_depth": settings.max_query_depth, "max_aliases": settings.max_query_aliases,
+              "max_tokens": settings.max_query_tokens}
+    async with serve(settings) as (server, app), httpx.AsyncClient(timeout=30) as http:
+        fast = [SSEEvents(http, server, document) for document in documents]
+        await listening(app, len(documents))
+        with monkeypatch.context() as patched:
+            patched.setattr(chat_events_fastpath, "chat_events_plan_for",
+                            lambda *args, **kwargs: None)
+            ordinary = [SSEEvents(http, server, document) for document in documents]
+            await listening(app, 2 * len(documents))
+        try:
+            chat = await create(server, ALICE, title="Ünïcødé ✓ \"plans\"", share="TEAM",
+                                tags=["b", "a"], metadata={"n": [1, 2.5]})
+            await call(server, APPEND, {"chat": chat, "aid": "a1"}, ALICE)
+            services = app.state.services
+            async with services.db.write() as conn:
+                await conn.execute(update(chats).where(chats.c.id == chat).values(
+                    status="BOGUS"))
+            await services.events.publish("UPDATED", chat, "acme")
+            await call(server, DELETE, {"id": chat}, ALICE)
+            for stream in fast + ordinary:
+                await stream.until(4)  # created, messages, updated (refused), deleted
+        finally:
+            for stream in fast + ordinary:
+                stream.reader.cancel()
+            await asyncio.gather(*(s.reader for s in fast + ordinary), return_exceptions=True)
+        # Closing each response ended its subscription.
+        for _ in range(500):
+            if app.state.services.events.subscriber_count() == 0:
+                break
+            await asyncio.sleep(0.01)
+        assert app.state.services.events.subscriber_count() == 0
+    for document, quick, slow in zip(documents, fast, ordinary, strict=True):
+        plan = chat_events_fastpath.chat_events_plan_for(schema, document, None, **limits)
+        assert plan is not None and plan.frames, "the fast path served none of its events"
+        assert quick.data == slow.data, document
+    assert any('"errors"' in line for stream in fast for line in stream.data)
