@@ -463,8 +463,10 @@ def create_app(settings: Settings | None = None) -> Starlette:
         ],
         lifespan=lifespan,
         middleware=[
-            # Outermost: the server's own WebSocket send, for frames written directly.
-            Middleware(ServerSendMiddleware),
+            # Outermost: the server's own WebSocket send, for frames written directly;
+            # the GraphQL WebSocket goes straight to its endpoint (the layers below act
+            # on HTTP only).
+            Middleware(ServerSendMiddleware, websocket_app=graphql, path="/graphql"),
             # Then: preflights are answered before anything reads the body.
             Middleware(
                 CORSMiddleware,

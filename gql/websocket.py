@@ -433,14 +433,30 @@ SERVER_SEND_KEY = "chatql.server_send"
 class ServerSendMiddleware:
     """Outermost ASGI layer: keeps the server's own ``send`` of a WebSocket in the scope,
     so frames can be written below the middlewares' send wrappers (see
-    :class:`FrameWriter`)."""
+    :class:`FrameWriter`), and hands a WebSocket for ``path`` straight to
+    ``websocket_app``.
 
-    def __init__(self, app: Any) -> None:
+    The layers in between — CORS, the body limit, exception handling, routing — act on
+    HTTP requests only and pass a WebSocket through, but each stays suspended on the
+    socket's call stack for as long as it is open: some fifty objects (coroutines,
+    closures, send wrappers) per socket that the garbage collector walks in every full
+    collection, with thousands of sidebars open. Only the exact path of the GraphQL
+    WebSocket route, served at the root, is handed over; any other socket (and an app
+    mounted under a root path) goes through the stack as before.
+    """
+
+    def __init__(self, app: Any, websocket_app: Any = None, path: str = "/graphql") -> None:
         self.app = app
+        self.websocket_app = websocket_app
+        self.path = path
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "websocket":
             scope[SERVER_SEND_KEY] = send
+            if (self.websocket_app is not None and scope["path"] == self.path
+                    and not scope.get("root_path")):
+                await self.websocket_app(scope, receive, send)
+                return
         await self.app(scope, receive, send)
 
 
@@ -579,6 +595,11 @@ class ChatqlTransportWSHandler(BaseGraphQLTransportWSHandler[Any, None]):
 
     async def handle_connection_init(self, message: Any) -> None:
         await super().handle_connection_init(message)
+        timeout = self.connection_init_timeout_task
+        if timeout is not None and (timeout.cancelling() or timeout.cancelled()):
+            # Cancelled by the init: once it ends, nothing of it (its CancelledError,
+            # traceback and frames) should stay referenced for the socket's lifetime.
+            self.connection_init_timeout_task = None
         view: Any = self.view
         if self.connection_acknowledged and view.keep_alive and self._ping_task is None:
             self._ping_task = asyncio.create_task(self._ping(view.keep_alive_interval))
