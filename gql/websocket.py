@@ -436,11 +436,12 @@ class ServerSendMiddleware:
     :class:`FrameWriter`), and hands a WebSocket for ``path`` straight to
     ``websocket_app``.
 
-    The layers in between — CORS, the body limit, exception handling, routing — act on
-    HTTP requests only and pass a WebSocket through, but each stays suspended on the
-    socket's call stack for as long as it is open: some fifty objects (coroutines,
-    closures, send wrappers) per socket that the garbage collector walks in every full
-    collection, with thousands of sidebars open. Only the exact path of the GraphQL
+    The layers in between have nothing to do for that socket — CORS and the body limit
+    act on HTTP only, the endpoint raises none of the exceptions Starlette's handlers
+    map, and its route is known — yet each would stay suspended on the socket's call
+    stack for as long as it is open: some forty objects (coroutines, closures, send
+    wrappers) per socket that the garbage collector walks in every full collection,
+    with thousands of sidebars open. Only the exact path of the GraphQL
     WebSocket route, served at the root, is handed over; any other socket (and an app
     mounted under a root path) goes through the stack as before.
     """
