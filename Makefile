@@ -6,22 +6,39 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install serve test lint schema bench-quick js-install js-test assets
+.PHONY: install install-test install-dev serve test lint docs schema js-install js-test assets
 
-$(BIN)/chatql: pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Serving installs the runtime dependencies only; the test and maintainer tools are extras.
+$(VENV)/.runtime: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
+	touch $@
+
+$(VENV)/.dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-install: $(BIN)/chatql
+install: $(VENV)/.runtime
+install-test: $(VENV)/.test
+install-dev: $(VENV)/.dev
 
 serve: install
 	$(BIN)/chatql serve --host $(HOST) --port $(PORT)
 
 # The JavaScript unit tests run first, so pytest prints the closing summary line.
-test: install js-test
+test: install-test js-test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The documentation site, built strictly (a broken link or a missing page fails).
+docs: install-test
+	$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
 # Front-end packages: installed with `npm ci` when Node.js is there (CI requires it).
 NPM_DIRS := clients/js clients/web
@@ -50,7 +67,7 @@ endif
 assets: js-install
 	cd clients/web && npm run build
 
-lint: install
+lint: install-dev
 	$(BIN)/ruff check store gql tests bench
 	$(BIN)/mypy store gql
 

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from store.streams.reducer import ChunkIn, StreamState, apply_chunks
+from chatql.store.streams.reducer import ChunkIn, StreamState, apply_chunks
 
 ROOT = Path(__file__).resolve().parents[1]
 JS_DIR = ROOT / "clients" / "js"

@@ -144,7 +144,7 @@ def serve(kind: str, port: int) -> None:
         app: Any = baseline_app()
         factory = False
     else:
-        app, factory = "gql.app:create_app", True
+        app, factory = "chatql.gql.app:create_app", True
     uvicorn.run(app, factory=factory, host="127.0.0.1", port=port, loop="uvloop",
                 ws="websockets-sansio", ws_per_message_deflate=False, log_level="warning",
                 lifespan="on" if kind == "chatql" else "off", timeout_graceful_shutdown=5)
@@ -540,15 +540,15 @@ async def persist_figures(messages: int,
     import asyncpg
     from sqlalchemy.engine import make_url
 
-    from store.chats import create_chat
-    from store.database import Database
-    from store.migrate import migrate
-    from store.records import Identity
-    from store.rows import MESSAGE_COLUMNS
-    from store.streams import StreamService
-    from store.streams.backends.memory import MemoryBackend
-    from store.streams.reducer import ChunkIn
-    from store.tree import chain_jump_depths
+    from chatql.store.chats import create_chat
+    from chatql.store.database import Database
+    from chatql.store.migrate import migrate
+    from chatql.store.records import Identity
+    from chatql.store.rows import MESSAGE_COLUMNS
+    from chatql.store.streams import StreamService
+    from chatql.store.streams.backends.memory import MemoryBackend
+    from chatql.store.streams.reducer import ChunkIn
+    from chatql.store.tree import chain_jump_depths
 
     base = os.environ.get("CHATQL_TEST_POSTGRES_URL", DEFAULT_PG_URL).replace(
         "postgresql://", "postgresql+asyncpg://", 1)
@@ -681,12 +681,12 @@ async def growth_figures(broker_url: str, target_bytes: int,
                          probes: int) -> tuple[float, float]:
     """Median push latency (s) of a 100-chunk delta batch into one message at the start
     and once ``target_bytes`` are buffered, through the stream service on SQLite."""
-    from store.chats import create_chat
-    from store.database import Database
-    from store.migrate import migrate
-    from store.records import Identity
-    from store.streams import StreamService, backend_from_url
-    from store.streams.reducer import ChunkIn
+    from chatql.store.chats import create_chat
+    from chatql.store.database import Database
+    from chatql.store.migrate import migrate
+    from chatql.store.records import Identity
+    from chatql.store.streams import StreamService, backend_from_url
+    from chatql.store.streams.reducer import ChunkIn
 
     tmp = tempfile.mkdtemp(prefix="chatql-bench-")
     db = Database(f"sqlite+aiosqlite:///{tmp}/growth.db")

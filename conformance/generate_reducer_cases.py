@@ -18,8 +18,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from store.errors import InvalidArgument, InvalidDelta  # noqa: E402
-from store.streams.reducer import ChunkIn, StreamState, apply_chunks  # noqa: E402
+from chatql.store.errors import InvalidArgument, InvalidDelta  # noqa: E402
+from chatql.store.streams.reducer import ChunkIn, StreamState, apply_chunks  # noqa: E402
 
 SEED = 20261201
 CASE_COUNT = 160

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gql.app import create_app
-from gql.schema import schema
-from gql.settings import Settings
+from chatql.gql.app import create_app
+from chatql.gql.schema import schema
+from chatql.gql.settings import Settings
 
 __all__ = ["Settings", "create_app", "schema"]

@@ -28,39 +28,39 @@ from strawberry.http.parse_content_type import parse_content_type
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 from strawberry.types.execution import ExecutionResult
 
-from gql.append_fastpath import append_plan_for, fast_append
-from gql.auth import CREDENTIAL_KEYS, authenticator_for, identity_from_credentials
-from gql.bodylimit import BodyLimitMiddleware, error_body
-from gql.chat_events_fastpath import chat_events_relay
-from gql.compiled_reads import CompiledReads
-from gql.context import Context, Services
-from gql.export import export_endpoint
-from gql.fast_lanes import Lane, clear_refusals
-from gql.push_fastpath import fast_push, push_plan_for
-from gql.schema import schema
-from gql.settings import Settings
-from gql.sse import (
+from chatql.gql.append_fastpath import append_plan_for, fast_append
+from chatql.gql.auth import CREDENTIAL_KEYS, authenticator_for, identity_from_credentials
+from chatql.gql.bodylimit import BodyLimitMiddleware, error_body
+from chatql.gql.chat_events_fastpath import chat_events_relay
+from chatql.gql.compiled_reads import CompiledReads
+from chatql.gql.context import Context, Services
+from chatql.gql.export import export_endpoint
+from chatql.gql.fast_lanes import Lane, clear_refusals
+from chatql.gql.push_fastpath import fast_push, push_plan_for
+from chatql.gql.schema import schema
+from chatql.gql.settings import Settings
+from chatql.gql.sse import (
     GRAPHQL_SSE_PROTOCOL,
     RelayedSubscription,
     execute_plain_http,
     relayed_stream,
 )
-from gql.web import page_response, web_routes
-from gql.websocket import (
+from chatql.gql.web import page_response, web_routes
+from chatql.gql.websocket import (
     ChatqlLegacyWSHandler,
     ChatqlTransportWSHandler,
     ChatqlWebSocketAdapter,
     ServerSendMiddleware,
 )
-from store.archive import ChatArchive
-from store.cursors import CursorSigner, load_or_create_secret
-from store.database import Database
-from store.errors import Unauthenticated
-from store.events import ChatEvents
-from store.migrate import migrate
-from store.records import Identity
-from store.retention import RetentionSweeper
-from store.streams import StreamService, backend_from_url
+from chatql.store.archive import ChatArchive
+from chatql.store.cursors import CursorSigner, load_or_create_secret
+from chatql.store.database import Database
+from chatql.store.errors import Unauthenticated
+from chatql.store.events import ChatEvents
+from chatql.store.migrate import migrate
+from chatql.store.records import Identity
+from chatql.store.retention import RetentionSweeper
+from chatql.store.streams import StreamService, backend_from_url
 
 __all__ = ["GraphQLEndpoint", "create_app"]
 

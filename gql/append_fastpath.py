@@ -39,18 +39,18 @@ from graphql import (
 )
 from graphql.language import Visitor, visit
 
-from gql.chat_events import announce_to
-from gql.context import Context
-from gql.document_shapes import (
+from chatql.gql.chat_events import announce_to
+from chatql.gql.context import Context
+from chatql.gql.document_shapes import (
     MAX_FAST_DOCUMENT,
     PlanCache,
     flat_root_field,
     nests_within,
 )
-from gql.fast_lanes import clear_refusals, keep_refusal
-from gql.limits import limit_rules
-from store import messages as store_messages
-from store.errors import ChatArchived
+from chatql.gql.fast_lanes import clear_refusals, keep_refusal
+from chatql.gql.limits import limit_rules
+from chatql.store import messages as store_messages
+from chatql.store.errors import ChatArchived
 
 __all__ = ["AppendPlan", "append_plan_for", "fast_append"]
 

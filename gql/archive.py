@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import strawberry
 
-from gql.chat_events import announce
-from gql.context import Info
-from gql.types import Chat
-from store import archive as store_archive
-from store.errors import InvalidArgument
+from chatql.gql.chat_events import announce
+from chatql.gql.context import Info
+from chatql.gql.types import Chat
+from chatql.store import archive as store_archive
+from chatql.store.errors import InvalidArgument
 
 __all__ = ["ArchiveMutation", "bring_back"]
 

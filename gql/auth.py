@@ -27,10 +27,10 @@ from typing import Any
 
 import jwt
 
-from gql.settings import Settings
-from store.errors import Unauthenticated
-from store.limits import NAME_CHARS
-from store.records import Identity
+from chatql.gql.settings import Settings
+from chatql.store.errors import Unauthenticated
+from chatql.store.limits import NAME_CHARS
+from chatql.store.records import Identity
 
 __all__ = [
     "AUTH_MODES",

@@ -8,13 +8,13 @@ from enum import StrEnum
 
 import strawberry
 
-from gql.chat_lists import ChatFilter
-from gql.context import Context, Info
-from gql.types import Chat
-from store import chat_lists as store_lists
-from store import events as store_events
-from store.errors import InvalidArgument
-from store.records import Chat as StoreChat
+from chatql.gql.chat_lists import ChatFilter
+from chatql.gql.context import Context, Info
+from chatql.gql.types import Chat
+from chatql.store import chat_lists as store_lists
+from chatql.store import events as store_events
+from chatql.store.errors import InvalidArgument
+from chatql.store.records import Chat as StoreChat
 
 __all__ = ["ChatEvent", "ChatEventSubscription", "ChatEventType", "announce", "announce_to",
            "before_write"]

@@ -56,12 +56,12 @@ from graphql.pyutils import Undefined
 from strawberry.schema.schema import validate_document
 from strawberry.types.arguments import convert_arguments
 
-from gql.chat_events import ChatEvent
-from gql.context import Context
-from gql.document_shapes import MAX_FAST_DOCUMENT, has_nul, sole_root_field
-from gql.limits import limit_rules
-from store import events as store_events
-from store.chat_lists import ChatListFilter
+from chatql.gql.chat_events import ChatEvent
+from chatql.gql.context import Context
+from chatql.gql.document_shapes import MAX_FAST_DOCUMENT, has_nul, sole_root_field
+from chatql.gql.limits import limit_rules
+from chatql.store import events as store_events
+from chatql.store.chat_lists import ChatListFilter
 
 __all__ = ["ChatEventsPlan", "ChatEventsRelay", "chat_events_plan_for", "chat_events_relay",
            "serve_chat_events"]

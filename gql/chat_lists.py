@@ -15,10 +15,18 @@ import strawberry
 from strawberry.dataloader import DataLoader
 from strawberry.types.nodes import SelectedField
 
-from gql.context import Info
-from gql.types import Chat, ChatOrderField, ChatStatus, PageInfo, SortOrder, TimeField, Weekday
-from store import chat_lists as store_lists
-from store.records import Identity, Message
+from chatql.gql.context import Info
+from chatql.gql.types import (
+    Chat,
+    ChatOrderField,
+    ChatStatus,
+    PageInfo,
+    SortOrder,
+    TimeField,
+    Weekday,
+)
+from chatql.store import chat_lists as store_lists
+from chatql.store.records import Identity, Message
 
 __all__ = [
     "ChatConnection",

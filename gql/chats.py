@@ -6,12 +6,12 @@ from datetime import timedelta
 
 import strawberry
 
-from gql.chat_events import announce, before_write
-from gql.context import Info
-from gql.types import Chat, CreateChatInput, UpdateChatInput
-from store import chats as store_chats
-from store.errors import InvalidArgument
-from store.ids import check_chat_id
+from chatql.gql.chat_events import announce, before_write
+from chatql.gql.context import Info
+from chatql.gql.types import Chat, CreateChatInput, UpdateChatInput
+from chatql.store import chats as store_chats
+from chatql.store.errors import InvalidArgument
+from chatql.store.ids import check_chat_id
 
 __all__ = ["ChatMutation", "ChatQuery"]
 

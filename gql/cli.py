@@ -21,7 +21,7 @@ __all__ = ["main"]
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from gql.settings import Settings
+    from chatql.gql.settings import Settings
 
     settings = Settings.from_env()
     if args.workers < 1:
@@ -42,7 +42,7 @@ def _serve(args: argparse.Namespace) -> int:
     except ImportError:  # pragma: no cover - uvloop is not built for every platform
         loop = "asyncio"
     uvicorn.run(
-        "gql.app:create_app",
+        "chatql.gql.app:create_app",
         factory=True,
         host=args.host,
         port=args.port,
@@ -62,9 +62,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    from gql.settings import Settings
-    from store.database import Database
-    from store.migrate import migrate
+    from chatql.gql.settings import Settings
+    from chatql.store.database import Database
+    from chatql.store.migrate import migrate
 
     async def run() -> None:
         db = Database(args.database_url or Settings.from_env().database_url)
@@ -78,9 +78,9 @@ def _migrate(args: argparse.Namespace) -> int:
 
 
 def _transfer(args: argparse.Namespace, work: Any) -> int:
-    from gql.settings import Settings
-    from store.database import Database
-    from store.errors import ChatqlError
+    from chatql.gql.settings import Settings
+    from chatql.store.database import Database
+    from chatql.store.errors import ChatqlError
 
     async def run() -> None:
         db = Database(args.database_url or Settings.from_env().database_url)
@@ -98,8 +98,8 @@ def _transfer(args: argparse.Namespace, work: Any) -> int:
 
 
 def _export_chat(args: argparse.Namespace) -> int:
-    from store.export import export_chat, open_export
-    from store.records import Identity
+    from chatql.store.export import export_chat, open_export
+    from chatql.store.records import Identity
 
     who = Identity(user_id="chatql-cli", tenant_id=args.tenant, roles=frozenset({"admin"}))
     out = sys.stdout.buffer
@@ -114,8 +114,8 @@ def _export_chat(args: argparse.Namespace) -> int:
 
 
 def _import_chat(args: argparse.Namespace) -> int:
-    from store.imports import import_file
-    from store.records import Identity
+    from chatql.store.imports import import_file
+    from chatql.store.records import Identity
 
     who = Identity(user_id=args.user, tenant_id=args.tenant, team_id=args.team)
 
@@ -132,7 +132,7 @@ def _import_chat(args: argparse.Namespace) -> int:
 def schema_sdl() -> str:
     from strawberry.printer import print_schema
 
-    from gql.schema import schema
+    from chatql.gql.schema import schema
 
     return print_schema(schema) + "\n"
 

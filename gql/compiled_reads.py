@@ -55,18 +55,18 @@ from graphql import (
 from graphql.execution.values import get_argument_values, get_variable_values
 from strawberry.schema.schema import validate_document
 
-from gql.chat_lists import _cursor_scope as chat_list_scope
-from gql.context import Context
-from gql.document_shapes import has_nul
-from gql.limits import limit_rules
-from gql.messages import _branch_scope, _cursor_scope
-from gql.settings import Settings
-from store.chat_lists import DEFAULT_CHAT_PAGE_SIZE, MAX_CHAT_PAGE_SIZE, ChatListFilter
-from store.chat_lists import _parse_position as parse_position
-from store.errors import ChatqlError
-from store.ids import check_chat_id, check_message_id
-from store.messages import DEFAULT_PAGE_SIZE, MessageFilter, check_page_size
-from store.prepared import (
+from chatql.gql.chat_lists import _cursor_scope as chat_list_scope
+from chatql.gql.context import Context
+from chatql.gql.document_shapes import has_nul
+from chatql.gql.limits import limit_rules
+from chatql.gql.messages import _branch_scope, _cursor_scope
+from chatql.gql.settings import Settings
+from chatql.store.chat_lists import DEFAULT_CHAT_PAGE_SIZE, MAX_CHAT_PAGE_SIZE, ChatListFilter
+from chatql.store.chat_lists import _parse_position as parse_position
+from chatql.store.errors import ChatqlError
+from chatql.store.ids import check_chat_id, check_message_id
+from chatql.store.messages import DEFAULT_PAGE_SIZE, MessageFilter, check_page_size
+from chatql.store.prepared import (
     CHAT_COLUMNS,
     FILTER_FIELDS,
     MESSAGE_COLUMNS,

@@ -9,13 +9,13 @@ from starlette.requests import Request
 from starlette.websockets import WebSocket
 from strawberry.types import Info as StrawberryInfo
 
-from gql.settings import Settings
-from store.archive import ChatArchive
-from store.cursors import CursorSigner
-from store.database import Database
-from store.events import ChatEvents
-from store.records import Identity
-from store.streams import StreamService
+from chatql.gql.settings import Settings
+from chatql.store.archive import ChatArchive
+from chatql.store.cursors import CursorSigner
+from chatql.store.database import Database
+from chatql.store.events import ChatEvents
+from chatql.store.records import Identity
+from chatql.store.streams import StreamService
 
 __all__ = ["Context", "Info", "Services"]
 

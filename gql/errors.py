@@ -17,7 +17,7 @@ from strawberry import Schema
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types import ExecutionContext
 
-from store import errors as store_errors
+from chatql.store import errors as store_errors
 
 __all__ = ["CODES", "ChatqlSchema", "QueryTooComplex", "code_for"]
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from gql.auth import identity_from_credentials
-from gql.bodylimit import error_body
-from gql.context import Services
-from gql.errors import code_for
-from store import export as store_export
-from store.errors import ChatqlError, Unauthenticated
+from chatql.gql.auth import identity_from_credentials
+from chatql.gql.bodylimit import error_body
+from chatql.gql.context import Services
+from chatql.gql.errors import code_for
+from chatql.store import export as store_export
+from chatql.store.errors import ChatqlError, Unauthenticated
 
 __all__ = ["EXPORT_MEDIA_TYPE", "export_endpoint"]
 

@@ -7,11 +7,11 @@ from enum import StrEnum
 import strawberry
 from strawberry.scalars import JSON
 
-from gql.chat_events import announce
-from gql.context import Info
-from gql.types import Chat
-from store import imports as store_imports
-from store.ids import new_id
+from chatql.gql.chat_events import announce
+from chatql.gql.context import Info
+from chatql.gql.types import Chat
+from chatql.store import imports as store_imports
+from chatql.store.ids import new_id
 
 __all__ = ["ImportChatInput", "ImportFormat", "ImportMutation"]
 

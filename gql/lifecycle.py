@@ -6,11 +6,11 @@ from typing import Annotated
 
 import strawberry
 
-from gql.archive import bring_back
-from gql.chat_events import announce
-from gql.context import Info
-from gql.types import Message
-from store import lifecycle as store_lifecycle
+from chatql.gql.archive import bring_back
+from chatql.gql.chat_events import announce
+from chatql.gql.context import Info
+from chatql.gql.types import Message
+from chatql.store import lifecycle as store_lifecycle
 
 __all__ = ["LifecycleMutation", "LifecycleQuery"]
 

@@ -39,10 +39,10 @@ from graphql import (
 )
 from strawberry.extensions import ParserCache, SchemaExtension
 
-from gql.document_shapes import has_nul
-from gql.errors import QueryTooComplex
-from gql.settings import Settings
-from store.errors import InvalidArgument
+from chatql.gql.document_shapes import has_nul
+from chatql.gql.errors import QueryTooComplex
+from chatql.gql.settings import Settings
+from chatql.store.errors import InvalidArgument
 
 __all__ = ["DocumentParserCache", "NoNulStrings", "QueryLimits", "limit_rules"]
 

@@ -7,9 +7,9 @@ from datetime import datetime
 
 import strawberry
 
-from gql.context import Info
-from gql.types import PageInfo
-from store import memory as store_memory
+from chatql.gql.context import Info
+from chatql.gql.types import PageInfo
+from chatql.store import memory as store_memory
 
 __all__ = ["MemoryMutation", "MemoryQuery"]
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import strawberry
 
-from gql.archive import bring_back
-from gql.chat_events import announce
-from gql.context import Info
-from gql.fast_lanes import take_refusal
-from gql.types import (
+from chatql.gql.archive import bring_back
+from chatql.gql.chat_events import announce
+from chatql.gql.context import Info
+from chatql.gql.fast_lanes import take_refusal
+from chatql.gql.types import (
     AppendReceipt,
     Chat,
     EditMessageInput,
@@ -20,10 +20,10 @@ from gql.types import (
     PageInfo,
     UpdateMessageInput,
 )
-from store import messages as store_messages
-from store.errors import ChatArchived, InvalidArgument, InvalidCursor, NotFound
-from store.ids import check_chat_id
-from store.records import BranchPosition, MessagePage
+from chatql.store import messages as store_messages
+from chatql.store.errors import ChatArchived, InvalidArgument, InvalidCursor, NotFound
+from chatql.store.ids import check_chat_id
+from chatql.store.records import BranchPosition, MessagePage
 
 __all__ = ["MessageMutation", "MessageQuery", "message_connection"]
 

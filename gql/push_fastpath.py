@@ -35,17 +35,17 @@ from graphql import (
     validate,
 )
 
-from gql.context import Context
-from gql.document_shapes import (
+from chatql.gql.context import Context
+from chatql.gql.document_shapes import (
     MAX_FAST_DOCUMENT,
     PlanCache,
     flat_root_field,
     has_nul,
     nests_within,
 )
-from gql.fast_lanes import clear_refusals, keep_refusal
-from store.errors import ChatqlError
-from store.streams.reducer import ChunkIn
+from chatql.gql.fast_lanes import clear_refusals, keep_refusal
+from chatql.store.errors import ChatqlError
+from chatql.store.streams.reducer import ChunkIn
 
 __all__ = ["PushPlan", "fast_push", "push_plan_for"]
 

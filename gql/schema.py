@@ -5,20 +5,20 @@ from __future__ import annotations
 from strawberry.extensions import ValidationCache
 from strawberry.tools import merge_types
 
-from gql.archive import ArchiveMutation
-from gql.chat_events import ChatEventSubscription
-from gql.chat_lists import ChatListQuery
-from gql.chats import ChatMutation, ChatQuery
-from gql.errors import ChatqlSchema
-from gql.execution import LeafFastPathExecutionContext
-from gql.imports import ImportMutation
-from gql.lifecycle import LifecycleMutation, LifecycleQuery
-from gql.limits import DocumentParserCache, QueryLimits
-from gql.memory import MemoryMutation, MemoryQuery
-from gql.messages import MessageMutation, MessageQuery
-from gql.search import SearchQuery
-from gql.streams import StreamMutation, StreamQuery, StreamSubscription
-from gql.usage import UsageQuery
+from chatql.gql.archive import ArchiveMutation
+from chatql.gql.chat_events import ChatEventSubscription
+from chatql.gql.chat_lists import ChatListQuery
+from chatql.gql.chats import ChatMutation, ChatQuery
+from chatql.gql.errors import ChatqlSchema
+from chatql.gql.execution import LeafFastPathExecutionContext
+from chatql.gql.imports import ImportMutation
+from chatql.gql.lifecycle import LifecycleMutation, LifecycleQuery
+from chatql.gql.limits import DocumentParserCache, QueryLimits
+from chatql.gql.memory import MemoryMutation, MemoryQuery
+from chatql.gql.messages import MessageMutation, MessageQuery
+from chatql.gql.search import SearchQuery
+from chatql.gql.streams import StreamMutation, StreamQuery, StreamSubscription
+from chatql.gql.usage import UsageQuery
 
 __all__ = ["Mutation", "Query", "Subscription", "schema"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import strawberry
 
-from gql.context import Info
-from gql.types import Chat, Message
-from store import search as store_search
+from chatql.gql.context import Info
+from chatql.gql.types import Chat, Message
+from chatql.store import search as store_search
 
 __all__ = ["SearchHit", "SearchQuery"]
 

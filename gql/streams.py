@@ -15,18 +15,18 @@ from typing import Any
 import strawberry
 from strawberry.scalars import JSON
 
-from gql.archive import bring_back
-from gql.context import Info
-from gql.fast_lanes import take_refusal
-from gql.types import Message, MessageInput, Role, StreamStatus
-from gql.usage import UsageInput
-from store import resume as store_resume
-from store.chats import get_chat
-from store.errors import InvalidArgument, NotFound
-from store.ids import check_chat_id
-from store.resume import StepIn
-from store.streams import StreamService
-from store.streams.reducer import ChunkEvent, ChunkIn
+from chatql.gql.archive import bring_back
+from chatql.gql.context import Info
+from chatql.gql.fast_lanes import take_refusal
+from chatql.gql.types import Message, MessageInput, Role, StreamStatus
+from chatql.gql.usage import UsageInput
+from chatql.store import resume as store_resume
+from chatql.store.chats import get_chat
+from chatql.store.errors import InvalidArgument, NotFound
+from chatql.store.ids import check_chat_id
+from chatql.store.resume import StepIn
+from chatql.store.streams import StreamService
+from chatql.store.streams.reducer import ChunkEvent, ChunkIn
 
 __all__ = [
     "Chunk",

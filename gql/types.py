@@ -14,9 +14,9 @@ from typing import Any
 import strawberry
 from strawberry.scalars import JSON
 
-from gql.context import Info
-from store.messages import MessageFilter as StoreMessageFilter
-from store.messages import NewMessage
+from chatql.gql.context import Info
+from chatql.store.messages import MessageFilter as StoreMessageFilter
+from chatql.store.messages import NewMessage
 
 __all__ = [
     "AppendReceipt",
@@ -135,7 +135,7 @@ class Message:
     @strawberry.field(description="The messages with the same parent (versions of this"
                       " one), oldest first, and this one's place among them.")
     async def siblings(self, info: Info) -> Siblings:
-        from store.messages import message_siblings
+        from chatql.store.messages import message_siblings
 
         ids = await message_siblings(info.context.db, self)  # type: ignore[arg-type]
         return Siblings(index=ids.index(str(self.id)), count=len(ids),
@@ -243,7 +243,7 @@ class Chat:
 
     @strawberry.field(description="The chat's recorded model usage and message token sum.")
     async def usage(self, info: Info) -> Usage:
-        from gql.usage import chat_usage_loader  # gql.usage imports this module
+        from chatql.gql.usage import chat_usage_loader  # gql.usage imports this module
 
         totals = await chat_usage_loader(info).load(str(self.id))
         return totals  # type: ignore[return-value]
@@ -260,7 +260,7 @@ class Chat:
         branch: strawberry.ID | None = None,
         all_branches: bool = False,
     ) -> MessageConnection:
-        from gql.messages import message_connection  # gql.messages imports this module
+        from chatql.gql.messages import message_connection  # gql.messages imports this module
 
         return await message_connection(
             info, str(self.id), filter=filter, first=first, after=after, last=last,
@@ -269,7 +269,7 @@ class Chat:
 
     @strawberry.field(description="The newest message, or null while the chat has none.")
     async def last_message(self, info: Info) -> Message | None:
-        from gql.chat_lists import last_message_loader  # batched per request
+        from chatql.gql.chat_lists import last_message_loader  # batched per request
 
         message = await last_message_loader(info).load(str(self.id))
         return message  # type: ignore[return-value]

@@ -8,9 +8,9 @@ from enum import StrEnum
 import strawberry
 from strawberry.dataloader import DataLoader
 
-from gql.context import Info
-from store import usage as store_usage
-from store.records import UsageTotals
+from chatql.gql.context import Info
+from chatql.store import usage as store_usage
+from chatql.store.records import UsageTotals
 
 __all__ = ["UsageGroup", "UsageInput", "UsageQuery", "UsageRow", "chat_usage_loader"]
 

@@ -22,7 +22,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from gql.settings import Settings
+from chatql.gql.settings import Settings
 
 __all__ = ["STATIC_DIR", "page_response", "web_routes"]
 

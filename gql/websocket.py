@@ -89,17 +89,17 @@ from strawberry.subscriptions.protocols.graphql_ws.types import CompleteMessage,
 from strawberry.types.execution import ExecutionResult, PreExecutionError
 from websockets.protocol import State
 
-from gql.chat_events_fastpath import serve_chat_events
-from gql.context import Context
-from gql.document_shapes import MAX_FAST_DOCUMENT, flat_root_field
-from gql.push_fastpath import fast_push
-from store.chats import get_chat
-from store.database import Database
-from store.errors import ChatqlError
-from store.ids import check_chat_id
-from store.records import Chat, Identity
-from store.streams import SubscriberQueue
-from store.streams.reducer import ChunkEvent
+from chatql.gql.chat_events_fastpath import serve_chat_events
+from chatql.gql.context import Context
+from chatql.gql.document_shapes import MAX_FAST_DOCUMENT, flat_root_field
+from chatql.gql.push_fastpath import fast_push
+from chatql.store.chats import get_chat
+from chatql.store.database import Database
+from chatql.store.errors import ChatqlError
+from chatql.store.ids import check_chat_id
+from chatql.store.records import Chat, Identity
+from chatql.store.streams import SubscriberQueue
+from chatql.store.streams.reducer import ChunkEvent
 
 __all__ = [
     "ChatStreamPlan",

@@ -6,13 +6,20 @@ Nothing here knows about GraphQL or HTTP; every function takes a :class:`Databas
 
 from __future__ import annotations
 
-from store import errors
-from store.chat_lists import ChatListFilter, list_chats
-from store.chats import create_chat, delete_chat, get_chat, purge_chat, restore_chat, update_chat
-from store.cursors import CursorSigner, load_or_create_secret
-from store.database import DEFAULT_DATABASE_URL, Database
-from store.lifecycle import compact_chat, model_context, start_over
-from store.messages import (
+from chatql.store import errors
+from chatql.store.chat_lists import ChatListFilter, list_chats
+from chatql.store.chats import (
+    create_chat,
+    delete_chat,
+    get_chat,
+    purge_chat,
+    restore_chat,
+    update_chat,
+)
+from chatql.store.cursors import CursorSigner, load_or_create_secret
+from chatql.store.database import DEFAULT_DATABASE_URL, Database
+from chatql.store.lifecycle import compact_chat, model_context, start_over
+from chatql.store.messages import (
     MessageFilter,
     NewMessage,
     append_messages,
@@ -21,9 +28,9 @@ from store.messages import (
     list_messages,
     update_message,
 )
-from store.migrate import migrate
-from store.records import AppendReceipt, Chat, Identity, Message, MessagePage, ResumeRecord
-from store.search import SearchHit, search_messages
+from chatql.store.migrate import migrate
+from chatql.store.records import AppendReceipt, Chat, Identity, Message, MessagePage, ResumeRecord
+from chatql.store.search import SearchHit, search_messages
 
 __all__ = [
     "DEFAULT_DATABASE_URL",

@@ -34,16 +34,16 @@ from obstore.store import LocalStore, from_url
 from sqlalchemy import and_, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from store import access, tree
-from store import chats as store_chats
-from store.database import Database
-from store.errors import Conflict, InvalidArgument, NotFound, PersistFailed
-from store.export import export_chat
-from store.ids import check_chat_id, new_id
-from store.imports import ParsedChat, parse_line
-from store.records import Chat, Identity
-from store.rows import document_rows, write_rows
-from store.tables import chats, messages, resume_records
+from chatql.store import access, tree
+from chatql.store import chats as store_chats
+from chatql.store.database import Database
+from chatql.store.errors import Conflict, InvalidArgument, NotFound, PersistFailed
+from chatql.store.export import export_chat
+from chatql.store.ids import check_chat_id, new_id
+from chatql.store.imports import ParsedChat, parse_line
+from chatql.store.records import Chat, Identity
+from chatql.store.rows import document_rows, write_rows
+from chatql.store.tables import chats, messages, resume_records
 
 __all__ = ["ChatArchive", "archive_chat", "archive_idle", "is_archived", "restore_archive"]
 

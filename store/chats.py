@@ -17,11 +17,11 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from store import access
-from store.database import Database
-from store.errors import Conflict, Forbidden, InvalidArgument
-from store.ids import check_chat_id, new_id
-from store.limits import (
+from chatql.store import access
+from chatql.store.database import Database
+from chatql.store.errors import Conflict, Forbidden, InvalidArgument
+from chatql.store.ids import check_chat_id, new_id
+from chatql.store.limits import (
     CHANNEL_CHARS,
     MAX_TAGS,
     MODE_CHARS,
@@ -31,8 +31,8 @@ from store.limits import (
     check_length,
     check_optional_name,
 )
-from store.records import Chat, Identity
-from store.tables import (
+from chatql.store.records import Chat, Identity
+from chatql.store.tables import (
     append_receipts,
     chat_tags,
     chats,

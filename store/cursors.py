@@ -21,10 +21,10 @@ from typing import Any
 from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
-from store import jsonutil
-from store.database import Database
-from store.errors import InvalidCursor
-from store.tables import service_state
+from chatql.store import jsonutil
+from chatql.store.database import Database
+from chatql.store.errors import InvalidCursor
+from chatql.store.tables import service_state
 
 __all__ = ["CursorSigner", "load_or_create_secret"]
 

@@ -18,7 +18,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from store import jsonutil, sqlite_driver
+from chatql.store import jsonutil, sqlite_driver
 
 __all__ = [
     "DEFAULT_DATABASE_URL",

@@ -45,12 +45,12 @@ from typing import Any, Literal
 import orjson
 from sqlalchemy.engine import make_url
 
-from store import access, prepared
-from store.chat_lists import ChatListFilter
-from store.chats import now as service_now
-from store.database import SQLITE_BUSY_TIMEOUT_MS, Database
-from store.records import Chat, Identity
-from store.streams.backends import Backend
+from chatql.store import access, prepared
+from chatql.store.chat_lists import ChatListFilter
+from chatql.store.chats import now as service_now
+from chatql.store.database import SQLITE_BUSY_TIMEOUT_MS, Database
+from chatql.store.records import Chat, Identity
+from chatql.store.streams.backends import Backend
 
 __all__ = [
     "CHAT_EVENT_TYPES",

@@ -22,14 +22,14 @@ from typing import Any
 import orjson
 from sqlalchemy import select
 
-from store import prepared
-from store.chats import get_chat
-from store.database import Database
-from store.errors import NotFound
-from store.ids import check_chat_id
-from store.records import Chat, Identity, Message, ResumeRecord
-from store.resume import resume_from_row
-from store.tables import resume_records
+from chatql.store import prepared
+from chatql.store.chats import get_chat
+from chatql.store.database import Database
+from chatql.store.errors import NotFound
+from chatql.store.ids import check_chat_id
+from chatql.store.records import Chat, Identity, Message, ResumeRecord
+from chatql.store.resume import resume_from_row
+from chatql.store.tables import resume_records
 
 __all__ = [
     "EXPORT_CHUNK",

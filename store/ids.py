@@ -7,8 +7,8 @@ import re
 import time
 from typing import TypeGuard
 
-from store.errors import InvalidArgument
-from store.limits import ID_CHARS, KEY_CHARS, check_length
+from chatql.store.errors import InvalidArgument
+from chatql.store.limits import ID_CHARS, KEY_CHARS, check_length
 
 __all__ = ["check_append_id", "check_chat_id", "check_message_id", "is_id", "new_id"]
 

@@ -7,7 +7,7 @@ value is INVALID_ARGUMENT rather than a database error.
 
 from __future__ import annotations
 
-from store.errors import InvalidArgument
+from chatql.store.errors import InvalidArgument
 
 __all__ = [
     "CHANNEL_CHARS",

@@ -66,14 +66,21 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from store import access, jsonutil
-from store.database import Database
-from store.errors import Conflict, Forbidden, InvalidArgument, InvalidCursor, MemoryFull, NotFound
-from store.ids import is_id, new_id
-from store.limits import KEY_CHARS, NAME_CHARS
-from store.records import Chat, Identity, Message
-from store.search import MAX_TERMS, RELEVANCE_TIE_TOLERANCE, clean_query, fts5_match
-from store.tables import UTCDateTime, memory_entries, memory_scopes
+from chatql.store import access, jsonutil
+from chatql.store.database import Database
+from chatql.store.errors import (
+    Conflict,
+    Forbidden,
+    InvalidArgument,
+    InvalidCursor,
+    MemoryFull,
+    NotFound,
+)
+from chatql.store.ids import is_id, new_id
+from chatql.store.limits import KEY_CHARS, NAME_CHARS
+from chatql.store.records import Chat, Identity, Message
+from chatql.store.search import MAX_TERMS, RELEVANCE_TIE_TOLERANCE, clean_query, fts5_match
+from chatql.store.tables import UTCDateTime, memory_entries, memory_scopes
 
 __all__ = [
     "DEFAULT_ENTRY_CHARS",

@@ -16,10 +16,10 @@ from sqlalchemy import ColumnElement, Row, Select, bindparam, exists, false, sel
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from store import access, tree
-from store.chats import fetch_visible_chat, now, present
-from store.database import Database
-from store.errors import (
+from chatql.store import access, tree
+from chatql.store.chats import fetch_visible_chat, now, present
+from chatql.store.database import Database
+from chatql.store.errors import (
     ChatClosed,
     Conflict,
     InvalidArgument,
@@ -27,13 +27,13 @@ from store.errors import (
     NotFound,
     PayloadTooLarge,
 )
-from store.ids import check_append_id, check_chat_id, check_message_id, new_id
-from store.jsonutil import canonical_digest
-from store.limits import MAX_TOKENS, TYPE_CHARS, check_length, check_optional_name
-from store.receipts import Earlier, earlier_receipt, earlier_receipt_joined, receipted_write
-from store.records import AppendReceipt, BranchPosition, Chat, Identity, Message, MessagePage
-from store.rows import write_chain
-from store.tables import chats, closed_chats, messages
+from chatql.store.ids import check_append_id, check_chat_id, check_message_id, new_id
+from chatql.store.jsonutil import canonical_digest
+from chatql.store.limits import MAX_TOKENS, TYPE_CHARS, check_length, check_optional_name
+from chatql.store.receipts import Earlier, earlier_receipt, earlier_receipt_joined, receipted_write
+from chatql.store.records import AppendReceipt, BranchPosition, Chat, Identity, Message, MessagePage
+from chatql.store.rows import write_chain
+from chatql.store.tables import chats, closed_chats, messages
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",

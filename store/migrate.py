@@ -10,7 +10,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from store.database import Database
+from chatql.store.database import Database
 
 __all__ = ["alembic_config", "current_revision", "head_revision", "migrate"]
 

@@ -21,11 +21,11 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import and_, or_, select
 
-from store import chats as store_chats
-from store.archive import ChatArchive, archive_idle
-from store.database import Database
-from store.events import ChatEvents
-from store.tables import chats
+from chatql.store import chats as store_chats
+from chatql.store.archive import ChatArchive, archive_idle
+from chatql.store.database import Database
+from chatql.store.events import ChatEvents
+from chatql.store.tables import chats
 
 __all__ = ["RetentionSweeper", "sweep_retention"]
 

@@ -24,10 +24,10 @@ from typing import Any
 from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from store import jsonutil
-from store.records import Message
-from store.tables import messages
-from store.tree import Link
+from chatql.store import jsonutil
+from chatql.store.records import Message
+from chatql.store.tables import messages
+from chatql.store.tree import Link
 
 __all__ = [
     "CONTENT_COLUMNS",

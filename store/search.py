@@ -43,14 +43,14 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from store import access, tree
-from store.chats import chat_from_row, fetch_visible_chat, present
-from store.database import Database
-from store.errors import InvalidArgument, NotFound
-from store.ids import check_chat_id
-from store.messages import message_from_row
-from store.records import Chat, Identity, Message
-from store.tables import chats, messages
+from chatql.store import access, tree
+from chatql.store.chats import chat_from_row, fetch_visible_chat, present
+from chatql.store.database import Database
+from chatql.store.errors import InvalidArgument, NotFound
+from chatql.store.ids import check_chat_id
+from chatql.store.messages import message_from_row
+from chatql.store.records import Chat, Identity, Message
+from chatql.store.tables import chats, messages
 
 __all__ = [
     "DEFAULT_FIRST",

@@ -26,14 +26,14 @@ from sqlalchemy import ColumnElement, func, literal, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from store import access
-from store.chats import now
-from store.database import Database
-from store.errors import InvalidArgument
-from store.limits import NAME_CHARS, check_length
-from store.messages import check_tokens
-from store.records import Identity, UsageRow, UsageTotals
-from store.tables import chats, messages, usage_records
+from chatql.store import access
+from chatql.store.chats import now
+from chatql.store.database import Database
+from chatql.store.errors import InvalidArgument
+from chatql.store.limits import NAME_CHARS, check_length
+from chatql.store.messages import check_tokens
+from chatql.store.records import Identity, UsageRow, UsageTotals
+from chatql.store.tables import chats, messages, usage_records
 
 __all__ = [
     "USAGE_GROUPS",

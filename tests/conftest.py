@@ -26,11 +26,11 @@ import uvicorn
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from gql.app import create_app
-from gql.settings import Settings
-from store.database import Database, execute_on_server
-from store.migrate import migrate
-from store.tables import metadata
+from chatql.gql.app import create_app
+from chatql.gql.settings import Settings
+from chatql.store.database import Database, execute_on_server
+from chatql.store.migrate import migrate
+from chatql.store.tables import metadata
 
 DEFAULT_PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 TEST_SECRET = "test-secret-0123456789abcdef"
@@ -186,7 +186,7 @@ def on_backend(request: pytest.FixtureRequest, settings: Settings) -> Settings:
     """
     if request.param == "memory":
         return settings
-    from store.streams.backends.redis import split_prefix
+    from chatql.store.streams.backends.redis import split_prefix
 
     # A key prefix of the test's own (under the run's): tests reuse chat and stream ids.
     url, prefix = split_prefix(request.getfixturevalue("redis_url"))

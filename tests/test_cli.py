@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from gql.cli import main
-from store.database import Database
-from store.migrate import current_revision, head_revision
+from chatql.gql.cli import main
+from chatql.store.database import Database
+from chatql.store.migrate import current_revision, head_revision
 
 
 def test_migrate_and_export_schema(tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}"
-    subprocess.run([sys.executable, "-m", "gql.cli", "migrate", "--database-url", url],
+    subprocess.run([sys.executable, "-m", "chatql.gql.cli", "migrate", "--database-url", url],
                    check=True)
 
     async def revision() -> str | None:
@@ -29,7 +29,7 @@ def test_migrate_and_export_schema(tmp_path: Path) -> None:
 
     assert asyncio.run(revision()) == head_revision()
     out = tmp_path / "schema.graphql"
-    subprocess.run([sys.executable, "-m", "gql.cli", "export-schema", "-o", str(out)],
+    subprocess.run([sys.executable, "-m", "chatql.gql.cli", "export-schema", "-o", str(out)],
                    check=True)
     assert "type Query" in out.read_text()
 

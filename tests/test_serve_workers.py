@@ -74,7 +74,7 @@ async def serve(database_url: str, broker_url: str, workers: int
     env = {**os.environ, "CHATQL_DATABASE_URL": database_url, "CHATQL_SECRET": TEST_SECRET,
            "CHATQL_BROKER_URL": broker_url, "CHATQL_MIGRATE_ON_START": "false"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "gql.cli", "serve", "--port", str(port), "--workers",
+        [sys.executable, "-m", "chatql.gql.cli", "serve", "--port", str(port), "--workers",
          str(workers), "--log-level", "warning"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:

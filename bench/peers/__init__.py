@@ -59,7 +59,7 @@ from bench.pagination import (
     migrate_url,
     seed_postgres,
 )
-from store.database import execute_on_server
+from chatql.store.database import execute_on_server
 
 __all__ = ["main"]
 
@@ -161,8 +161,8 @@ async def start_chatql(database_url: str, *, compiled: bool = True) -> Server:
            "CHATQL_MIGRATE_ON_START": "false", "CHATQL_PLAYGROUND": "false",
            "CHATQL_AUTH": "dev", "CHATQL_COMPILED_READS": "true" if compiled else "false"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "gql.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-         "--log-level", "warning"], cwd=ROOT, env=env)
+        [sys.executable, "-m", "chatql.gql.cli", "serve", "--host", "127.0.0.1",
+         "--port", str(port), "--log-level", "warning"], cwd=ROOT, env=env)
     name = "chatql" if compiled else "chatql executor"
     server = Server(name, f"http://127.0.0.1:{port}/graphql", process)
     await wait_ready(server, "{ __typename }")
@@ -249,9 +249,9 @@ def best(runs: list[Load]) -> Load:
 
 
 async def scenarios(chatql: Server, peer: Server, messages: int, depth: int) -> list[Scenario]:
-    from gql.messages import _branch_scope
-    from store.cursors import CursorSigner
-    from store.messages import MessageFilter
+    from chatql.gql.messages import _branch_scope
+    from chatql.store.cursors import CursorSigner
+    from chatql.store.messages import MessageFilter
 
     at = messages - depth
     # The chat is one branch: a message's depth on it is its sequence.

@@ -8,10 +8,10 @@
   and one subscriber's bounded queue.
 """
 
-from store.streams.backends import Backend, backend_from_url
-from store.streams.buffer import PushResult, StreamInfo, StreamResult
-from store.streams.queue import SubscriberQueue
-from store.streams.service import END_STATUSES, MAX_PUSH_CHUNKS, StreamService
+from chatql.store.streams.backends import Backend, backend_from_url
+from chatql.store.streams.buffer import PushResult, StreamInfo, StreamResult
+from chatql.store.streams.queue import SubscriberQueue
+from chatql.store.streams.service import END_STATUSES, MAX_PUSH_CHUNKS, StreamService
 
 __all__ = [
     "END_STATUSES",

@@ -7,11 +7,11 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from store.messages import NewMessage
-from store.records import Identity, Message, ResumeRecord
-from store.resume import StepIn
-from store.streams.reducer import StreamState
-from store.usage import UsageIn
+from chatql.store.messages import NewMessage
+from chatql.store.records import Identity, Message, ResumeRecord
+from chatql.store.resume import StepIn
+from chatql.store.streams.reducer import StreamState
+from chatql.store.usage import UsageIn
 
 __all__ = ["PushResult", "StreamBuffer", "StreamInfo", "StreamResult"]
 

@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Protocol
 
-from store.streams.reducer import ChunkEvent
+from chatql.store.streams.reducer import ChunkEvent
 
 __all__ = ["DEFAULT_QUEUE_LIMIT", "LogSource", "SubscriberQueue", "coalesce"]
 

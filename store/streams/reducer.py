@@ -31,9 +31,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from store.errors import InvalidArgument, InvalidDelta
-from store.ids import new_id
-from store.limits import MAX_TOKENS, NAME_CHARS, TYPE_CHARS, check_length
+from chatql.store.errors import InvalidArgument, InvalidDelta
+from chatql.store.ids import new_id
+from chatql.store.limits import MAX_TOKENS, NAME_CHARS, TYPE_CHARS, check_length
 
 __all__ = [
     "DELTA_ACTIONS",

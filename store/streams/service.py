@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from sqlalchemy import select
 
-from store import access
-from store.chats import now
-from store.database import Database
-from store.errors import (
+from chatql.store import access
+from chatql.store.chats import now
+from chatql.store.database import Database
+from chatql.store.errors import (
     ChatqlError,
     Conflict,
     InvalidArgument,
@@ -45,21 +45,21 @@ from store.errors import (
     StreamClosed,
     StreamNotFound,
 )
-from store.ids import check_chat_id, check_message_id, new_id
-from store.limits import KEY_CHARS, check_length, check_optional_name
-from store.messages import NewMessage
-from store.records import Identity
-from store.resume import StepIn
-from store.streams import persist
-from store.streams.backends import Backend, StaleCopy
-from store.streams.buffer import PushResult, StreamBuffer, StreamInfo, StreamResult
-from store.streams.queue import SubscriberQueue
-from store.streams.reducer import ChunkEvent, ChunkIn, StreamState, apply_chunks
-from store.tables import append_receipts, messages
-from store.usage import UsageIn, record_usage
+from chatql.store.ids import check_chat_id, check_message_id, new_id
+from chatql.store.limits import KEY_CHARS, check_length, check_optional_name
+from chatql.store.messages import NewMessage
+from chatql.store.records import Identity
+from chatql.store.resume import StepIn
+from chatql.store.streams import persist
+from chatql.store.streams.backends import Backend, StaleCopy
+from chatql.store.streams.buffer import PushResult, StreamBuffer, StreamInfo, StreamResult
+from chatql.store.streams.queue import SubscriberQueue
+from chatql.store.streams.reducer import ChunkEvent, ChunkIn, StreamState, apply_chunks
+from chatql.store.tables import append_receipts, messages
+from chatql.store.usage import UsageIn, record_usage
 
 if TYPE_CHECKING:
-    from store.events import ChatEvents
+    from chatql.store.events import ChatEvents
 
 __all__ = ["END_STATUSES", "MAX_PUSH_CHUNKS", "StreamService"]
 

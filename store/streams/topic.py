@@ -24,9 +24,9 @@ import logging
 from collections import OrderedDict, deque
 from collections.abc import Sequence
 
-from store.errors import InvalidDelta
-from store.streams.queue import SubscriberQueue, coalesce
-from store.streams.reducer import ChunkEvent, MessageState, apply_event, snapshot_events
+from chatql.store.errors import InvalidDelta
+from chatql.store.streams.queue import SubscriberQueue, coalesce
+from chatql.store.streams.reducer import ChunkEvent, MessageState, apply_event, snapshot_events
 
 __all__ = ["Topic"]
 

@@ -6,8 +6,8 @@ import hashlib
 
 from sqlalchemy import select
 
-from store.database import Database
-from store.tables import metadata
+from chatql.store.database import Database
+from chatql.store.tables import metadata
 
 __all__ = ["store_fingerprint"]
 

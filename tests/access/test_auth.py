@@ -19,10 +19,10 @@ import websockets
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from gql.app import create_app
-from gql.auth import ConfigurationError
-from gql.settings import Settings
-from store.database import Database
+from chatql.gql.app import create_app
+from chatql.gql.auth import ConfigurationError
+from chatql.gql.settings import Settings
+from chatql.store.database import Database
 from tests.access.snapshot import store_fingerprint
 from tests.conftest import GraphQLClient, running_app
 

@@ -22,8 +22,8 @@ import httpx
 import pytest
 import websockets
 
-from gql.settings import Settings
-from store.database import Database
+from chatql.gql.settings import Settings
+from chatql.store.database import Database
 from tests.access.oracle import (
     CALLERS,
     OWNERS,

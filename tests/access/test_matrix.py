@@ -41,7 +41,7 @@ import httpx
 import pytest
 import websockets
 
-from store.database import Database
+from chatql.store.database import Database
 from tests.access.oracle import (
     CALLERS,
     OWNERS,

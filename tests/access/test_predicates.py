@@ -10,11 +10,11 @@ from typing import Any
 
 from sqlalchemy import select
 
-from store import access
-from store.chats import create_chat
-from store.database import Database
-from store.records import Identity
-from store.tables import chats
+from chatql.store import access
+from chatql.store.chats import create_chat
+from chatql.store.database import Database
+from chatql.store.records import Identity
+from chatql.store.tables import chats
 from tests.access.oracle import (
     CALLERS,
     OWNERS,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from gql.settings import Settings
+from chatql.gql.settings import Settings
 from tests.clients.node import JS_DIR, require_node
 from tests.gql.test_streams_ws import serve
 

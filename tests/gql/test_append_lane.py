@@ -13,8 +13,8 @@ from typing import Any
 import orjson
 import pytest
 
-from gql.app import GraphQLEndpoint
-from store import messages as store_messages
+from chatql.gql.app import GraphQLEndpoint
+from chatql.store import messages as store_messages
 from tests.conftest import GraphQLClient
 
 ALICE = {"X-User-Id": "alice", "X-Tenant-Id": "acme"}

@@ -21,11 +21,11 @@ import obstore
 import pytest
 from sqlalchemy import func, select
 
-from gql.settings import Settings
-from store import archive as store_archive
-from store import chats as store_chats
-from store.database import Database
-from store.tables import messages, resume_records
+from chatql.gql.settings import Settings
+from chatql.store import archive as store_archive
+from chatql.store import chats as store_chats
+from chatql.store.database import Database
+from chatql.store.tables import messages, resume_records
 from tests.conftest import GraphQLClient, running_app
 
 Headers = Callable[..., dict[str, str]]
@@ -200,8 +200,8 @@ async def test_the_idle_sweeper_archives_quiet_chats(
 async def test_archive_keeps_resume_records(
     settings: Settings, make_headers: Headers
 ) -> None:
-    from store.records import Identity
-    from store.resume import StepIn, insert_resume
+    from chatql.store.records import Identity
+    from chatql.store.resume import StepIn, insert_resume
 
     alice = make_headers("alice")
     async for client in _client(settings):

@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
-from gql.settings import Settings
-from gql.websocket import FrameWriter
-from store import events as store_events
+from chatql.gql.settings import Settings
+from chatql.gql.websocket import FrameWriter
+from chatql.store import events as store_events
 from tests.conftest import BACKENDS, on_backend
 from tests.gql.test_sse import SSEStream
 from tests.gql.test_streams_ws import PROTOCOLS, serve

@@ -17,10 +17,10 @@ import pytest
 import websockets
 from sqlalchemy import update
 
-from gql import chat_events_fastpath
-from gql.schema import schema
-from gql.settings import Settings
-from store.tables import chats
+from chatql.gql import chat_events_fastpath
+from chatql.gql.schema import schema
+from chatql.gql.settings import Settings
+from chatql.store.tables import chats
 from tests.conftest import BACKENDS, on_backend
 from tests.gql.test_chat_events import (
     ALICE,

@@ -11,10 +11,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import event, update
 
-from gql.settings import Settings
-from store import chat_lists
-from store.database import Database
-from store.tables import chats
+from chatql.gql.settings import Settings
+from chatql.store import chat_lists
+from chatql.store.database import Database
+from chatql.store.tables import chats
 from tests.conftest import GraphQLClient
 
 CHATS = """

@@ -25,16 +25,16 @@ from hypothesis import settings as settings_
 from hypothesis import strategies as st
 from sqlalchemy import update
 
-from gql.compiled_reads import CompiledReads
-from gql.messages import _branch_scope, _cursor_scope
-from gql.settings import Settings
-from store import chats as store_chats
-from store import messages as store_messages
-from store.cursors import CursorSigner
-from store.database import Database
-from store.messages import MessageFilter, NewMessage
-from store.records import Identity
-from store.tables import chats, messages
+from chatql.gql.compiled_reads import CompiledReads
+from chatql.gql.messages import _branch_scope, _cursor_scope
+from chatql.gql.settings import Settings
+from chatql.store import chats as store_chats
+from chatql.store import messages as store_messages
+from chatql.store.cursors import CursorSigner
+from chatql.store.database import Database
+from chatql.store.messages import MessageFilter, NewMessage
+from chatql.store.records import Identity
+from chatql.store.tables import chats, messages
 from tests.conftest import TEST_SECRET, running_app
 
 EXAMPLES = 80

@@ -12,9 +12,9 @@ from typing import Any
 
 from graphql import GraphQLSchema, extend_schema, parse
 
-from gql.push_fastpath import push_plan_for
-from gql.schema import schema
-from gql.websocket import plan_for
+from chatql.gql.push_fastpath import push_plan_for
+from chatql.gql.schema import schema
+from chatql.gql.websocket import plan_for
 from tests.gql.wsclient import CHAT_STREAM
 
 PUSH = """mutation($id: ID!, $chunks: [ChunkInput!]!) {

@@ -226,7 +226,7 @@ async def test_graphql_input_errors_are_invalid_argument(client: GraphQLClient) 
 async def test_unexpected_errors_are_masked(
     client: GraphQLClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from store import chats as store_chats
+    from chatql.store import chats as store_chats
 
     async def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError('relation "chats" does not exist: SELECT * FROM chats')
@@ -247,7 +247,7 @@ async def test_healthz_and_graphiql(client: GraphQLClient) -> None:
 
 
 async def test_healthz_reports_unreachable_database(tmp_path: Any) -> None:
-    from gql.settings import Settings
+    from chatql.gql.settings import Settings
     from tests.conftest import running_app
 
     settings = Settings(database_url="postgresql+asyncpg://nobody@127.0.0.1:1/none",

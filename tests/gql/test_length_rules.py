@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from store import limits
-from store.database import Database
+from chatql.store import limits
+from chatql.store.database import Database
 from tests.access.snapshot import store_fingerprint
 from tests.conftest import GraphQLClient
 

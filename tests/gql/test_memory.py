@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from gql.settings import Settings
-from store.database import Database
+from chatql.gql.settings import Settings
+from chatql.store.database import Database
 from tests.access.snapshot import store_fingerprint
 from tests.conftest import GraphQLClient, running_app
 

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from gql.settings import Settings
-from store import chats as store_chats
-from store import messages as store_messages
-from store.database import Database
-from store.messages import NewMessage
-from store.records import Identity
+from chatql.gql.settings import Settings
+from chatql.store import chats as store_chats
+from chatql.store import messages as store_messages
+from chatql.store.database import Database
+from chatql.store.messages import NewMessage
+from chatql.store.records import Identity
 from tests.conftest import GraphQLClient
 
 DEV = Identity()  # the caller the client's requests arrive as (no headers)

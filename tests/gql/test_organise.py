@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from gql.settings import Settings
-from store.database import Database
-from store.tables import chats
+from chatql.gql.settings import Settings
+from chatql.store.database import Database
+from chatql.store.tables import chats
 from tests.conftest import GraphQLClient
 
 CHATS = """

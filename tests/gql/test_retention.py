@@ -10,8 +10,8 @@ from datetime import datetime, timedelta
 import httpx
 import pytest
 
-from gql.settings import Settings
-from store import chats as store_chats
+from chatql.gql.settings import Settings
+from chatql.store import chats as store_chats
 from tests.conftest import GraphQLClient, running_app
 
 CREATE = """mutation($input: CreateChatInput!) { createChat(input: $input) { id expiresAt } }"""

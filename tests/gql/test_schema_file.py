@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gql.cli import schema_sdl
+from chatql.gql.cli import schema_sdl
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gql.settings import Settings
+from chatql.gql.settings import Settings
 from tests.client_reducer import client_apply
 from tests.conftest import GraphQLClient
 from tests.gql.test_streams_ws import ALICE, CREATE, END, PUSH, START, Http, delta, serve

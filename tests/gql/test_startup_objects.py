@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """
 import gc, os, sys
 from starlette.testclient import TestClient
-from gql.app import create_app
+from chatql.gql.app import create_app
 assert gc.get_freeze_count() == 0
 with TestClient(create_app()) as client:
     assert client.get("/healthz").json() == {"status": "ok"}

@@ -23,7 +23,7 @@ import orjson
 import pytest
 import redis.asyncio as aioredis
 
-from store.streams.backends.redis import LEASE_SECONDS, split_prefix
+from chatql.store.streams.backends.redis import LEASE_SECONDS, split_prefix
 from tests.client_reducer import client_apply
 from tests.gql.test_streams_shared import Instance
 from tests.gql.test_streams_shutdown import stored_rows

@@ -18,8 +18,8 @@ import pytest
 import websockets
 from websockets.frames import Frame, Opcode
 
-from gql import websocket as gws
-from gql.settings import Settings
+from chatql.gql import websocket as gws
+from chatql.gql.settings import Settings
 from tests.client_reducer import client_apply
 from tests.conftest import BACKENDS, on_backend
 from tests.gql.test_streams_ws import (

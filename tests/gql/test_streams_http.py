@@ -7,8 +7,8 @@ from typing import Any
 import httpx
 import pytest
 
-from gql.settings import Settings
-from store import rows as store_rows
+from chatql.gql.settings import Settings
+from chatql.store import rows as store_rows
 from tests.conftest import BACKENDS, GraphQLClient, on_backend, running_app
 
 CREATE = 'mutation($id: ID!) { createChat(input: {assistantId: "bot", id: $id}) { id } }'
@@ -336,8 +336,8 @@ async def test_a_large_stream_persists_in_one_write_with_exact_sequences(
 
 
 async def test_push_fast_path_matches_ordinary_execution(client: GraphQLClient) -> None:
-    from gql.push_fastpath import push_plan_for
-    from gql.schema import schema
+    from chatql.gql.push_fastpath import push_plan_for
+    from chatql.gql.schema import schema
 
     aliased = """mutation($id: ID!, $chunks: [ChunkInput!]!) {
       r: pushChunks(streamId: $id, chunks: $chunks) { n: accepted lastSeq __typename } }"""
@@ -440,7 +440,7 @@ def push_body(stream_id: str, content: str, **extra: Any) -> bytes:
 async def test_a_push_takes_the_lane_and_answers_with_the_views_bytes(
     client: GraphQLClient, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from gql.app import GraphQLEndpoint
+    from chatql.gql.app import GraphQLEndpoint
 
     sid = await start(client, "lane")
     runs: list[object] = []
@@ -471,7 +471,7 @@ async def _no_lane(*args: Any) -> bool:
 async def test_a_push_refused_on_the_lane_is_answered_by_the_view_and_not_pushed_twice(
     client: GraphQLClient, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from store.streams import StreamService
+    from chatql.store.streams import StreamService
 
     sid = await start(client, "refused")
     await client.data(PUSH, {"id": sid, "chunks": [
@@ -514,7 +514,7 @@ async def test_requests_the_lane_declines_get_the_views_answer(
     client: GraphQLClient, monkeypatch: pytest.MonkeyPatch, content: bytes | None,
     headers: dict[str, str],
 ) -> None:
-    from gql.app import GraphQLEndpoint
+    from chatql.gql.app import GraphQLEndpoint
 
     sid = await start(client, "declined")
     one = await post_raw(client, content or push_body(sid, "a"), headers)
@@ -532,7 +532,7 @@ async def test_an_unauthenticated_push_is_401_with_or_without_the_lane(
 
     import httpx
 
-    from gql.app import GraphQLEndpoint
+    from chatql.gql.app import GraphQLEndpoint
     from tests.conftest import TEST_SECRET, running_app
 
     jwt = dataclasses.replace(settings, auth="jwt", jwt_secret=TEST_SECRET * 2)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from gql.settings import Settings
+from chatql.gql.settings import Settings
 from tests.gql.test_streams_ws import (
     ALICE,
     CREATE,

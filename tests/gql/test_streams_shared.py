@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gql.settings import Settings
+from chatql.gql.settings import Settings
 from tests.conftest import TEST_SECRET, free_port
 from tests.gql.test_streams_shutdown import stored_rows
 from tests.gql.test_streams_ws import (
@@ -130,7 +130,7 @@ class Instance:
                "CHATQL_SECRET": TEST_SECRET, "CHATQL_BROKER_URL": redis_url,
                "CHATQL_MIGRATE_ON_START": "false", "CHATQL_STREAM_IDLE_TIMEOUT": str(idle)}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "gql.cli", "serve", "--port", str(self.port),
+            [sys.executable, "-m", "chatql.gql.cli", "serve", "--port", str(self.port),
              "--log-level", "warning"],
             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.http = Http(f"127.0.0.1:{self.port}")

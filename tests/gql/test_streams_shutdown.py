@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 from sqlalchemy import select
 
-from gql.settings import Settings
-from store.database import Database
-from store.tables import messages
+from chatql.gql.settings import Settings
+from chatql.store.database import Database
+from chatql.store.tables import messages
 from tests.conftest import TEST_SECRET, free_port, running_app
 from tests.gql.wsclient import ChunkView, connect
 
@@ -64,7 +64,7 @@ async def test_sigterm_mid_stream_persists_partial_content(database_url: str) ->
     port = free_port()
     env = {**os.environ, "CHATQL_DATABASE_URL": database_url, "CHATQL_SECRET": TEST_SECRET}
     server = subprocess.Popen(
-        [sys.executable, "-m", "gql.cli", "serve", "--port", str(port), "--log-level",
+        [sys.executable, "-m", "chatql.gql.cli", "serve", "--port", str(port), "--log-level",
          "warning"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )

@@ -17,8 +17,8 @@ import pytest
 import uvicorn
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from gql.app import create_app
-from gql.settings import Settings
+from chatql.gql.app import create_app
+from chatql.gql.settings import Settings
 from tests.conftest import BACKENDS, free_port, on_backend
 from tests.gql.wsclient import ChunkView, connect
 
@@ -358,8 +358,8 @@ fragment C on Chunk {
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_fast_path_frames_equal_full_graphql_execution(settings: Settings,
                                                              protocol: str) -> None:
-    from gql.schema import schema
-    from gql.websocket import plan_for
+    from chatql.gql.schema import schema
+    from chatql.gql.websocket import plan_for
     from tests.gql.wsclient import CHAT_STREAM
 
     assert plan_for(schema, CHAT_STREAM, None) is not None

@@ -15,16 +15,21 @@ import orjson
 import pytest
 from sqlalchemy import select, update
 
-from gql.cli import main
-from gql.settings import Settings
-from store import export as store_export
-from store import imports as store_imports
-from store.database import Database
-from store.errors import PersistFailed
-from store.messages import NewMessage, insert_messages, lock_chat_for_append, message_from_row
-from store.records import Identity
-from store.resume import StepIn, insert_resume
-from store.tables import messages
+from chatql.gql.cli import main
+from chatql.gql.settings import Settings
+from chatql.store import export as store_export
+from chatql.store import imports as store_imports
+from chatql.store.database import Database
+from chatql.store.errors import PersistFailed
+from chatql.store.messages import (
+    NewMessage,
+    insert_messages,
+    lock_chat_for_append,
+    message_from_row,
+)
+from chatql.store.records import Identity
+from chatql.store.resume import StepIn, insert_resume
+from chatql.store.tables import messages
 from tests.conftest import TEST_SECRET, GraphQLClient, running_app
 
 Headers = Callable[..., dict[str, str]]

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from gql.settings import Settings
+from chatql.gql.settings import Settings
 from tests.conftest import TEST_SECRET, running_app
 
 HTML = {"Accept": "text/html"}

@@ -7,7 +7,7 @@ from typing import Any
 
 import websockets
 
-from gql.settings import Settings
+from chatql.gql.settings import Settings
 
 
 async def _recv(ws: Any) -> dict[str, Any]:

@@ -16,12 +16,12 @@ from typing import Any
 
 import websockets
 
-from gql.settings import Settings
+from chatql.gql.settings import Settings
 from tests.gql.test_streams_ws import serve
 
 IDENTITY = {"X-User-Id": "alice", "X-Tenant-Id": "acme"}
 HTTP_ONLY = {"starlette.middleware.cors", "starlette.middleware.exceptions",
-             "starlette.routing", "starlette._exception_handler", "gql.bodylimit"}
+             "starlette.routing", "starlette._exception_handler", "chatql.gql.bodylimit"}
 SOCKETS = 4
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import websockets
 
-from gql.settings import Settings
+from chatql.gql.settings import Settings
 from tests.conftest import TEST_SECRET
 
 # A query that reads the database, so its operation is still in flight when the next

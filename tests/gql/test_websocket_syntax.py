@@ -9,7 +9,7 @@ import logging
 
 import pytest
 
-from gql.settings import Settings
+from chatql.gql.settings import Settings
 from tests.gql.test_streams_ws import ALICE, PROTOCOLS, serve
 from tests.gql.wsclient import connect
 

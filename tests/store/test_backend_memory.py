@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from store.streams import SubscriberQueue, backend_from_url
-from store.streams.backends.memory import MemoryBackend
-from store.streams.queue import TURN_CHUNKS
-from store.streams.reducer import ChunkEvent, ChunkIn, StreamState, apply_chunks
+from chatql.store.streams import SubscriberQueue, backend_from_url
+from chatql.store.streams.backends.memory import MemoryBackend
+from chatql.store.streams.queue import TURN_CHUNKS
+from chatql.store.streams.reducer import ChunkEvent, ChunkIn, StreamState, apply_chunks
 from tests.client_reducer import client_apply
 from tests.gql.wsclient import check_continuity
 

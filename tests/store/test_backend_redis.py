@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from store.errors import StreamActive
-from store.records import Identity
-from store.streams import SubscriberQueue, backend_from_url
-from store.streams.backends.redis import RedisBackend, split_prefix
-from store.streams.buffer import StreamBuffer, StreamInfo
-from store.streams.reducer import ChunkEvent, ChunkIn, StreamState
+from chatql.store.errors import StreamActive
+from chatql.store.records import Identity
+from chatql.store.streams import SubscriberQueue, backend_from_url
+from chatql.store.streams.backends.redis import RedisBackend, split_prefix
+from chatql.store.streams.buffer import StreamBuffer, StreamInfo
+from chatql.store.streams.reducer import ChunkEvent, ChunkIn, StreamState
 from tests.store.test_backend_memory import Producer, end_event, start_event, text, view_of
 
 
@@ -238,7 +238,7 @@ async def test_a_batch_is_one_log_entry_and_single_chunk_entries_still_replay(
     each (as earlier versions wrote it) is read, followed and rebuilt the same way."""
     import orjson
 
-    from store.streams.backends.redis import _rebuild
+    from chatql.store.streams.backends.redis import _rebuild
 
     a, b = make_broker(), make_broker()
     producer = Producer("s1")

@@ -9,15 +9,15 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import update
 
-from store import chat_lists
-from store import chats as store_chats
-from store import messages as store_messages
-from store.chat_lists import ChatListFilter, ChatListPage
-from store.database import Database
-from store.errors import InvalidArgument, InvalidCursor
-from store.messages import NewMessage
-from store.records import Identity
-from store.tables import chats
+from chatql.store import chat_lists
+from chatql.store import chats as store_chats
+from chatql.store import messages as store_messages
+from chatql.store.chat_lists import ChatListFilter, ChatListPage
+from chatql.store.database import Database
+from chatql.store.errors import InvalidArgument, InvalidCursor
+from chatql.store.messages import NewMessage
+from chatql.store.records import Identity
+from chatql.store.tables import chats
 
 ALICE = Identity(user_id="alice", tenant_id="acme")
 BOB = Identity(user_id="bob", tenant_id="acme")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from store import chats as store_chats
-from store.database import Database
-from store.errors import Conflict, Forbidden, InvalidArgument, NotFound
-from store.records import Identity
+from chatql.store import chats as store_chats
+from chatql.store.database import Database
+from chatql.store.errors import Conflict, Forbidden, InvalidArgument, NotFound
+from chatql.store.records import Identity
 
 ALICE = Identity(user_id="alice", tenant_id="acme", team_id="red")
 BOB = Identity(user_id="bob", tenant_id="acme", team_id="red")

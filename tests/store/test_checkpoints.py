@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from store import database
-from store.database import Database
+from chatql.store import database
+from chatql.store.database import Database
 
 PAGE_FILLER = "x" * 40_000  # about ten pages of WAL per write
 

@@ -8,11 +8,11 @@ import random
 import pytest
 from sqlalchemy import func, select
 
-from store import memory
-from store.database import Database
-from store.errors import Conflict, Forbidden, MemoryFull, NotFound
-from store.records import Identity
-from store.tables import memory_entries, memory_scopes
+from chatql.store import memory
+from chatql.store.database import Database
+from chatql.store.errors import Conflict, Forbidden, MemoryFull, NotFound
+from chatql.store.records import Identity
+from chatql.store.tables import memory_entries, memory_scopes
 
 ALICE = Identity("alice", "acme")
 AGENT = Identity("runtime", "acme", roles=frozenset({"agent"}))

@@ -6,11 +6,11 @@ The larger page sizes run over HTTP (tests/gql/test_message_pages.py); size 1 is
 
 from __future__ import annotations
 
-from store import chats as store_chats
-from store import messages as store_messages
-from store.database import Database
-from store.messages import NewMessage
-from store.records import Identity
+from chatql.store import chats as store_chats
+from chatql.store import messages as store_messages
+from chatql.store.database import Database
+from chatql.store.messages import NewMessage
+from chatql.store.records import Identity
 
 ALICE = Identity(user_id="alice", tenant_id="acme")
 TOTAL = 1_000

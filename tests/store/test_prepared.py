@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from store import chat_lists, chats, messages
-from store.database import Database
-from store.messages import MessageFilter, NewMessage
-from store.prepared import (
+from chatql.store import chat_lists, chats, messages
+from chatql.store.database import Database
+from chatql.store.messages import MessageFilter, NewMessage
+from chatql.store.prepared import (
     CHAT_COLUMNS,
     MESSAGE_COLUMNS,
     ChatPageShape,
@@ -31,7 +31,7 @@ from store.prepared import (
     fetch,
     message_page_statement,
 )
-from store.records import Identity
+from chatql.store.records import Identity
 
 OWNER = Identity(user_id="alice", tenant_id="acme", team_id="red")
 ADMIN = Identity(user_id="root", tenant_id="acme", roles=frozenset({"admin"}))

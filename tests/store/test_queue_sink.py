@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 
-from store.streams.queue import TURN_CHUNKS
-from store.streams.reducer import ChunkEvent
-from store.streams.topic import Topic
+from chatql.store.streams.queue import TURN_CHUNKS
+from chatql.store.streams.reducer import ChunkEvent
+from chatql.store.streams.topic import Topic
 
 
 def chunk(seq: int) -> ChunkEvent:

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from store.errors import InvalidArgument, InvalidDelta
-from store.streams.reducer import (
+from chatql.store.errors import InvalidArgument, InvalidDelta
+from chatql.store.streams.reducer import (
     ChunkEvent,
     ChunkIn,
     MessageState,

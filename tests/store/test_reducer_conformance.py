@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from store.errors import InvalidArgument, InvalidDelta
-from store.streams.reducer import (
+from chatql.store.errors import InvalidArgument, InvalidDelta
+from chatql.store.streams.reducer import (
     ChunkEvent,
     ChunkIn,
     MessageState,

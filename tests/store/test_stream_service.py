@@ -10,17 +10,17 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select, update
 
-from store.chats import create_chat
-from store.database import Database
-from store.errors import StreamActive, StreamClosed
-from store.messages import NewMessage
-from store.records import Identity
-from store.resume import StepIn
-from store.rows import COPY_THRESHOLD
-from store.streams import StreamService, backend_from_url, persist
-from store.streams.backends.redis import RedisBackend, split_prefix
-from store.streams.reducer import ChunkIn
-from store.tables import append_receipts, messages
+from chatql.store.chats import create_chat
+from chatql.store.database import Database
+from chatql.store.errors import StreamActive, StreamClosed
+from chatql.store.messages import NewMessage
+from chatql.store.records import Identity
+from chatql.store.resume import StepIn
+from chatql.store.rows import COPY_THRESHOLD
+from chatql.store.streams import StreamService, backend_from_url, persist
+from chatql.store.streams.backends.redis import RedisBackend, split_prefix
+from chatql.store.streams.reducer import ChunkIn
+from chatql.store.tables import append_receipts, messages
 from tests.client_reducer import client_apply
 
 AGENT = Identity(user_id="agent", tenant_id="acme", roles=frozenset({"agent"}))
@@ -203,7 +203,7 @@ async def test_redis_push_on_a_current_copy_is_one_round_trip_and_a_stale_one_is
 def test_a_batch_counts_against_the_buffer_as_its_chunks_do_one_by_one() -> None:
     import orjson
 
-    from store.streams.service import _byte_size
+    from chatql.store.streams.service import _byte_size
 
     def one(chunk: ChunkIn) -> int:
         size = 160 + len(chunk.type)

@@ -22,9 +22,9 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
-from store.streams.buffer import StreamBuffer
-from store.streams.queue import DEFAULT_QUEUE_LIMIT, SubscriberQueue
-from store.streams.reducer import ChunkEvent
+from chatql.store.streams.buffer import StreamBuffer
+from chatql.store.streams.queue import DEFAULT_QUEUE_LIMIT, SubscriberQueue
+from chatql.store.streams.reducer import ChunkEvent
 
 __all__ = ["Backend", "StaleCopy", "backend_from_url"]
 
@@ -148,11 +148,11 @@ def backend_from_url(url: str, *, queue_limit: int = DEFAULT_QUEUE_LIMIT) -> Bac
     """The backend named by ``url``: ``memory://`` or ``redis://host:port/db``."""
     scheme = url.split(":", 1)[0].lower()
     if scheme == "memory":
-        from store.streams.backends.memory import MemoryBackend
+        from chatql.store.streams.backends.memory import MemoryBackend
 
         return MemoryBackend(queue_limit=queue_limit)
     if scheme in ("redis", "rediss", "unix"):
-        from store.streams.backends.redis import RedisBackend
+        from chatql.store.streams.backends.redis import RedisBackend
 
         return RedisBackend(url, queue_limit=queue_limit)
     raise ValueError(f"unsupported broker URL {url!r}: use memory:// or redis://")

@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 
-from store.errors import StreamActive
-from store.streams.backends import Backend
-from store.streams.buffer import StreamBuffer
-from store.streams.queue import DEFAULT_QUEUE_LIMIT, SubscriberQueue
-from store.streams.reducer import ChunkEvent
-from store.streams.topic import Topic
+from chatql.store.errors import StreamActive
+from chatql.store.streams.backends import Backend
+from chatql.store.streams.buffer import StreamBuffer
+from chatql.store.streams.queue import DEFAULT_QUEUE_LIMIT, SubscriberQueue
+from chatql.store.streams.reducer import ChunkEvent
+from chatql.store.streams.topic import Topic
 
 __all__ = ["MemoryBackend"]
 

@@ -68,16 +68,16 @@ import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError, ResponseError
 
-from store import jsonutil
-from store.errors import Conflict, StreamActive
-from store.messages import NewMessage
-from store.records import Identity
-from store.resume import StepIn
-from store.streams.backends import Backend, StaleCopy
-from store.streams.buffer import StreamBuffer, StreamInfo
-from store.streams.queue import DEFAULT_QUEUE_LIMIT, SubscriberQueue
-from store.streams.reducer import ChunkEvent, StreamState, apply_event
-from store.streams.topic import Topic
+from chatql.store import jsonutil
+from chatql.store.errors import Conflict, StreamActive
+from chatql.store.messages import NewMessage
+from chatql.store.records import Identity
+from chatql.store.resume import StepIn
+from chatql.store.streams.backends import Backend, StaleCopy
+from chatql.store.streams.buffer import StreamBuffer, StreamInfo
+from chatql.store.streams.queue import DEFAULT_QUEUE_LIMIT, SubscriberQueue
+from chatql.store.streams.reducer import ChunkEvent, StreamState, apply_event
+from chatql.store.streams.topic import Topic
 
 __all__ = ["DEFAULT_PREFIX", "LEASE_SECONDS", "RedisBackend", "split_prefix"]
 
