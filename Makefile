@@ -67,9 +67,15 @@ endif
 assets: js-install
 	cd clients/web && npm run build
 
+# mypy reads modules from paths, not through the editable install's import hook: it is
+# shown the installed layout (chatql/gql, chatql/store) as links to the two folders.
 lint: install-dev
 	$(BIN)/ruff check store gql tests bench
-	$(BIN)/mypy store gql
+	mkdir -p $(VENV)/mypy-path/chatql
+	ln -sfn $(CURDIR)/gql $(VENV)/mypy-path/chatql/gql
+	ln -sfn $(CURDIR)/store $(VENV)/mypy-path/chatql/store
+	cd $(VENV)/mypy-path && MYPYPATH=. $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml \
+	  --namespace-packages --explicit-package-bases -p chatql.gql -p chatql.store
 
 schema: install
 	$(BIN)/chatql export-schema

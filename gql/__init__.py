@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from chatql.gql.app import create_app
-from chatql.gql.schema import schema
+from chatql.gql.schema import build_schema
 from chatql.gql.settings import Settings
 
-__all__ = ["Settings", "create_app", "schema"]
+__all__ = ["Settings", "build_schema", "create_app"]

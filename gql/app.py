@@ -28,16 +28,13 @@ from strawberry.http.parse_content_type import parse_content_type
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 from strawberry.types.execution import ExecutionResult
 
-from chatql.gql.append_fastpath import append_plan_for, fast_append
 from chatql.gql.auth import CREDENTIAL_KEYS, authenticator_for, identity_from_credentials
 from chatql.gql.bodylimit import BodyLimitMiddleware, error_body
-from chatql.gql.chat_events_fastpath import chat_events_relay
-from chatql.gql.compiled_reads import CompiledReads
 from chatql.gql.context import Context, Services
 from chatql.gql.export import export_endpoint
-from chatql.gql.fast_lanes import Lane, clear_refusals
-from chatql.gql.push_fastpath import fast_push, push_plan_for
-from chatql.gql.schema import schema
+from chatql.gql.fast_lanes import clear_refusals
+from chatql.gql.planner import Planner
+from chatql.gql.schema import build_schema
 from chatql.gql.settings import Settings
 from chatql.gql.sse import (
     GRAPHQL_SSE_PROTOCOL,
@@ -88,14 +85,6 @@ def _refused(error: HTTPException) -> Response:
                         status_code=error.status_code)
 
 
-#: The mutations answered by the HTTP lane (see gql/fast_lanes.py).
-_LANES = (
-    Lane("pushChunks", lambda schema, query, operation_name, _settings: push_plan_for(
-        schema, query, operation_name), fast_push),
-    Lane("appendMessages", append_plan_for, fast_append),
-)
-
-
 class GraphQLEndpoint(GraphQL[Context, None]):
     """Strawberry's ASGI view with chatql's context, identity and JSON encoding.
 
@@ -111,6 +100,7 @@ class GraphQLEndpoint(GraphQL[Context, None]):
     websocket_adapter_class = ChatqlWebSocketAdapter
 
     def __init__(self, services_of: Any, settings: Settings) -> None:
+        schema = build_schema(settings)
         super().__init__(
             schema,
             graphql_ide="graphiql" if settings.playground else None,
@@ -123,7 +113,8 @@ class GraphQLEndpoint(GraphQL[Context, None]):
         )
         self._services_of = services_of
         self._settings = settings
-        self._compiled_reads = CompiledReads(schema, settings)
+        #: The app's registered fast plans (gql/planner.py): every transport asks it.
+        self.planner = Planner(schema, settings)
         self._plain_json_cache: dict[tuple[bytes, bytes | None], bool] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -167,8 +158,7 @@ class GraphQLEndpoint(GraphQL[Context, None]):
         if content_type is None or not self._plain_json(content_type, accept):
             return False
         body = await request.body()
-        lane = next((lane for lane in _LANES if lane.marker in body), None)
-        if lane is None:
+        if not self.planner.may_take_lane(body):
             return False
         try:
             data = orjson.loads(body)
@@ -181,9 +171,10 @@ class GraphQLEndpoint(GraphQL[Context, None]):
         operation_name = data.get("operationName")
         if type(query) is not str or type(variables) is not dict or not (
             extensions is None or type(extensions) is dict
-        ) or not (operation_name is None or type(operation_name) is str) or lane.plan(
-            self.schema, query, operation_name, self._settings
-        ) is None:
+        ) or not (operation_name is None or type(operation_name) is str):
+            return False
+        lane = self.planner.lane_for(body, query, operation_name)
+        if lane is None:
             return False
         try:
             identity = identity_from_credentials(self._settings, dict(request.headers))
@@ -191,7 +182,7 @@ class GraphQLEndpoint(GraphQL[Context, None]):
             return False
         context = Context(services=self._services_of(request), identity=identity,
                           request=request)
-        answered = await lane.run(self.schema, context, query, operation_name, variables,
+        answered = await lane.run(context, query, operation_name, variables,
                                   nul_free=b"\\u0000" not in body)
         if answered is None:
             # Tried once: the view must not write it again (see execute_single and the
@@ -258,8 +249,8 @@ class GraphQLEndpoint(GraphQL[Context, None]):
                 or getattr(request_data, "protocol", None) != "sse"
                 or request_data.extensions):
             return None
-        relay = chat_events_relay(self.schema, context, request_data.query,
-                                  request_data.operation_name, request_data.variables)
+        relay = self.planner.sse_relay(context, request_data.query,
+                                       request_data.operation_name, request_data.variables)
         return None if relay is None else RelayedSubscription(relay)
 
     def _stream_result(self, request: Any, result: Any, transport: Any) -> Any:
@@ -295,21 +286,14 @@ class GraphQLEndpoint(GraphQL[Context, None]):
     async def execute_single(self, request: Any, request_adapter: Any, sub_response: Any,
                              context: Context, root_value: Any,
                              request_data: Any) -> Any:
-        # pushChunks is sent thousands of times per stream: see gql/push_fastpath.py.
-        # A push the lane already tried (see _lane) runs the ordinary way.
-        if request_adapter.method == "POST" and getattr(request.state, "lane_tried",
-                                                        None) != "pushChunks":
-            pushed = await fast_push(self.schema, context, request_data.query,
-                                     request_data.operation_name, request_data.variables)
-            if pushed is not None:
-                return ExecutionResult(data=pushed["data"], errors=None)
-        # Pages and chats are read again and again: see gql/compiled_reads.py.
+        # The app's registered plans first (gql/planner.py), then the executor.
         if request_adapter.method == "POST" or self.allow_queries_via_get:
-            compiled = await self._compiled_reads.execute(context, request_data.query,
-                                                          request_data.operation_name,
-                                                          request_data.variables)
-            if compiled is not None:
-                return ExecutionResult(data=compiled, errors=None)
+            planned = await self.planner.execute(context, request_adapter.method,
+                                                 request_data.query,
+                                                 request_data.operation_name,
+                                                 request_data.variables)
+            if planned is not None:
+                return ExecutionResult(data=planned, errors=None)
         # Subscriptions run over WebSocket or SSE only (see gql/sse.py).
         return await execute_plain_http(self, request_adapter.method, context, root_value,
                                         request_data)
@@ -453,7 +437,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             return JSONResponse({"status": "ok"})
         return JSONResponse({"status": "database unreachable"}, status_code=503)
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/graphql", graphql, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", graphql),
@@ -478,3 +462,5 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes),
         ],
     )
+    app.state.planner = graphql.planner
+    return app

@@ -63,7 +63,6 @@ _NAME_FIELDS = (("requestId", "request_id"), ("blockId", "block_id"),
 _MESSAGE_FIELDS = frozenset({"role", "type", "props", "id", "metadata", "tokens",
                              *(name for name, _ in _NAME_FIELDS)})
 _ROLES = frozenset(store_messages.ROLES)
-_PLAN_CACHE_SIZE = 256
 # Deeper JSON goes the ordinary way (as for pushChunks).
 _MAX_DEPTH = 64
 _INT_RANGE = range(-(2**31), 2**31)
@@ -143,19 +142,16 @@ def _converts_every_message_field(schema: Any) -> bool:
         shape.fields)
 
 
-_plans: PlanCache[AppendPlan] = PlanCache(_PLAN_CACHE_SIZE)
-
-
 def append_plan_for(schema: Any, query: str | None, operation_name: str | None,
-                    settings: Any) -> AppendPlan | None:
-    """The cached plan for an ``appendMessages`` document under ``settings``' limits,
-    or None."""
+                    settings: Any, plans: PlanCache[AppendPlan]) -> AppendPlan | None:
+    """The plan for an ``appendMessages`` document under ``settings``' limits, kept in
+    ``plans`` (the app's), or None."""
     # Long documents go the ordinary way (and never fill the cache).
     if not query or len(query) > MAX_FAST_DOCUMENT or _FIELD not in query:
         return None
     limits = (settings.max_query_depth, settings.max_query_aliases, settings.max_query_tokens)
     key = (id(schema), query, operation_name, limits)
-    return _plans.get(key, lambda: _plan(query, operation_name, schema, limits))
+    return plans.get(key, lambda: _plan(query, operation_name, schema, limits))
 
 
 def _id(value: Any) -> str | None:
@@ -220,7 +216,8 @@ def _arguments(plan: AppendPlan, variables: dict[str, Any]) -> dict[str, Any] | 
 
 
 async def fast_append(schema: Any, context: Context, query: str | None,
-                      operation_name: str | None, variables: dict[str, Any] | None, *,
+                      operation_name: str | None, variables: dict[str, Any] | None,
+                      plans: PlanCache[AppendPlan], *,
                       nul_free: bool = False) -> dict[str, Any] | None:
     """``{"data": …}`` of an ``appendMessages`` done the fast way, or None (run it
     normally).
@@ -233,7 +230,7 @@ async def fast_append(schema: Any, context: Context, query: str | None,
     services = context.services
     if not nul_free:
         return None
-    plan = append_plan_for(schema, query, operation_name, services.settings)
+    plan = append_plan_for(schema, query, operation_name, services.settings, plans)
     if plan is None:
         return None
     values = _arguments(plan, variables or {})

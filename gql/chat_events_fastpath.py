@@ -58,7 +58,7 @@ from strawberry.types.arguments import convert_arguments
 
 from chatql.gql.chat_events import ChatEvent
 from chatql.gql.context import Context
-from chatql.gql.document_shapes import MAX_FAST_DOCUMENT, has_nul, sole_root_field
+from chatql.gql.document_shapes import MAX_FAST_DOCUMENT, PlanCache, has_nul, sole_root_field
 from chatql.gql.limits import limit_rules
 from chatql.store import events as store_events
 from chatql.store.chat_lists import ChatListFilter
@@ -68,7 +68,6 @@ __all__ = ["ChatEventsPlan", "ChatEventsRelay", "chat_events_plan_for", "chat_ev
 
 logger = logging.getLogger("chatql")
 
-_PLAN_CACHE_SIZE = 512
 _FRAME_CACHE_SIZE = 64
 # A selection nests event -> chat -> (plain objects of a chat, should the schema grow them).
 _MAX_NESTING = 4
@@ -259,34 +258,27 @@ def _plan(schema: Any, document: DocumentNode, operation_name: str | None) -> Ch
                           shape=_shape(event_type, root.selection_set, 1))
 
 
-_plans: OrderedDict[tuple[int, str, str | None, int, int, int],
-                    ChatEventsPlan | None] = OrderedDict()
-
-
-def chat_events_plan_for(schema: Any, query: str | None, operation_name: str | None, *,
-                         max_depth: int, max_aliases: int,
-                         max_tokens: int) -> ChatEventsPlan | None:
-    """The fast-path plan for ``query``, or None when it must run the ordinary way."""
+def chat_events_plan_for(schema: Any, query: str | None, operation_name: str | None,
+                         plans: PlanCache[ChatEventsPlan], *, max_depth: int,
+                         max_aliases: int, max_tokens: int) -> ChatEventsPlan | None:
+    """The fast-path plan for ``query``, kept in ``plans`` (the app's), or None when it
+    must run the ordinary way."""
     if not query or len(query) > MAX_FAST_DOCUMENT or "chatEvents" not in query:
         return None
     # Plans are made from the schema's shapes: one cache entry per schema, document
     # and limits (parsing and validation apply the limits the executor would).
     key = (id(schema), query, operation_name, max_depth, max_aliases, max_tokens)
-    if key in _plans:
-        _plans.move_to_end(key)
-        return _plans[key]
-    plan: ChatEventsPlan | None
-    try:
-        document = parse(query, max_lexical_tokens=max_tokens, max_comments=max_tokens)
-        rules = (*specified_rules, *limit_rules(max_depth, max_aliases))
-        plan = None if validate_document(schema._schema, document, rules) else _plan(
-            schema, document, operation_name)
-    except (GraphQLError, _NoPlan):
-        plan = None
-    _plans[key] = plan
-    if len(_plans) > _PLAN_CACHE_SIZE:
-        _plans.popitem(last=False)
-    return plan
+
+    def make() -> ChatEventsPlan | None:
+        try:
+            document = parse(query, max_lexical_tokens=max_tokens, max_comments=max_tokens)
+            rules = (*specified_rules, *limit_rules(max_depth, max_aliases))
+            return None if validate_document(schema._schema, document, rules) else _plan(
+                schema, document, operation_name)
+        except (GraphQLError, _NoPlan):
+            return None
+
+    return plans.get(key, make)
 
 
 def _list_filter(schema: Any, plan: ChatEventsPlan,
@@ -360,15 +352,15 @@ class ChatEventsRelay:
 
 
 def chat_events_relay(schema: Any, context: Context, query: str | None,
-                      operation_name: str | None,
-                      variables: dict[str, Any] | None) -> ChatEventsRelay | None:
+                      operation_name: str | None, variables: dict[str, Any] | None,
+                      plans: PlanCache[ChatEventsPlan]) -> ChatEventsRelay | None:
     """The fast relay for a ``chatEvents`` operation, or None (having done nothing)
     when it must run the ordinary way."""
     services = context.services
     if services.events is None:
         return None
     settings = services.settings
-    plan = chat_events_plan_for(schema, query, operation_name,
+    plan = chat_events_plan_for(schema, query, operation_name, plans,
                                 max_depth=settings.max_query_depth,
                                 max_aliases=settings.max_query_aliases,
                                 max_tokens=settings.max_query_tokens)
@@ -383,15 +375,19 @@ def chat_events_relay(schema: Any, context: Context, query: str | None,
 async def serve_chat_events(schema: Any, context: Context, query: str | None,
                             operation_name: str | None, variables: dict[str, Any] | None,
                             envelope: Callable[[str], str], send: Send,
-                            write: Callable[[str], bool] | None = None) -> bool:
+                            write: Callable[[str], bool] | None,
+                            plans: PlanCache[ChatEventsPlan], *,
+                            on_relay: Callable[[], None] | None = None) -> bool:
     """Relay a ``chatEvents`` subscription the fast way until it ends; False (having
     done nothing) when it must run the ordinary way.
 
     ``write``, when given, writes one enveloped payload at once if the transport takes
     it now (False: it does not, and ``send`` gets it from the subscriber's queue)."""
-    relay = chat_events_relay(schema, context, query, operation_name, variables)
+    relay = chat_events_relay(schema, context, query, operation_name, variables, plans)
     if relay is None:
         return False
+    if on_relay is not None:
+        on_relay()
     sink = None
     if write is not None:
         plan = relay.plan

@@ -132,9 +132,9 @@ def _import_chat(args: argparse.Namespace) -> int:
 def schema_sdl() -> str:
     from strawberry.printer import print_schema
 
-    from chatql.gql.schema import schema
+    from chatql.gql.schema import build_schema
 
-    return print_schema(schema) + "\n"
+    return print_schema(build_schema()) + "\n"
 
 
 def _export_schema(args: argparse.Namespace) -> int:

@@ -219,9 +219,24 @@ def _leaf(parent: GraphQLObjectType, name: str) -> _Leaf:
     if field_def is None or not _is_plain(field_def):
         raise _NoPlan
     leaf, nullable = _unwrap(field_def.type)
+    python_name = field_def.extensions["strawberry-definition"].python_name
+    if isinstance(leaf, GraphQLList):
+        # A list of non-null scalars or enums (a chat's tags): each item coerced as the
+        # executor coerces it.
+        item, item_nullable = _unwrap(leaf.of_type)
+        if item_nullable or not isinstance(item, GraphQLScalarType | GraphQLEnumType):
+            raise _NoPlan
+        coerce_item = item.coerce_output_value
+
+        def coerce_list(value: Any) -> list[Any]:
+            coerced = [coerce_item(element) for element in value]
+            if any(element is None for element in coerced):
+                raise _Fallback
+            return coerced
+
+        return python_name, coerce_list, nullable
     if not isinstance(leaf, GraphQLScalarType | GraphQLEnumType):
         raise _NoPlan
-    python_name = field_def.extensions["strawberry-definition"].python_name
     return python_name, leaf.coerce_output_value, nullable
 
 
@@ -480,7 +495,7 @@ class CompiledReads:
 
     def plan_for(self, query: str | None, operation_name: str | None) -> _PagePlan | None:
         """The cached plan for a document, or None when it must run the ordinary way."""
-        if (not self._settings.compiled_reads or not query or len(query) > _MAX_DOCUMENT
+        if (not query or len(query) > _MAX_DOCUMENT
                 or ("messages" not in query and "chat" not in query)):
             return None
         key = (query, operation_name)

@@ -31,9 +31,9 @@ class Lane:
     """A mutation a lane serves: its root field, how to plan and how to run it."""
 
     field: str
-    #: ``plan(schema, query, operation_name, settings)``: a plan or None.
-    plan: Callable[[Any, str | None, str | None, Any], object | None]
-    #: ``run(schema, context, query, operation_name, variables, nul_free=…)``.
+    #: ``plan(query, operation_name)``: the app's plan for the document, or None.
+    plan: Callable[[str | None, str | None], object | None]
+    #: ``run(context, query, operation_name, variables, nul_free=…)``.
     run: Callable[..., Awaitable[dict[str, Any] | None]]
 
     @property

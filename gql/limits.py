@@ -3,7 +3,8 @@
 A document over any limit is refused before it runs, with ``extensions.code``
 ``QUERY_TOO_COMPLEX``. The limits come from the request's settings
 (``CHATQL_MAX_QUERY_DEPTH``, ``CHATQL_MAX_QUERY_TOKENS``, ``CHATQL_MAX_QUERY_ALIASES``),
-so the module-level schema serves apps built with different settings.
+as the app's schema was built with them (a request whose context carries settings of its
+own uses those).
 
 - Tokens are counted by graphql-core's parser while it reads (``max_lexical_tokens``,
   plus the same budget for comments), so an oversized document is abandoned early
@@ -45,9 +46,6 @@ from chatql.gql.settings import Settings
 from chatql.store.errors import InvalidArgument
 
 __all__ = ["DocumentParserCache", "NoNulStrings", "QueryLimits", "limit_rules"]
-
-_DEFAULTS = Settings()
-
 
 def _limit_rule(max_depth: int, max_aliases: int) -> type[ASTValidationRule]:
     """A rule measuring each operation's depth and the document's aliases.
@@ -140,18 +138,22 @@ def limit_rules(max_depth: int, max_aliases: int) -> tuple[type[ASTValidationRul
     return (_limit_rule(max_depth, max_aliases), NoNulStrings)
 
 
-def _settings_of(context: Any) -> Settings:
-    services = getattr(context, "services", None)
-    settings = getattr(services, "settings", None)
-    return settings if isinstance(settings, Settings) else _DEFAULTS
-
-
 class QueryLimits(SchemaExtension):
-    """Applies the depth, token and alias limits of the request's settings."""
+    """Applies the depth, token and alias limits of the request's settings (those the
+    schema was built with when the request's context has none)."""
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__()
+        self._settings = settings
+
+    def _settings_of(self, context: Any) -> Settings:
+        services = getattr(context, "services", None)
+        settings = getattr(services, "settings", None)
+        return settings if isinstance(settings, Settings) else self._settings
 
     def on_operation(self) -> Iterator[None]:
         context = self.execution_context
-        settings = _settings_of(context.context)
+        settings = self._settings_of(context.context)
         # graphql-core 3.3 options that Strawberry's ParseOptions type does not list yet.
         parse_options = cast("dict[str, Any]", context.parse_options)
         parse_options["max_lexical_tokens"] = settings.max_query_tokens

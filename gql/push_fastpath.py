@@ -54,7 +54,6 @@ _TEXT_FIELDS = ("chunkId", "messageId", "blockId", "threadId", "deltaPath", "del
 _CHUNK_FIELDS = frozenset({*_TEXT_FIELDS, "type", "role", "props", "delta", "tokens"})
 _DELTA_FIELDS = frozenset({"type", "messageId", "delta", "props"})
 _ROLES = frozenset({"USER", "ASSISTANT", "SYSTEM", "TOOL"})
-_PLAN_CACHE_SIZE = 256
 # graphql-core refuses deeper variable values; keep the same limit here.
 _MAX_DEPTH = 64
 
@@ -65,9 +64,6 @@ class PushPlan:
     fields: tuple[tuple[str, str], ...]
     stream_id: ValueNode
     chunks_variable: str
-
-
-_plans: PlanCache[PushPlan] = PlanCache(_PLAN_CACHE_SIZE)
 
 
 def _plan(query: str, operation_name: str | None, schema: Any) -> PushPlan | None:
@@ -105,15 +101,16 @@ def _converts_every_chunk_field(schema: Any) -> bool:
         shape.fields)
 
 
-def push_plan_for(schema: Any, query: str | None, operation_name: str | None) -> PushPlan | None:
-    """The cached plan for a ``pushChunks`` document, or None."""
+def push_plan_for(schema: Any, query: str | None, operation_name: str | None,
+                  plans: PlanCache[PushPlan]) -> PushPlan | None:
+    """The plan for a ``pushChunks`` document, kept in ``plans`` (the app's), or None."""
     # A real pushChunks document is ~150 characters; long ones (comments, padding) go
     # the ordinary way, through the document limits, and never fill the cache.
     if not query or len(query) > MAX_FAST_DOCUMENT or "pushChunks" not in query:
         return None
     # Plans are made from the schema's shapes: one cache entry per schema and document.
     key = (id(schema), query, operation_name)
-    return _plans.get(key, lambda: _plan(query, operation_name, schema))
+    return plans.get(key, lambda: _plan(query, operation_name, schema))
 
 
 def _flat(props: dict[str, Any]) -> bool:
@@ -196,7 +193,7 @@ def _may_hold_nul(raw: list[Any]) -> bool:
 
 async def fast_push(schema: Any, context: Context, query: str | None,
                     operation_name: str | None,
-                    variables: dict[str, Any] | None, *,
+                    variables: dict[str, Any] | None, plans: PlanCache[PushPlan], *,
                     nul_free: bool = False) -> dict[str, Any] | None:
     """``{"data": …}`` of a ``pushChunks`` done the fast way, or None (run it normally).
 
@@ -204,7 +201,7 @@ async def fast_push(schema: Any, context: Context, query: str | None,
     only spell it ``\\u0000``, so a request body without that escape has none).
     """
     clear_refusals("pushChunks")
-    plan = push_plan_for(schema, query, operation_name)
+    plan = push_plan_for(schema, query, operation_name, plans)
     streams = context.services.streams
     if plan is None or streams is None:
         return None

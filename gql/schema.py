@@ -1,4 +1,8 @@
-"""The GraphQL schema, assembled from one module per concept."""
+"""The GraphQL schema, assembled from one module per concept.
+
+:func:`build_schema` makes one for an app (the app factory calls it; nothing is built
+when this module is imported), with that app's document limits.
+"""
 
 from __future__ import annotations
 
@@ -17,10 +21,11 @@ from chatql.gql.limits import DocumentParserCache, QueryLimits
 from chatql.gql.memory import MemoryMutation, MemoryQuery
 from chatql.gql.messages import MessageMutation, MessageQuery
 from chatql.gql.search import SearchQuery
+from chatql.gql.settings import Settings
 from chatql.gql.streams import StreamMutation, StreamQuery, StreamSubscription
 from chatql.gql.usage import UsageQuery
 
-__all__ = ["Mutation", "Query", "Subscription", "schema"]
+__all__ = ["Mutation", "Query", "Subscription", "build_schema"]
 
 Query = merge_types(
     "Query",
@@ -34,14 +39,20 @@ Mutation = merge_types(
 )
 Subscription = merge_types("Subscription", (StreamSubscription, ChatEventSubscription))
 
-# Extensions are built per request; the parse and validation caches they use live at
-# module level (keyed by size), so every request shares them.
-schema = ChatqlSchema(
-    query=Query,
-    mutation=Mutation,
-    subscription=Subscription,
-    extensions=[lambda: DocumentParserCache(maxsize=1024), lambda: ValidationCache(maxsize=1024),
-                # Last: it checks variables after ValidationCache has validated.
-                QueryLimits],
-    execution_context_class=LeafFastPathExecutionContext,
-)
+
+
+def build_schema(settings: Settings | None = None) -> ChatqlSchema:
+    """The executable schema for an app with ``settings`` (default: the defaults)."""
+    limits = settings or Settings()
+    # Extensions are built per request; the parse and validation caches they use are
+    # Strawberry's (shared by size), so every request of every app shares them.
+    return ChatqlSchema(
+        query=Query,
+        mutation=Mutation,
+        subscription=Subscription,
+        extensions=[lambda: DocumentParserCache(maxsize=1024),
+                    lambda: ValidationCache(maxsize=1024),
+                    # Last: it checks variables after ValidationCache has validated.
+                    lambda: QueryLimits(limits)],
+        execution_context_class=LeafFastPathExecutionContext,
+    )

@@ -69,8 +69,10 @@ class Settings:
     archive_url: str = "file://./chatql-archive"
     #: Days without activity after which the sweeper archives a chat (0: never).
     archive_after_days: float = 0.0
-    #: Answer the documents front ends repeat (message pages) from compiled plans.
-    compiled_reads: bool = True
+    #: Fast plans switched off by name (comma-separated): ``reads``, ``push``,
+    #: ``append``, ``chat_events``, ``chat_stream``. The general executor then answers
+    #: those operations; answers are the same bytes either way.
+    disabled_plans: tuple[str, ...] = field(default_factory=tuple)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -89,10 +89,8 @@ from strawberry.subscriptions.protocols.graphql_ws.types import CompleteMessage,
 from strawberry.types.execution import ExecutionResult, PreExecutionError
 from websockets.protocol import State
 
-from chatql.gql.chat_events_fastpath import serve_chat_events
 from chatql.gql.context import Context
-from chatql.gql.document_shapes import MAX_FAST_DOCUMENT, flat_root_field
-from chatql.gql.push_fastpath import fast_push
+from chatql.gql.document_shapes import MAX_FAST_DOCUMENT, PlanCache, flat_root_field
 from chatql.store.chats import get_chat
 from chatql.store.database import Database
 from chatql.store.errors import ChatqlError
@@ -111,6 +109,7 @@ __all__ = [
     "fit_close_reason",
     "message_problem",
     "plan_for",
+    "serve_planned",
     "text_frame",
 ]
 
@@ -157,7 +156,6 @@ def fit_close_reason(reason: str) -> str:
 
 
 _CHUNK_FIELDS = frozenset(ChunkEvent.__annotations__)
-_PLAN_CACHE_SIZE = 512
 _FRAME_CACHE_SIZE = 4_096
 
 
@@ -202,9 +200,6 @@ class ChatStreamPlan:
         return text
 
 
-_plans: OrderedDict[tuple[int, str, str | None], ChatStreamPlan | None] = OrderedDict()
-
-
 def _selectable(schema: Any) -> frozenset[str]:
     """The ``Chunk`` fields of the schema that a published chunk carries as they are
     sent; any other field (one added later, say) makes the subscription run the
@@ -236,26 +231,23 @@ def _plan(schema: Any, document: DocumentNode,
     )
 
 
-def plan_for(schema: Any, query: str, operation_name: str | None) -> ChatStreamPlan | None:
-    """The fast-path plan for ``query``, or None when it must run the ordinary way."""
+def plan_for(schema: Any, query: str, operation_name: str | None,
+             plans: PlanCache[ChatStreamPlan]) -> ChatStreamPlan | None:
+    """The fast-path plan for ``query``, kept in ``plans`` (the app's), or None when it
+    must run the ordinary way."""
     if len(query) > MAX_FAST_DOCUMENT or "chatStream" not in query:
         return None
+
+    def make() -> ChatStreamPlan | None:
+        try:
+            document = parse(query)
+            return None if validate(schema._schema, document) else _plan(schema, document,
+                                                                         operation_name)
+        except GraphQLError:
+            return None
+
     # Plans are made from the schema's shapes: one cache entry per schema and document.
-    key = (id(schema), query, operation_name)
-    if key in _plans:
-        _plans.move_to_end(key)
-        return _plans[key]
-    plan: ChatStreamPlan | None
-    try:
-        document = parse(query)
-        plan = None if validate(schema._schema, document) else _plan(schema, document,
-                                                                     operation_name)
-    except GraphQLError:
-        plan = None
-    _plans[key] = plan
-    if len(_plans) > _PLAN_CACHE_SIZE:
-        _plans.popitem(last=False)
-    return plan
+    return plans.get((id(schema), query, operation_name), make)
 
 
 Send = Callable[[str], Awaitable[None]]
@@ -549,14 +541,53 @@ def _sender(websocket: Any) -> Send:
     return send
 
 
-async def _chat_events(handler: Any, operation_id: str, kind: str, query: str | None,
-                       operation_name: str | None, variables: dict[str, Any] | None,
+async def serve_planned(handler: Any, operation_id: str, kind: str, query: str,
+                        operation_name: str | None, variables: dict[str, Any] | None,
+                        send_message: Callable[[Any], Awaitable[None]],
+                        completed: Callable[[], bool]) -> bool:
+    """Serve one operation on a socket with the app's plans, on either subprotocol
+    (``kind``: ``next`` for graphql-transport-ws, ``data`` for graphql-ws), up to but
+    not including its ``complete``; False (having done nothing) when the executor must
+    run it."""
+    planner = handler.view.planner
+    context = handler.context
+    pushed = await planner.push(context, query, operation_name, variables)
+    if pushed is not None:
+        message = ({"id": operation_id, "type": "next", "payload": pushed} if kind == "next"
+                   else {"type": "data", "id": operation_id, "payload": pushed})
+        await send_message(message)
+        return True
+    if await _chat_events(handler, planner, operation_id, kind, query, operation_name,
+                          variables, completed):
+        return True
+    if "chat_stream" not in planner.enabled:
+        return False
+    plan = plan_for(handler.schema, query, operation_name, planner.stream_plans)
+    opened = None if plan is None else await _open(context, plan, variables)
+    if plan is None or opened is None:
+        return False
+    planner.served["chat_stream"] += 1
+    chat_id, queue = opened
+    await _relay(context, plan, chat_id, queue, _frame_prefix(operation_id, kind),
+                 _sender(handler.websocket), completed)
+    return True
+
+
+def _frame_prefix(operation_id: str, kind: str) -> str:
+    """What a result frame says before its payload, members in the order each
+    protocol's ordinary messages have them."""
+    op = orjson.dumps(operation_id).decode()
+    if kind == "next":
+        return '{"id":' + op + ',"type":"next","payload":'
+    return '{"type":"data","id":' + op + ',"payload":'
+
+
+async def _chat_events(handler: Any, planner: Any, operation_id: str, kind: str,
+                       query: str | None, operation_name: str | None,
+                       variables: dict[str, Any] | None,
                        completed: Callable[[], bool]) -> bool:
     """Serve a ``chatEvents`` subscription the fast way (False: run it the ordinary way)."""
-    op = orjson.dumps(operation_id).decode()
-    # The members in the order each protocol's ordinary messages have them.
-    prefix = ('{"id":' + op + ',"type":"next","payload":' if kind == "next"
-              else '{"type":"data","id":' + op + ',"payload":')
+    prefix = _frame_prefix(operation_id, kind)
     send = _sender(handler.websocket)
 
     async def send_next(text: str) -> None:
@@ -571,8 +602,9 @@ async def _chat_events(handler: Any, operation_id: str, kind: str, query: str | 
             # An event for a completed operation is dropped, as send_next drops it.
             return completed() or writer.write(text_frame(text.encode()))
 
-    return await serve_chat_events(handler.schema, handler.context, query, operation_name,
-                                   variables, lambda p: prefix + p + "}", send_next, write)
+    return bool(await planner.serve_chat_events(handler.context, query, operation_name,
+                                                variables, lambda p: prefix + p + "}",
+                                                send_next, write))
 
 
 class ChatqlWebSocketAdapter(ASGIWebSocketAdapter):
@@ -614,28 +646,12 @@ class ChatqlTransportWSHandler(BaseGraphQLTransportWSHandler[Any, None]):
                 await self.send_message({"type": "ping"})
 
     async def run_operation(self, operation: Operation[Context, None]) -> None:
-        pushed = await fast_push(self.schema, self.context, operation.query,
-                                 operation.operation_name, operation.variables)
-        if pushed is not None:
-            message: Any = {"id": operation.id, "type": "next", "payload": pushed}
-            await operation.send_operation_message(message)
+        if await serve_planned(self, operation.id, "next", operation.query,
+                               operation.operation_name, operation.variables,
+                               operation.send_operation_message, lambda: operation.completed):
             await operation.send_operation_message({"id": operation.id, "type": "complete"})
             return
-        if await _chat_events(self, operation.id, "next", operation.query,
-                              operation.operation_name, operation.variables,
-                              lambda: operation.completed):
-            await operation.send_operation_message({"id": operation.id, "type": "complete"})
-            return
-        plan = plan_for(self.schema, operation.query, operation.operation_name)
-        opened = None if plan is None else await _open(self.context, plan, operation.variables)
-        if plan is None or opened is None:
-            await super().run_operation(operation)
-            return
-        chat_id, queue = opened
-        prefix = '{"id":' + orjson.dumps(operation.id).decode() + ',"type":"next","payload":'
-        await _relay(self.context, plan, chat_id, queue, prefix, _sender(self.websocket),
-                     lambda: operation.completed)
-        await operation.send_operation_message({"id": operation.id, "type": "complete"})
+        await super().run_operation(operation)
 
     @staticmethod
     def _get_pre_execution_close_reason(error: GraphQLError) -> str | None:
@@ -670,26 +686,10 @@ class ChatqlLegacyWSHandler(BaseGraphQLWSHandler[Any, None]):
         variables: dict[str, object] | None,
     ) -> None:
         try:
-            pushed = await fast_push(self.schema, self.context, query, operation_name,
-                                     variables)
-            if pushed is not None:
-                message: Any = {"type": "data", "id": operation_id, "payload": pushed}
-                await self.send_message(message)
-                await self.send_message(CompleteMessage(type="complete", id=operation_id))
-                return
-            if await _chat_events(self, operation_id, "data", query, operation_name,
-                                  variables, lambda: False):
-                await self.send_message(CompleteMessage(type="complete", id=operation_id))
-                return
-            plan = plan_for(self.schema, query, operation_name)
-            opened = None if plan is None else await _open(self.context, plan, variables)
-            if plan is not None and opened is not None:
-                chat_id, queue = opened
-                prefix = '{"id":' + orjson.dumps(operation_id).decode() + ',"type":"data",' \
-                    '"payload":'
-                await _relay(self.context, plan, chat_id, queue, prefix,
-                             _sender(self.websocket))
-            elif not await self._run_ordinary(operation_id, query, operation_name, variables):
+            if not await serve_planned(self, operation_id, "data", query, operation_name,
+                                       variables, self.send_message, lambda: False) and (
+                    not await self._run_ordinary(operation_id, query, operation_name,
+                                                 variables)):
                 return
             await self.send_message(CompleteMessage(type="complete", id=operation_id))
         except asyncio.CancelledError:

@@ -81,12 +81,13 @@ MESSAGE_COLUMNS = (
     "thread_id", "assistant_id", "status", "metadata", "created_at", "updated_at", "tokens",
     "parent_id",
 )
-#: The chat columns a prepared chat list returns, in this order, before its flag.
+#: The chat columns a prepared chat read returns, in this order, before any flag: every
+#: attribute of a :class:`store.records.Chat`.
 CHAT_COLUMNS = (
     "id", "title", "assistant_id", "mode", "status", "public", "share", "sort",
     "last_message_at", "metadata", "created_at", "updated_at", "created_by", "updated_by",
     "team_id", "tenant_id", "deleted_at", "activity_at", "channel", "tags", "pinned",
-    "expires_at", "archived_at",
+    "expires_at", "archived_at", "active_leaf_id",
 )
 _ACTIVITY = CHAT_COLUMNS.index("activity_at")
 _JSON_COLUMNS = frozenset({"props", "metadata"})
@@ -537,7 +538,7 @@ def chat_reader(name: str) -> Callable[[Sequence[Any]], Any] | None:
 
 
 #: The columns :func:`chats_by_id_statement` returns, in this order: a whole chat record.
-CHAT_RECORD_COLUMNS = (*CHAT_COLUMNS, "active_leaf_id")
+CHAT_RECORD_COLUMNS = CHAT_COLUMNS
 _by_id_reads: dict[str, PreparedStatement] = {}
 
 

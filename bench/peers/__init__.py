@@ -23,7 +23,7 @@ round of each counts, since noise on a shared machine only ever slows a run down
   separately against the same PostGraphile figure.
 
 Before measuring, one answer of each server is compared: both must carry the same rows.
-With ``--executor`` a third server, chatql with ``CHATQL_COMPILED_READS=false`` (every
+With ``--executor`` a third server, chatql with ``CHATQL_DISABLED_PLANS=reads`` (every
 document through the general GraphQL executor), takes part in the same alternating
 rounds, and the compiled ÷ executor ratio is printed too.
 Prints throughput (req/s), p50 and p99 latency of each, and chatql ÷ PostGraphile.
@@ -159,7 +159,7 @@ async def start_chatql(database_url: str, *, compiled: bool = True) -> Server:
     port = free_port()
     env = {**os.environ, "CHATQL_DATABASE_URL": database_url, "CHATQL_SECRET": SECRET,
            "CHATQL_MIGRATE_ON_START": "false", "CHATQL_PLAYGROUND": "false",
-           "CHATQL_AUTH": "dev", "CHATQL_COMPILED_READS": "true" if compiled else "false"}
+           "CHATQL_AUTH": "dev", "CHATQL_DISABLED_PLANS": "" if compiled else "reads"}
     process = subprocess.Popen(
         [sys.executable, "-m", "chatql.gql.cli", "serve", "--host", "127.0.0.1",
          "--port", str(port), "--log-level", "warning"], cwd=ROOT, env=env)

@@ -18,7 +18,8 @@ import websockets
 from sqlalchemy import update
 
 from chatql.gql import chat_events_fastpath
-from chatql.gql.schema import schema
+from chatql.gql.document_shapes import PlanCache
+from chatql.gql.schema import build_schema
 from chatql.gql.settings import Settings
 from chatql.store.tables import chats
 from tests.conftest import BACKENDS, on_backend
@@ -36,6 +37,9 @@ from tests.gql.test_chat_events import (
 )
 from tests.gql.test_sse import EVENT_STREAM
 from tests.gql.test_streams_ws import PROTOCOLS, serve
+
+#: A schema as an app builds it, for the plans these tests make themselves.
+schema = build_schema()
 
 # Fields whose value comes from a resolver of their own: the fast path leaves them to
 # the executor (checked below), so generated selections take the rest.
@@ -131,7 +135,7 @@ async def test_fast_frames_are_the_executors_bytes(
     limits = {"max_depth": settings.max_query_depth, "max_aliases": settings.max_query_aliases,
               "max_tokens": settings.max_query_tokens}
     for document in documents:
-        assert chat_events_fastpath.chat_events_plan_for(schema, document, None,
+        assert chat_events_fastpath.chat_events_plan_for(schema, document, None, PlanCache(16),
                                                          **limits) is not None, document
     ops = [str(n) for n in range(len(documents))]
     async with serve(settings) as (server, app):
@@ -174,7 +178,9 @@ async def test_fast_frames_are_the_executors_bytes(
             await ordinary.close()
     refused = 0
     for op, document in zip(ops, documents, strict=True):
-        plan = chat_events_fastpath.chat_events_plan_for(schema, document, None, **limits)
+        plan = chat_events_fastpath.chat_events_plan_for(
+            app.state.planner.schema, document, None, app.state.planner.event_plans,
+            **limits)
         assert plan is not None and plan.frames, "the fast path served none of its events"
         assert fast.frames[op] == ordinary.frames[op], document
         refused += any('"errors"' in frame for frame in fast.frames[op])
@@ -187,7 +193,8 @@ async def test_selections_the_fast_path_leaves_to_the_executor(settings: Setting
     limits = {"max_depth": settings.max_query_depth, "max_aliases": settings.max_query_aliases,
               "max_tokens": settings.max_query_tokens}
     plain = "subscription { chatEvents { type chatId chat { id title } } }"
-    assert chat_events_fastpath.chat_events_plan_for(schema, plain, None, **limits)
+    assert chat_events_fastpath.chat_events_plan_for(schema, plain, None, PlanCache(16),
+                                                     **limits)
     for document in [
         "subscription { chatEvents { type chat { id usage { messageTokens } } } }",
         "subscription { chatEvents { type chat { lastMessage { id } } } }",
@@ -200,14 +207,14 @@ async def test_selections_the_fast_path_leaves_to_the_executor(settings: Setting
         "subscription { chatStream(chatId: \"x\") { seq } }",
         "query { chats { edges { cursor } } }",
     ]:
-        assert chat_events_fastpath.chat_events_plan_for(schema, document, None,
+        assert chat_events_fastpath.chat_events_plan_for(schema, document, None, PlanCache(16),
                                                          **limits) is None, document
     # Deeper than the limits allow: the executor's QUERY_TOO_COMPLEX, never a plan.
-    assert chat_events_fastpath.chat_events_plan_for(schema, plain, None, **{
+    assert chat_events_fastpath.chat_events_plan_for(schema, plain, None, PlanCache(16), **{
         **limits, "max_depth": 1}) is None
-    assert chat_events_fastpath.chat_events_plan_for(schema, plain, None, **{
+    assert chat_events_fastpath.chat_events_plan_for(schema, plain, None, PlanCache(16), **{
         **limits, "max_tokens": 5}) is None
-    assert chat_events_fastpath.chat_events_plan_for(schema, plain, None, **{
+    assert chat_events_fastpath.chat_events_plan_for(schema, plain, None, PlanCache(16), **{
         **limits, "max_aliases": 0}) is not None  # it has no alias
 
 
@@ -281,7 +288,9 @@ async def test_sse_fast_events_are_the_executors_bytes(
             await asyncio.sleep(0.01)
         assert app.state.services.events.subscriber_count() == 0
     for document, quick, slow in zip(documents, fast, ordinary, strict=True):
-        plan = chat_events_fastpath.chat_events_plan_for(schema, document, None, **limits)
+        plan = chat_events_fastpath.chat_events_plan_for(
+            app.state.planner.schema, document, None, app.state.planner.event_plans,
+            **limits)
         assert plan is not None and plan.frames, "the fast path served none of its events"
         assert quick.data == slow.data, document
     assert any('"errors"' in line for stream in fast for line in stream.data)

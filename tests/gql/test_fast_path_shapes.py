@@ -12,10 +12,14 @@ from typing import Any
 
 from graphql import GraphQLSchema, extend_schema, parse
 
+from chatql.gql.document_shapes import PlanCache
 from chatql.gql.push_fastpath import push_plan_for
-from chatql.gql.schema import schema
+from chatql.gql.schema import build_schema
 from chatql.gql.websocket import plan_for
 from tests.gql.wsclient import CHAT_STREAM
+
+#: A schema as an app builds it, for the plans these tests make themselves.
+schema = build_schema()
 
 PUSH = """mutation($id: ID!, $chunks: [ChunkInput!]!) {
   pushChunks(streamId: $id, chunks: $chunks) { accepted duplicates lastSeq } }"""
@@ -33,17 +37,18 @@ def extended(sdl: str) -> Any:
 
 
 def test_a_chunk_input_field_the_push_fast_path_does_not_convert_disables_it() -> None:
-    assert push_plan_for(schema, PUSH, None) is not None
+    assert push_plan_for(schema, PUSH, None, PlanCache(16)) is not None
     for sdl in ("extend input ChunkInput { weight: Int! }",
                 "extend input ChunkInput { weight: Int }"):
-        assert push_plan_for(extended(sdl), PUSH, None) is None, sdl
+        assert push_plan_for(extended(sdl), PUSH, None, PlanCache(16)) is None, sdl
     # The real schema's plan is unaffected (one cache entry per schema).
-    assert push_plan_for(schema, PUSH, None) is not None
+    assert push_plan_for(schema, PUSH, None, PlanCache(16)) is not None
 
 
 def test_a_chunk_field_published_chunks_do_not_carry_runs_the_ordinary_way() -> None:
     other = extended("extend type Chunk { tokens: Int }")
-    assert plan_for(other, CHAT_STREAM, None) is not None  # its fields are all carried
+    # Its fields are all carried.
+    assert plan_for(other, CHAT_STREAM, None, PlanCache(16)) is not None
     with_tokens = CHAT_STREAM.replace("fromSeq snapshot", "fromSeq snapshot tokens")
-    assert plan_for(other, with_tokens, None) is None
-    assert plan_for(schema, CHAT_STREAM, None) is not None
+    assert plan_for(other, with_tokens, None, PlanCache(16)) is None
+    assert plan_for(schema, CHAT_STREAM, None, PlanCache(16)) is not None

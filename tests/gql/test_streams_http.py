@@ -7,6 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
+from chatql.gql.document_shapes import PlanCache
 from chatql.gql.settings import Settings
 from chatql.store import rows as store_rows
 from tests.conftest import BACKENDS, GraphQLClient, on_backend, running_app
@@ -337,15 +338,17 @@ async def test_a_large_stream_persists_in_one_write_with_exact_sequences(
 
 async def test_push_fast_path_matches_ordinary_execution(client: GraphQLClient) -> None:
     from chatql.gql.push_fastpath import push_plan_for
-    from chatql.gql.schema import schema
+    from chatql.gql.schema import build_schema
+
+    schema = build_schema()
 
     aliased = """mutation($id: ID!, $chunks: [ChunkInput!]!) {
       r: pushChunks(streamId: $id, chunks: $chunks) { n: accepted lastSeq __typename } }"""
     ordinary = """mutation($id: ID!, $chunks: [ChunkInput!]!) {
       r: pushChunks(streamId: $id, chunks: $chunks) { ...P } }
       fragment P on PushResult { n: accepted lastSeq __typename }"""
-    assert push_plan_for(schema, aliased, None) is not None
-    assert push_plan_for(schema, ordinary, None) is None
+    assert push_plan_for(schema, aliased, None, PlanCache(16)) is not None
+    assert push_plan_for(schema, ordinary, None, PlanCache(16)) is None
     sid = await start(client, "fast")
     one = [{"messageId": "m", "type": "text", "role": "ASSISTANT", "props": {"content": "a"},
             "delta": True, "chunkId": "k1"}]

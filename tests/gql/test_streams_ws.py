@@ -18,6 +18,7 @@ import uvicorn
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from chatql.gql.app import create_app
+from chatql.gql.document_shapes import PlanCache
 from chatql.gql.settings import Settings
 from tests.conftest import BACKENDS, free_port, on_backend
 from tests.gql.wsclient import ChunkView, connect
@@ -358,12 +359,14 @@ fragment C on Chunk {
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_fast_path_frames_equal_full_graphql_execution(settings: Settings,
                                                              protocol: str) -> None:
-    from chatql.gql.schema import schema
+    from chatql.gql.schema import build_schema
+
+    schema = build_schema()
     from chatql.gql.websocket import plan_for
     from tests.gql.wsclient import CHAT_STREAM
 
-    assert plan_for(schema, CHAT_STREAM, None) is not None
-    assert plan_for(schema, SLOW_STREAM, None) is None
+    assert plan_for(schema, CHAT_STREAM, None, PlanCache(16)) is not None
+    assert plan_for(schema, SLOW_STREAM, None, PlanCache(16)) is None
     async with serve(settings) as (server, app), connect(server, protocol, ALICE) as ws:
         http = Http(server)
         await http.data(CREATE, {"id": "same"})
