@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 from sqlalchemy.engine import make_url
 
-from chatql.store.database import Database, execute_on_server
-from chatql.store.migrate import migrate
+from chatql.store.db.database import Database, execute_on_server
+from chatql.store.db.migrate import migrate
 
 __all__ = ["backends_parser", "cpu_seconds", "fresh_postgres", "fresh_sqlite", "run_backends",
            "timed"]

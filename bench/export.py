@@ -34,8 +34,8 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
-from chatql.store.database import Database, connect_asyncpg, execute_on_server
-from chatql.store.migrate import migrate
+from chatql.store.db.database import Database, connect_asyncpg, execute_on_server
+from chatql.store.db.migrate import migrate
 
 DEFAULT_PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 TENANT, USER, CHAT = "bench", "owner", "long"
@@ -91,7 +91,7 @@ def _rss_kib(field: str) -> int:
 
 async def child_export(url: str, path: str) -> None:
     """In a fresh process: export the chat to ``path``, print rows, seconds, RSS growth."""
-    from chatql.store.export import export_chat, open_export
+    from chatql.store.chats.export import export_chat, open_export
     from chatql.store.records import Identity
 
     db = Database(url)
@@ -145,7 +145,7 @@ async def copy_in_seconds(url: str, count: int) -> float:
 
 
 async def import_seconds(url: str, path: str) -> tuple[float, int]:
-    from chatql.store.imports import import_file
+    from chatql.store.chats.imports import import_file
     from chatql.store.records import Identity
 
     db = Database(url)

@@ -43,10 +43,10 @@ from sqlalchemy import select
 
 from bench.common import backends_parser, fresh_postgres, fresh_sqlite, run_backends, timed
 from bench.search import Corpus
-from chatql.store.database import Database, connect_asyncpg
+from chatql.store.db.database import Database, connect_asyncpg
+from chatql.store.db.tables import memory_entries
 from chatql.store.memory import GLOBAL_SCOPE, recent_memory, search_memory
 from chatql.store.records import Identity
-from chatql.store.tables import memory_entries
 
 DEFAULT_SUBJECTS = 2_000
 TENANTS = 10

@@ -35,7 +35,7 @@ from sqlalchemy import text
 
 from bench.common import fresh_postgres, fresh_sqlite
 from bench.pagination import _sqlite_time, medians, ms
-from chatql.store.database import connect_asyncpg, execute_on_server
+from chatql.store.db.database import connect_asyncpg, execute_on_server
 
 DEFAULT_PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 TENANT, USER = "bench", "reader"
@@ -54,7 +54,7 @@ _CHAT_COLUMNS = ("id", "title", "assistant_id", "activity_at", "created_at", "up
 def message_rows(chat_id: str, count: int) -> Iterator[tuple[Any, ...]]:
     """Turns of a USER question and an ASSISTANT answer; every fifth message has no
     token count (the window estimates it). One chain: the conversation tree's columns."""
-    from chatql.store.tree import chain_jump_depths
+    from chatql.store.messages.tree import chain_jump_depths
 
     jumps = chain_jump_depths(count)
     for n in range(1, count + 1):
@@ -111,8 +111,8 @@ def seed_sqlite(path: Path, long_messages: int) -> None:
 
 
 async def measure(url: str, long_messages: int, repeats: int) -> None:
-    from chatql.store.database import Database
-    from chatql.store.lifecycle import model_context
+    from chatql.store.db.database import Database
+    from chatql.store.messages.lifecycle import model_context
     from chatql.store.records import Identity
 
     who = Identity(user_id=USER, tenant_id=TENANT)

@@ -46,7 +46,7 @@ import orjson
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from chatql.store.database import connect_asyncpg, execute_on_server
+from chatql.store.db.database import connect_asyncpg, execute_on_server
 
 DEFAULT_PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 SECRET = "bench-secret-0123456789abcdef"
@@ -91,7 +91,7 @@ def sizes_for(backend: str, quick: bool) -> Sizes:
 def message_rows(count: int, *, tree: bool = True) -> Iterator[tuple[Any, ...]]:
     """(id, chat_id, sequence, role, type, props, status, created_at, updated_at) and,
     with ``tree``, (parent_id, depth, jump_id, jump_depth): one chain."""
-    from chatql.store.tree import chain_jump_depths
+    from chatql.store.messages.tree import chain_jump_depths
 
     jumps = chain_jump_depths(count) if tree else []
     for n in range(1, count + 1):
@@ -276,9 +276,9 @@ def ms(seconds: float) -> str:
 
 
 async def measure_sql(url: str, sizes: Sizes) -> None:
-    from chatql.store import chat_lists
-    from chatql.store import messages as store_messages
-    from chatql.store.database import Database
+    from chatql.store.chats import lists as chat_lists
+    from chatql.store.db.database import Database
+    from chatql.store.messages import message as store_messages
     from chatql.store.records import Identity
 
     who = Identity(user_id=USER, tenant_id=TENANT)
@@ -358,9 +358,9 @@ async def measure_sql(url: str, sizes: Sizes) -> None:
 
 
 async def measure_branches(url: str, sizes: Sizes, branchy: BranchyChat) -> None:
-    from chatql.store import messages as store_messages
-    from chatql.store import tree
-    from chatql.store.database import Database
+    from chatql.store.db.database import Database
+    from chatql.store.messages import message as store_messages
+    from chatql.store.messages import tree
     from chatql.store.records import BranchPosition, Identity
 
     who = Identity(user_id=USER, tenant_id=TENANT)
@@ -418,8 +418,8 @@ async def measure_migration(url: str, sizes: Sizes, seed: Callable[[], Awaitable
     from alembic import command
     from alembic.script import ScriptDirectory
 
-    from chatql.store.database import Database
-    from chatql.store.migrate import alembic_config, migrate
+    from chatql.store.db.database import Database
+    from chatql.store.db.migrate import alembic_config, migrate
 
     before_tree = ScriptDirectory.from_config(alembic_config()).get_revision(
         "0006_tree").down_revision
@@ -456,7 +456,7 @@ def server_app() -> Any:
     from chatql.gql.app import create_app
     from chatql.gql.messages import _branch_scope
     from chatql.gql.settings import Settings
-    from chatql.store import messages as store_messages
+    from chatql.store.messages import message as store_messages
     from chatql.store.records import BranchPosition, Identity
 
     app = create_app(Settings.from_env())
@@ -526,7 +526,7 @@ async def throughput(base: str, path: str, body: dict[str, Any], headers: dict[s
 async def measure_http(url: str, sizes: Sizes) -> None:
     from chatql.gql.messages import _branch_scope
     from chatql.store.cursors import CursorSigner
-    from chatql.store.messages import MessageFilter
+    from chatql.store.messages.message import MessageFilter
 
     port = free_port()
     env = {**os.environ, "CHATQL_DATABASE_URL": url, "CHATQL_SECRET": SECRET,
@@ -588,8 +588,8 @@ async def measure_http(url: str, sizes: Sizes) -> None:
 
 
 async def migrate_url(url: str) -> None:
-    from chatql.store.database import Database
-    from chatql.store.migrate import migrate
+    from chatql.store.db.database import Database
+    from chatql.store.db.migrate import migrate
 
     db = Database(url)
     try:

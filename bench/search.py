@@ -41,11 +41,11 @@ from typing import Any
 from sqlalchemy import select
 
 from bench.common import backends_parser, fresh_postgres, fresh_sqlite, run_backends, timed
-from chatql.store.database import Database, connect_asyncpg
-from chatql.store.messages import NewMessage, append_messages
+from chatql.store.db.database import Database, connect_asyncpg
+from chatql.store.db.tables import messages
+from chatql.store.messages.message import NewMessage, append_messages
+from chatql.store.messages.search import search_messages
 from chatql.store.records import Identity
-from chatql.store.search import search_messages
-from chatql.store.tables import messages
 
 MESSAGES_PER_CHAT = 100
 TENANTS = 10

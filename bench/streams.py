@@ -540,15 +540,15 @@ async def persist_figures(messages: int,
     import asyncpg
     from sqlalchemy.engine import make_url
 
-    from chatql.store.chats import create_chat
-    from chatql.store.database import Database
-    from chatql.store.migrate import migrate
+    from chatql.store.chats.chat import create_chat
+    from chatql.store.db.database import Database
+    from chatql.store.db.migrate import migrate
+    from chatql.store.db.rows import MESSAGE_COLUMNS
+    from chatql.store.messages.tree import chain_jump_depths
     from chatql.store.records import Identity
-    from chatql.store.rows import MESSAGE_COLUMNS
     from chatql.store.streams import StreamService
     from chatql.store.streams.backends.memory import MemoryBackend
     from chatql.store.streams.reducer import ChunkIn
-    from chatql.store.tree import chain_jump_depths
 
     base = os.environ.get("CHATQL_TEST_POSTGRES_URL", DEFAULT_PG_URL).replace(
         "postgresql://", "postgresql+asyncpg://", 1)
@@ -681,9 +681,9 @@ async def growth_figures(broker_url: str, target_bytes: int,
                          probes: int) -> tuple[float, float]:
     """Median push latency (s) of a 100-chunk delta batch into one message at the start
     and once ``target_bytes`` are buffered, through the stream service on SQLite."""
-    from chatql.store.chats import create_chat
-    from chatql.store.database import Database
-    from chatql.store.migrate import migrate
+    from chatql.store.chats.chat import create_chat
+    from chatql.store.db.database import Database
+    from chatql.store.db.migrate import migrate
     from chatql.store.records import Identity
     from chatql.store.streams import StreamService, backend_from_url
     from chatql.store.streams.reducer import ChunkIn

@@ -49,14 +49,14 @@ from chatql.gql.websocket import (
     ChatqlWebSocketAdapter,
     ServerSendMiddleware,
 )
-from chatql.store.archive import ChatArchive
+from chatql.store.chats.archive import ChatArchive
+from chatql.store.chats.events import ChatEvents
+from chatql.store.chats.retention import RetentionSweeper
 from chatql.store.cursors import CursorSigner, load_or_create_secret
-from chatql.store.database import Database
+from chatql.store.db.database import Database
+from chatql.store.db.migrate import migrate
 from chatql.store.errors import Unauthenticated
-from chatql.store.events import ChatEvents
-from chatql.store.migrate import migrate
 from chatql.store.records import Identity
-from chatql.store.retention import RetentionSweeper
 from chatql.store.streams import StreamService, backend_from_url
 
 __all__ = ["GraphQLEndpoint", "create_app"]

@@ -49,8 +49,8 @@ from chatql.gql.document_shapes import (
 )
 from chatql.gql.fast_lanes import clear_refusals, keep_refusal
 from chatql.gql.limits import limit_rules
-from chatql.store import messages as store_messages
 from chatql.store.errors import ChatArchived
+from chatql.store.messages import message as store_messages
 
 __all__ = ["AppendPlan", "append_plan_for", "fast_append"]
 

@@ -8,7 +8,7 @@ import strawberry
 from chatql.gql.chat_events import announce
 from chatql.gql.context import Info
 from chatql.gql.types import Chat
-from chatql.store import archive as store_archive
+from chatql.store.chats import archive as store_archive
 from chatql.store.errors import InvalidArgument
 
 __all__ = ["ArchiveMutation", "bring_back"]

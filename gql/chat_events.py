@@ -11,8 +11,8 @@ import strawberry
 from chatql.gql.chat_lists import ChatFilter
 from chatql.gql.context import Context, Info
 from chatql.gql.types import Chat
-from chatql.store import chat_lists as store_lists
-from chatql.store import events as store_events
+from chatql.store.chats import events as store_events
+from chatql.store.chats import lists as store_lists
 from chatql.store.errors import InvalidArgument
 from chatql.store.records import Chat as StoreChat
 

@@ -60,8 +60,8 @@ from chatql.gql.chat_events import ChatEvent
 from chatql.gql.context import Context
 from chatql.gql.document_shapes import MAX_FAST_DOCUMENT, PlanCache, has_nul, sole_root_field
 from chatql.gql.limits import limit_rules
-from chatql.store import events as store_events
-from chatql.store.chat_lists import ChatListFilter
+from chatql.store.chats import events as store_events
+from chatql.store.chats.lists import ChatListFilter
 
 __all__ = ["ChatEventsPlan", "ChatEventsRelay", "chat_events_plan_for", "chat_events_relay",
            "serve_chat_events"]

@@ -25,7 +25,7 @@ from chatql.gql.types import (
     TimeField,
     Weekday,
 )
-from chatql.store import chat_lists as store_lists
+from chatql.store.chats import lists as store_lists
 from chatql.store.records import Identity, Message
 
 __all__ = [

@@ -63,8 +63,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _migrate(args: argparse.Namespace) -> int:
     from chatql.gql.settings import Settings
-    from chatql.store.database import Database
-    from chatql.store.migrate import migrate
+    from chatql.store.db.database import Database
+    from chatql.store.db.migrate import migrate
 
     async def run() -> None:
         db = Database(args.database_url or Settings.from_env().database_url)
@@ -79,7 +79,7 @@ def _migrate(args: argparse.Namespace) -> int:
 
 def _transfer(args: argparse.Namespace, work: Any) -> int:
     from chatql.gql.settings import Settings
-    from chatql.store.database import Database
+    from chatql.store.db.database import Database
     from chatql.store.errors import ChatqlError
 
     async def run() -> None:
@@ -98,7 +98,7 @@ def _transfer(args: argparse.Namespace, work: Any) -> int:
 
 
 def _export_chat(args: argparse.Namespace) -> int:
-    from chatql.store.export import export_chat, open_export
+    from chatql.store.chats.export import export_chat, open_export
     from chatql.store.records import Identity
 
     who = Identity(user_id="chatql-cli", tenant_id=args.tenant, roles=frozenset({"admin"}))
@@ -114,7 +114,7 @@ def _export_chat(args: argparse.Namespace) -> int:
 
 
 def _import_chat(args: argparse.Namespace) -> int:
-    from chatql.store.imports import import_file
+    from chatql.store.chats.imports import import_file
     from chatql.store.records import Identity
 
     who = Identity(user_id=args.user, tenant_id=args.tenant, team_id=args.team)

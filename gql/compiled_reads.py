@@ -61,12 +61,9 @@ from chatql.gql.document_shapes import has_nul
 from chatql.gql.limits import limit_rules
 from chatql.gql.messages import _branch_scope, _cursor_scope
 from chatql.gql.settings import Settings
-from chatql.store.chat_lists import DEFAULT_CHAT_PAGE_SIZE, MAX_CHAT_PAGE_SIZE, ChatListFilter
-from chatql.store.chat_lists import _parse_position as parse_position
-from chatql.store.errors import ChatqlError
-from chatql.store.ids import check_chat_id, check_message_id
-from chatql.store.messages import DEFAULT_PAGE_SIZE, MessageFilter, check_page_size
-from chatql.store.prepared import (
+from chatql.store.chats.lists import DEFAULT_CHAT_PAGE_SIZE, MAX_CHAT_PAGE_SIZE, ChatListFilter
+from chatql.store.chats.lists import _parse_position as parse_position
+from chatql.store.db.prepared import (
     CHAT_COLUMNS,
     FILTER_FIELDS,
     MESSAGE_COLUMNS,
@@ -86,6 +83,9 @@ from chatql.store.prepared import (
     message_page_statement,
     message_reader,
 )
+from chatql.store.errors import ChatqlError
+from chatql.store.ids import check_chat_id, check_message_id
+from chatql.store.messages.message import DEFAULT_PAGE_SIZE, MessageFilter, check_page_size
 
 __all__ = ["CompiledReads"]
 

@@ -10,10 +10,10 @@ from starlette.websockets import WebSocket
 from strawberry.types import Info as StrawberryInfo
 
 from chatql.gql.settings import Settings
-from chatql.store.archive import ChatArchive
+from chatql.store.chats.archive import ChatArchive
+from chatql.store.chats.events import ChatEvents
 from chatql.store.cursors import CursorSigner
-from chatql.store.database import Database
-from chatql.store.events import ChatEvents
+from chatql.store.db.database import Database
 from chatql.store.records import Identity
 from chatql.store.streams import StreamService
 

@@ -15,7 +15,7 @@ from chatql.gql.auth import identity_from_credentials
 from chatql.gql.bodylimit import error_body
 from chatql.gql.context import Services
 from chatql.gql.errors import code_for
-from chatql.store import export as store_export
+from chatql.store.chats import export as store_export
 from chatql.store.errors import ChatqlError, Unauthenticated
 
 __all__ = ["EXPORT_MEDIA_TYPE", "export_endpoint"]

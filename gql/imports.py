@@ -10,7 +10,7 @@ from strawberry.scalars import JSON
 from chatql.gql.chat_events import announce
 from chatql.gql.context import Info
 from chatql.gql.types import Chat
-from chatql.store import imports as store_imports
+from chatql.store.chats import imports as store_imports
 from chatql.store.ids import new_id
 
 __all__ = ["ImportChatInput", "ImportFormat", "ImportMutation"]

@@ -10,7 +10,7 @@ from chatql.gql.archive import bring_back
 from chatql.gql.chat_events import announce
 from chatql.gql.context import Info
 from chatql.gql.types import Message
-from chatql.store import lifecycle as store_lifecycle
+from chatql.store.messages import lifecycle as store_lifecycle
 
 __all__ = ["LifecycleMutation", "LifecycleQuery"]
 

@@ -20,9 +20,9 @@ from chatql.gql.types import (
     PageInfo,
     UpdateMessageInput,
 )
-from chatql.store import messages as store_messages
 from chatql.store.errors import ChatArchived, InvalidArgument, InvalidCursor, NotFound
 from chatql.store.ids import check_chat_id
+from chatql.store.messages import message as store_messages
 from chatql.store.records import BranchPosition, MessagePage
 
 __all__ = ["MessageMutation", "MessageQuery", "message_connection"]

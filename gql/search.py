@@ -6,7 +6,7 @@ import strawberry
 
 from chatql.gql.context import Info
 from chatql.gql.types import Chat, Message
-from chatql.store import search as store_search
+from chatql.store.messages import search as store_search
 
 __all__ = ["SearchHit", "SearchQuery"]
 

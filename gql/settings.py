@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
-from chatql.store.database import DEFAULT_DATABASE_URL
+from chatql.store.db.database import DEFAULT_DATABASE_URL
 
 __all__ = ["Settings"]
 

@@ -20,11 +20,11 @@ from chatql.gql.context import Info
 from chatql.gql.fast_lanes import take_refusal
 from chatql.gql.types import Message, MessageInput, Role, StreamStatus
 from chatql.gql.usage import UsageInput
-from chatql.store import resume as store_resume
-from chatql.store.chats import get_chat
+from chatql.store.chats.chat import get_chat
 from chatql.store.errors import InvalidArgument, NotFound
 from chatql.store.ids import check_chat_id
-from chatql.store.resume import StepIn
+from chatql.store.messages import resume as store_resume
+from chatql.store.messages.resume import StepIn
 from chatql.store.streams import StreamService
 from chatql.store.streams.reducer import ChunkEvent, ChunkIn
 

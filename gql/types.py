@@ -15,8 +15,8 @@ import strawberry
 from strawberry.scalars import JSON
 
 from chatql.gql.context import Info
-from chatql.store.messages import MessageFilter as StoreMessageFilter
-from chatql.store.messages import NewMessage
+from chatql.store.messages.message import MessageFilter as StoreMessageFilter
+from chatql.store.messages.message import NewMessage
 
 __all__ = [
     "AppendReceipt",
@@ -135,7 +135,7 @@ class Message:
     @strawberry.field(description="The messages with the same parent (versions of this"
                       " one), oldest first, and this one's place among them.")
     async def siblings(self, info: Info) -> Siblings:
-        from chatql.store.messages import message_siblings
+        from chatql.store.messages.message import message_siblings
 
         ids = await message_siblings(info.context.db, self)  # type: ignore[arg-type]
         return Siblings(index=ids.index(str(self.id)), count=len(ids),

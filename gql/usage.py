@@ -9,7 +9,7 @@ import strawberry
 from strawberry.dataloader import DataLoader
 
 from chatql.gql.context import Info
-from chatql.store import usage as store_usage
+from chatql.store.chats import usage as store_usage
 from chatql.store.records import UsageTotals
 
 __all__ = ["UsageGroup", "UsageInput", "UsageQuery", "UsageRow", "chat_usage_loader"]

@@ -91,8 +91,8 @@ from websockets.protocol import State
 
 from chatql.gql.context import Context
 from chatql.gql.document_shapes import MAX_FAST_DOCUMENT, PlanCache, flat_root_field
-from chatql.store.chats import get_chat
-from chatql.store.database import Database
+from chatql.store.chats.chat import get_chat
+from chatql.store.db.database import Database
 from chatql.store.errors import ChatqlError
 from chatql.store.ids import check_chat_id
 from chatql.store.records import Chat, Identity

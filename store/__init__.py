@@ -7,8 +7,7 @@ Nothing here knows about GraphQL or HTTP; every function takes a :class:`Databas
 from __future__ import annotations
 
 from chatql.store import errors
-from chatql.store.chat_lists import ChatListFilter, list_chats
-from chatql.store.chats import (
+from chatql.store.chats.chat import (
     create_chat,
     delete_chat,
     get_chat,
@@ -16,10 +15,12 @@ from chatql.store.chats import (
     restore_chat,
     update_chat,
 )
+from chatql.store.chats.lists import ChatListFilter, list_chats
 from chatql.store.cursors import CursorSigner, load_or_create_secret
-from chatql.store.database import DEFAULT_DATABASE_URL, Database
-from chatql.store.lifecycle import compact_chat, model_context, start_over
-from chatql.store.messages import (
+from chatql.store.db.database import DEFAULT_DATABASE_URL, Database
+from chatql.store.db.migrate import migrate
+from chatql.store.messages.lifecycle import compact_chat, model_context, start_over
+from chatql.store.messages.message import (
     MessageFilter,
     NewMessage,
     append_messages,
@@ -28,9 +29,8 @@ from chatql.store.messages import (
     list_messages,
     update_message,
 )
-from chatql.store.migrate import migrate
+from chatql.store.messages.search import SearchHit, search_messages
 from chatql.store.records import AppendReceipt, Chat, Identity, Message, MessagePage, ResumeRecord
-from chatql.store.search import SearchHit, search_messages
 
 __all__ = [
     "DEFAULT_DATABASE_URL",

@@ -22,9 +22,9 @@ from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
 from chatql.store import jsonutil
-from chatql.store.database import Database
+from chatql.store.db.database import Database
+from chatql.store.db.tables import service_state
 from chatql.store.errors import InvalidCursor
-from chatql.store.tables import service_state
 
 __all__ = ["CursorSigner", "load_or_create_secret"]
 

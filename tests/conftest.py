@@ -28,9 +28,9 @@ from sqlalchemy.engine import make_url
 
 from chatql.gql.app import create_app
 from chatql.gql.settings import Settings
-from chatql.store.database import Database, execute_on_server
-from chatql.store.migrate import migrate
-from chatql.store.tables import metadata
+from chatql.store.db.database import Database, execute_on_server
+from chatql.store.db.migrate import migrate
+from chatql.store.db.tables import metadata
 
 DEFAULT_PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 TEST_SECRET = "test-secret-0123456789abcdef"

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from chatql.gql.cli import main
-from chatql.store.database import Database
-from chatql.store.migrate import current_revision, head_revision
+from chatql.store.db.database import Database
+from chatql.store.db.migrate import current_revision, head_revision
 
 
 def test_migrate_and_export_schema(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import sys
 
 def test_store_imports_no_web_code() -> None:
     code = (
-        "import sys, chatql.store, chatql.store.migrate, chatql.store.cursors\n"
+        "import sys, chatql.store, chatql.store.db.migrate, chatql.store.cursors\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in "
         "('strawberry', 'starlette', 'uvicorn') or m.startswith('chatql.gql')]\n"
         "assert not bad, bad\n"

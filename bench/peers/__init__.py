@@ -59,7 +59,7 @@ from bench.pagination import (
     migrate_url,
     seed_postgres,
 )
-from chatql.store.database import execute_on_server
+from chatql.store.db.database import execute_on_server
 
 __all__ = ["main"]
 
@@ -251,7 +251,7 @@ def best(runs: list[Load]) -> Load:
 async def scenarios(chatql: Server, peer: Server, messages: int, depth: int) -> list[Scenario]:
     from chatql.gql.messages import _branch_scope
     from chatql.store.cursors import CursorSigner
-    from chatql.store.messages import MessageFilter
+    from chatql.store.messages.message import MessageFilter
 
     at = messages - depth
     # The chat is one branch: a message's depth on it is its sequence.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from chatql.store.tables import metadata
+from chatql.store.db.tables import metadata
 
 connection = context.config.attributes.get("connection")
 if connection is None:  # pragma: no cover - only reached by the bare alembic CLI

@@ -7,11 +7,11 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from chatql.store.messages import NewMessage
+from chatql.store.chats.usage import UsageIn
+from chatql.store.messages.message import NewMessage
+from chatql.store.messages.resume import StepIn
 from chatql.store.records import Identity, Message, ResumeRecord
-from chatql.store.resume import StepIn
 from chatql.store.streams.reducer import StreamState
-from chatql.store.usage import UsageIn
 
 __all__ = ["PushResult", "StreamBuffer", "StreamInfo", "StreamResult"]
 

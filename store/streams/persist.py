@@ -26,17 +26,17 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
-from chatql.store import access
-from chatql.store.database import Database
+from chatql.store.chats import access
+from chatql.store.chats.usage import record_usage
+from chatql.store.db.database import Database
+from chatql.store.db.tables import append_receipts, chats, messages, resume_records
 from chatql.store.ids import new_id
 from chatql.store.jsonutil import canonical_digest
-from chatql.store.messages import insert_chain, lock_chat_for_write, message_from_row
-from chatql.store.receipts import receipted_write
+from chatql.store.messages.message import insert_chain, lock_chat_for_write, message_from_row
+from chatql.store.messages.receipts import receipted_write
+from chatql.store.messages.resume import StepIn, insert_resume, resume_from_row
 from chatql.store.records import Identity, Message, ResumeRecord
-from chatql.store.resume import StepIn, insert_resume, resume_from_row
 from chatql.store.streams.buffer import StreamBuffer, StreamInfo, StreamResult
-from chatql.store.tables import append_receipts, chats, messages, resume_records
-from chatql.store.usage import record_usage
 
 __all__ = ["DB_ERRORS", "stored_result", "write"]
 

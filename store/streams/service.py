@@ -32,9 +32,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from sqlalchemy import select
 
-from chatql.store import access
-from chatql.store.chats import now
-from chatql.store.database import Database
+from chatql.store.chats import access
+from chatql.store.chats.chat import now
+from chatql.store.chats.usage import UsageIn, record_usage
+from chatql.store.db.database import Database
+from chatql.store.db.tables import append_receipts, messages
 from chatql.store.errors import (
     ChatqlError,
     Conflict,
@@ -47,19 +49,17 @@ from chatql.store.errors import (
 )
 from chatql.store.ids import check_chat_id, check_message_id, new_id
 from chatql.store.limits import KEY_CHARS, check_length, check_optional_name
-from chatql.store.messages import NewMessage
+from chatql.store.messages.message import NewMessage
+from chatql.store.messages.resume import StepIn
 from chatql.store.records import Identity
-from chatql.store.resume import StepIn
 from chatql.store.streams import persist
 from chatql.store.streams.backends import Backend, StaleCopy
 from chatql.store.streams.buffer import PushResult, StreamBuffer, StreamInfo, StreamResult
 from chatql.store.streams.queue import SubscriberQueue
 from chatql.store.streams.reducer import ChunkEvent, ChunkIn, StreamState, apply_chunks
-from chatql.store.tables import append_receipts, messages
-from chatql.store.usage import UsageIn, record_usage
 
 if TYPE_CHECKING:
-    from chatql.store.events import ChatEvents
+    from chatql.store.chats.events import ChatEvents
 
 __all__ = ["END_STATUSES", "MAX_PUSH_CHUNKS", "StreamService"]
 

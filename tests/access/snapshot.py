@@ -6,8 +6,8 @@ import hashlib
 
 from sqlalchemy import select
 
-from chatql.store.database import Database
-from chatql.store.tables import metadata
+from chatql.store.db.database import Database
+from chatql.store.db.tables import metadata
 
 __all__ = ["store_fingerprint"]
 

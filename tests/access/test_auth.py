@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from chatql.gql.app import create_app
 from chatql.gql.auth import ConfigurationError
 from chatql.gql.settings import Settings
-from chatql.store.database import Database
+from chatql.store.db.database import Database
 from tests.access.snapshot import store_fingerprint
 from tests.conftest import GraphQLClient, running_app
 

@@ -23,7 +23,7 @@ import pytest
 import websockets
 
 from chatql.gql.settings import Settings
-from chatql.store.database import Database
+from chatql.store.db.database import Database
 from tests.access.oracle import (
     CALLERS,
     OWNERS,

@@ -41,7 +41,7 @@ import httpx
 import pytest
 import websockets
 
-from chatql.store.database import Database
+from chatql.store.db.database import Database
 from tests.access.oracle import (
     CALLERS,
     OWNERS,

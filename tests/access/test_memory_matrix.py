@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from chatql.store.database import Database
+from chatql.store.db.database import Database
 from tests.access.oracle import (
     CALLERS,
     OWNERS,

@@ -10,11 +10,11 @@ from typing import Any
 
 from sqlalchemy import select
 
-from chatql.store import access
-from chatql.store.chats import create_chat
-from chatql.store.database import Database
+from chatql.store.chats import access
+from chatql.store.chats.chat import create_chat
+from chatql.store.db.database import Database
+from chatql.store.db.tables import chats
 from chatql.store.records import Identity
-from chatql.store.tables import chats
 from tests.access.oracle import (
     CALLERS,
     OWNERS,

@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from chatql.gql.app import GraphQLEndpoint
-from chatql.store import messages as store_messages
+from chatql.store.messages import message as store_messages
 from tests.conftest import GraphQLClient
 
 ALICE = {"X-User-Id": "alice", "X-Tenant-Id": "acme"}

@@ -22,10 +22,10 @@ import pytest
 from sqlalchemy import func, select
 
 from chatql.gql.settings import Settings
-from chatql.store import archive as store_archive
-from chatql.store import chats as store_chats
-from chatql.store.database import Database
-from chatql.store.tables import messages, resume_records
+from chatql.store.chats import archive as store_archive
+from chatql.store.chats import chat as store_chats
+from chatql.store.db.database import Database
+from chatql.store.db.tables import messages, resume_records
 from tests.conftest import GraphQLClient, running_app
 
 Headers = Callable[..., dict[str, str]]
@@ -200,8 +200,8 @@ async def test_the_idle_sweeper_archives_quiet_chats(
 async def test_archive_keeps_resume_records(
     settings: Settings, make_headers: Headers
 ) -> None:
+    from chatql.store.messages.resume import StepIn, insert_resume
     from chatql.store.records import Identity
-    from chatql.store.resume import StepIn, insert_resume
 
     alice = make_headers("alice")
     async for client in _client(settings):

@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 from sqlalchemy import func, select
 
-from chatql.store.chats import chat_for
-from chatql.store.database import Database
+from chatql.store.chats.chat import chat_for
+from chatql.store.db.database import Database
+from chatql.store.db.tables import chats
 from chatql.store.records import Identity
-from chatql.store.tables import chats
 from tests.access.snapshot import store_fingerprint
 from tests.conftest import GraphQLClient
 

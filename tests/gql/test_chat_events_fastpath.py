@@ -21,7 +21,7 @@ from chatql.gql import chat_events_fastpath
 from chatql.gql.document_shapes import PlanCache
 from chatql.gql.schema import build_schema
 from chatql.gql.settings import Settings
-from chatql.store.tables import chats
+from chatql.store.db.tables import chats
 from tests.conftest import BACKENDS, on_backend
 from tests.gql.test_chat_events import (
     ALICE,

@@ -28,13 +28,13 @@ from sqlalchemy import update
 from chatql.gql.compiled_reads import CompiledReads
 from chatql.gql.messages import _branch_scope, _cursor_scope
 from chatql.gql.settings import Settings
-from chatql.store import chats as store_chats
-from chatql.store import messages as store_messages
+from chatql.store.chats import chat as store_chats
 from chatql.store.cursors import CursorSigner
-from chatql.store.database import Database
-from chatql.store.messages import MessageFilter, NewMessage
+from chatql.store.db.database import Database
+from chatql.store.db.tables import chats, messages
+from chatql.store.messages import message as store_messages
+from chatql.store.messages.message import MessageFilter, NewMessage
 from chatql.store.records import Identity
-from chatql.store.tables import chats, messages
 from tests.conftest import TEST_SECRET, running_app
 
 EXAMPLES = 80

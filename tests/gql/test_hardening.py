@@ -14,7 +14,7 @@ import pytest
 from graphql import get_introspection_query
 
 from chatql.gql.settings import Settings
-from chatql.store.database import Database
+from chatql.store.db.database import Database
 from tests.access.snapshot import store_fingerprint
 from tests.conftest import GraphQLClient, running_app
 
@@ -304,7 +304,7 @@ async def test_store_failures_show_no_sql_or_trace(
 ) -> None:
     from sqlalchemy.exc import OperationalError
 
-    from chatql.store import messages as store_messages
+    from chatql.store.messages import message as store_messages
 
     async def broken(*args: Any, **kwargs: Any) -> None:
         raise OperationalError("SELECT secret FROM chats WHERE id = $1", {}, Exception("db"))

@@ -226,7 +226,7 @@ async def test_graphql_input_errors_are_invalid_argument(client: GraphQLClient) 
 async def test_unexpected_errors_are_masked(
     client: GraphQLClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from chatql.store import chats as store_chats
+    from chatql.store.chats import chat as store_chats
 
     async def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError('relation "chats" does not exist: SELECT * FROM chats')

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from chatql.store import limits
-from chatql.store.database import Database
+from chatql.store.db.database import Database
 from tests.access.snapshot import store_fingerprint
 from tests.conftest import GraphQLClient
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from sqlalchemy import column, func, insert, select, table
 
-from chatql.store.database import Database
-from chatql.store.tables import append_receipts, chats, closed_chats, messages, resume_records
+from chatql.store.db.database import Database
+from chatql.store.db.tables import append_receipts, chats, closed_chats, messages, resume_records
 from tests.conftest import GraphQLClient
 
 CREATE = "mutation($input: CreateChatInput!) { createChat(input: $input) { id } }"

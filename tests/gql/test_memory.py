@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from chatql.gql.settings import Settings
-from chatql.store.database import Database
+from chatql.store.db.database import Database
 from tests.access.snapshot import store_fingerprint
 from tests.conftest import GraphQLClient, running_app
 

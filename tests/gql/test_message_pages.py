@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from chatql.gql.settings import Settings
-from chatql.store import chats as store_chats
-from chatql.store import messages as store_messages
-from chatql.store.database import Database
-from chatql.store.messages import NewMessage
+from chatql.store.chats import chat as store_chats
+from chatql.store.db.database import Database
+from chatql.store.messages import message as store_messages
+from chatql.store.messages.message import NewMessage
 from chatql.store.records import Identity
 from tests.conftest import GraphQLClient
 

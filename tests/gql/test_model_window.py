@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from chatql.store.database import Database
+from chatql.store.db.database import Database
 from tests.access.snapshot import store_fingerprint
 from tests.conftest import GraphQLClient
 

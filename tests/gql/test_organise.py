@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import update
 
 from chatql.gql.settings import Settings
-from chatql.store.database import Database
-from chatql.store.tables import chats
+from chatql.store.db.database import Database
+from chatql.store.db.tables import chats
 from tests.conftest import GraphQLClient
 
 CHATS = """

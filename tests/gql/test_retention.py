@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from chatql.gql.settings import Settings
-from chatql.store import chats as store_chats
+from chatql.store.chats import chat as store_chats
 from tests.conftest import GraphQLClient, running_app
 
 CREATE = """mutation($input: CreateChatInput!) { createChat(input: $input) { id expiresAt } }"""

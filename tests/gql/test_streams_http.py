@@ -9,7 +9,7 @@ import pytest
 
 from chatql.gql.document_shapes import PlanCache
 from chatql.gql.settings import Settings
-from chatql.store import rows as store_rows
+from chatql.store.db import rows as store_rows
 from tests.conftest import BACKENDS, GraphQLClient, on_backend, running_app
 
 CREATE = 'mutation($id: ID!) { createChat(input: {assistantId: "bot", id: $id}) { id } }'

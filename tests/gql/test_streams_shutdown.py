@@ -14,8 +14,8 @@ import httpx
 from sqlalchemy import select
 
 from chatql.gql.settings import Settings
-from chatql.store.database import Database
-from chatql.store.tables import messages
+from chatql.store.db.database import Database
+from chatql.store.db.tables import messages
 from tests.conftest import TEST_SECRET, free_port, running_app
 from tests.gql.wsclient import ChunkView, connect
 

@@ -17,19 +17,19 @@ from sqlalchemy import select, update
 
 from chatql.gql.cli import main
 from chatql.gql.settings import Settings
-from chatql.store import export as store_export
-from chatql.store import imports as store_imports
-from chatql.store.database import Database
+from chatql.store.chats import export as store_export
+from chatql.store.chats import imports as store_imports
+from chatql.store.db.database import Database
+from chatql.store.db.tables import messages
 from chatql.store.errors import PersistFailed
-from chatql.store.messages import (
+from chatql.store.messages.message import (
     NewMessage,
     insert_messages,
     lock_chat_for_append,
     message_from_row,
 )
+from chatql.store.messages.resume import StepIn, insert_resume
 from chatql.store.records import Identity
-from chatql.store.resume import StepIn, insert_resume
-from chatql.store.tables import messages
 from tests.conftest import TEST_SECRET, GraphQLClient, running_app
 
 Headers = Callable[..., dict[str, str]]

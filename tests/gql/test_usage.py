@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlalchemy import update
 
-from chatql.store.database import Database
-from chatql.store.tables import usage_records
+from chatql.store.db.database import Database
+from chatql.store.db.tables import usage_records
 from tests.access.snapshot import store_fingerprint
 from tests.conftest import GraphQLClient
 

@@ -9,15 +9,15 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import update
 
-from chatql.store import chat_lists
-from chatql.store import chats as store_chats
-from chatql.store import messages as store_messages
-from chatql.store.chat_lists import ChatListFilter, ChatListPage
-from chatql.store.database import Database
+from chatql.store.chats import chat as store_chats
+from chatql.store.chats import lists as chat_lists
+from chatql.store.chats.lists import ChatListFilter, ChatListPage
+from chatql.store.db.database import Database
+from chatql.store.db.tables import chats
 from chatql.store.errors import InvalidArgument, InvalidCursor
-from chatql.store.messages import NewMessage
+from chatql.store.messages import message as store_messages
+from chatql.store.messages.message import NewMessage
 from chatql.store.records import Identity
-from chatql.store.tables import chats
 
 ALICE = Identity(user_id="alice", tenant_id="acme")
 BOB = Identity(user_id="bob", tenant_id="acme")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from chatql.store import chats as store_chats
-from chatql.store.database import Database
+from chatql.store.chats import chat as store_chats
+from chatql.store.db.database import Database
 from chatql.store.errors import Conflict, Forbidden, InvalidArgument, NotFound
 from chatql.store.records import Identity
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from chatql.store import database
-from chatql.store.database import Database
+from chatql.store.db import database
+from chatql.store.db.database import Database
 
 PAGE_FILLER = "x" * 40_000  # about ten pages of WAL per write
 

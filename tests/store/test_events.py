@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 from sqlalchemy import event, select, update
 
-from chatql.store import access
-from chatql.store import chats as store_chats
-from chatql.store import events as store_events
-from chatql.store.chat_lists import ChatListFilter
-from chatql.store.database import Database
-from chatql.store.events import ChatEvents, load_chat, load_chats
+from chatql.store.chats import access
+from chatql.store.chats import chat as store_chats
+from chatql.store.chats import events as store_events
+from chatql.store.chats.events import ChatEvents, load_chat, load_chats
+from chatql.store.chats.lists import ChatListFilter
+from chatql.store.db.database import Database
+from chatql.store.db.tables import chats
 from chatql.store.records import Chat, Identity
 from chatql.store.streams.backends.memory import MemoryBackend
-from chatql.store.tables import chats
 
 OWNER = Identity(user_id="alice", tenant_id="acme", team_id="red")
 CALLERS = [

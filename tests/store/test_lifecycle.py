@@ -8,13 +8,13 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import delete, insert, select
 
-from chatql.store import lifecycle
-from chatql.store.chats import create_chat
-from chatql.store.database import Database
+from chatql.store.chats.chat import create_chat
+from chatql.store.db.database import Database
+from chatql.store.db.tables import chats, closed_chats, messages
 from chatql.store.errors import ChatClosed
-from chatql.store.messages import NewMessage, append_messages
+from chatql.store.messages import lifecycle
+from chatql.store.messages.message import NewMessage, append_messages
 from chatql.store.records import Identity
-from chatql.store.tables import chats, closed_chats, messages
 
 ALICE = Identity(user_id="alice", tenant_id="acme")
 

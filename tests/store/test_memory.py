@@ -9,10 +9,10 @@ import pytest
 from sqlalchemy import func, select
 
 from chatql.store import memory
-from chatql.store.database import Database
+from chatql.store.db.database import Database
+from chatql.store.db.tables import memory_entries, memory_scopes
 from chatql.store.errors import Conflict, Forbidden, MemoryFull, NotFound
 from chatql.store.records import Identity
-from chatql.store.tables import memory_entries, memory_scopes
 
 ALICE = Identity("alice", "acme")
 AGENT = Identity("runtime", "acme", roles=frozenset({"agent"}))

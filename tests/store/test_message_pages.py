@@ -6,10 +6,10 @@ The larger page sizes run over HTTP (tests/gql/test_message_pages.py); size 1 is
 
 from __future__ import annotations
 
-from chatql.store import chats as store_chats
-from chatql.store import messages as store_messages
-from chatql.store.database import Database
-from chatql.store.messages import NewMessage
+from chatql.store.chats import chat as store_chats
+from chatql.store.db.database import Database
+from chatql.store.messages import message as store_messages
+from chatql.store.messages.message import NewMessage
 from chatql.store.records import Identity
 
 ALICE = Identity(user_id="alice", tenant_id="acme")

@@ -15,19 +15,19 @@ from typing import Any
 import pytest
 from sqlalchemy import String, cast, select
 
-from chatql.store import rows
-from chatql.store.archive import ChatArchive, archive_chat, restore_archive
-from chatql.store.chats import create_chat
-from chatql.store.database import Database
+from chatql.store.chats.archive import ChatArchive, archive_chat, restore_archive
+from chatql.store.chats.chat import create_chat
+from chatql.store.chats.export import chat_line, message_line
+from chatql.store.chats.imports import import_chat
+from chatql.store.db import rows
+from chatql.store.db.database import Database
+from chatql.store.db.tables import messages
 from chatql.store.errors import InvalidArgument
-from chatql.store.export import chat_line, message_line
-from chatql.store.imports import import_chat
-from chatql.store.messages import NewMessage, append_messages, message_from_row
+from chatql.store.messages.message import NewMessage, append_messages, message_from_row
 from chatql.store.records import Identity, Message
 from chatql.store.streams import StreamService
 from chatql.store.streams.backends.memory import MemoryBackend
 from chatql.store.streams.reducer import ChunkIn
-from chatql.store.tables import messages
 
 AGENT = Identity(user_id="agent", tenant_id="acme", roles=frozenset({"agent"}))
 #: Past the COPY threshold, so Postgres writes these with COPY.
@@ -132,7 +132,7 @@ async def test_append_persist_and_import_store_identical_rows(
 
 
 async def _chat(db: Database, chat_id: str) -> Any:
-    from chatql.store.chats import get_chat
+    from chatql.store.chats.chat import get_chat
 
     chat = await get_chat(db, AGENT, chat_id)
     assert chat is not None
@@ -201,7 +201,7 @@ async def test_records_handed_back_equal_the_rows_read_back(
 
 
 def test_import_checks_tokens() -> None:
-    from chatql.store.imports import ParsedChat, parse_line
+    from chatql.store.chats.imports import ParsedChat, parse_line
 
     line = {"kind": "message", "id": "m1", "sequence": 1, "role": "USER", "type": "text",
             "props": {}, "tokens": -1}

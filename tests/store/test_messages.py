@@ -7,9 +7,9 @@ import asyncio
 import pytest
 from sqlalchemy import func, select
 
-from chatql.store import chats as store_chats
-from chatql.store import messages as store_messages
-from chatql.store.database import Database
+from chatql.store.chats import chat as store_chats
+from chatql.store.db.database import Database
+from chatql.store.db.tables import append_receipts, chats, messages
 from chatql.store.errors import (
     AppendConflict,
     ChatClosed,
@@ -18,9 +18,9 @@ from chatql.store.errors import (
     NotFound,
     PayloadTooLarge,
 )
-from chatql.store.messages import NewMessage
+from chatql.store.messages import message as store_messages
+from chatql.store.messages.message import NewMessage
 from chatql.store.records import Identity
-from chatql.store.tables import append_receipts, chats, messages
 
 ALICE = Identity(user_id="alice", tenant_id="acme")
 
@@ -217,7 +217,7 @@ async def test_an_append_after_the_active_leaf_reads_everything_with_the_chat_lo
     tree columns are those a read of the rows gives."""
     from sqlalchemy import event
 
-    from chatql.store import tree
+    from chatql.store.messages import tree
 
     statements: list[str] = []
 
@@ -254,7 +254,7 @@ async def test_an_append_after_the_active_leaf_reads_everything_with_the_chat_lo
 
 async def test_the_lock_statement_is_built_once_per_shape_and_bound_per_caller(
         db: Database, chat_id: str) -> None:
-    from chatql.store import access
+    from chatql.store.chats import access
 
     bob = Identity(user_id="bob", tenant_id="acme")
     agent = Identity(user_id="bot", tenant_id="acme", roles=frozenset({"agent"}))

@@ -7,9 +7,9 @@ from typing import Any
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from chatql.store.database import Database
-from chatql.store.migrate import current_revision, head_revision, migrate
-from chatql.store.tables import metadata
+from chatql.store.db.database import Database
+from chatql.store.db.migrate import current_revision, head_revision, migrate
+from chatql.store.db.tables import metadata
 
 # The full-text search objects (of messages and of memory entries) live outside the
 # metadata on purpose: SQLAlchemy cannot describe an FTS5 virtual table (nor its shadow

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from chatql.store import chat_lists, chats, messages
-from chatql.store.database import Database
-from chatql.store.messages import MessageFilter, NewMessage
-from chatql.store.prepared import (
+from chatql.store.chats import chat as chats
+from chatql.store.chats import lists as chat_lists
+from chatql.store.db.database import Database
+from chatql.store.db.prepared import (
     CHAT_COLUMNS,
     MESSAGE_COLUMNS,
     ChatPageShape,
@@ -31,6 +31,8 @@ from chatql.store.prepared import (
     fetch,
     message_page_statement,
 )
+from chatql.store.messages import message as messages
+from chatql.store.messages.message import MessageFilter, NewMessage
 from chatql.store.records import Identity
 
 OWNER = Identity(user_id="alice", tenant_id="acme", team_id="red")

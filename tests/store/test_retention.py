@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, select, update
 
-from chatql.store.chats import create_chat, get_chat
-from chatql.store.database import Database
+from chatql.store.chats.chat import create_chat, get_chat
+from chatql.store.chats.retention import sweep_retention
+from chatql.store.db.database import Database
+from chatql.store.db.tables import chats, closed_chats
 from chatql.store.records import Identity
-from chatql.store.retention import sweep_retention
-from chatql.store.tables import chats, closed_chats
 
 WHO = Identity(user_id="alice", tenant_id="acme")
 NOW = datetime(2027, 3, 1, 12, 0, tzinfo=UTC)

@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import delete, insert, update
 
-from chatql.store import search as store_search
-from chatql.store.chats import create_chat
-from chatql.store.database import Database
-from chatql.store.messages import NewMessage, insert_messages, lock_chat_for_append
+from chatql.store.chats.chat import create_chat
+from chatql.store.db.database import Database
+from chatql.store.db.tables import chats, messages
+from chatql.store.messages import search as store_search
+from chatql.store.messages.message import NewMessage, insert_messages, lock_chat_for_append
 from chatql.store.records import Identity
-from chatql.store.tables import chats, messages
 
 ALICE = Identity(user_id="alice", tenant_id="acme")
 
@@ -69,7 +69,7 @@ async def _rows_at(db: Database, revision: str, batch: list[tuple[str, str, str]
     that revision's columns; returns the message ids."""
     from alembic import command
 
-    from chatql.store.migrate import alembic_config
+    from chatql.store.db.migrate import alembic_config
 
     async with db.engine.begin() as conn:
         await conn.run_sync(lambda sync: command.downgrade(alembic_config(sync), revision))
@@ -90,7 +90,7 @@ async def _rows_at(db: Database, revision: str, batch: list[tuple[str, str, str]
 
 
 async def test_upgrade_indexes_messages_written_before_it(db: Database) -> None:
-    from chatql.store.migrate import migrate
+    from chatql.store.db.migrate import migrate
 
     old, _tool = await _rows_at(db, "0001", [("USER", "user_input", "ancient history"),
                                              ("ASSISTANT", "tool_call", "ancient tool")])
@@ -120,7 +120,7 @@ async def test_tool_messages_are_never_indexed(db: Database) -> None:
 
 
 async def test_upgrade_drops_tool_messages_indexed_before_it(db: Database) -> None:
-    from chatql.store.migrate import migrate
+    from chatql.store.db.migrate import migrate
 
     said, _tool = await _rows_at(db, "0002", [("ASSISTANT", "text", "forecast rain"),
                                              ("TOOL", "text", "forecast payload")])

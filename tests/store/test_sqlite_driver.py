@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from chatql.store.database import Database
-from chatql.store.sqlite_driver import OneTripConnection
+from chatql.store.db.database import Database
+from chatql.store.db.sqlite_driver import OneTripConnection
 
 
 @pytest.fixture

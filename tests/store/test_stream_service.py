@@ -10,17 +10,17 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select, update
 
-from chatql.store.chats import create_chat
-from chatql.store.database import Database
+from chatql.store.chats.chat import create_chat
+from chatql.store.db.database import Database
+from chatql.store.db.rows import COPY_THRESHOLD
+from chatql.store.db.tables import append_receipts, messages
 from chatql.store.errors import StreamActive, StreamClosed
-from chatql.store.messages import NewMessage
+from chatql.store.messages.message import NewMessage
+from chatql.store.messages.resume import StepIn
 from chatql.store.records import Identity
-from chatql.store.resume import StepIn
-from chatql.store.rows import COPY_THRESHOLD
 from chatql.store.streams import StreamService, backend_from_url, persist
 from chatql.store.streams.backends.redis import RedisBackend, split_prefix
 from chatql.store.streams.reducer import ChunkIn
-from chatql.store.tables import append_receipts, messages
 from tests.client_reducer import client_apply
 
 AGENT = Identity(user_id="agent", tenant_id="acme", roles=frozenset({"agent"}))

@@ -8,13 +8,13 @@ from alembic import command
 from alembic.script import ScriptDirectory
 from sqlalchemy import insert, select
 
-from chatql.store import messages as store_messages
-from chatql.store import tree
-from chatql.store.database import Database
-from chatql.store.messages import NewMessage
-from chatql.store.migrate import alembic_config, migrate
+from chatql.store.db.database import Database
+from chatql.store.db.migrate import alembic_config, migrate
+from chatql.store.db.tables import chats, messages
+from chatql.store.messages import message as store_messages
+from chatql.store.messages import tree
+from chatql.store.messages.message import NewMessage
 from chatql.store.records import Identity
-from chatql.store.tables import chats, messages
 
 ALICE = Identity(user_id="alice", tenant_id="t1")
 #: The revision before the conversation tree.
@@ -85,7 +85,7 @@ async def test_a_chain_below_a_deep_message_reads_the_rows_above_in_one_statemen
     gets the tree columns of one long chain, with one read of the rows above it."""
     from sqlalchemy import event
 
-    from chatql.store.chats import create_chat
+    from chatql.store.chats.chat import create_chat
 
     await create_chat(db, ALICE, id="deep", assistant_id="a")
     ids: list[str] = []

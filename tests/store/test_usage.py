@@ -6,12 +6,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from chatql.store.chats import create_chat
-from chatql.store.database import Database
+from chatql.store.chats.chat import create_chat
+from chatql.store.chats.usage import UsageIn, chat_usage, record_usage, usage_report
+from chatql.store.db.database import Database
 from chatql.store.errors import InvalidArgument
-from chatql.store.messages import NewMessage, append_messages
+from chatql.store.messages.message import NewMessage, append_messages
 from chatql.store.records import Identity
-from chatql.store.usage import UsageIn, chat_usage, record_usage, usage_report
 
 ALICE = Identity(user_id="alice", tenant_id="acme")
 BOB = Identity(user_id="bob", tenant_id="acme")

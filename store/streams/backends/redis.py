@@ -70,9 +70,9 @@ from redis.exceptions import RedisError, ResponseError
 
 from chatql.store import jsonutil
 from chatql.store.errors import Conflict, StreamActive
-from chatql.store.messages import NewMessage
+from chatql.store.messages.message import NewMessage
+from chatql.store.messages.resume import StepIn
 from chatql.store.records import Identity
-from chatql.store.resume import StepIn
 from chatql.store.streams.backends import Backend, StaleCopy
 from chatql.store.streams.buffer import StreamBuffer, StreamInfo
 from chatql.store.streams.queue import DEFAULT_QUEUE_LIMIT, SubscriberQueue

@@ -22,14 +22,14 @@ from typing import Any
 import orjson
 from sqlalchemy import select
 
-from chatql.store import prepared
-from chatql.store.chats import get_chat
-from chatql.store.database import Database
+from chatql.store.chats.chat import get_chat
+from chatql.store.db import prepared
+from chatql.store.db.database import Database
+from chatql.store.db.tables import resume_records
 from chatql.store.errors import NotFound
 from chatql.store.ids import check_chat_id
+from chatql.store.messages.resume import resume_from_row
 from chatql.store.records import Chat, Identity, Message, ResumeRecord
-from chatql.store.resume import resume_from_row
-from chatql.store.tables import resume_records
 
 __all__ = [
     "EXPORT_CHUNK",

@@ -17,8 +17,17 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store import access
-from chatql.store.database import Database
+from chatql.store.chats import access
+from chatql.store.db.database import Database
+from chatql.store.db.tables import (
+    append_receipts,
+    chat_tags,
+    chats,
+    closed_chats,
+    messages,
+    resume_records,
+    usage_records,
+)
 from chatql.store.errors import Conflict, Forbidden, InvalidArgument
 from chatql.store.ids import check_chat_id, new_id
 from chatql.store.limits import (
@@ -32,15 +41,6 @@ from chatql.store.limits import (
     check_optional_name,
 )
 from chatql.store.records import Chat, Identity
-from chatql.store.tables import (
-    append_receipts,
-    chat_tags,
-    chats,
-    closed_chats,
-    messages,
-    resume_records,
-    usage_records,
-)
 
 __all__ = [
     "CHAT_SHARES",

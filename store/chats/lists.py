@@ -41,13 +41,20 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store import access
-from chatql.store.chats import CHAT_STATUSES, chat_from_row, check_channel, check_tags, now, present
-from chatql.store.database import Database
+from chatql.store.chats import access
+from chatql.store.chats.chat import (
+    CHAT_STATUSES,
+    chat_from_row,
+    check_channel,
+    check_tags,
+    now,
+    present,
+)
+from chatql.store.db.database import Database
+from chatql.store.db.tables import chat_tags, chats, messages
 from chatql.store.errors import InvalidArgument, InvalidCursor
-from chatql.store.messages import message_from_row
+from chatql.store.messages.message import message_from_row
 from chatql.store.records import Chat, Identity, Message
-from chatql.store.tables import chat_tags, chats, messages
 
 __all__ = [
     "BUCKETS",

@@ -28,8 +28,8 @@ from typing import Any, NamedTuple
 from sqlalchemy import CTE, Select, bindparam, case, delete, func, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from chatql.store.db.tables import chats, messages
 from chatql.store.errors import NotFound
-from chatql.store.tables import chats, messages
 
 __all__ = [
     "LEAF_COLUMNS",

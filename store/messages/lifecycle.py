@@ -40,21 +40,21 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store import tree
-from chatql.store.chats import fetch_visible_chat
-from chatql.store.database import Database
+from chatql.store.chats.chat import fetch_visible_chat
+from chatql.store.db.database import Database
+from chatql.store.db.tables import chats, messages
 from chatql.store.errors import InvalidArgument, NotFound, WindowTooSmall
 from chatql.store.ids import check_chat_id
 from chatql.store.jsonutil import canonical_json
 from chatql.store.memory import memory_message
-from chatql.store.messages import (
+from chatql.store.messages import tree
+from chatql.store.messages.message import (
     NewMessage,
     insert_messages,
     lock_chat_for_append,
     message_from_row,
 )
 from chatql.store.records import Identity, Message
-from chatql.store.tables import chats, messages
 
 __all__ = [
     "BOUNDARY_TYPE",

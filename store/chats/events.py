@@ -45,10 +45,11 @@ from typing import Any, Literal
 import orjson
 from sqlalchemy.engine import make_url
 
-from chatql.store import access, prepared
-from chatql.store.chat_lists import ChatListFilter
-from chatql.store.chats import now as service_now
-from chatql.store.database import SQLITE_BUSY_TIMEOUT_MS, Database
+from chatql.store.chats import access
+from chatql.store.chats.chat import now as service_now
+from chatql.store.chats.lists import ChatListFilter
+from chatql.store.db import prepared
+from chatql.store.db.database import SQLITE_BUSY_TIMEOUT_MS, Database
 from chatql.store.records import Chat, Identity
 from chatql.store.streams.backends import Backend
 

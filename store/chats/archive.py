@@ -34,16 +34,17 @@ from obstore.store import LocalStore, from_url
 from sqlalchemy import and_, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store import access, tree
-from chatql.store import chats as store_chats
-from chatql.store.database import Database
+from chatql.store.chats import access
+from chatql.store.chats import chat as store_chats
+from chatql.store.chats.export import export_chat
+from chatql.store.chats.imports import ParsedChat, parse_line
+from chatql.store.db.database import Database
+from chatql.store.db.rows import document_rows, write_rows
+from chatql.store.db.tables import chats, messages, resume_records
 from chatql.store.errors import Conflict, InvalidArgument, NotFound, PersistFailed
-from chatql.store.export import export_chat
 from chatql.store.ids import check_chat_id, new_id
-from chatql.store.imports import ParsedChat, parse_line
+from chatql.store.messages import tree
 from chatql.store.records import Chat, Identity
-from chatql.store.rows import document_rows, write_rows
-from chatql.store.tables import chats, messages, resume_records
 
 __all__ = ["ChatArchive", "archive_chat", "archive_idle", "is_archived", "restore_archive"]
 

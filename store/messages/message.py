@@ -16,9 +16,11 @@ from sqlalchemy import ColumnElement, Row, Select, bindparam, exists, false, sel
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store import access, tree
-from chatql.store.chats import fetch_visible_chat, now, present
-from chatql.store.database import Database
+from chatql.store.chats import access
+from chatql.store.chats.chat import fetch_visible_chat, now, present
+from chatql.store.db.database import Database
+from chatql.store.db.rows import write_chain
+from chatql.store.db.tables import chats, closed_chats, messages
 from chatql.store.errors import (
     ChatClosed,
     Conflict,
@@ -30,10 +32,14 @@ from chatql.store.errors import (
 from chatql.store.ids import check_append_id, check_chat_id, check_message_id, new_id
 from chatql.store.jsonutil import canonical_digest
 from chatql.store.limits import MAX_TOKENS, TYPE_CHARS, check_length, check_optional_name
-from chatql.store.receipts import Earlier, earlier_receipt, earlier_receipt_joined, receipted_write
+from chatql.store.messages import tree
+from chatql.store.messages.receipts import (
+    Earlier,
+    earlier_receipt,
+    earlier_receipt_joined,
+    receipted_write,
+)
 from chatql.store.records import AppendReceipt, BranchPosition, Chat, Identity, Message, MessagePage
-from chatql.store.rows import write_chain
-from chatql.store.tables import chats, closed_chats, messages
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",

@@ -43,14 +43,15 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store import access, tree
-from chatql.store.chats import chat_from_row, fetch_visible_chat, present
-from chatql.store.database import Database
+from chatql.store.chats import access
+from chatql.store.chats.chat import chat_from_row, fetch_visible_chat, present
+from chatql.store.db.database import Database
+from chatql.store.db.tables import chats, messages
 from chatql.store.errors import InvalidArgument, NotFound
 from chatql.store.ids import check_chat_id
-from chatql.store.messages import message_from_row
+from chatql.store.messages import tree
+from chatql.store.messages.message import message_from_row
 from chatql.store.records import Chat, Identity, Message
-from chatql.store.tables import chats, messages
 
 __all__ = [
     "DEFAULT_FIRST",

@@ -39,9 +39,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import visitors
 from sqlalchemy.sql.elements import BindParameter
 
+from chatql.store.db.tables import chats, memory_entries
 from chatql.store.errors import ChatArchived, Forbidden, NotFound
 from chatql.store.records import Chat, Identity
-from chatql.store.tables import chats, memory_entries
 
 __all__ = ["Need", "can_read", "can_stream", "can_use_memory", "can_write", "may_read",
            "may_use_memory", "require"]
@@ -191,7 +191,7 @@ async def require(conn: AsyncConnection, who: Identity, chat_id: str, need: Need
     """
     # A chat past its expiry reads as absent even before the sweeper purges it. The
     # service clock lives in store.chats, which imports this module.
-    from chatql.store import chats as chat_rows
+    from chatql.store.chats import chat as chat_rows
 
     query = _require_statement(who, need, tuple(columns), lock=lock,
                                include_deleted=include_deleted, stop_archived=stop_archived,

@@ -25,9 +25,9 @@ from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from chatql.store import jsonutil
+from chatql.store.db.tables import messages
+from chatql.store.messages.tree import Link
 from chatql.store.records import Message
-from chatql.store.tables import messages
-from chatql.store.tree import Link
 
 __all__ = [
     "CONTENT_COLUMNS",

@@ -38,8 +38,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store import tree
-from chatql.store.chats import (
+from chatql.store.chats.chat import (
     CHAT_SHARES,
     CHAT_STATUSES,
     get_chat,
@@ -47,15 +46,16 @@ from chatql.store.chats import (
     normalised_fields,
     now,
 )
-from chatql.store.database import Database
+from chatql.store.db.database import Database
+from chatql.store.db.rows import document_rows, write_rows
+from chatql.store.db.tables import chat_imports, chats, messages, resume_records
 from chatql.store.errors import AppendConflict, Conflict, InvalidArgument, NotFound
 from chatql.store.ids import check_append_id, check_chat_id, check_message_id, new_id
 from chatql.store.jsonutil import canonical_digest
 from chatql.store.limits import ID_CHARS, MODE_CHARS, NAME_CHARS, TITLE_CHARS, TYPE_CHARS
-from chatql.store.messages import MESSAGE_STATUSES, ROLES, check_tokens
+from chatql.store.messages import tree
+from chatql.store.messages.message import MESSAGE_STATUSES, ROLES, check_tokens
 from chatql.store.records import Chat, Identity
-from chatql.store.rows import document_rows, write_rows
-from chatql.store.tables import chat_imports, chats, messages, resume_records
 
 __all__ = [
     "IMPORT_BATCH_LINES",

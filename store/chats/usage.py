@@ -26,14 +26,14 @@ from sqlalchemy import ColumnElement, func, literal, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store import access
-from chatql.store.chats import now
-from chatql.store.database import Database
+from chatql.store.chats import access
+from chatql.store.chats.chat import now
+from chatql.store.db.database import Database
+from chatql.store.db.tables import chats, messages, usage_records
 from chatql.store.errors import InvalidArgument
 from chatql.store.limits import NAME_CHARS, check_length
-from chatql.store.messages import check_tokens
+from chatql.store.messages.message import check_tokens
 from chatql.store.records import Identity, UsageRow, UsageTotals
-from chatql.store.tables import chats, messages, usage_records
 
 __all__ = [
     "USAGE_GROUPS",

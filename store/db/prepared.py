@@ -41,13 +41,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import make_url
 
-from chatql.store import access
-from chatql.store import chats as store_chats
-from chatql.store.chats import present
-from chatql.store.database import Database
+from chatql.store.chats import access
+from chatql.store.chats import chat as store_chats
+from chatql.store.chats.chat import present
+from chatql.store.db.database import Database
+from chatql.store.db.tables import chats, messages
 from chatql.store.jsonutil import loads
 from chatql.store.records import Chat, Identity
-from chatql.store.tables import chats, messages
 
 __all__ = [
     "CHAT_COLUMNS",
@@ -239,7 +239,7 @@ def branch_page_statement(shape: BranchPageShape) -> PreparedStatement:
 
 
 def _compile_branch_page(shape: BranchPageShape) -> PreparedStatement:
-    from chatql.store import tree
+    from chatql.store.messages import tree
 
     who = _marked_identity(shape.privileged, shape.team)
     chat = bindparam("chat", type_=String())
@@ -301,7 +301,7 @@ def ancestor_statement(dialect: str) -> PreparedStatement:
     branch still lies on it. Named slots: ``start``, ``depth``, ``chat``."""
     statement = _ancestor.get(dialect)
     if statement is None:
-        from chatql.store import tree
+        from chatql.store.messages import tree
 
         query = tree.ancestor_at(bindparam("start", type_=String()),
                                  bindparam("depth", type_=Integer()),
@@ -365,7 +365,7 @@ def chat_page_statement(shape: ChatPageShape) -> PreparedStatement:
 
 
 def _compile_chat_page(shape: ChatPageShape) -> PreparedStatement:
-    from chatql.store.chat_lists import ChatListFilter, _keyset_rows
+    from chatql.store.chats.lists import ChatListFilter, _keyset_rows
 
     who = _marked_identity(shape.privileged, shape.team)
     where = [present(at=_NOW), access.can_read(who), *ChatListFilter().clauses()]

@@ -10,11 +10,11 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from chatql.store.database import Database
+from chatql.store.db.database import Database
 
 __all__ = ["alembic_config", "current_revision", "head_revision", "migrate"]
 
-MIGRATIONS = Path(__file__).with_name("migrations")
+MIGRATIONS = Path(__file__).parents[1] / "migrations"
 # Any constant works; it only has to be the same for every instance.
 _PG_MIGRATION_LOCK = 7_145_019_311
 

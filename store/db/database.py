@@ -18,7 +18,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from chatql.store import jsonutil, sqlite_driver
+from chatql.store import jsonutil
+from chatql.store.db import sqlite_driver
 
 __all__ = [
     "DEFAULT_DATABASE_URL",

@@ -22,10 +22,10 @@ from typing import Any, NamedTuple
 from sqlalchemy import Select, and_, bindparam, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store.chats import now
+from chatql.store.chats.chat import now
+from chatql.store.db.tables import append_receipts, chats, messages
 from chatql.store.errors import AppendConflict
 from chatql.store.records import AppendReceipt, Message
-from chatql.store.tables import append_receipts, chats, messages
 
 __all__ = ["NOT_READ", "Earlier", "earlier_receipt", "earlier_receipt_joined", "receipt_ids",
            "receipted_write"]

@@ -17,15 +17,15 @@ from typing import Any
 from sqlalchemy import Row, delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store import access
-from chatql.store.chats import fetch_visible_chat, now, present
-from chatql.store.database import Database
+from chatql.store.chats import access
+from chatql.store.chats.chat import fetch_visible_chat, now, present
+from chatql.store.db.database import Database
+from chatql.store.db.tables import chats
+from chatql.store.db.tables import resume_records as resume_table
 from chatql.store.errors import InvalidArgument, NotFound
 from chatql.store.ids import check_chat_id, new_id
 from chatql.store.limits import NAME_CHARS, check_length, check_optional_name
 from chatql.store.records import Identity, ResumeRecord
-from chatql.store.tables import chats
-from chatql.store.tables import resume_records as resume_table
 
 __all__ = [
     "STEP_STATUSES",

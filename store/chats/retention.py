@@ -21,11 +21,11 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import and_, or_, select
 
-from chatql.store import chats as store_chats
-from chatql.store.archive import ChatArchive, archive_idle
-from chatql.store.database import Database
-from chatql.store.events import ChatEvents
-from chatql.store.tables import chats
+from chatql.store.chats import chat as store_chats
+from chatql.store.chats.archive import ChatArchive, archive_idle
+from chatql.store.chats.events import ChatEvents
+from chatql.store.db.database import Database
+from chatql.store.db.tables import chats
 
 __all__ = ["RetentionSweeper", "sweep_retention"]
 
