@@ -583,7 +583,7 @@ class CompiledReads:
             raise _Fallback
         check_chat_id(chat_id)
         db, who = context.db, context.identity
-        statement = chat_statement(ChatPageShape.of(db, who, after=False))
+        statement = chat_statement(db, ChatPageShape.of(db, who, after=False))
         rows = await fetch(db, statement, {"chat": chat_id, "user": who.user_id,
                                            "tenant": who.tenant_id, "team": who.team_id})
         if len(rows) != 1:
@@ -622,7 +622,7 @@ class CompiledReads:
         filters = tuple(name for name in FILTER_FIELDS if filter_values[name] is not None)
         db = context.db
         who = context.identity
-        statement = message_page_statement(MessagePageShape.of(
+        statement = message_page_statement(db, MessagePageShape.of(
             db, who, forward=forward, after=after is not None, before=before is not None,
             filters=filters))
         values: dict[str, Any] = {"chat": chat_id, "user": who.user_id,
@@ -662,7 +662,7 @@ class CompiledReads:
         size = (first if forward else last) or DEFAULT_PAGE_SIZE
         filters = tuple(name for name in FILTER_FIELDS if filter_values[name] is not None)
         db, who = context.db, context.identity
-        statement = branch_page_statement(BranchPageShape.of(
+        statement = branch_page_statement(db, BranchPageShape.of(
             db, who, forward=forward, branch=branch is not None, before=before is not None,
             filters=filters))
         floor = 0 if after is None else after[1]
@@ -687,7 +687,7 @@ class CompiledReads:
             if cursor is not None and cursor[2] != leaf:
                 # Issued for an earlier end of this list (the active leaf moved on since):
                 # still good while its message lies on the branch.
-                found = await fetch(db, ancestor_statement(db.dialect),
+                found = await fetch(db, ancestor_statement(db, db.dialect),
                                     {"start": leaf, "depth": cursor[1], "chat": chat_id})
                 if not found or found[0][0] != cursor[0]:
                     raise _Fallback  # not on this branch: the executor says so
@@ -720,7 +720,7 @@ class CompiledReads:
             raise _Fallback
         size = min(first or DEFAULT_CHAT_PAGE_SIZE, MAX_CHAT_PAGE_SIZE)
         db = context.db
-        statement = chat_page_statement(ChatPageShape.of(db, who, after=start is not None))
+        statement = chat_page_statement(db, ChatPageShape.of(db, who, after=start is not None))
         values: dict[str, Any] = {"user": who.user_id, "tenant": who.tenant_id,
                                   "team": who.team_id, "limit": size + 1}
         if start is not None:

@@ -34,22 +34,19 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import sqlite3
-import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 import orjson
-from sqlalchemy.engine import make_url
 
 from chatql.store.chats import access
 from chatql.store.chats.chat import now as service_now
 from chatql.store.chats.lists import ChatListFilter
 from chatql.store.db import prepared
-from chatql.store.db.database import SQLITE_BUSY_TIMEOUT_MS, Database
+from chatql.store.db.database import Database
 from chatql.store.records import Chat, Identity
 from chatql.store.streams.backends import Backend
 
@@ -151,86 +148,15 @@ async def load_chat(db: Database, chat_id: str) -> Chat | None:
 
 async def _read_chats(db: Database, chat_ids: Collection[str]) -> dict[str, Chat]:
     ids = list(chat_ids)
-    statement = prepared.chats_by_id_statement(db.dialect)
-    reader = await _sqlite_reader(db) if db.is_sqlite else None
+    statement = prepared.chats_by_id_statement(db, db.dialect)
+    reader = await db.sqlite_reader()
     if reader is None:
         rows = await prepared.fetch(db, statement, {"ids": ids if db.is_postgres
                                                     else orjson.dumps(ids).decode()})
     else:
-        rows = await reader.rows(statement, ids)
+        rows = await reader.rows(statement.sql, statement.arguments(
+            {"ids": orjson.dumps(ids).decode()}), len(ids))
     return {row[0]: prepared.chat_record(row) for row in rows}
-
-
-#: A batch of at most this many chats is read on the event loop (see _SqliteReader).
-_READ_IN_LOOP = 64
-
-
-class _SqliteReader:
-    """The listener's read-only connections to a SQLite file.
-
-    A handful of chats by primary key is read right on the event loop: in WAL mode a
-    reader does not wait for writers, the rows are in the page cache, and the read
-    costs less than handing it to a thread and back — which on a busy loop also waits
-    for the interpreter lock, and shows in how late an event arrives. That connection
-    never waits (no busy timeout): should the file ever answer busy, and for larger
-    batches, the read goes to a connection of its own thread, which waits as every
-    other reader does."""
-
-    def __init__(self, in_loop: sqlite3.Connection, threaded: Any) -> None:
-        self.in_loop = in_loop
-        self.threaded = threaded
-
-    async def rows(self, statement: prepared.PreparedStatement,
-                   ids: list[str]) -> Sequence[Sequence[Any]]:
-        arguments = statement.arguments({"ids": orjson.dumps(ids).decode()})
-        if len(ids) <= _READ_IN_LOOP:
-            try:
-                return self.in_loop.execute(statement.sql, arguments).fetchall()
-            except sqlite3.OperationalError:
-                pass  # busy or locked: the connection that waits reads it
-        rows: Sequence[Sequence[Any]] = await self.threaded.execute_fetchall(
-            statement.sql, arguments)
-        return rows
-
-    async def close(self) -> None:
-        self.in_loop.close()
-        await self.threaded.close()
-
-
-_readers: weakref.WeakKeyDictionary[Database, _SqliteReader | None] = (
-    weakref.WeakKeyDictionary())
-
-
-async def _sqlite_reader(db: Database) -> _SqliteReader | None:
-    """The listener's connections to the database's SQLite file, opened on first use and
-    closed by :meth:`Database.dispose` (None for a database in memory, which another
-    connection would not see)."""
-    if db in _readers:
-        return _readers[db]
-    url = make_url(db.url)
-    if not url.database or url.database == ":memory:" or url.query:
-        _readers[db] = None
-        return None
-    import aiosqlite
-
-    threaded = await aiosqlite.connect(url.database, isolation_level=None)
-    await threaded.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-    await threaded.execute("PRAGMA query_only=ON")
-    in_loop = sqlite3.connect(url.database, isolation_level=None, check_same_thread=False)
-    in_loop.execute("PRAGMA busy_timeout=0")
-    in_loop.execute("PRAGMA query_only=ON")
-    opened = _SqliteReader(in_loop, threaded)
-    if db in _readers:  # another read opened them meanwhile: keep those
-        await opened.close()
-        return _readers[db]
-    _readers[db] = opened
-
-    async def close() -> None:
-        _readers.pop(db, None)
-        await opened.close()
-
-    db.closers.append(close)
-    return opened
 
 
 #: Hands one event to a subscriber's transport right away; False when it cannot now.

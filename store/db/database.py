@@ -10,7 +10,7 @@ in SQLite's busy handler; other processes are covered by the busy timeout.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from chatql.store import jsonutil
 from chatql.store.db import sqlite_driver
+from chatql.store.db.drivers import PreparedReadPool, SqliteReader
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
@@ -68,8 +69,14 @@ class Database:
         self._write_lock = asyncio.Lock() if self.is_sqlite else None
         self._writes = 0
         self._checkpoint: asyncio.Task[None] | None = None
-        #: Closed by :meth:`dispose`: driver pools opened beside the engine (store.prepared).
-        self.closers: list[Callable[[], Awaitable[None]]] = []
+        # Driver connections beside the engine (store/db/drivers.py), opened on first
+        # use and closed by dispose().
+        self._prepared_pool = PreparedReadPool(self.url, pool_size) if self.is_postgres else None
+        self._sqlite_reader: SqliteReader | None = None
+        self._sqlite_reader_opening = asyncio.Lock()
+        #: Statements compiled for this database's dialect, by what decides their text
+        #: (store/db/prepared.py).
+        self.statements: dict[Any, Any] = {}
         if self.is_sqlite:
             _configure_sqlite(self.engine)
 
@@ -128,11 +135,33 @@ class Database:
             return False
         return True
 
+    async def prepared_pool(self) -> Any:
+        """The asyncpg pool for prepared reads (Postgres only)."""
+        assert self._prepared_pool is not None, "prepared reads use a pool on Postgres only"
+        return await self._prepared_pool.get()
+
+    async def sqlite_reader(self) -> SqliteReader | None:
+        """Read-only connections to the SQLite file (None for a database in memory,
+        which another connection would not see, and on Postgres)."""
+        if self._sqlite_reader is not None or not self.is_sqlite:
+            return self._sqlite_reader
+        url = make_url(self.url)
+        if not url.database or url.database == ":memory:" or url.query:
+            return None
+        async with self._sqlite_reader_opening:
+            if self._sqlite_reader is None:
+                self._sqlite_reader = await SqliteReader.open(url.database,
+                                                              SQLITE_BUSY_TIMEOUT_MS)
+        return self._sqlite_reader
+
     async def dispose(self) -> None:
         if self._checkpoint is not None:
             await self._checkpoint
-        while self.closers:
-            await self.closers.pop()()
+        if self._prepared_pool is not None:
+            await self._prepared_pool.close()
+        reader, self._sqlite_reader = self._sqlite_reader, None
+        if reader is not None:
+            await reader.close()
         await self.engine.dispose()
 
 

@@ -19,7 +19,6 @@ values :func:`store.messages.message_from_row` would have put into a record.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -39,7 +38,6 @@ from sqlalchemy import (
     func,
     select,
 )
-from sqlalchemy.engine import make_url
 
 from chatql.store.chats import access
 from chatql.store.chats import chat as store_chats
@@ -137,19 +135,17 @@ class PreparedStatement:
         return [values[item] if named else item for named, item in self.slots]
 
 
-_statements: dict[MessagePageShape, PreparedStatement] = {}
 
-
-def message_page_statement(shape: MessagePageShape) -> PreparedStatement:
+def message_page_statement(db: Database, shape: MessagePageShape) -> PreparedStatement:
     """The statement :func:`store.messages.list_messages` runs for a non-empty page.
 
     Named slots: ``chat``, ``user``, ``tenant``, ``team``, ``after``, ``before``,
     ``limit``, ``now`` and one per filter field. Rows: :data:`MESSAGE_COLUMNS`, then whether
     older and newer rows exist next to the cursors.
     """
-    statement = _statements.get(shape)
+    statement = db.statements.get(("message_page_statement", shape))
     if statement is None:
-        statement = _statements[shape] = _compile_message_page(shape)
+        statement = db.statements[("message_page_statement", shape)] = _compile_message_page(shape)
     return statement
 
 
@@ -211,10 +207,8 @@ class BranchPageShape:
                    branch, before, filters)
 
 
-_branch_statements: dict[BranchPageShape, PreparedStatement] = {}
 
-
-def branch_page_statement(shape: BranchPageShape) -> PreparedStatement:
+def branch_page_statement(db: Database, shape: BranchPageShape) -> PreparedStatement:
     """The statement :func:`store.messages.list_branch` runs for a non-empty page.
 
     The page walks parent links (:func:`store.tree.path_walk`) and costs the rows it
@@ -232,9 +226,9 @@ def branch_page_statement(shape: BranchPageShape) -> PreparedStatement:
     ``top`` and ``cap``. Rows, in walk order (newest first backwards, oldest first
     forwards): :data:`MESSAGE_COLUMNS`, then the row's depth and the chat's active leaf.
     """
-    statement = _branch_statements.get(shape)
+    statement = db.statements.get(("branch_page_statement", shape))
     if statement is None:
-        statement = _branch_statements[shape] = _compile_branch_page(shape)
+        statement = db.statements[("branch_page_statement", shape)] = _compile_branch_page(shape)
     return statement
 
 
@@ -292,21 +286,19 @@ def _compile_branch_page(shape: BranchPageShape) -> PreparedStatement:
     return _compiled(query, shape.dialect)
 
 
-_ancestor: dict[str, PreparedStatement] = {}
 
-
-def ancestor_statement(dialect: str) -> PreparedStatement:
+def ancestor_statement(db: Database, dialect: str) -> PreparedStatement:
     """The id of a message's ancestor (or itself) at a depth, by one jump-pointer climb
     (:func:`store.tree.ancestor_at`): whether a cursor issued for an earlier end of a
     branch still lies on it. Named slots: ``start``, ``depth``, ``chat``."""
-    statement = _ancestor.get(dialect)
+    statement = db.statements.get(("ancestor_statement", dialect))
     if statement is None:
         from chatql.store.messages import tree
 
         query = tree.ancestor_at(bindparam("start", type_=String()),
                                  bindparam("depth", type_=Integer()),
                                  chat=bindparam("chat", type_=String()))
-        statement = _ancestor[dialect] = _compiled(query, dialect)
+        statement = db.statements[("ancestor_statement", dialect)] = _compiled(query, dialect)
     return statement
 
 
@@ -330,9 +322,6 @@ def _compiled(query: Any, dialect_name: str) -> PreparedStatement:
     return PreparedStatement(sql=compiled.string, slots=tuple(slots))
 
 
-_pools: weakref.WeakKeyDictionary[Database, Any] = weakref.WeakKeyDictionary()
-
-
 @dataclass(frozen=True, slots=True)
 class ChatPageShape:
     """What decides the text of a chat-list statement (newest activity first, no filter)."""
@@ -347,10 +336,8 @@ class ChatPageShape:
         return cls(db.dialect, who.is_admin or who.is_agent, bool(who.team_id), after)
 
 
-_chat_statements: dict[ChatPageShape, PreparedStatement] = {}
 
-
-def chat_page_statement(shape: ChatPageShape) -> PreparedStatement:
+def chat_page_statement(db: Database, shape: ChatPageShape) -> PreparedStatement:
     """The statement :func:`store.chat_lists.list_chats` runs for an unfiltered page in
     its default order (newest activity first), without totals.
 
@@ -358,9 +345,9 @@ def chat_page_statement(shape: ChatPageShape) -> PreparedStatement:
     cursor's position, see :func:`chat_after`), ``limit`` and ``now``. Rows:
     :data:`CHAT_COLUMNS`, then (after a cursor) whether rows lie behind it.
     """
-    statement = _chat_statements.get(shape)
+    statement = db.statements.get(("chat_page_statement", shape))
     if statement is None:
-        statement = _chat_statements[shape] = _compile_chat_page(shape)
+        statement = db.statements[("chat_page_statement", shape)] = _compile_chat_page(shape)
     return statement
 
 
@@ -385,10 +372,8 @@ def _marked_identity(privileged: bool, team: bool) -> Identity:
                     roles=frozenset({"admin"}) if privileged else frozenset())
 
 
-_chat_reads: dict[ChatPageShape, PreparedStatement] = {}
 
-
-def chat_statement(shape: ChatPageShape) -> PreparedStatement:
+def chat_statement(db: Database, shape: ChatPageShape) -> PreparedStatement:
     """One chat as :func:`store.chats.get_chat` finds it, with its newest message as
     :func:`store.chat_lists.newest_messages` finds it (``after`` is unused).
 
@@ -396,7 +381,7 @@ def chat_statement(shape: ChatPageShape) -> PreparedStatement:
     visible: :data:`CHAT_COLUMNS`, then :data:`MESSAGE_COLUMNS` (all null while the chat
     has no messages).
     """
-    statement = _chat_reads.get(shape)
+    statement = db.statements.get(("chat_statement", shape))
     if statement is None:
         who = _marked_identity(shape.privileged, shape.team)
         later = messages.alias("later")
@@ -411,7 +396,7 @@ def chat_statement(shape: ChatPageShape) -> PreparedStatement:
             .where(chats.c.id == bindparam("chat", type_=String()),
                    present(at=_NOW), access.can_read(who))
         )
-        statement = _chat_reads[shape] = _compiled(query, shape.dialect)
+        statement = db.statements[("chat_statement", shape)] = _compiled(query, shape.dialect)
     return statement
 
 
@@ -432,42 +417,6 @@ def has_last_message(row: Sequence[Any]) -> bool:
     return row[len(CHAT_COLUMNS)] is not None
 
 
-async def _keep(connection: Any) -> None:
-    """Nothing to reset: prepared reads are single statements that leave no state behind
-    (asyncpg's default reset costs a round trip per release)."""
-
-
-async def _asyncpg_pool(db: Database) -> Any:
-    """The database's own asyncpg pool for prepared reads, opened on first use.
-
-    Beside the engine's pool rather than through it: a checkout there pings the server
-    first (a round trip per read), and asyncpg keeps each connection's prepared
-    statements only while it lives. :meth:`Database.dispose` closes it.
-    """
-    pool = _pools.get(db)
-    if pool is not None:
-        return pool
-    import asyncpg
-
-    parsed = make_url(db.url)
-    created = await asyncpg.create_pool(
-        host=parsed.host, port=parsed.port or 5432, user=parsed.username,
-        password=parsed.password, database=parsed.database, min_size=1,
-        max_size=db.pool_size, reset=_keep)
-    pool = _pools.get(db)
-    if pool is not None:  # another request opened one meanwhile: keep that one
-        await created.close()
-        return pool
-    _pools[db] = created
-
-    async def close() -> None:
-        _pools.pop(db, None)
-        await created.close()
-
-    db.closers.append(close)
-    return created
-
-
 async def fetch(db: Database, statement: PreparedStatement,
                 values: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
     """Run ``statement`` with ``values`` on a driver connection; the rows as given.
@@ -478,7 +427,7 @@ async def fetch(db: Database, statement: PreparedStatement,
     moment = moment_argument(store_chats.now(), db.dialect)
     arguments = statement.arguments({**values, "now": moment})
     if db.is_postgres:
-        pool = await _asyncpg_pool(db)
+        pool = await db.prepared_pool()
         rows: Sequence[Sequence[Any]] = await pool.fetch(statement.sql, *arguments)
         return rows
     async with db.engine.connect() as conn:
@@ -539,14 +488,12 @@ def chat_reader(name: str) -> Callable[[Sequence[Any]], Any] | None:
 
 #: The columns :func:`chats_by_id_statement` returns, in this order: a whole chat record.
 CHAT_RECORD_COLUMNS = CHAT_COLUMNS
-_by_id_reads: dict[str, PreparedStatement] = {}
 
-
-def chats_by_id_statement(dialect: str) -> PreparedStatement:
+def chats_by_id_statement(db: Database, dialect: str) -> PreparedStatement:
     """The chats whose ids are in the slot ``ids``, as stored (deleted or not, whoever may
     read them): :data:`CHAT_RECORD_COLUMNS`. ``ids`` is a JSON array of the ids on SQLite
     and a list on Postgres, so one text serves any number of them."""
-    statement = _by_id_reads.get(dialect)
+    statement = db.statements.get(("chats_by_id_statement", dialect))
     if statement is None:
         if dialect == "postgresql":
             wanted = chats.c.id == any_(bindparam("ids", type_=ARRAY(String())))
@@ -554,7 +501,7 @@ def chats_by_id_statement(dialect: str) -> PreparedStatement:
             listed = func.json_each(bindparam("ids", type_=String())).table_valued("value")
             wanted = chats.c.id.in_(select(listed.c.value))
         query = select(*(chats.c[name] for name in CHAT_RECORD_COLUMNS)).where(wanted)
-        statement = _by_id_reads[dialect] = _compiled(query, dialect)
+        statement = db.statements[("chats_by_id_statement", dialect)] = _compiled(query, dialect)
     return statement
 
 

@@ -333,7 +333,7 @@ async def test_on_sqlite_a_small_batch_is_read_without_a_thread_and_a_busy_file_
     import aiosqlite
 
     made = await _chats(db)
-    reader = await store_events._sqlite_reader(db)
+    reader = await db.sqlite_reader()
     assert reader is not None
     handed: list[str] = []
     fetch = aiosqlite.Connection.execute_fetchall

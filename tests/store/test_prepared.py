@@ -93,7 +93,7 @@ async def test_message_pages_ask_what_list_messages_asks(
     first, last = arguments.get("first"), arguments.get("last")
     forward = first is not None or (after is not None and last is None)
     size = (first if forward else last) or messages.DEFAULT_PAGE_SIZE
-    statement = message_page_statement(MessagePageShape.of(
+    statement = message_page_statement(db, MessagePageShape.of(
         db, who, forward=forward, after=after is not None, before=before is not None,
         filters=filters))
     assert tail(statement.sql, "messages") == tail(statements[0], "messages")
@@ -112,10 +112,10 @@ async def test_chat_lists_ask_what_list_chats_asks(seeded: Database, who: Identi
     db = seeded
     with captured(db) as statements:
         first = await chat_lists.list_chats(db, who, first=4, with_totals=False)
-    assert tail(chat_page_statement(ChatPageShape.of(db, who, after=False)).sql, "chats") == (
+    assert tail(chat_page_statement(db, ChatPageShape.of(db, who, after=False)).sql, "chats") == (
         tail(statements[0], "chats"))
     values = {"user": who.user_id, "tenant": who.tenant_id, "team": who.team_id, "limit": 5}
-    rows = await fetch(db, chat_page_statement(ChatPageShape.of(db, who, after=False)), values)
+    rows = await fetch(db, chat_page_statement(db, ChatPageShape.of(db, who, after=False)), values)
     assert [row[0] for row in rows[:4]] == [chat.id for chat in first.items]
     if not first.items:
         return
@@ -124,7 +124,7 @@ async def test_chat_lists_ask_what_list_chats_asks(seeded: Database, who: Identi
     with captured(db) as statements:
         second = await chat_lists.list_chats(db, who, first=4, after=position,
                                              with_totals=False)
-    statement = chat_page_statement(ChatPageShape.of(db, who, after=True))
+    statement = chat_page_statement(db, ChatPageShape.of(db, who, after=True))
     assert tail(statement.sql, "chats") == tail(statements[0], "chats")
     start = chat_lists._parse_position(position, "LAST_MESSAGE_AT")
     rows = await fetch(db, statement, {**values, **chat_after(start, db.dialect)})
