@@ -33,7 +33,7 @@ serve: install
 	$(BIN)/chatql serve --host $(HOST) --port $(PORT)
 
 # The JavaScript unit tests run first, so pytest prints the closing summary line.
-test: install-test js-test
+test: install-test js-test docs
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The documentation site, built strictly (a broken link or a missing page fails).
