@@ -38,7 +38,7 @@ test: install-test js-test docs
 
 # The documentation site, built strictly (a broken link or a missing page fails).
 docs: install-test
-	$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
 # Front-end packages: installed with `npm ci` when Node.js is there (CI requires it).
 NPM_DIRS := clients/js clients/web
