@@ -43,6 +43,7 @@ from chatql.store.chats import access
 from chatql.store.chats import chat as store_chats
 from chatql.store.chats.chat import present
 from chatql.store.db.database import Database
+from chatql.store.db.rows import RECORD_COLUMNS
 from chatql.store.db.tables import chats, messages
 from chatql.store.jsonutil import loads
 from chatql.store.records import Chat, Identity
@@ -74,11 +75,7 @@ __all__ = [
 #: Filter fields a prepared message page knows, in :class:`store.messages.MessageFilter` order.
 FILTER_FIELDS = ("request_id", "role", "block_id", "thread_id", "type")
 #: The message columns a prepared page returns, in this order, before the two flags.
-MESSAGE_COLUMNS = (
-    "id", "chat_id", "sequence", "request_id", "role", "type", "props", "block_id",
-    "thread_id", "assistant_id", "status", "metadata", "created_at", "updated_at", "tokens",
-    "parent_id",
-)
+MESSAGE_COLUMNS = RECORD_COLUMNS
 #: The chat columns a prepared chat read returns, in this order, before any flag: every
 #: attribute of a :class:`store.records.Chat`.
 CHAT_COLUMNS = (

@@ -14,6 +14,7 @@ inserts the first rows while the next ones, and their records, are made.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -34,6 +35,7 @@ __all__ = [
     "COPY_BATCH",
     "COPY_THRESHOLD",
     "MESSAGE_COLUMNS",
+    "RECORD_COLUMNS",
     "MessageRow",
     "chain_rows",
     "document_rows",
@@ -50,6 +52,12 @@ MESSAGE_COLUMNS: tuple[str, ...] = (
     "thread_id", "assistant_id", "status", "metadata", "created_at", "updated_at",
     "tokens", "parent_id", "depth", "jump_id", "jump_depth",
 )
+#: The columns a :class:`~store.records.Message` is read from, in the record's field
+#: order: every field of the record that is a column of the table. Reads (pages,
+#: prepared statements, :func:`record_from_mapping`) take this one list, so a column
+#: added to the table and the record is read everywhere.
+RECORD_COLUMNS: tuple[str, ...] = tuple(
+    field.name for field in dataclasses.fields(Message) if field.name in messages.c)
 #: What a writer says about each message of a chain, in this order (see :func:`chain_rows`).
 CONTENT_COLUMNS: tuple[str, ...] = (
     "request_id", "role", "type", "props", "block_id", "thread_id", "assistant_id",
@@ -127,6 +135,11 @@ def document_rows(chat_id: str, records: Iterable[Mapping[str, Any]]) -> list[Me
          r["parent_id"], r["depth"], r["jump_id"], r["jump_depth"])
         for r in records
     ]
+
+
+def record_from_mapping(values: Mapping[Any, Any]) -> Message:
+    """The record of a message row read by column name."""
+    return Message(**{name: values[name] for name in RECORD_COLUMNS})
 
 
 def row_dicts(rows: Iterable[MessageRow]) -> list[dict[str, Any]]:

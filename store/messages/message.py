@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from chatql.store.chats import access
 from chatql.store.chats.chat import fetch_visible_chat, now, present
 from chatql.store.db.database import Database
-from chatql.store.db.rows import write_chain
+from chatql.store.db.rows import record_from_mapping, write_chain
 from chatql.store.db.tables import chats, closed_chats, messages
 from chatql.store.errors import (
     ChatClosed,
@@ -163,25 +163,7 @@ def check_tokens(tokens: int | None, name: str = "tokens") -> None:
 
 
 def message_from_row(row: Row[Any]) -> Message:
-    m = row._mapping
-    return Message(
-        id=m["id"],
-        chat_id=m["chat_id"],
-        sequence=m["sequence"],
-        request_id=m["request_id"],
-        role=m["role"],
-        type=m["type"],
-        props=m["props"],
-        block_id=m["block_id"],
-        thread_id=m["thread_id"],
-        assistant_id=m["assistant_id"],
-        status=m["status"],
-        metadata=m["metadata"],
-        created_at=m["created_at"],
-        updated_at=m["updated_at"],
-        tokens=m["tokens"],
-        parent_id=m["parent_id"],
-    )
+    return record_from_mapping(row._mapping)
 
 
 def batch_digest(batch: Sequence[NewMessage]) -> str:
