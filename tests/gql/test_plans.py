@@ -552,3 +552,23 @@ async def test_chat_streams_answer_as_the_executor_does(settings: Settings,
             for n in range(len(documents)):
                 assert (await fast.until(str(n), pushed)) == (
                     await slow.until(str(n), pushed)), documents[n]
+
+
+# -- the switch ------------------------------------------------------------------------
+
+
+def test_plans_are_switched_off_by_name_from_the_environment() -> None:
+    from chatql.gql.app import create_app
+
+    settings = Settings.from_env({"CHATQL_DISABLED_PLANS": "reads, chat_events"})
+    assert settings.disabled_plans == ("reads", "chat_events")
+    app = create_app(settings)
+    assert app.state.planner.enabled == {"push", "append", "chat_stream"}
+
+
+def test_an_unknown_plan_name_stops_the_server_from_starting() -> None:
+    from chatql.gql.app import create_app
+    from chatql.gql.auth import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="unknown plans compiled_reads; the plans are"):
+        create_app(Settings(disabled_plans=("compiled_reads",)))
