@@ -45,6 +45,7 @@ from chatql.store import access
 from chatql.store import chats as store_chats
 from chatql.store.chats import present
 from chatql.store.database import Database
+from chatql.store.driver_adapters import compiled_positional_names
 from chatql.store.jsonutil import loads
 from chatql.store.records import Chat, Identity
 from chatql.store.tables import chats, messages
@@ -316,7 +317,7 @@ def _compiled(query: Any, dialect_name: str) -> PreparedStatement:
     dialect = (postgresql.asyncpg.dialect()  # type: ignore[no-untyped-call]
                if dialect_name == "postgresql" else sqlite.aiosqlite.dialect())
     compiled = query.compile(dialect=dialect)
-    names = compiled.positiontup or ()
+    names = compiled_positional_names(compiled)
     slots: list[tuple[bool, Any]] = []
     for name in names:
         value = compiled.params[name]
