@@ -22,7 +22,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
-from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
 from strawberry.http.parse_content_type import parse_content_type
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
@@ -33,6 +32,7 @@ from chatql.gql.bodylimit import BodyLimitMiddleware, error_body
 from chatql.gql.context import Context, Services
 from chatql.gql.export import export_endpoint
 from chatql.gql.fast_lanes import clear_refusals
+from chatql.gql.library_adapters import GraphQLViewHooks
 from chatql.gql.planner import Planner
 from chatql.gql.schema import build_schema
 from chatql.gql.settings import Settings
@@ -85,7 +85,7 @@ def _refused(error: HTTPException) -> Response:
                         status_code=error.status_code)
 
 
-class GraphQLEndpoint(GraphQL[Context, None]):
+class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
     """Strawberry's ASGI view with chatql's context, identity and JSON encoding.
 
     Authentication failures over HTTP answer **401** with a GraphQL-shaped body
@@ -207,7 +207,7 @@ class GraphQLEndpoint(GraphQL[Context, None]):
         known = self._plain_json_cache.get(key)
         if known is None:
             media_type, _ = parse_content_type(content_type.decode("latin-1"))
-            known = "application/json" in media_type and self._get_stream_transport_from_headers(
+            known = "application/json" in media_type and self.stream_transport_for(
                 {"accept": accept.decode("latin-1")} if accept is not None else {}) is None
             if len(self._plain_json_cache) >= _PLAIN_JSON_CACHE_SIZE:
                 self._plain_json_cache.clear()
@@ -253,10 +253,10 @@ class GraphQLEndpoint(GraphQL[Context, None]):
                                        request_data.operation_name, request_data.variables)
         return None if relay is None else RelayedSubscription(relay)
 
-    def _stream_result(self, request: Any, result: Any, transport: Any) -> Any:
+    def subscription_stream(self, request: Any, result: Any, transport: Any) -> Any:
         if isinstance(result, RelayedSubscription):
             return relayed_stream(result, transport)
-        return super()._stream_result(request, result, transport)
+        return None
 
     async def on_ws_connect(self, context: Context) -> Any:
         # The connection_init payload names the caller over WebSocket;

@@ -48,6 +48,7 @@ from chatql.gql.document_shapes import (
     nests_within,
 )
 from chatql.gql.fast_lanes import clear_refusals, keep_refusal
+from chatql.gql.library_adapters import graphql_core_schema
 from chatql.gql.limits import limit_rules
 from chatql.store.errors import ChatArchived
 from chatql.store.messages import message as store_messages
@@ -129,7 +130,8 @@ def _plan(query: str, operation_name: str | None, schema: Any,
             return None
     # Validated last: only documents that can take the path pay for it, once.
     rules = (*specified_rules, *limit_rules(max_depth, max_aliases))
-    if not _converts_every_message_field(schema) or validate(schema._schema, document, rules):
+    if not _converts_every_message_field(schema) or validate(graphql_core_schema(schema),
+                                                             document, rules):
         return None
     return AppendPlan(response_key=(root.alias or root.name).value, fields=fields,
                       arguments=arguments)
@@ -137,7 +139,7 @@ def _plan(query: str, operation_name: str | None, schema: Any,
 
 def _converts_every_message_field(schema: Any) -> bool:
     """True when :func:`_message` converts every field the schema's ``MessageInput`` has."""
-    shape = schema._schema.type_map.get("MessageInput")
+    shape = graphql_core_schema(schema).type_map.get("MessageInput")
     return isinstance(shape, GraphQLInputObjectType) and _MESSAGE_FIELDS.issuperset(
         shape.fields)
 

@@ -53,12 +53,14 @@ from graphql import (
 )
 from graphql.execution.values import get_argument_values, get_variable_values
 from graphql.pyutils import Undefined
+from strawberry.resolvers import is_default_resolver
 from strawberry.schema.schema import validate_document
 from strawberry.types.arguments import convert_arguments
 
 from chatql.gql.chat_events import ChatEvent
 from chatql.gql.context import Context
 from chatql.gql.document_shapes import MAX_FAST_DOCUMENT, PlanCache, has_nul, sole_root_field
+from chatql.gql.library_adapters import graphql_core_schema
 from chatql.gql.limits import limit_rules
 from chatql.store.chats import events as store_events
 from chatql.store.chats.lists import ChatListFilter
@@ -133,7 +135,7 @@ def _attribute(field_def: GraphQLField) -> str:
     resolver = field_def.resolve
     strawberry_field = field_def.extensions.get("strawberry-definition")
     python_name = getattr(strawberry_field, "python_name", None)
-    if field_def.args or resolver is None or not getattr(resolver, "_is_default", False) or (
+    if field_def.args or resolver is None or not is_default_resolver(resolver) or (
         not python_name or getattr(strawberry_field, "permission_classes", None)
         or getattr(strawberry_field, "extensions", None)
     ):
@@ -245,7 +247,9 @@ def _plan(schema: Any, document: DocumentNode, operation_name: str | None) -> Ch
     operation, root = found
     if any(definition.directives for definition in operation.variable_definitions or ()):
         raise _NoPlan
-    subscription: GraphQLObjectType = schema._schema.subscription_type
+    subscription = graphql_core_schema(schema).subscription_type
+    if subscription is None:
+        raise _NoPlan
     field_def = subscription.fields["chatEvents"]
     event_type, nullable = _unwrap(field_def.type)
     if nullable or not isinstance(event_type, GraphQLObjectType) or set(field_def.args) != {
@@ -273,8 +277,8 @@ def chat_events_plan_for(schema: Any, query: str | None, operation_name: str | N
         try:
             document = parse(query, max_lexical_tokens=max_tokens, max_comments=max_tokens)
             rules = (*specified_rules, *limit_rules(max_depth, max_aliases))
-            return None if validate_document(schema._schema, document, rules) else _plan(
-                schema, document, operation_name)
+            invalid = validate_document(graphql_core_schema(schema), document, rules)
+            return None if invalid else _plan(schema, document, operation_name)
         except (GraphQLError, _NoPlan):
             return None
 
@@ -287,8 +291,9 @@ def _list_filter(schema: Any, plan: ChatEventsPlan,
     answer (a variable that does not coerce, a filter the resolver refuses)."""
     if variables and has_nul(variables):
         return None
-    coerced = get_variable_values(schema._schema, plan.operation.variable_definitions or (),
-                                  variables or {}, max_errors=1)
+    coerced = get_variable_values(graphql_core_schema(schema),
+                                  plan.operation.variable_definitions or (), variables or {},
+                                  max_errors=1)
     if isinstance(coerced, list):
         return None
     try:
@@ -309,7 +314,8 @@ async def _executed(schema: Any, plan: ChatEventsPlan, context: Context,
                     variables: dict[str, Any] | None,
                     event: store_events.ChatEvent) -> str:
     """One event answered by the general executor, errors coded as everywhere."""
-    result = execute(schema._schema, plan.document, root_value=ChatEvent.from_store(event),
+    result = execute(graphql_core_schema(schema), plan.document,
+                     root_value=ChatEvent.from_store(event),
                      context_value=context, variable_values=variables,
                      operation_name=plan.operation.name.value if plan.operation.name else None)
     if inspect.isawaitable(result):

@@ -53,11 +53,13 @@ from graphql import (
     specified_rules,
 )
 from graphql.execution.values import get_argument_values, get_variable_values
+from strawberry.resolvers import is_default_resolver
 from strawberry.schema.schema import validate_document
 
 from chatql.gql.chat_lists import _cursor_scope as chat_list_scope
 from chatql.gql.context import Context
 from chatql.gql.document_shapes import has_nul
+from chatql.gql.library_adapters import graphql_core_schema
 from chatql.gql.limits import limit_rules
 from chatql.gql.messages import _branch_scope, _cursor_scope
 from chatql.gql.settings import Settings
@@ -153,7 +155,7 @@ def _is_plain(field_def: GraphQLField) -> bool:
     resolver = field_def.resolve
     strawberry_field = field_def.extensions.get("strawberry-definition")
     return (
-        resolver is not None and getattr(resolver, "_is_default", False)
+        resolver is not None and is_default_resolver(resolver)
         and bool(getattr(strawberry_field, "python_name", None))
         and not getattr(strawberry_field, "permission_classes", None)
         and not getattr(strawberry_field, "extensions", None)
@@ -486,6 +488,8 @@ class CompiledReads:
 
     def __init__(self, schema: Any, settings: Settings) -> None:
         self._schema = schema
+        # Resolved once: every plan and every read validates and coerces against it.
+        self._graphql_schema = graphql_core_schema(schema)
         self._settings = settings
         self._plans: OrderedDict[tuple[str, str | None], _PagePlan | None] = OrderedDict()
         # Cursors are a pure function of (key, scope, position): pages read again and
@@ -512,7 +516,7 @@ class CompiledReads:
 
     def _make(self, query: str, operation_name: str | None) -> _PagePlan | None:
         settings = self._settings
-        graphql_schema = self._schema._schema
+        graphql_schema = self._graphql_schema
         try:
             document = parse(query, max_lexical_tokens=settings.max_query_tokens,
                              max_comments=settings.max_query_tokens)
@@ -548,7 +552,7 @@ class CompiledReads:
                    variables: dict[str, Any]) -> dict[str, Any]:
         if has_nul(variables):
             raise _Fallback
-        graphql_schema = self._schema._schema
+        graphql_schema = self._graphql_schema
         coerced = get_variable_values(graphql_schema,
                                       plan.operation.variable_definitions or (), variables,
                                       max_errors=1)

@@ -17,6 +17,7 @@ import weakref
 from typing import Any
 
 from graphql import GraphQLEnumType, GraphQLNonNull, GraphQLScalarType
+from strawberry.resolvers import is_default_resolver
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
 __all__ = ["LeafFastPathExecutionContext"]
@@ -35,8 +36,8 @@ def _plan(schema: Any, parent_type: Any, name: str) -> _Plan:
     if field_def is None or field_def.args:
         return None
     resolver = field_def.resolve
-    # Strawberry marks the resolver of a field without a resolver function `_is_default`.
-    if resolver is None or not getattr(resolver, "_is_default", False):
+    # A resolver Strawberry made for a field without a resolver function of its own.
+    if resolver is None or not is_default_resolver(resolver):
         return None
     strawberry_field = field_def.extensions.get("strawberry-definition")
     python_name = getattr(strawberry_field, "python_name", None)

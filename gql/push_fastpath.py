@@ -44,6 +44,7 @@ from chatql.gql.document_shapes import (
     nests_within,
 )
 from chatql.gql.fast_lanes import clear_refusals, keep_refusal
+from chatql.gql.library_adapters import graphql_core_schema
 from chatql.store.errors import ChatqlError
 from chatql.store.streams.reducer import ChunkIn
 
@@ -84,7 +85,8 @@ def _plan(query: str, operation_name: str | None, schema: Any) -> PushPlan | Non
     ):
         return None
     # Validated last: only documents that can take the path pay for it, once.
-    if not _converts_every_chunk_field(schema) or validate(schema._schema, document):
+    if not _converts_every_chunk_field(schema) or validate(graphql_core_schema(schema),
+                                                           document):
         return None
     return PushPlan(
         response_key=(root.alias or root.name).value,
@@ -96,7 +98,7 @@ def _plan(query: str, operation_name: str | None, schema: Any) -> PushPlan | Non
 
 def _converts_every_chunk_field(schema: Any) -> bool:
     """True when :func:`_chunk` converts every field the schema's ``ChunkInput`` has."""
-    shape = schema._schema.type_map.get("ChunkInput")
+    shape = graphql_core_schema(schema).type_map.get("ChunkInput")
     return isinstance(shape, GraphQLInputObjectType) and _CHUNK_FIELDS.issuperset(
         shape.fields)
 

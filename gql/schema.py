@@ -16,13 +16,20 @@ from chatql.gql.chats import ChatMutation, ChatQuery
 from chatql.gql.errors import ChatqlSchema
 from chatql.gql.execution import LeafFastPathExecutionContext
 from chatql.gql.imports import ImportMutation
+from chatql.gql.library_adapters import build_input_with
 from chatql.gql.lifecycle import LifecycleMutation, LifecycleQuery
 from chatql.gql.limits import DocumentParserCache, QueryLimits
 from chatql.gql.memory import MemoryMutation, MemoryQuery
 from chatql.gql.messages import MessageMutation, MessageQuery
 from chatql.gql.search import SearchQuery
 from chatql.gql.settings import Settings
-from chatql.gql.streams import StreamMutation, StreamQuery, StreamSubscription
+from chatql.gql.streams import (
+    ChunkInput,
+    StreamMutation,
+    StreamQuery,
+    StreamSubscription,
+    chunk_from_input,
+)
 from chatql.gql.usage import UsageQuery
 
 __all__ = ["Mutation", "Query", "Subscription", "build_schema"]
@@ -44,6 +51,11 @@ Subscription = merge_types("Subscription", (StreamSubscription, ChatEventSubscri
 def build_schema(settings: Settings | None = None) -> ChatqlSchema:
     """The executable schema for an app with ``settings`` (default: the defaults)."""
     limits = settings or Settings()
+    # pushChunks carries up to 1,000 chunks: Strawberry builds each straight from
+    # graphql-core's coerced value (see chunk_from_input), not by its generic
+    # conversion. Set before the schema is built, which also builds input defaults
+    # with it.
+    build_input_with(ChunkInput, chunk_from_input)
     # Extensions are built per request; the parse and validation caches they use are
     # Strawberry's (shared by size), so every request of every app shares them.
     return ChatqlSchema(

@@ -40,6 +40,7 @@ __all__ = [
     "StreamQuery",
     "StreamResult",
     "StreamSubscription",
+    "chunk_from_input",
 ]
 
 
@@ -163,12 +164,14 @@ class ChunkInput:
         )
 
 
-def _chunk_from_input(_cls: type, value: Mapping[str, Any], _context: Any) -> ChunkIn:
-    """Build the store's chunk straight from graphql-core's coerced value.
+def chunk_from_input(_cls: type, value: Mapping[str, Any], _context: Any) -> ChunkIn:
+    """Build the store's chunk straight from graphql-core's coerced ``ChunkInput`` value.
 
     ``pushChunks`` carries up to 1,000 chunks; Strawberry's generic input conversion
     costs ~0.4 ms per chunk (most of a push), this costs a few microseconds.
     graphql-core has already checked every field's type and filled the defaults.
+    ``gql/schema.py`` has Strawberry build ``ChunkInput`` values with it when it builds
+    the schema (:func:`~chatql.gql.library_adapters.build_input_with`).
     """
     role = value.get("role")
     return ChunkIn(
@@ -184,9 +187,6 @@ def _chunk_from_input(_cls: type, value: Mapping[str, Any], _context: Any) -> Ch
         delta_action=value.get("deltaAction"),
         tokens=value.get("tokens"),
     )
-
-
-ChunkInput.__strawberry_definition__.from_input = _chunk_from_input  # type: ignore[attr-defined]
 
 
 @strawberry.input(description="An execution step, buffered (or updated by id) for resume.")
@@ -279,7 +279,8 @@ class StreamMutation:
         refused = take_refusal("pushChunks")
         if refused is not None:  # the fast path tried this very push: not twice
             raise refused
-        # ChunkInput values arrive as store ChunkIn already (see _chunk_from_input).
+        # ChunkInput values arrive as store ChunkIn already in chatql's schema (see
+        # chunk_from_input); a schema built without it gives ChunkInput objects.
         batch = [c if isinstance(c, ChunkIn) else c.to_store() for c in chunks]
         result = await _streams(info).push_chunks(info.context.identity, str(stream_id), batch)
         return result  # type: ignore[return-value]

@@ -80,17 +80,19 @@ from graphql import (
 )
 from strawberry.asgi import ASGIWebSocketAdapter
 from strawberry.http.exceptions import WebSocketDisconnected
-from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
-    BaseGraphQLTransportWSHandler,
-    Operation,
-)
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import Operation
 from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
 from strawberry.subscriptions.protocols.graphql_ws.types import CompleteMessage, ErrorMessage
 from strawberry.types.execution import ExecutionResult, PreExecutionError
-from websockets.protocol import State
 
 from chatql.gql.context import Context
 from chatql.gql.document_shapes import MAX_FAST_DOCUMENT, PlanCache, flat_root_field
+from chatql.gql.library_adapters import (
+    TransportWSHandlerHooks,
+    UvicornFrameTransport,
+    graphql_core_schema,
+    uvicorn_ws_protocol,
+)
 from chatql.store.chats.chat import get_chat
 from chatql.store.db.database import Database
 from chatql.store.errors import ChatqlError
@@ -204,7 +206,7 @@ def _selectable(schema: Any) -> frozenset[str]:
     """The ``Chunk`` fields of the schema that a published chunk carries as they are
     sent; any other field (one added later, say) makes the subscription run the
     ordinary way, where its resolver runs."""
-    shape = schema._schema.type_map.get("Chunk")
+    shape = graphql_core_schema(schema).type_map.get("Chunk")
     names = frozenset(getattr(shape, "fields", None) or ())
     return (names & _CHUNK_FIELDS) | {"__typename"}
 
@@ -241,8 +243,8 @@ def plan_for(schema: Any, query: str, operation_name: str | None,
     def make() -> ChatStreamPlan | None:
         try:
             document = parse(query)
-            return None if validate(schema._schema, document) else _plan(schema, document,
-                                                                         operation_name)
+            return None if validate(graphql_core_schema(schema), document) else _plan(
+                schema, document, operation_name)
         except GraphQLError:
             return None
 
@@ -470,21 +472,10 @@ def _sansio_protocol(websocket: Any) -> Any:
     transforms them); None otherwise."""
     scope = getattr(websocket, "scope", None)
     server_send = scope.get(SERVER_SEND_KEY) if isinstance(scope, dict) else None
-    protocol = getattr(server_send, "__self__", None)
-    if protocol is None:
-        return None
-    try:
-        from uvicorn.protocols.websockets.websockets_sansio_impl import (
-            WebSocketsSansIOProtocol,
-        )
-    except ImportError:  # pragma: no cover - another server
-        return None
-    if type(protocol) is not WebSocketsSansIOProtocol or protocol.conn.extensions:
-        return None
-    return protocol
+    return None if server_send is None else uvicorn_ws_protocol(server_send)
 
 
-class FrameWriter:
+class FrameWriter(UvicornFrameTransport):
     """Sends text frames over one WebSocket, written straight to the transport.
 
     The ordinary way (Starlette's ``send_text``, the middlewares' send wrappers, uvicorn's
@@ -496,32 +487,15 @@ class FrameWriter:
     ordinary way, which waits for the buffer to drain and raises as it always does, so
     backpressure holds (the subscriber's queue coalesces or snapshots what waits) and
     nothing is written after a close. Pings, pongs and the close itself always go
-    through the server.
+    through the server. (When a frame may be written directly, and the write itself,
+    are :class:`~chatql.gql.library_adapters.UvicornFrameTransport`'s.)
     """
 
-    __slots__ = ("_fallback", "_protocol", "_transport")
+    __slots__ = ("_fallback",)
 
     def __init__(self, protocol: Any, fallback: Send) -> None:
-        self._protocol = protocol
-        self._transport = protocol.transport
+        super().__init__(protocol)
         self._fallback = fallback
-
-    def writable(self) -> bool:
-        """Whether a frame may be written to the transport now."""
-        protocol = self._protocol
-        return (protocol.writable.is_set() and protocol.handshake_complete
-                and not protocol.close_sent and not protocol.disconnected
-                and protocol.initial_response is None
-                and protocol.conn.state is State.OPEN
-                and not protocol.conn.expect_continuation_frame
-                and not self._transport.is_closing())
-
-    def write(self, frames: bytes) -> bool:
-        """Write already framed ``frames`` when the transport takes them now."""
-        if not self.writable():
-            return False
-        self._transport.write(frames)
-        return True
 
     async def __call__(self, text: str) -> None:
         if not self.write(text_frame(text.encode())):
@@ -614,7 +588,7 @@ class ChatqlWebSocketAdapter(ASGIWebSocketAdapter):
         await super().close(code, fit_close_reason(reason))
 
 
-class ChatqlTransportWSHandler(BaseGraphQLTransportWSHandler[Any, None]):
+class ChatqlTransportWSHandler(TransportWSHandlerHooks[Any, None]):
     """``graphql-transport-ws`` with message checks and server pings."""
 
     _ping_task: asyncio.Task[None] | None = None
@@ -628,11 +602,9 @@ class ChatqlTransportWSHandler(BaseGraphQLTransportWSHandler[Any, None]):
 
     async def handle_connection_init(self, message: Any) -> None:
         await super().handle_connection_init(message)
-        timeout = self.connection_init_timeout_task
-        if timeout is not None and (timeout.cancelling() or timeout.cancelled()):
-            # Cancelled by the init: once it ends, nothing of it (its CancelledError,
-            # traceback and frames) should stay referenced for the socket's lifetime.
-            self.connection_init_timeout_task = None
+        # Cancelled by the init: once it ends, nothing of its timer (its CancelledError,
+        # traceback and frames) should stay referenced for the socket's lifetime.
+        self.release_init_timer()
         view: Any = self.view
         if self.connection_acknowledged and view.keep_alive and self._ping_task is None:
             self._ping_task = asyncio.create_task(self._ping(view.keep_alive_interval))
@@ -654,11 +626,12 @@ class ChatqlTransportWSHandler(BaseGraphQLTransportWSHandler[Any, None]):
         await super().run_operation(operation)
 
     @staticmethod
-    def _get_pre_execution_close_reason(error: GraphQLError) -> str | None:
+    def pre_execution_close_reason(error: GraphQLError) -> str | None:
         # A document that does not parse is answered with ``error``; the socket stays.
         if isinstance(error, GraphQLSyntaxError):
             return None
-        return BaseGraphQLTransportWSHandler._get_pre_execution_close_reason(error)
+        reason: str | None = TransportWSHandlerHooks.pre_execution_close_reason(error)
+        return reason
 
     async def shutdown(self) -> None:
         if self._ping_task is not None:

@@ -43,6 +43,7 @@ from chatql.store.chats import access
 from chatql.store.chats import chat as store_chats
 from chatql.store.chats.chat import present
 from chatql.store.db.database import Database
+from chatql.store.db.driver_adapters import compiled_positional_names
 from chatql.store.db.rows import RECORD_COLUMNS
 from chatql.store.db.tables import chats, messages
 from chatql.store.jsonutil import loads
@@ -306,7 +307,7 @@ def _compiled(query: Any, dialect_name: str) -> PreparedStatement:
     dialect = (postgresql.asyncpg.dialect()  # type: ignore[no-untyped-call]
                if dialect_name == "postgresql" else sqlite.aiosqlite.dialect())
     compiled = query.compile(dialect=dialect)
-    names = compiled.positiontup or ()
+    names = compiled_positional_names(compiled)
     slots: list[tuple[bool, Any]] = []
     for name in names:
         value = compiled.params[name]

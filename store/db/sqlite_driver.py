@@ -21,7 +21,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import aiosqlite
+from chatql.store.db.driver_adapters import ThreadCallConnection, daemon_sqlite_thread
 
 __all__ = ["OneTripConnection", "connect"]
 
@@ -91,7 +91,7 @@ class OneTripCursor:
         self._rows = []
 
 
-class OneTripConnection(aiosqlite.Connection):
+class OneTripConnection(ThreadCallConnection):
     """An aiosqlite connection whose cursors are :class:`OneTripCursor`."""
 
     def cursor(self) -> OneTripCursor:  # type: ignore[override]
@@ -99,8 +99,7 @@ class OneTripConnection(aiosqlite.Connection):
 
     async def run_in_thread(self, sql: str, parameters: Any, many: bool) -> _Outcome:
         # aiosqlite's own queue to the thread (what its public calls use).
-        outcome: _Outcome = await self._execute(  # type: ignore[no-untyped-call]
-            _run, self._conn, sql, parameters, many)
+        outcome: _Outcome = await self.call_in_thread(_run, sql, parameters, many)
         return outcome
 
 
@@ -113,5 +112,5 @@ def connect(database: str, **kwargs: Any) -> OneTripConnection:
 
     connection = OneTripConnection(connector, 64)
     # Like the adapter's own connections: a forgotten one never holds up the exit.
-    connection._thread.daemon = True
+    daemon_sqlite_thread(connection)
     return connection
