@@ -53,13 +53,18 @@ from graphql import (
 )
 from graphql.execution.values import get_argument_values, get_variable_values
 from graphql.pyutils import Undefined
-from strawberry.resolvers import is_default_resolver
 from strawberry.schema.schema import validate_document
 from strawberry.types.arguments import convert_arguments
 
 from chatql.gql.chat_events import ChatEvent
 from chatql.gql.context import Context
-from chatql.gql.document_shapes import MAX_FAST_DOCUMENT, PlanCache, has_nul, sole_root_field
+from chatql.gql.document_shapes import (
+    MAX_FAST_DOCUMENT,
+    PlanCache,
+    has_nul,
+    plain_attribute,
+    sole_root_field,
+)
 from chatql.gql.library_adapters import graphql_core_schema
 from chatql.gql.limits import limit_rules
 from chatql.store.chats import events as store_events
@@ -132,15 +137,10 @@ def _unwrap(kind: Any) -> tuple[Any, bool]:
 
 def _attribute(field_def: GraphQLField) -> str:
     """The record attribute a field's value is, when it is nothing more."""
-    resolver = field_def.resolve
-    strawberry_field = field_def.extensions.get("strawberry-definition")
-    python_name = getattr(strawberry_field, "python_name", None)
-    if field_def.args or resolver is None or not is_default_resolver(resolver) or (
-        not python_name or getattr(strawberry_field, "permission_classes", None)
-        or getattr(strawberry_field, "extensions", None)
-    ):
+    python_name = plain_attribute(field_def)
+    if python_name is None:
         raise _NoPlan
-    return str(python_name)
+    return python_name
 
 
 def _completer(kind: Any, inner: Callable[[Any], Any]) -> Callable[[Any], Any]:

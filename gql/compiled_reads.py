@@ -53,12 +53,11 @@ from graphql import (
     specified_rules,
 )
 from graphql.execution.values import get_argument_values, get_variable_values
-from strawberry.resolvers import is_default_resolver
 from strawberry.schema.schema import validate_document
 
 from chatql.gql.chat_lists import _cursor_scope as chat_list_scope
 from chatql.gql.context import Context
-from chatql.gql.document_shapes import has_nul
+from chatql.gql.document_shapes import has_nul, plain_attribute
 from chatql.gql.library_adapters import graphql_core_schema
 from chatql.gql.limits import limit_rules
 from chatql.gql.messages import _branch_scope, _cursor_scope
@@ -150,16 +149,7 @@ def _unwrap(kind: Any) -> tuple[Any, bool]:
 
 def _is_plain(field_def: GraphQLField) -> bool:
     """A field with no arguments whose value is its record attribute."""
-    if field_def.args:
-        return False
-    resolver = field_def.resolve
-    strawberry_field = field_def.extensions.get("strawberry-definition")
-    return (
-        resolver is not None and is_default_resolver(resolver)
-        and bool(getattr(strawberry_field, "python_name", None))
-        and not getattr(strawberry_field, "permission_classes", None)
-        and not getattr(strawberry_field, "extensions", None)
-    )
+    return plain_attribute(field_def) is not None
 
 
 class _Collector:

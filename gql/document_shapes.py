@@ -14,10 +14,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Container, Hashable
 from typing import Any, Generic, TypeVar
 
-from graphql import DocumentNode, FieldNode, OperationDefinitionNode, OperationType
+from graphql import DocumentNode, FieldNode, GraphQLField, OperationDefinitionNode, OperationType
+from strawberry.resolvers import is_default_resolver
 
 __all__ = ["MAX_FAST_DOCUMENT", "PlanCache", "flat_root_field", "has_nul", "leaf_selections",
-           "nests_within", "sole_root_field"]
+           "nests_within", "plain_attribute", "sole_root_field"]
 
 #: Longer documents are left to the ordinary path (and its limits).
 MAX_FAST_DOCUMENT = 1_000
@@ -80,6 +81,24 @@ def flat_root_field(
     operation, root = shape
     fields = leaf_selections(root, allowed, max_fields=len(allowed))
     return None if fields is None else (operation, root, fields)
+
+
+def plain_attribute(field_def: GraphQLField) -> str | None:
+    """The record attribute a field's value is, when it is nothing more: no arguments,
+    the resolver Strawberry makes for a field without one of its own, no permission
+    classes or field extensions. None: the field's resolver must run (a plan leaves
+    such a field to the executor)."""
+    if field_def.args:
+        return None
+    resolver = field_def.resolve
+    if resolver is None or not is_default_resolver(resolver):
+        return None
+    strawberry_field = field_def.extensions.get("strawberry-definition")
+    python_name = getattr(strawberry_field, "python_name", None)
+    if not python_name or getattr(strawberry_field, "permission_classes", None) or getattr(
+            strawberry_field, "extensions", None):
+        return None
+    return str(python_name)
 
 
 def has_nul(value: object) -> bool:

@@ -17,8 +17,9 @@ import weakref
 from typing import Any
 
 from graphql import GraphQLEnumType, GraphQLNonNull, GraphQLScalarType
-from strawberry.resolvers import is_default_resolver
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
+
+from chatql.gql.document_shapes import plain_attribute
 
 __all__ = ["LeafFastPathExecutionContext"]
 
@@ -33,17 +34,8 @@ _PLANS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], _Plan]] = (
 
 def _plan(schema: Any, parent_type: Any, name: str) -> _Plan:
     field_def = schema.get_field(parent_type, name)
-    if field_def is None or field_def.args:
-        return None
-    resolver = field_def.resolve
-    # A resolver Strawberry made for a field without a resolver function of its own.
-    if resolver is None or not is_default_resolver(resolver):
-        return None
-    strawberry_field = field_def.extensions.get("strawberry-definition")
-    python_name = getattr(strawberry_field, "python_name", None)
-    if not python_name or getattr(strawberry_field, "permission_classes", None):
-        return None
-    if getattr(strawberry_field, "extensions", None):
+    python_name = None if field_def is None else plain_attribute(field_def)
+    if python_name is None:
         return None
     nullable = not isinstance(field_def.type, GraphQLNonNull)
     leaf = field_def.type if nullable else field_def.type.of_type
