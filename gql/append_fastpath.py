@@ -5,10 +5,9 @@ graphql-core's generic variable coercion and Strawberry's argument conversion as
 the store. Here an ``appendMessages`` document is parsed and validated (with the
 service's document limits) once per distinct text, then cached; each request's
 arguments — from its variables or from literals in the document, read once when the
-plan is made — are checked against the ``MessageInput`` shape by hand and handed
-straight to the store. The shape is read from the schema when the plan is made: if
-``MessageInput`` has a field this path does not convert, no plan is made and every
-append runs the ordinary way, so no field is ever skipped.
+plan is made — are converted by the ``MessageInput`` converter the resolver uses too
+(gql/inputs.py, read from the schema when the plan is made) and handed straight to the
+store, so a field added to ``MessageInput`` is converted here as everywhere.
 
 Anything unusual — another operation, fragments, directives, variables with
 defaults or left out, a value of an unexpected type, NUL anywhere — returns None
@@ -27,7 +26,6 @@ from typing import Any
 
 from graphql import (
     GraphQLError,
-    GraphQLInputObjectType,
     NonNullTypeNode,
     OperationType,
     ValueNode,
@@ -45,9 +43,9 @@ from chatql.gql.document_shapes import (
     MAX_FAST_DOCUMENT,
     PlanCache,
     flat_root_field,
-    nests_within,
 )
 from chatql.gql.fast_lanes import clear_refusals, keep_refusal
+from chatql.gql.inputs import InputConverter
 from chatql.gql.library_adapters import graphql_core_schema
 from chatql.gql.limits import limit_rules
 from chatql.store.errors import ChatArchived
@@ -59,14 +57,6 @@ _FIELD = "appendMessages"
 _RESULT_FIELDS = frozenset({"chatId", "appendId", "digest", "messageIds", "firstSequence",
                             "lastSequence", "__typename"})
 _ARGUMENTS = frozenset({"chatId", "appendId", "messages", "parentId"})
-_NAME_FIELDS = (("requestId", "request_id"), ("blockId", "block_id"),
-                ("threadId", "thread_id"), ("assistantId", "assistant_id"))
-_MESSAGE_FIELDS = frozenset({"role", "type", "props", "id", "metadata", "tokens",
-                             *(name for name, _ in _NAME_FIELDS)})
-_ROLES = frozenset(store_messages.ROLES)
-# Deeper JSON goes the ordinary way (as for pushChunks).
-_MAX_DEPTH = 64
-_INT_RANGE = range(-(2**31), 2**31)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +74,9 @@ class AppendPlan:
     response_key: str
     fields: tuple[tuple[str, str], ...]
     arguments: dict[str, Argument]
+    #: ``MessageInput`` values to ``NewMessage``, read from the schema the plan was made
+    #: from.
+    messages: InputConverter
 
 
 class _HasVariable(Visitor):
@@ -130,18 +123,14 @@ def _plan(query: str, operation_name: str | None, schema: Any,
             return None
     # Validated last: only documents that can take the path pay for it, once.
     rules = (*specified_rules, *limit_rules(max_depth, max_aliases))
-    if not _converts_every_message_field(schema) or validate(graphql_core_schema(schema),
-                                                             document, rules):
+    if validate(graphql_core_schema(schema), document, rules):
+        return None
+    try:
+        converter = InputConverter(schema, "MessageInput", store_messages.NewMessage)
+    except TypeError:  # a MessageInput field with nowhere to go: the resolver says so
         return None
     return AppendPlan(response_key=(root.alias or root.name).value, fields=fields,
-                      arguments=arguments)
-
-
-def _converts_every_message_field(schema: Any) -> bool:
-    """True when :func:`_message` converts every field the schema's ``MessageInput`` has."""
-    shape = graphql_core_schema(schema).type_map.get("MessageInput")
-    return isinstance(shape, GraphQLInputObjectType) and _MESSAGE_FIELDS.issuperset(
-        shape.fields)
+                      arguments=arguments, messages=converter)
 
 
 def append_plan_for(schema: Any, query: str | None, operation_name: str | None,
@@ -163,41 +152,6 @@ def _id(value: Any) -> str | None:
     if type(value) is int:
         return str(value)
     return None
-
-
-def _message(value: Any) -> store_messages.NewMessage | None:
-    """``value`` as a message when it has the ``MessageInput`` shape, else None.
-
-    Only the GraphQL types are checked here; the store's own rules (lengths, props an
-    object, token range) are the store's, as on the ordinary path.
-    """
-    if type(value) is not dict or not _MESSAGE_FIELDS.issuperset(value):
-        return None
-    get = value.get
-    role, kind, props = get("role"), get("type"), get("props")
-    if type(role) is not str or role not in _ROLES or type(kind) is not str or props is None:
-        return None
-    message_id = get("id")
-    if message_id is not None:
-        message_id = _id(message_id)
-        if message_id is None:
-            return None
-    names = []
-    for wire, _ in _NAME_FIELDS:
-        name = get(wire)
-        if name is not None and type(name) is not str:
-            return None
-        names.append(name)
-    tokens = get("tokens")
-    if tokens is not None and (type(tokens) is not int or tokens not in _INT_RANGE):
-        return None
-    metadata = get("metadata")
-    if not nests_within(props, _MAX_DEPTH) or not nests_within(metadata, _MAX_DEPTH):
-        return None
-    return store_messages.NewMessage(
-        role=role, type=kind, props=props, id=message_id, request_id=names[0],
-        block_id=names[1], thread_id=names[2], assistant_id=names[3], metadata=metadata,
-        tokens=tokens)
 
 
 _ABSENT = object()
@@ -249,7 +203,7 @@ async def fast_append(schema: Any, context: Context, query: str | None,
             return None
     batch = []
     for item in raw:
-        message = _message(item)
+        message = plan.messages.from_json(item)
         if message is None:
             return None
         batch.append(message)

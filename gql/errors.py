@@ -81,6 +81,10 @@ def _classify(error: GraphQLError) -> tuple[str, str | None]:
 class ChatqlSchema(Schema):
     """A Strawberry schema that gives every error its ``extensions.code``."""
 
+    #: The converters of the inputs built without Strawberry's generic conversion, by
+    #: type name (set by ``build_schema``; see gql/inputs.py).
+    inputs: dict[str, Any]
+
     def process_errors(
         self,
         errors: list[GraphQLError],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import strawberry
 
 from chatql.gql.archive import bring_back
@@ -204,7 +206,8 @@ class MessageMutation:
         refused = take_refusal("appendMessages")
         if refused is not None:  # the fast path tried this very append: not twice
             raise refused
-        batch = [message.to_store() for message in messages]
+        # MessageInput values arrive as the store's NewMessage (gql/types.py).
+        batch = cast("list[store_messages.NewMessage]", messages)
 
         async def append(stop_archived: bool) -> AppendReceipt:
             return await store_messages.append_messages(  # type: ignore[return-value]

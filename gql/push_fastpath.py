@@ -3,11 +3,10 @@
 Executing ``pushChunks`` the ordinary way spends most of its time in graphql-core's
 generic variable coercion and Strawberry's argument conversion, not in the stream.
 Here a ``pushChunks`` document is parsed and validated against the schema once per
-distinct text (then cached); each request's ``chunks`` variable is checked against the
-``ChunkInput`` shape by hand and handed straight to the stream service. The shape is
-read from the schema when the plan is made: if ``ChunkInput`` has a field this path
-does not convert (one added later, say), no plan is made and every push runs the
-ordinary way, so no field is ever skipped.
+distinct text (then cached); each request's ``chunks`` variable is converted by the
+``ChunkInput`` converter the resolver uses too (gql/inputs.py, read from the schema
+when the plan is made) and handed straight to the stream service, so a field added to
+``ChunkInput`` is converted here as everywhere.
 
 Anything unusual — another operation, fragments, directives, literal chunks, a value
 of an unexpected type, or any error from the stream service — returns None and the
@@ -26,7 +25,6 @@ from typing import Any
 import orjson
 from graphql import (
     GraphQLError,
-    GraphQLInputObjectType,
     OperationType,
     StringValueNode,
     ValueNode,
@@ -41,9 +39,9 @@ from chatql.gql.document_shapes import (
     PlanCache,
     flat_root_field,
     has_nul,
-    nests_within,
 )
 from chatql.gql.fast_lanes import clear_refusals, keep_refusal
+from chatql.gql.inputs import InputConverter
 from chatql.gql.library_adapters import graphql_core_schema
 from chatql.store.errors import ChatqlError
 from chatql.store.streams.reducer import ChunkIn
@@ -51,12 +49,6 @@ from chatql.store.streams.reducer import ChunkIn
 __all__ = ["PushPlan", "fast_push", "push_plan_for"]
 
 _RESULT_FIELDS = frozenset({"accepted", "duplicates", "lastSeq", "__typename"})
-_TEXT_FIELDS = ("chunkId", "messageId", "blockId", "threadId", "deltaPath", "deltaAction")
-_CHUNK_FIELDS = frozenset({*_TEXT_FIELDS, "type", "role", "props", "delta", "tokens"})
-_DELTA_FIELDS = frozenset({"type", "messageId", "delta", "props"})
-_ROLES = frozenset({"USER", "ASSISTANT", "SYSTEM", "TOOL"})
-# graphql-core refuses deeper variable values; keep the same limit here.
-_MAX_DEPTH = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +57,8 @@ class PushPlan:
     fields: tuple[tuple[str, str], ...]
     stream_id: ValueNode
     chunks_variable: str
+    #: ``ChunkInput`` values to ``ChunkIn``, read from the schema the plan was made from.
+    chunks: InputConverter
 
 
 def _plan(query: str, operation_name: str | None, schema: Any) -> PushPlan | None:
@@ -85,22 +79,19 @@ def _plan(query: str, operation_name: str | None, schema: Any) -> PushPlan | Non
     ):
         return None
     # Validated last: only documents that can take the path pay for it, once.
-    if not _converts_every_chunk_field(schema) or validate(graphql_core_schema(schema),
-                                                           document):
+    if validate(graphql_core_schema(schema), document):
+        return None
+    try:
+        converter = InputConverter(schema, "ChunkInput", ChunkIn)
+    except TypeError:  # a ChunkInput field with nowhere to go: the resolver says so
         return None
     return PushPlan(
         response_key=(root.alias or root.name).value,
         fields=fields,
         stream_id=stream_id,
         chunks_variable=chunks.name.value,
+        chunks=converter,
     )
-
-
-def _converts_every_chunk_field(schema: Any) -> bool:
-    """True when :func:`_chunk` converts every field the schema's ``ChunkInput`` has."""
-    shape = graphql_core_schema(schema).type_map.get("ChunkInput")
-    return isinstance(shape, GraphQLInputObjectType) and _CHUNK_FIELDS.issuperset(
-        shape.fields)
 
 
 def push_plan_for(schema: Any, query: str | None, operation_name: str | None,
@@ -113,71 +104,6 @@ def push_plan_for(schema: Any, query: str | None, operation_name: str | None,
     # Plans are made from the schema's shapes: one cache entry per schema and document.
     key = (id(schema), query, operation_name)
     return plans.get(key, lambda: _plan(query, operation_name, schema))
-
-
-def _flat(props: dict[str, Any]) -> bool:
-    """True when no value in ``props`` is an object or a list (no depth to check)."""
-    # A loop, not all(): this runs for every chunk and a generator costs more.
-    for item in props.values():  # noqa: SIM110
-        if isinstance(item, (dict, list)):
-            return False
-    return True
-
-
-def _chunk(value: Any) -> ChunkIn | None:
-    """``value`` as a chunk when it has the ``ChunkInput`` shape, else None.
-
-    Only the GraphQL types are checked here; the stream's own rules (lengths, delta
-    actions, token range) are the reducer's, as on the ordinary path.
-    """
-    if not isinstance(value, dict):
-        return None
-    if value.keys() == _DELTA_FIELDS:
-        # The shape of nearly every chunk a producer streams: a delta to one message.
-        kind, message_id, delta, props = (value["type"], value["messageId"], value["delta"],
-                                          value["props"])
-        if type(kind) is str and type(message_id) is str and (
-            delta is True or delta is False
-        ) and type(props) is dict and _flat(props):
-            return ChunkIn(kind, None, message_id, None, None, None, props, delta)
-    if not _CHUNK_FIELDS.issuperset(value):
-        return None
-    get = value.get
-    kind = get("type")
-    chunk_id = get("chunkId")
-    message_id = get("messageId")
-    block_id = get("blockId")
-    thread_id = get("threadId")
-    delta_path = get("deltaPath")
-    delta_action = get("deltaAction")
-    if not isinstance(kind, str) or not (
-        (chunk_id is None or isinstance(chunk_id, str))
-        and (message_id is None or isinstance(message_id, str))
-        and (block_id is None or isinstance(block_id, str))
-        and (thread_id is None or isinstance(thread_id, str))
-        and (delta_path is None or isinstance(delta_path, str))
-        and (delta_action is None or isinstance(delta_action, str))
-    ):
-        return None
-    role = get("role")
-    if role is not None and role not in _ROLES:
-        return None
-    delta = get("delta", False)
-    if delta is not None and delta is not True and delta is not False:
-        return None
-    tokens = get("tokens")
-    # Int only (GraphQL's Int is 32-bit; anything else takes the ordinary path's error).
-    if tokens is not None and (type(tokens) is not int or not 0 <= tokens < 2**31):
-        return None
-    props = get("props")
-    # Most props are flat; only nested ones need the (recursive) depth check.
-    if type(props) is dict:
-        if not _flat(props) and not nests_within(props, _MAX_DEPTH):
-            return None
-    elif props is not None and not nests_within(props, _MAX_DEPTH):
-        return None
-    return ChunkIn(kind, chunk_id, message_id, block_id, thread_id, role, props,
-                   delta is True, delta_path, delta_action, tokens)
 
 
 def _may_hold_nul(raw: list[Any]) -> bool:
@@ -218,8 +144,9 @@ async def fast_push(schema: Any, context: Context, query: str | None,
     if not isinstance(stream_id, str) or not isinstance(raw, list):
         return None
     chunks: list[ChunkIn] = []
+    convert = plan.chunks.from_json
     for item in raw:
-        chunk = _chunk(item)
+        chunk = convert(item)
         if chunk is None:
             return None
         chunks.append(chunk)

@@ -16,6 +16,7 @@ from chatql.gql.chats import ChatMutation, ChatQuery
 from chatql.gql.errors import ChatqlSchema
 from chatql.gql.execution import LeafFastPathExecutionContext
 from chatql.gql.imports import ImportMutation
+from chatql.gql.inputs import InputConverter
 from chatql.gql.library_adapters import build_input_with
 from chatql.gql.lifecycle import LifecycleMutation, LifecycleQuery
 from chatql.gql.limits import DocumentParserCache, QueryLimits
@@ -30,7 +31,10 @@ from chatql.gql.streams import (
     StreamSubscription,
     chunk_from_input,
 )
+from chatql.gql.types import MessageInput, message_from_input
 from chatql.gql.usage import UsageQuery
+from chatql.store.messages.message import NewMessage
+from chatql.store.streams.reducer import ChunkIn
 
 __all__ = ["Mutation", "Query", "Subscription", "build_schema"]
 
@@ -51,14 +55,15 @@ Subscription = merge_types("Subscription", (StreamSubscription, ChatEventSubscri
 def build_schema(settings: Settings | None = None) -> ChatqlSchema:
     """The executable schema for an app with ``settings`` (default: the defaults)."""
     limits = settings or Settings()
-    # pushChunks carries up to 1,000 chunks: Strawberry builds each straight from
-    # graphql-core's coerced value (see chunk_from_input), not by its generic
-    # conversion. Set before the schema is built, which also builds input defaults
-    # with it.
+    # The two inputs sent by the thousand (chunks, appended messages) are built by the
+    # schema's own converters (gql/inputs.py) rather than Strawberry's generic
+    # conversion; the hooks are set before the schema is built, which also builds input
+    # defaults with them.
     build_input_with(ChunkInput, chunk_from_input)
+    build_input_with(MessageInput, message_from_input)
     # Extensions are built per request; the parse and validation caches they use are
     # Strawberry's (shared by size), so every request of every app shares them.
-    return ChatqlSchema(
+    schema = ChatqlSchema(
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
@@ -68,3 +73,8 @@ def build_schema(settings: Settings | None = None) -> ChatqlSchema:
                     lambda: QueryLimits(limits)],
         execution_context_class=LeafFastPathExecutionContext,
     )
+    schema.inputs = {
+        "ChunkInput": InputConverter(schema, "ChunkInput", ChunkIn),
+        "MessageInput": InputConverter(schema, "MessageInput", NewMessage),
+    }
+    return schema

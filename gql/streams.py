@@ -8,9 +8,9 @@ bracketed by the service's stream_start/stream_end event chunks.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import strawberry
 from strawberry.scalars import JSON
@@ -18,12 +18,14 @@ from strawberry.scalars import JSON
 from chatql.gql.archive import bring_back
 from chatql.gql.context import Info
 from chatql.gql.fast_lanes import take_refusal
+from chatql.gql.inputs import converted_by_schema
 from chatql.gql.types import Message, MessageInput, Role, StreamStatus
 from chatql.gql.usage import UsageInput
 from chatql.store.chats.chat import get_chat
 from chatql.store.errors import InvalidArgument, NotFound
 from chatql.store.ids import check_chat_id
 from chatql.store.messages import resume as store_resume
+from chatql.store.messages.message import NewMessage
 from chatql.store.messages.resume import StepIn
 from chatql.store.streams import StreamService
 from chatql.store.streams.reducer import ChunkEvent, ChunkIn
@@ -148,45 +150,11 @@ class ChunkInput:
         description="Sets the message's token count (last value wins; left out: unchanged).",
     )
 
-    def to_store(self) -> ChunkIn:
-        return ChunkIn(
-            type=self.type,
-            chunk_id=self.chunk_id,
-            message_id=self.message_id,
-            block_id=self.block_id,
-            thread_id=self.thread_id,
-            role=None if self.role is None else self.role.value,
-            props=self.props,
-            delta=bool(self.delta),
-            delta_path=self.delta_path,
-            delta_action=self.delta_action,
-            tokens=self.tokens,
-        )
 
-
-def chunk_from_input(_cls: type, value: Mapping[str, Any], _context: Any) -> ChunkIn:
-    """Build the store's chunk straight from graphql-core's coerced ``ChunkInput`` value.
-
-    ``pushChunks`` carries up to 1,000 chunks; Strawberry's generic input conversion
-    costs ~0.4 ms per chunk (most of a push), this costs a few microseconds.
-    graphql-core has already checked every field's type and filled the defaults.
-    ``gql/schema.py`` has Strawberry build ``ChunkInput`` values with it when it builds
-    the schema (:func:`~chatql.gql.library_adapters.build_input_with`).
-    """
-    role = value.get("role")
-    return ChunkIn(
-        type=value["type"],
-        chunk_id=value.get("chunkId"),
-        message_id=value.get("messageId"),
-        block_id=value.get("blockId"),
-        thread_id=value.get("threadId"),
-        role=None if role is None else str(getattr(role, "value", role)),
-        props=value.get("props"),
-        delta=bool(value.get("delta")),
-        delta_path=value.get("deltaPath"),
-        delta_action=value.get("deltaAction"),
-        tokens=value.get("tokens"),
-    )
+#: Strawberry builds ``ChunkInput`` values as the store's ``ChunkIn`` with the schema's
+#: converter (gql/inputs.py): the resolvers receive ``ChunkIn``; ``gql/schema.py`` sets
+#: the hook when it builds a schema.
+chunk_from_input = converted_by_schema("ChunkInput")
 
 
 @strawberry.input(description="An execution step, buffered (or updated by id) for resume.")
@@ -268,7 +236,8 @@ class StreamMutation:
             request_id=input.request_id,
             assistant_id=input.assistant_id,
             stream_id=None if input.stream_id is None else str(input.stream_id),
-            user_input=None if input.input is None else input.input.to_store(),
+            # MessageInput values arrive as the store's NewMessage (gql/types.py).
+            user_input=cast("NewMessage | None", input.input),
             parent_id=None if input.parent_id is None else str(input.parent_id),
         )
         return stream  # type: ignore[return-value]
@@ -279,9 +248,8 @@ class StreamMutation:
         refused = take_refusal("pushChunks")
         if refused is not None:  # the fast path tried this very push: not twice
             raise refused
-        # ChunkInput values arrive as store ChunkIn already in chatql's schema (see
-        # chunk_from_input); a schema built without it gives ChunkInput objects.
-        batch = [c if isinstance(c, ChunkIn) else c.to_store() for c in chunks]
+        # ChunkInput values arrive as the store's ChunkIn (see chunk_from_input).
+        batch = cast("list[ChunkIn]", chunks)
         result = await _streams(info).push_chunks(info.context.identity, str(stream_id), batch)
         return result  # type: ignore[return-value]
 

@@ -15,8 +15,8 @@ import strawberry
 from strawberry.scalars import JSON
 
 from chatql.gql.context import Info
+from chatql.gql.inputs import converted_by_schema
 from chatql.store.messages.message import MessageFilter as StoreMessageFilter
-from chatql.store.messages.message import NewMessage
 
 __all__ = [
     "AppendReceipt",
@@ -358,19 +358,11 @@ class MessageInput:
         default=None, description="The message's token count (a whole number >= 0)."
     )
 
-    def to_store(self) -> NewMessage:
-        return NewMessage(
-            id=None if self.id is None else str(self.id),
-            role=self.role.value,
-            type=self.type,
-            props=self.props,  # type: ignore[arg-type]
-            request_id=self.request_id,
-            block_id=self.block_id,
-            thread_id=self.thread_id,
-            assistant_id=self.assistant_id,
-            metadata=self.metadata,  # type: ignore[arg-type]
-            tokens=self.tokens,
-        )
+
+#: Strawberry builds ``MessageInput`` values as the store's ``NewMessage`` with the
+#: schema's converter (gql/inputs.py): the resolvers receive ``NewMessage``;
+#: ``gql/schema.py`` sets the hook when it builds a schema.
+message_from_input = converted_by_schema("MessageInput")
 
 
 @strawberry.input(description="Fields left out stay as they are.")
