@@ -185,9 +185,8 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
         answered = await lane.run(context, query, operation_name, variables,
                                   nul_free=b"\\u0000" not in body)
         if answered is None:
-            # Tried once: the view must not write it again (see execute_single and the
-            # kept refusal in gql/fast_lanes.py).
-            request.state.lane_tried = lane.field
+            # Tried once: the view's resolver raises the kept refusal instead of writing
+            # again (gql/fast_lanes.py).
             return False
         content = orjson.dumps(answered)
         await send({
@@ -288,8 +287,7 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
                              request_data: Any) -> Any:
         # The app's registered plans first (gql/planner.py), then the executor.
         if request_adapter.method == "POST" or self.allow_queries_via_get:
-            planned = await self.planner.execute(context, request_adapter.method,
-                                                 request_data.query,
+            planned = await self.planner.execute(context, request_data.query,
                                                  request_data.operation_name,
                                                  request_data.variables)
             if planned is not None:

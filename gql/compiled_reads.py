@@ -57,7 +57,7 @@ from strawberry.schema.schema import validate_document
 
 from chatql.gql.chat_lists import _cursor_scope as chat_list_scope
 from chatql.gql.context import Context
-from chatql.gql.document_shapes import has_nul, plain_attribute
+from chatql.gql.document_shapes import PlanCache, has_nul, plain_attribute
 from chatql.gql.library_adapters import graphql_core_schema
 from chatql.gql.limits import limit_rules
 from chatql.gql.messages import _branch_scope, _cursor_scope
@@ -481,7 +481,7 @@ class CompiledReads:
         # Resolved once: every plan and every read validates and coerces against it.
         self._graphql_schema = graphql_core_schema(schema)
         self._settings = settings
-        self._plans: OrderedDict[tuple[str, str | None], _PagePlan | None] = OrderedDict()
+        self._plans: PlanCache[_PagePlan] = PlanCache(_PLAN_CACHE_SIZE)
         # Cursors are a pure function of (key, scope, position): pages read again and
         # again (a chat's newest page) need not be signed again.
         self._signed: dict[tuple[Any, ...], str] = {}
@@ -492,17 +492,8 @@ class CompiledReads:
         if (not query or len(query) > _MAX_DOCUMENT
                 or ("messages" not in query and "chat" not in query)):
             return None
-        key = (query, operation_name)
-        try:
-            self._plans.move_to_end(key)
-            return self._plans[key]
-        except KeyError:
-            pass
-        plan = self._make(query, operation_name)
-        self._plans[key] = plan
-        if len(self._plans) > _PLAN_CACHE_SIZE:
-            self._plans.popitem(last=False)
-        return plan
+        return self._plans.get((query, operation_name),
+                               lambda: self._make(query, operation_name))
 
     def _make(self, query: str, operation_name: str | None) -> _PagePlan | None:
         settings = self._settings

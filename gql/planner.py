@@ -11,8 +11,8 @@ transports it runs on; nothing else answers an operation outside the executor.
 
 Every transport asks the :class:`Planner` the app owns:
 
-- HTTP: :meth:`Planner.lane_for` (a plain POST answered before the view's request
-  machinery), then :meth:`Planner.execute` inside the view;
+- HTTP: :meth:`Planner.lane_for` for the mutations (a plain POST answered before the
+  view's request machinery), :meth:`Planner.execute` inside the view for the reads;
 - Server-Sent Events: :meth:`Planner.sse_relay`;
 - WebSocket, both subprotocols: :meth:`Planner.serve_socket` (see gql/websocket.py).
 
@@ -128,16 +128,12 @@ class Planner:
                 return lane if lane.plan(query, operation_name) is not None else None
         return None
 
-    async def execute(self, context: Context, method: str, query: str | None,
+    async def execute(self, context: Context, query: str | None,
                       operation_name: str | None,
                       variables: dict[str, Any] | None) -> dict[str, Any] | None:
-        """The ``data`` of one HTTP operation a plan answers, or None (the executor's)."""
-        if method == "POST" and context.request is not None and getattr(
-                context.request.state, "lane_tried", None) != "pushChunks":
-            # A push the lane already tried runs the ordinary way (its kept refusal).
-            pushed = await self.push(context, query, operation_name, variables)
-            if pushed is not None:
-                return pushed["data"]  # type: ignore[no-any-return]
+        """The ``data`` of one HTTP operation a plan answers inside the view, or None (the
+        executor's). Only reads: a mutation's plan has its one door before the view
+        (:meth:`lane_for`), and a mutation the lane declined is the executor's."""
         if "reads" in self.enabled and query:
             data = await self.reads.execute(context, query, operation_name, variables)
             if data is not None:

@@ -3,7 +3,7 @@
 Every write path calls :meth:`ChatEvents.publish` once, after its transaction
 committed, with the event's type and chat (and, when the write may have taken the chat
 away from someone — an update, a delete, a purge — the chat as it was before). The
-event goes through the stream backend (:meth:`store.streams.backends.Backend.publish_chat_event`),
+event goes through the stream backend (:meth:`store.streams.backends.FanOut.publish_chat_event`),
 so it reaches every instance, this one included; each instance runs one listener that
 takes the events in order and offers each to its local subscribers.
 
@@ -48,7 +48,7 @@ from chatql.store.chats.lists import ChatListFilter
 from chatql.store.db import prepared
 from chatql.store.db.database import Database
 from chatql.store.records import Chat, Identity
-from chatql.store.streams.backends import Backend
+from chatql.store.streams.backends import FanOut
 
 __all__ = [
     "CHAT_EVENT_TYPES",
@@ -420,7 +420,7 @@ class _Tenant:
 class ChatEvents:
     """Publishes chat events through the backend and delivers them to local subscribers."""
 
-    def __init__(self, db: Database, backend: Backend, *,
+    def __init__(self, db: Database, backend: FanOut, *,
                  queue_limit: int = DEFAULT_EVENT_QUEUE_LIMIT) -> None:
         self.db = db
         self.backend = backend

@@ -9,11 +9,19 @@ The :class:`store.streams.service.StreamService` drives every stream through a
   each stream's lease and saved state, and the chunks themselves (a Redis Stream per
   chat, followed by every instance that has subscribers) live in Redis.
 
-A backend owns: claiming a chat for one stream, the lease that serialises a stream's
-operations, loading the latest state and saving it together with the chunks it
-publishes, retiring a persisted stream, the idle-stream index, and subscriptions.
-It also carries the live chat list's events (:mod:`store.events`) to every instance:
-``publish_chat_event`` on one, each instance's ``chat_event_feed`` yields it.
+The interface has two halves, each small:
+
+- :class:`StreamLog` — a stream's log and state: claiming a chat for one stream, the
+  lease that serialises a stream's operations, loading the latest state and saving it
+  together with the chunks it publishes (one step, so no subscriber sees a chunk the
+  state does not hold), retiring a persisted stream, the idle-stream index.
+- :class:`FanOut` — delivery: a chat's subscribers on this instance (their queues get
+  what a save published, on whichever instance it ran), and the live chat list's
+  events (:mod:`store.chats.events`), carried to every instance: ``publish_chat_event``
+  on one, each instance's ``chat_event_feed`` yields it.
+
+A :class:`Backend` is both, over one connection to its broker; the stream service
+drives the log and subscribes through the fan-out, the chat events use the fan-out only.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from chatql.store.streams.buffer import StreamBuffer
 from chatql.store.streams.queue import DEFAULT_QUEUE_LIMIT, SubscriberQueue
 from chatql.store.streams.reducer import ChunkEvent
 
-__all__ = ["Backend", "StaleCopy", "backend_from_url"]
+__all__ = ["Backend", "FanOut", "StaleCopy", "StreamLog", "backend_from_url"]
 
 
 class StaleCopy(Exception):
@@ -34,14 +42,12 @@ class StaleCopy(Exception):
     (or the stream busy elsewhere): nothing was written; redo it under the lease."""
 
 
-class Backend(ABC):
-    """A stream service's state and fan-out."""
+class StreamLog(ABC):
+    """A stream's log and state: who holds it, its latest state, its chunks."""
 
     #: True when another instance can carry on a stream this process holds, so a
     #: shutdown hands active streams over instead of ending them.
     hands_over: bool = False
-
-    # ---- stream state ----------------------------------------------------------------
 
     @abstractmethod
     async def claim(self, chat_id: str, stream_id: str) -> None:
@@ -107,7 +113,11 @@ class Backend(ABC):
         stream = local.get(stream_id)
         return stream is not None and stream.end_status is None and stream.last_push <= before
 
-    # ---- subscriptions -----------------------------------------------------------------
+
+
+class FanOut(ABC):
+    """Delivery: a chat's subscribers on this instance, and the chat events every
+    instance sees."""
 
     @abstractmethod
     async def subscribe(self, chat_id: str, after_seq: int | None = None) -> SubscriberQueue:
@@ -122,7 +132,6 @@ class Backend(ABC):
     def subscriber_count(self, chat_id: str) -> int:
         """Subscribers of ``chat_id`` on this instance (for tests and metrics)."""
 
-    # ---- chat events -------------------------------------------------------------------
 
     @abstractmethod
     async def publish_chat_event(self, payload: bytes) -> None:
@@ -133,6 +142,11 @@ class Backend(ABC):
         """Start following chat events; the iterator yields every event published from
         now on (on any instance), in the order the broker received them, and an empty
         payload where events may have been lost (a broker outage)."""
+
+
+
+class Backend(StreamLog, FanOut):
+    """A stream service's log and fan-out, over one broker."""
 
     @abstractmethod
     async def close(self) -> None:
