@@ -250,27 +250,36 @@ def free_port() -> int:
         return port
 
 
-@pytest.fixture
-async def live_server(settings: Settings) -> AsyncIterator[str]:
-    """A real uvicorn server on a free loopback port; yields its base URL."""
+@asynccontextmanager
+async def uvicorn_serving(app: Any, *, lifespan: str = "on",
+                          per_message_deflate: bool = False) -> AsyncIterator[int]:
+    """``app`` served by uvicorn as ``chatql serve`` runs it (websockets-sansio) on a
+    free loopback port; yields the port once the server is up."""
     port = free_port()
     config = uvicorn.Config(
-        create_app(settings), host="127.0.0.1", port=port, log_level="warning",
-        ws="websockets-sansio", ws_per_message_deflate=False, lifespan="on",
+        app, host="127.0.0.1", port=port, log_level="warning", ws="websockets-sansio",
+        ws_per_message_deflate=per_message_deflate, lifespan=lifespan,
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
-    for _ in range(500):
-        if server.started:
-            break
+    deadline = asyncio.get_running_loop().time() + 60
+    while not server.started:
         if task.done():
             task.result()
+        assert asyncio.get_running_loop().time() < deadline, "uvicorn did not start"
         await asyncio.sleep(0.01)
     try:
-        yield f"127.0.0.1:{port}"
+        yield port
     finally:
         server.should_exit = True
         await task
+
+
+@pytest.fixture
+async def live_server(settings: Settings) -> AsyncIterator[str]:
+    """A real uvicorn server on a free loopback port; yields its address."""
+    async with uvicorn_serving(create_app(settings)) as port:
+        yield f"127.0.0.1:{port}"
 
 
 @pytest.fixture

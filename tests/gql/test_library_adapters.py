@@ -16,7 +16,6 @@ from typing import Any
 import httpx
 import pytest
 import strawberry
-import uvicorn
 from graphql import (
     GraphQLError,
     GraphQLObjectType,
@@ -51,7 +50,7 @@ from chatql.gql.library_adapters import (
 from chatql.gql.schema import build_schema
 from chatql.gql.streams import ChunkInput, chunk_from_input
 from chatql.gql.websocket import text_frame
-from tests.conftest import free_port
+from tests.conftest import uvicorn_serving
 
 # -- a small schema ------------------------------------------------------------------
 
@@ -270,23 +269,9 @@ Asgi = Callable[[Any, Any, Any], Awaitable[None]]
 @asynccontextmanager
 async def served(app: Asgi, per_message_deflate: bool = False) -> AsyncIterator[str]:
     """``app`` served by uvicorn (websockets-sansio, as chatql runs) on a free port."""
-    port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                            ws="websockets-sansio", ws_per_message_deflate=per_message_deflate,
-                            lifespan="off")
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    for _ in range(500):
-        if server.started:
-            break
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    try:
+    async with uvicorn_serving(app, lifespan="off",
+                               per_message_deflate=per_message_deflate) as port:
         yield f"ws://127.0.0.1:{port}/graphql"
-    finally:
-        server.should_exit = True
-        await task
 
 
 async def _message(ws: ClientConnection) -> dict[str, Any]:

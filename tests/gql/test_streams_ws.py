@@ -14,13 +14,12 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from chatql.gql.app import create_app
 from chatql.gql.document_shapes import PlanCache
 from chatql.gql.settings import Settings
-from tests.conftest import BACKENDS, free_port, on_backend
+from tests.conftest import BACKENDS, on_backend, uvicorn_serving
 from tests.gql.wsclient import ChunkView, connect
 
 PROTOCOLS = ["graphql-transport-ws", "graphql-ws"]
@@ -50,21 +49,8 @@ def settings(request: pytest.FixtureRequest, settings: Settings) -> Settings:
 async def serve(settings: Settings) -> AsyncIterator[tuple[str, Any]]:
     """A real uvicorn server for ``settings``; yields its address and the app."""
     app = create_app(settings)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", ws="websockets-sansio",
-        ws_per_message_deflate=False, lifespan="on",
-    ))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    try:
+    async with uvicorn_serving(app) as port:
         yield f"127.0.0.1:{port}", app
-    finally:
-        server.should_exit = True
-        await task
 
 
 async def subscribed(app: Any, chat: str, count: int) -> None:
