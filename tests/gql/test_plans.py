@@ -228,6 +228,8 @@ def read_documents(seed: int) -> list[tuple[str, dict[str, Any], bool]]:
     return documents
 
 
+# Reads and appends answer without the stream broker: both databases, one broker.
+@pytest.mark.parametrize("settings", ["memory"], indirect=True)
 async def test_reads_answer_as_the_executor_does(settings: Settings) -> None:
     async with serve(settings) as (server, app):
         await data(server, 'mutation { createChat(input: {id: "r1", assistantId: "bot", '
@@ -369,6 +371,7 @@ def append_documents(seed: int) -> list[tuple[str, bool]]:
     return documents
 
 
+@pytest.mark.parametrize("settings", ["memory"], indirect=True)
 async def test_appends_answer_as_the_executor_does(settings: Settings) -> None:
     """The same append to twin chats, one written by the plan and one by the executor:
     the receipts match once the twins' ids are swapped, each one's retry is answered
