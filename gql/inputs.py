@@ -118,9 +118,28 @@ def _check_for(kind: Any) -> Callable[[Any], Any]:
         return _enum(kind)
     if isinstance(kind, GraphQLScalarType):
         builtin = _BUILTIN.get(kind.name)
-        # Any other scalar is chatql's JSON (its input is the value itself).
-        return builtin if builtin is not None else _json
+        if builtin is not None:
+            return builtin
+        if kind.name == "JSON":  # its input is the value itself, nested as deep as taken
+            return _json
+        return _parsed_by(kind)
     raise TypeError(f"input fields of type {kind} have no conversion here")
+
+
+def _parsed_by(kind: GraphQLScalarType) -> Callable[[Any], Any]:
+    """Any other scalar (a date, say) converts a value as the schema's scalar does."""
+    parse = kind.parse_value
+
+    def check(value: Any) -> Any:
+        try:
+            parsed = parse(value)
+        except Exception:
+            raise _Declined from None
+        if parsed is None or parsed is Undefined:
+            raise _Declined
+        return parsed
+
+    return check
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
