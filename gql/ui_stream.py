@@ -19,8 +19,8 @@ delta and a whole replacement all give the same parts:
   grows as ``tool-input-delta`` and becomes ``tool-input-available`` (the arguments
   parsed as JSON, or the raw text when they are not JSON) when the call's result
   arrives, its block ends or the reply ends. They are marked ``providerExecuted``: the
-  agent ran the tool, so the browser's ``onToolCall`` is not asked to. ``TOOL`` messages (props ``{tool_call_id, content}``)
-  are the call's ``tool-output-available``.
+  agent ran the tool, so the browser's ``onToolCall`` is not asked to. ``TOOL``
+  messages (props ``{tool_call_id, content}``) are the call's ``tool-output-available``.
 - Any other assistant message type ``T`` is a ``data-T`` part with the message id and
   its props as data, sent again (same id) whenever they change.
 - The person's own messages (role ``USER``) and producer events are not part of the
@@ -100,8 +100,8 @@ class UIMessageStream:
             # A new model turn: the turn's parts are complete (the AI SDK forgets open
             # text parts at a step's end; one that grows later goes on in a new part).
             self._block = message.block_id
-            for key, part in self.parts.items():
-                out.extend(self._close(key, part))
+            for part in self.parts.values():
+                out.extend(self._close(part))
             out += [{"type": "finish-step"}, {"type": "start-step"}]
         out.extend(self._changed(message))
         return out
@@ -115,8 +115,8 @@ class UIMessageStream:
         out: list[UIChunk] = []
         if not self.started:
             out.append({"type": "start"})
-        for message_id, part in self.parts.items():
-            out.extend(self._close(message_id, part))
+        for part in self.parts.values():
+            out.extend(self._close(part))
         if self.started:
             out.append({"type": "finish-step"})
         kind = _FINISH.get(status.lower())
@@ -149,7 +149,7 @@ class UIMessageStream:
         elif not text.startswith(part.sent) or (not part.open and len(text) > len(part.sent)):
             # Replaced by a text that does not extend what was sent (the new part
             # shows it whole), or grown after its part was closed (the rest goes on).
-            out.extend(self._close(message_id, part))
+            out.extend(self._close(part))
             sent = part.sent if text.startswith(part.sent) else ""
             part = _Part(kind, f"{message_id}:{part.generation + 1}", sent=sent,
                          generation=part.generation + 1)
@@ -195,7 +195,7 @@ class UIMessageStream:
             self._calls[call_id] = message_id
             out.append({"type": "tool-input-start", "toolCallId": call_id, "toolName": name,
                         "providerExecuted": True})
-        out.extend(self._close(message_id, part))
+        out.extend(self._close(part))
         output = props.get("content")
         if part.data != output or output is None:
             part.data = output
@@ -212,7 +212,7 @@ class UIMessageStream:
         part.data = json.loads(json.dumps(props))
         return [{"type": f"data-{type}", "id": message_id, "data": part.data}]
 
-    def _close(self, message_id: str, part: _Part) -> list[UIChunk]:
+    def _close(self, part: _Part) -> list[UIChunk]:
         if not part.open:
             return []
         part.open = False
