@@ -52,7 +52,7 @@ from chatql.store.limits import KEY_CHARS, check_length, check_optional_name
 from chatql.store.messages.message import NewMessage
 from chatql.store.messages.resume import StepIn
 from chatql.store.records import Identity
-from chatql.store.streams import persist
+from chatql.store.streams import claims, persist
 from chatql.store.streams.backends import Backend, StaleCopy
 from chatql.store.streams.buffer import PushResult, StreamBuffer, StreamInfo, StreamResult
 from chatql.store.streams.queue import SubscriberQueue
@@ -107,7 +107,7 @@ class StreamService:
         db: Database,
         backend: Backend,
         *,
-        idle_timeout: float = 300.0,
+        idle_timeout: float = 60.0,
         max_bytes: int = 16 * 1024 * 1024,
         retry_initial: float = 0.5,
         retry_max: float = 30.0,
@@ -133,7 +133,13 @@ class StreamService:
     # ---- lifecycle ---------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start the idle-stream sweeper."""
+        """Start the idle-stream sweeper. A backend that keeps streams in this process
+        alone first marks the database's live claims ended: streams of an earlier run
+        are gone with it."""
+        if not self.backend.hands_over:
+            ended = await claims.end_live_claims(self.db)
+            if ended:
+                logger.warning("%d stream(s) of an earlier run were lost", ended)
         if self._watcher is None and self.idle_timeout > 0:
             self._watcher = asyncio.create_task(self._watch_idle(), name="chatql-idle-streams")
 
@@ -222,7 +228,15 @@ class StreamService:
         stream_id = stream_id or new_id()
         if stream_id in self._streams or stream_id in self._closed:
             raise Conflict(f"stream id {stream_id!r} was already used")
-        await self.backend.claim(chat_id, stream_id)
+        # The database row first: of two starts with one request id exactly one gets
+        # it (the other is CONFLICT, whatever the chat's claim says).
+        await claims.open_claim(self.db, chat_id=chat_id, stream_id=stream_id,
+                                request_id=request_id)
+        try:
+            await self.backend.claim(chat_id, stream_id)
+        except BaseException:
+            await claims.drop_claim(self.db, stream_id)
+            raise
         try:
             async with self.backend.lease(stream_id):
                 return await self._open(who, chat_id, stream_id, request_id, assistant_id,
@@ -230,6 +244,7 @@ class StreamService:
         except BaseException:
             self._streams.pop(stream_id, None)
             await self.backend.unclaim(chat_id, stream_id)
+            await claims.drop_claim(self.db, stream_id)
             raise
 
     async def _open(self, who: Identity, chat_id: str, stream_id: str,
@@ -287,8 +302,9 @@ class StreamService:
             if await self.backend.is_current(stream_id):
                 raise
             return await self._push(who, stream_id, chunks, optimistic=False)
-        if not result.accepted and not await self.backend.is_current(stream_id):
-            # Nothing written (all duplicates) proves nothing about the copy.
+        if chunks and not result.accepted and not await self.backend.is_current(stream_id):
+            # Nothing written (all duplicates) proves nothing about the copy; a
+            # heartbeat (no chunks) was written, so its copy was current.
             return await self._push(who, stream_id, chunks, optimistic=False)
         return result
 
@@ -314,7 +330,9 @@ class StreamService:
                 # Read under the lease: releasing it awaits, and the next holder on this
                 # instance numbers on in the same state.
                 last_seq = stream.state.seq
-                if outcome.events:
+                if outcome.events or not chunks:
+                    # A push without chunks is a heartbeat: saved all the same, so the
+                    # stream's last write (the idle clock every instance reads) moves.
                     await self.backend.save(stream, outcome.events, aliases=outcome.aliases,
                                             seen=outcome.seen, tokens=outcome.tokens)
         return PushResult(accepted=outcome.accepted, duplicates=outcome.duplicates,
