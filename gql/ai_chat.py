@@ -39,9 +39,9 @@ from chatql.gql.context import Services
 from chatql.gql.errors import code_for
 from chatql.gql.ui_stream import UIChunk, UIMessageStream
 from chatql.store.chats.chat import create_chat, get_chat
-from chatql.store.errors import ChatqlError, Conflict, InvalidArgument, NotFound, Unauthenticated
-from chatql.store.ids import check_append_id, check_chat_id
-from chatql.store.messages.message import NewMessage, append_messages
+from chatql.store.errors import ChatqlError, Conflict, InvalidArgument, NotFound
+from chatql.store.ids import check_append_id, check_chat_id, check_message_id
+from chatql.store.messages.message import NewMessage, append_messages, get_message, regenerate
 from chatql.store.records import Identity
 from chatql.store.streams.queue import SubscriberQueue
 from chatql.store.streams.reducer import ChunkEvent
@@ -60,6 +60,8 @@ _STATUS = {"UNAUTHENTICATED": 401, "FORBIDDEN": 403, "NOT_FOUND": 404, "CONFLICT
 _TRIGGERS = ("submit-message", "regenerate-message")
 #: Seconds between SSE comments while the reply is quiet (keeps proxies from closing).
 _KEEPALIVE = 15.0
+#: How far up the tree a regenerated message is followed to find its question.
+_MAX_CLIMB = 1000
 
 
 def _failure(error: ChatqlError) -> Response:
@@ -91,14 +93,14 @@ async def send_messages(request: Request) -> Response:
             if not isinstance(assistant, str):
                 raise InvalidArgument("assistantId must be a string")
             queue = await _open_chat(services, who, chat_id, assistant, question)
+            question_id = question.id
         else:
-            raise InvalidArgument("regenerate-message is not supported yet")
-    except Unauthenticated as error:
-        return _failure(error)
+            question_id = await _question_of(services, who, chat_id, _regenerated(body))
+            queue = await _ask_again(services, who, chat_id, question_id)
     except ChatqlError as error:
         return _failure(error)
     return StreamingResponse(
-        _reply(services, streams, chat_id, queue, question_id=question.id),
+        _reply(services, streams, chat_id, queue, question_id=question_id),
         media_type="text/event-stream", headers=UI_STREAM_HEADERS)
 
 
@@ -177,6 +179,55 @@ def _newest_user_message(body: dict[str, Any]) -> NewMessage:
     metadata = message.get("metadata")
     return NewMessage(role="USER", type="user_input", props=props, id=message_id,
                       metadata=metadata if isinstance(metadata, dict) else None)
+
+
+def _regenerated(body: dict[str, Any]) -> str:
+    """The UI message a ``regenerate-message`` names: ``messageId``, else the last of
+    ``messages`` (the SDK sends them up to the question being answered again)."""
+    message_id = body.get("messageId")
+    if isinstance(message_id, str) and message_id:
+        return message_id
+    messages = body.get("messages")
+    if isinstance(messages, list) and messages and isinstance(messages[-1], dict):
+        last = messages[-1].get("id")
+        if isinstance(last, str) and last:
+            return last
+    raise InvalidArgument("regenerate-message needs 'messageId' or a last message with an id")
+
+
+async def _question_of(services: Services, who: Identity, chat_id: str,
+                       message_id: str) -> str:
+    """The person's question ``message_id`` answers (itself when it is the question):
+    the nearest USER message at or above it."""
+    check_message_id(message_id)
+    current: str | None = message_id
+    for _ in range(_MAX_CLIMB):
+        if current is None:
+            break
+        message = await get_message(services.db, who, current)
+        if message is None or message.chat_id != chat_id:
+            raise NotFound(f"message {current!r} not found in chat {chat_id!r}")
+        if message.role == "USER":
+            return message.id
+        current = message.parent_id
+    raise InvalidArgument(f"message {message_id!r} answers no question of the person's")
+
+
+async def _ask_again(services: Services, who: Identity, chat_id: str,
+                     question_id: str) -> SubscriberQueue:
+    """Make the question the active leaf again (the chat awaits a new answer) and
+    subscribe to the chat's streams first, so the answer's start cannot be missed."""
+    streams = services.streams
+    assert streams is not None
+    queue = await streams.subscribe(chat_id)
+    try:
+        await regenerate(services.db, who, question_id)
+    except BaseException:
+        await streams.unsubscribe(chat_id, queue)
+        raise
+    if services.events is not None:
+        await services.events.publish("UPDATED", chat_id, who.tenant_id)
+    return queue
 
 
 async def _open_chat(services: Services, who: Identity, chat_id: str, assistant: str,

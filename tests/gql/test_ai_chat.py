@@ -19,6 +19,8 @@ from tests.conftest import BACKENDS, on_backend
 from tests.gql.test_streams_ws import END, PUSH, START, STOP, Http, serve
 
 PERSON = {"X-User-Id": "alice", "X-Tenant-Id": "acme"}
+ALL = """query($chat: ID!) { messages(chatId: $chat, allBranches: true, first: 50) {
+  edges { node { id parentId } } } }"""
 PAGE = """query($chat: ID!) { chat(id: $chat) { assistantId activeLeafId
   messages(first: 50) { edges { node { id role type props parentId } } } } }"""
 
@@ -67,11 +69,12 @@ async def awaiting(http: Http, chat: str, question: str) -> None:
 
 
 async def answer(http: Http, chat: str, question: str, *, end: str = "COMPLETED",
-                 stop: bool = False) -> str:
+                 stop: bool = False, request: str | None = None) -> str:
     """An agent's reply: thinking, a tool call whose arguments arrive in pieces, its
     result, text in two pieces."""
     await awaiting(http, chat, question)
-    started = await http.data(START, {"input": {"chatId": chat, "requestId": question,
+    started = await http.data(START, {"input": {"chatId": chat,
+                                                "requestId": request or question,
                                                 "assistantId": "bot", "parentId": question}})
     sid = started["startStream"]["id"]
     block = {"blockId": "B1"}
@@ -171,6 +174,40 @@ async def test_a_question_is_stored_and_the_reply_streams_as_ui_chunks(
             "thinking", "tool_call", "tool_result", "text", "sources"]
         # The UI message's id is the reply's first stored message.
         assert chunks[0]["messageId"] == nodes[1]["id"]
+
+
+async def test_regenerate_answers_the_question_again_beside_the_first_answer(
+        settings: Settings) -> None:
+    async with serve(settings) as (server, _app):
+        http = Http(server)
+        async with posted(server, ask("ui-6", "q1", "Weather?")) as response:
+            agent = asyncio.create_task(answer(http, "ui-6", "q1"))
+            first = [chunk async for chunk in ui_chunks(response)]
+            await agent
+        # What useChat's regenerate() sends: the messages up to the question, and the
+        # id of the assistant message to answer again.
+        again = {"id": "ui-6", "trigger": "regenerate-message",
+                 "messageId": first[0]["messageId"],
+                 "messages": ask("ui-6", "q1", "Weather?")["messages"]}
+        async with posted(server, again) as response:
+            assert response.status_code == 200
+            agent = asyncio.create_task(answer(http, "ui-6", "q1", request="q1.1"))
+            second = [chunk async for chunk in ui_chunks(response)]
+            await agent
+        assert without_ids(second) == without_ids(first)
+        assert second[0]["messageId"] != first[0]["messageId"]
+        every = (await http.data(ALL, {"chat": "ui-6"}))["messages"]["edges"]
+        # Both answers hang below the question; the new one is the active branch.
+        answers = [edge["node"]["id"] for edge in every if edge["node"]["parentId"] == "q1"]
+        assert answers == [first[0]["messageId"], second[0]["messageId"]]
+        page = (await http.data(PAGE, {"chat": "ui-6"}))["chat"]
+        shown = [edge["node"]["id"] for edge in page["messages"]["edges"]]
+        assert shown[:2] == ["q1", second[0]["messageId"]] and len(shown) == 6
+        # Regenerating an unknown message, or none named at all, is a 400/404.
+        for body, status in (({**again, "messageId": "nope"}, 404),
+                             ({**again, "messageId": None, "messages": []}, 400)):
+            async with posted(server, body) as response:
+                assert response.status_code == status, await response.aread()
 
 
 async def test_a_retried_request_appends_nothing_twice(settings: Settings) -> None:
