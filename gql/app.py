@@ -27,6 +27,7 @@ from strawberry.http.parse_content_type import parse_content_type
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 from strawberry.types.execution import ExecutionResult
 
+from chatql.gql.ai_chat import resume_reply, send_messages
 from chatql.gql.auth import CREDENTIAL_KEYS, authenticator_for, identity_from_credentials
 from chatql.gql.bodylimit import BodyLimitMiddleware, error_body
 from chatql.gql.context import Context, Services
@@ -442,6 +443,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/healthz", healthz),
             *web_routes(settings),
             Route("/chats/{chat_id}/export", export_endpoint, methods=["GET"]),
+            Route("/ai/chat", send_messages, methods=["POST"]),
+            Route("/ai/chat/{chat_id}/stream", resume_reply, methods=["GET"]),
         ],
         lifespan=lifespan,
         middleware=[

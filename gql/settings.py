@@ -74,6 +74,11 @@ class Settings:
     #: ``append``, ``chat_events``, ``chat_stream``. The general executor then answers
     #: those operations; answers are the same bytes either way.
     disabled_plans: tuple[str, ...] = field(default_factory=tuple)
+    #: The assistant a chat created by ``POST /ai/chat`` belongs to when the request
+    #: names none (the agent serving that assistant answers it).
+    default_assistant: str = "assistant"
+    #: Seconds ``POST /ai/chat`` waits for an agent to start answering.
+    agent_reply_timeout: float = 60.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -193,6 +193,10 @@ class StreamService:
     async def unsubscribe(self, chat_id: str, queue: SubscriberQueue) -> None:
         await self.backend.unsubscribe(chat_id, queue)
 
+    async def active_stream(self, chat_id: str) -> str | None:
+        """The id of the chat's active stream on any instance, or None."""
+        return await self.backend.active_stream(chat_id)
+
     # ---- producer operations -------------------------------------------------------
 
     async def start_stream(
@@ -489,12 +493,16 @@ class StreamService:
         async with stream.publish_lock:
             # Counted under the lock: a push that was publishing has finished.
             message_count = len(stream.state.messages) + (stream.user_input is not None)
-            end = self._event(stream, {
+            props: dict[str, Any] = {
                 "event": "stream_end",
                 "status": status.lower(),
                 "messageCount": message_count,
                 "durationMs": max(0, int((time.time() - stream.started) * 1000)),
-            })
+            }
+            if status == "FAILED" and error:
+                # Viewers show why the reply failed (the producer's own words).
+                props["error"] = error
+            end = self._event(stream, props)
             await self.backend.save(stream, [end])
         return await self._persist(stream)
 

@@ -1,0 +1,328 @@
+"""The AI SDK's chat protocol: ``POST /ai/chat`` and ``GET /ai/chat/{id}/stream``.
+
+A front end built on the AI SDK's ``useChat`` talks to chatql with its default
+transport as it stands (``new DefaultChatTransport({api: '<chatql>/ai/chat'})``):
+
+- ``POST /ai/chat`` takes the SDK's request body — ``id`` (the chat id), ``messages``
+  (UI messages), ``trigger`` (``submit-message`` or ``regenerate-message``),
+  ``messageId`` — and, for ``submit-message``, appends the person's newest message to
+  the chat (creating the chat on first use, for the assistant named by the body's
+  ``assistantId`` or ``CHATQL_DEFAULT_ASSISTANT``). The UI message's id is the stored
+  message's id and the append's idempotency key, so a retried request writes nothing
+  twice. ``regenerate-message`` makes the question the chat's active leaf again (the
+  earlier answers stay as its siblings). Either way the answer is the agent's reply as
+  a UI message stream over SSE (header ``x-vercel-ai-ui-message-stream: v1``), see
+  :mod:`chatql.gql.ui_stream`. The reply is whatever stream the agent starts for the
+  question (the agent loop claims it); when none starts within
+  ``CHATQL_AGENT_REPLY_TIMEOUT`` seconds the stream says so with an ``error`` chunk.
+- ``GET /ai/chat/{id}/stream`` resumes a live reply after a reload: the reply so far
+  (from the stream's merged state) and then live, or 204 when nothing is live.
+
+The caller is identified exactly as on ``/graphql`` and needs the same rights (append:
+write access to the chat). A body that is not what the SDK sends is a 400 with a
+message, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from chatql.gql.auth import identity_from_credentials
+from chatql.gql.bodylimit import error_body
+from chatql.gql.context import Services
+from chatql.gql.errors import code_for
+from chatql.gql.ui_stream import UIChunk, UIMessageStream
+from chatql.store.chats.chat import create_chat, get_chat
+from chatql.store.errors import ChatqlError, Conflict, InvalidArgument, NotFound
+from chatql.store.ids import check_append_id, check_chat_id, check_message_id
+from chatql.store.messages.message import NewMessage, append_messages, get_message, regenerate
+from chatql.store.records import Identity
+from chatql.store.streams.queue import SubscriberQueue
+from chatql.store.streams.reducer import ChunkEvent
+from chatql.store.streams.service import StreamService
+
+__all__ = ["UI_STREAM_HEADERS", "resume_reply", "send_messages"]
+
+#: The headers the AI SDK's UI message stream responses carry.
+UI_STREAM_HEADERS = {
+    "x-vercel-ai-ui-message-stream": "v1",
+    "Cache-Control": "no-cache",
+    "X-Accel-Buffering": "no",
+}
+_STATUS = {"UNAUTHENTICATED": 401, "FORBIDDEN": 403, "NOT_FOUND": 404, "CONFLICT": 409,
+           "APPEND_CONFLICT": 409, "PAYLOAD_TOO_LARGE": 413}
+_TRIGGERS = ("submit-message", "regenerate-message")
+#: Seconds between SSE comments while the reply is quiet (keeps proxies from closing).
+_KEEPALIVE = 15.0
+#: How far up the tree a regenerated message is followed to find its question.
+_MAX_CLIMB = 1000
+
+
+def _failure(error: ChatqlError) -> Response:
+    code = code_for(error) or "INVALID_ARGUMENT"
+    headers = {"WWW-Authenticate": "Bearer"} if code == "UNAUTHENTICATED" else None
+    return JSONResponse(error_body(str(error), code), status_code=_STATUS.get(code, 400),
+                        headers=headers)
+
+
+def _sse(chunk: UIChunk) -> bytes:
+    return b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\n\n"
+
+
+async def send_messages(request: Request) -> Response:
+    """``POST /ai/chat``."""
+    services: Services = request.app.state.services
+    try:
+        who = identity_from_credentials(services.settings, dict(request.headers))
+        body = await _json_object(request)
+        chat_id = check_chat_id(_text(body, "id"))
+        trigger = body.get("trigger", "submit-message")
+        if trigger not in _TRIGGERS:
+            raise InvalidArgument(f"trigger must be one of {', '.join(_TRIGGERS)}")
+        streams = services.streams
+        assert streams is not None
+        if trigger == "submit-message":
+            question = _newest_user_message(body)
+            assistant = body.get("assistantId", services.settings.default_assistant)
+            if not isinstance(assistant, str):
+                raise InvalidArgument("assistantId must be a string")
+            queue = await _open_chat(services, who, chat_id, assistant, question)
+            question_id = question.id
+        else:
+            question_id = await _question_of(services, who, chat_id, _regenerated(body))
+            queue = await _ask_again(services, who, chat_id, question_id)
+    except ChatqlError as error:
+        return _failure(error)
+    return StreamingResponse(
+        _reply(services, streams, chat_id, queue, question_id=question_id),
+        media_type="text/event-stream", headers=UI_STREAM_HEADERS)
+
+
+async def resume_reply(request: Request) -> Response:
+    """``GET /ai/chat/{id}/stream``: the live reply so far and then live, or 204."""
+    services: Services = request.app.state.services
+    streams = services.streams
+    assert streams is not None
+    try:
+        who = identity_from_credentials(services.settings, dict(request.headers))
+        chat_id = check_chat_id(request.path_params["chat_id"])
+        if await get_chat(services.db, who, chat_id) is None:
+            raise NotFound(f"chat {chat_id!r} not found")
+    except ChatqlError as error:
+        return _failure(error)
+    live = await streams.active_stream(chat_id)
+    if live is None:
+        return Response(status_code=204)
+    queue = await streams.subscribe(chat_id)
+    return StreamingResponse(_reply(services, streams, chat_id, queue, live=live),
+                             media_type="text/event-stream", headers=UI_STREAM_HEADERS)
+
+
+# ---- the request -----------------------------------------------------------------------
+
+
+async def _json_object(request: Request) -> dict[str, Any]:
+    try:
+        body = json.loads(await request.body())
+    except ValueError:
+        raise InvalidArgument("the body must be JSON (the AI SDK's chat request)") from None
+    if not isinstance(body, dict):
+        raise InvalidArgument("the body must be a JSON object (the AI SDK's chat request)")
+    return body
+
+
+def _text(body: dict[str, Any], name: str) -> str:
+    value = body.get(name)
+    if not isinstance(value, str) or not value:
+        raise InvalidArgument(f"field {name!r} must be a non-empty string")
+    return value
+
+
+def _newest_user_message(body: dict[str, Any]) -> NewMessage:
+    """The person's newest UI message as the message to store."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise InvalidArgument("field 'messages' must be a non-empty list of UI messages")
+    message = messages[-1]
+    if not isinstance(message, dict) or message.get("role") != "user":
+        raise InvalidArgument("the last of 'messages' must be the person's (role 'user')")
+    message_id = message.get("id")
+    if not isinstance(message_id, str):
+        raise InvalidArgument("the last message needs an 'id' (a string)")
+    check_append_id(message_id)
+    parts = message.get("parts")
+    if not isinstance(parts, list):
+        raise InvalidArgument("the last message's 'parts' must be a list")
+    content: list[dict[str, Any]] = []
+    for index, part in enumerate(parts):
+        if not isinstance(part, dict):
+            raise InvalidArgument(f"parts[{index}] must be an object")
+        if part.get("type") == "text":
+            if not isinstance(part.get("text"), str):
+                raise InvalidArgument(f"parts[{index}].text must be a string")
+            content.append({"type": "text", "text": part["text"]})
+        elif part.get("type") == "file":
+            content.append({key: part[key] for key in ("type", "mediaType", "url", "filename")
+                            if isinstance(part.get(key), str)})
+        # Other parts (step markers, a client's own data) are not the person's words.
+    if not content:
+        raise InvalidArgument("the last message has no text or file parts")
+    text_only = all(part["type"] == "text" for part in content)
+    props: dict[str, Any] = {
+        "content": "".join(part["text"] for part in content) if text_only else content}
+    metadata = message.get("metadata")
+    return NewMessage(role="USER", type="user_input", props=props, id=message_id,
+                      metadata=metadata if isinstance(metadata, dict) else None)
+
+
+def _regenerated(body: dict[str, Any]) -> str:
+    """The UI message a ``regenerate-message`` names: ``messageId``, else the last of
+    ``messages`` (the SDK sends them up to the question being answered again)."""
+    message_id = body.get("messageId")
+    if isinstance(message_id, str) and message_id:
+        return message_id
+    messages = body.get("messages")
+    if isinstance(messages, list) and messages and isinstance(messages[-1], dict):
+        last = messages[-1].get("id")
+        if isinstance(last, str) and last:
+            return last
+    raise InvalidArgument("regenerate-message needs 'messageId' or a last message with an id")
+
+
+async def _question_of(services: Services, who: Identity, chat_id: str,
+                       message_id: str) -> str:
+    """The person's question ``message_id`` answers (itself when it is the question):
+    the nearest USER message at or above it."""
+    check_message_id(message_id)
+    current: str | None = message_id
+    for _ in range(_MAX_CLIMB):
+        if current is None:
+            break
+        message = await get_message(services.db, who, current)
+        if message is None or message.chat_id != chat_id:
+            raise NotFound(f"message {current!r} not found in chat {chat_id!r}")
+        if message.role == "USER":
+            return message.id
+        current = message.parent_id
+    raise InvalidArgument(f"message {message_id!r} answers no question of the person's")
+
+
+async def _ask_again(services: Services, who: Identity, chat_id: str,
+                     question_id: str) -> SubscriberQueue:
+    """Make the question the active leaf again (the chat awaits a new answer) and
+    subscribe to the chat's streams first, so the answer's start cannot be missed."""
+    streams = services.streams
+    assert streams is not None
+    queue = await streams.subscribe(chat_id)
+    try:
+        await regenerate(services.db, who, question_id)
+    except BaseException:
+        await streams.unsubscribe(chat_id, queue)
+        raise
+    if services.events is not None:
+        await services.events.publish("UPDATED", chat_id, who.tenant_id)
+    return queue
+
+
+async def _open_chat(services: Services, who: Identity, chat_id: str, assistant: str,
+                     question: NewMessage) -> SubscriberQueue:
+    """Append the question (creating the chat on first use) and subscribe to the
+    chat's streams — subscribed first, so the reply's start cannot be missed."""
+    streams = services.streams
+    assert streams is not None and question.id is not None
+    created = False
+    if await get_chat(services.db, who, chat_id) is None:
+        try:
+            await create_chat(services.db, who, id=chat_id, assistant_id=assistant)
+            created = True
+        except Conflict:
+            # Taken by a chat this caller may not see (or made a moment ago).
+            if await get_chat(services.db, who, chat_id) is None:
+                raise NotFound(f"chat {chat_id!r} not found") from None
+    queue = await streams.subscribe(chat_id)
+    try:
+        await append_messages(services.db, who, chat_id, question.id, [question])
+    except BaseException:
+        await streams.unsubscribe(chat_id, queue)
+        raise
+    if services.events is not None:
+        if created:
+            await services.events.publish("CREATED", chat_id, who.tenant_id)
+        await services.events.publish("MESSAGES", chat_id, who.tenant_id)
+    return queue
+
+
+# ---- the reply -------------------------------------------------------------------------
+
+
+async def _reply(services: Services, streams: StreamService, chat_id: str,
+                 queue: SubscriberQueue, *, question_id: str | None = None,
+                 live: str | None = None) -> AsyncIterator[bytes]:
+    """The UI message stream of one reply: the stream ``live`` (a resumed reply), or
+    the first stream that starts answering ``question_id``."""
+    translator = UIMessageStream(stream_id=live)
+    loop = asyncio.get_running_loop()
+    timeout = services.settings.agent_reply_timeout
+    deadline = loop.time() + timeout
+    # One read at a time, kept across keep-alives (never cancelled mid-wait).
+    reading: asyncio.Task[list[ChunkEvent]] | None = None
+    try:
+        while not translator.finished:
+            waiting = translator.stream_id is None
+            wait = min(_KEEPALIVE, deadline - loop.time()) if waiting else _KEEPALIVE
+            if wait <= 0:
+                for chunk in translator.end("failed", f"no agent answered within {timeout:g} s"):
+                    yield _sse(chunk)
+                break
+            if reading is None:
+                reading = asyncio.ensure_future(_next(queue))
+            done, _ = await asyncio.wait({reading}, timeout=wait)
+            if not done:
+                yield b": keep-alive\n\n"
+                continue
+            events, reading = reading.result(), None
+            if not events:
+                # The subscription ended (the server is shutting down).
+                for chunk in translator.end("interrupted"):
+                    yield _sse(chunk)
+                break
+            for event in events:
+                if translator.stream_id is None:
+                    if not _answers(event, question_id):
+                        continue  # an earlier stream of the chat, still ending
+                    translator.stream_id = event["streamId"]
+                for chunk in translator.feed(event):
+                    yield _sse(chunk)
+        yield b"data: [DONE]\n\n"
+    finally:
+        if reading is not None:
+            reading.cancel()
+        await streams.unsubscribe(chat_id, queue)
+
+
+async def _next(queue: SubscriberQueue) -> list[ChunkEvent]:
+    """The queue's next chunks; none once it is closed."""
+    try:
+        return await queue.get()
+    except StopAsyncIteration:
+        return []
+
+
+def _answers(event: ChunkEvent, question_id: str | None) -> bool:
+    """Whether ``event`` starts the stream that answers the question: one that names it
+    as its parent, or one that hangs after the active leaf (names no parent). A
+    snapshot's stream was there before the question was (the late-join replay of
+    the chat's previous reply), so it is never the answer."""
+    if event["type"] != "event" or event["snapshot"] or not isinstance(event["props"], dict):
+        return False
+    props = event["props"]
+    if props.get("event") != "stream_start":
+        return False
+    parent = props.get("parentId")
+    return parent is None or parent == question_id

@@ -1,0 +1,233 @@
+"""chatql's live chunks as the AI SDK's UI message stream.
+
+The AI SDK's chat front ends (``useChat`` and its ``DefaultChatTransport``) read an
+agent's reply as a stream of *UI message chunks* over SSE: ``start``, then parts —
+``text-start``/``text-delta``/``text-end``, ``reasoning-*``, ``tool-input-start``/
+``tool-input-delta``/``tool-input-available``, ``tool-output-available``, ``data-*`` —
+then ``finish`` (or ``abort`` when stopped, ``error`` when the agent failed).
+
+:class:`UIMessageStream` turns one stream's chunks into those. It keeps the reducer's
+view of every message (the same merge a chatql subscriber applies) and, after each
+chunk, sends what changed in the message it touched, so a late joiner's snapshot, a
+delta and a whole replacement all give the same parts:
+
+- ``text`` messages are text parts, ``thinking``/``reasoning`` messages reasoning
+  parts; the part's id is the message id and each delta is what the text grew by. A
+  text replaced by one that does not extend it ends the part and starts a new one
+  (``<message id>:<n>``) with the whole new text.
+- ``tool_call`` messages (props ``{id, name, arguments}``) are tool parts: the input
+  grows as ``tool-input-delta`` and becomes ``tool-input-available`` (the arguments
+  parsed as JSON, or the raw text when they are not JSON) when the call's result
+  arrives, its block ends or the reply ends. They are marked ``providerExecuted``: the
+  agent ran the tool, so the browser's ``onToolCall`` is not asked to. ``TOOL``
+  messages (props ``{tool_call_id, content}``) are the call's ``tool-output-available``.
+- Any other assistant message type ``T`` is a ``data-T`` part with the message id and
+  its props as data, sent again (same id) whenever they change.
+- The person's own messages (role ``USER``) and producer events are not part of the
+  reply and send nothing.
+
+The UI message's id is the id of the reply's first stored message, so the history a
+client loads later (see the TypeScript client's ``toUIMessages``) names the reply the
+same way. One ``start-step``/``finish-step`` pair frames each block (a model turn).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from chatql.store.streams.reducer import ChunkEvent, MessageState, apply_event
+
+__all__ = ["UIChunk", "UIMessageStream"]
+
+#: One UI message chunk, as JSON.
+UIChunk = dict[str, Any]
+
+_TEXT_TYPES = {"text": "text", "thinking": "reasoning", "reasoning": "reasoning"}
+_FINISH = {"completed": "finish", "interrupted": "abort"}
+
+
+@dataclass
+class _Part:
+    """What has been sent of one message."""
+
+    kind: str
+    part_id: str
+    sent: str = ""
+    open: bool = True
+    generation: int = 0
+    tool_name: str = ""
+    data: Any = None
+
+
+@dataclass
+class UIMessageStream:
+    """The UI message chunks of one chatql stream (see the module docstring)."""
+
+    #: The chatql stream whose chunks are translated (others are ignored).
+    stream_id: str | None = None
+    view: dict[str, MessageState] = field(default_factory=dict)
+    parts: dict[str, _Part] = field(default_factory=dict)
+    started: bool = False
+    finished: bool = False
+    _block: str | None = None
+    #: tool call id -> the message id of its tool_call message
+    _calls: dict[str, str] = field(default_factory=dict)
+
+    def feed(self, event: ChunkEvent) -> list[UIChunk]:
+        """The UI chunks one chatql chunk gives (often none, never after the end)."""
+        if self.finished or (self.stream_id is not None and event["streamId"] != self.stream_id):
+            return []
+        if event["type"] == "event":
+            props = event["props"] if isinstance(event["props"], dict) else {}
+            if props.get("event") == "stream_end":
+                return self.end(str(props.get("status") or "completed"), props.get("error"))
+            return []
+        message_id = event["messageId"]
+        if message_id is None:
+            return []
+        apply_event(self.view, event)
+        message = self.view[message_id]
+        if message.role == "USER":
+            return []
+        out: list[UIChunk] = []
+        if not self.started:
+            self.started = True
+            self._block = message.block_id
+            out += [{"type": "start", "messageId": message_id}, {"type": "start-step"}]
+        elif message.block_id != self._block:
+            # A new model turn: the turn's parts are complete (the AI SDK forgets open
+            # text parts at a step's end; one that grows later goes on in a new part).
+            self._block = message.block_id
+            for part in self.parts.values():
+                out.extend(self._close(part))
+            out += [{"type": "finish-step"}, {"type": "start-step"}]
+        out.extend(self._changed(message))
+        return out
+
+    def end(self, status: str, error: Any = None) -> list[UIChunk]:
+        """Close every open part and finish: ``finish`` when the reply completed,
+        ``abort`` when it was stopped, ``error`` then ``finish`` when it failed."""
+        if self.finished:
+            return []
+        self.finished = True
+        out: list[UIChunk] = []
+        if not self.started:
+            out.append({"type": "start"})
+        for part in self.parts.values():
+            out.extend(self._close(part))
+        if self.started:
+            out.append({"type": "finish-step"})
+        kind = _FINISH.get(status.lower())
+        if kind is None:
+            out.append({"type": "error", "errorText": str(error or f"the agent's reply {status}")})
+            kind = "finish"
+        out.append({"type": kind})
+        return out
+
+    # ---- one message -------------------------------------------------------------------
+
+    def _changed(self, message: MessageState) -> list[UIChunk]:
+        props = message.props
+        if message.role == "TOOL" or message.type == "tool_result":
+            return self._tool_output(props)
+        kind = _TEXT_TYPES.get(message.type)
+        if kind is not None:
+            content = props.get("content")
+            return self._text(message.id, kind, content if isinstance(content, str) else "")
+        if message.type == "tool_call":
+            return self._tool_input(message.id, props)
+        return self._data(message.id, message.type, props)
+
+    def _text(self, message_id: str, kind: str, text: str) -> list[UIChunk]:
+        out: list[UIChunk] = []
+        part = self.parts.get(message_id)
+        if part is None:
+            part = self.parts[message_id] = _Part(kind, message_id)
+            out.append({"type": f"{kind}-start", "id": message_id})
+        elif not text.startswith(part.sent) or (not part.open and len(text) > len(part.sent)):
+            # Replaced by a text that does not extend what was sent (the new part
+            # shows it whole), or grown after its part was closed (the rest goes on).
+            out.extend(self._close(part))
+            sent = part.sent if text.startswith(part.sent) else ""
+            part = _Part(kind, f"{message_id}:{part.generation + 1}", sent=sent,
+                         generation=part.generation + 1)
+            self.parts[message_id] = part
+            out.append({"type": f"{kind}-start", "id": part.part_id})
+        if len(text) > len(part.sent):
+            out.append({"type": f"{kind}-delta", "id": part.part_id,
+                        "delta": text[len(part.sent):]})
+            part.sent = text
+        return out
+
+    def _tool_input(self, message_id: str, props: dict[str, Any]) -> list[UIChunk]:
+        out: list[UIChunk] = []
+        call_id = str(props.get("id") or message_id)
+        arguments = props.get("arguments")
+        if not isinstance(arguments, str):
+            arguments = "" if arguments is None else json.dumps(arguments)
+        part = self.parts.get(message_id)
+        if part is None:
+            name = str(props.get("name") or "tool")
+            part = self.parts[message_id] = _Part("tool", call_id, tool_name=name)
+            self._calls[call_id] = message_id
+            out.append({"type": "tool-input-start", "toolCallId": call_id, "toolName": name,
+                        "providerExecuted": True})
+        if part.open and arguments.startswith(part.sent) and len(arguments) > len(part.sent):
+            out.append({"type": "tool-input-delta", "toolCallId": call_id,
+                        "inputTextDelta": arguments[len(part.sent):]})
+        part.sent = arguments
+        return out
+
+    def _tool_output(self, props: dict[str, Any]) -> list[UIChunk]:
+        call_id = props.get("tool_call_id") or props.get("call_id") or props.get("id")
+        if not isinstance(call_id, str):
+            return []
+        out: list[UIChunk] = []
+        message_id = self._calls.get(call_id)
+        part = None if message_id is None else self.parts.get(message_id)
+        if part is None:
+            # A result whose call this reply never showed: show the call first.
+            name = str(props.get("name") or "tool")
+            message_id = f"call:{call_id}"
+            part = self.parts[message_id] = _Part("tool", call_id, tool_name=name)
+            self._calls[call_id] = message_id
+            out.append({"type": "tool-input-start", "toolCallId": call_id, "toolName": name,
+                        "providerExecuted": True})
+        out.extend(self._close(part))
+        output = props.get("content")
+        if part.data != output or output is None:
+            part.data = output
+            out.append({"type": "tool-output-available", "toolCallId": call_id,
+                        "output": output})
+        return out
+
+    def _data(self, message_id: str, type: str, props: dict[str, Any]) -> list[UIChunk]:
+        part = self.parts.get(message_id)
+        if part is None:
+            part = self.parts[message_id] = _Part("data", message_id, open=False)
+        elif part.data == props:
+            return []
+        part.data = json.loads(json.dumps(props))
+        return [{"type": f"data-{type}", "id": message_id, "data": part.data}]
+
+    def _close(self, part: _Part) -> list[UIChunk]:
+        if not part.open:
+            return []
+        part.open = False
+        if part.kind == "tool":
+            return [{"type": "tool-input-available", "toolCallId": part.part_id,
+                     "toolName": part.tool_name, "input": _parsed(part.sent),
+                     "providerExecuted": True}]
+        return [{"type": f"{part.kind}-end", "id": part.part_id}]
+
+
+def _parsed(arguments: str) -> Any:
+    """Tool arguments as the JSON they spell, the raw text when they are not JSON."""
+    if not arguments:
+        return {}
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
