@@ -85,7 +85,7 @@ export function partsOf(messages: readonly StoredMessage[]): Part[] {
     if (message.type === "text" || message.type === "user_input") {
       parts.push({ type: "text", text: textOf(message), state: "done" });
     } else if (message.type === "thinking") {
-      parts.push({ type: "reasoning", text: textOf(message), state: "done" });
+      parts.push({ type: "reasoning", id: message.id, text: textOf(message), state: "done" });
     } else if (message.type === "tool_call") {
       const call = toolCallOf(message);
       tools.set(call.toolCallId, parts.length);
