@@ -60,6 +60,8 @@ endif
 js-test: js-install
 ifeq ($(HAVE_NPM),yes)
 	cd clients/js && npx tsc -p tsconfig.test.json && npx vitest run
+	# The package as published: pack, install the tarball into an empty folder, import it.
+	cd clients/js && node test/pack/check.mjs
 	cd clients/web && npx tsc -p tsconfig.json
 endif
 

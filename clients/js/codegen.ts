@@ -1,6 +1,14 @@
 import type { CodegenConfig } from "@graphql-codegen/cli";
 
-// Types for every schema type, generated from the service's schema.graphql.
+const scalars = {
+  ID: { input: "string", output: "string" },
+  DateTime: { input: "string", output: "string" },
+  JSON: { input: "unknown", output: "unknown" },
+};
+
+// Generated from the service's schema.graphql (`npm run codegen`): a type for every schema
+// type, and a typed document for every operation in src/operations (its result and
+// variables types travel with it, so a renamed field fails type checking).
 const config: CodegenConfig = {
   schema: "../../schema.graphql",
   generates: {
@@ -10,11 +18,18 @@ const config: CodegenConfig = {
         enumsAsTypes: true,
         useTypeImports: true,
         avoidOptionals: { field: true, inputValue: false, object: true },
-        scalars: {
-          ID: { input: "string", output: "string" },
-          DateTime: { input: "string", output: "string" },
-          JSON: { input: "unknown", output: "unknown" },
-        },
+        scalars,
+      },
+    },
+    "src/generated/operations.ts": {
+      documents: "src/operations/*.graphql",
+      plugins: ["typescript-operations", "typed-document-node"],
+      config: {
+        enumsAsTypes: true,
+        useTypeImports: true,
+        documentMode: "string",
+        avoidOptionals: { field: true, inputValue: false, object: true },
+        scalars,
       },
     },
   },

@@ -1,8 +1,13 @@
 """The TypeScript client against a real chatql server, on both databases.
 
 Runs ``clients/js/test/live`` (Vitest): the npm ``graphql-sse`` client receives a live
-``chatStream`` with ``afterSeq``, and the stream follower, whose WebSocket is cut
-mid-stream, resumes with ``afterSeq`` and ends with exactly the persisted messages.
+``chatStream`` with ``afterSeq``; the stream follower, whose WebSocket is cut mid-stream,
+resumes with ``afterSeq`` and ends with exactly the persisted messages; the AI SDK
+``ChatTransport`` appends a person's message once and streams the reply as the real
+``ai`` package reads it (abort stops the stream, a reload joins a live reply); the
+assistant-ui history shows an edited question as branches and the thread list pages,
+renames, archives and deletes; the stream writer fed a ``streamText`` stream stores
+the reply, fails on an error part and survives a lost push answer.
 """
 
 from __future__ import annotations
@@ -26,4 +31,4 @@ async def test_typescript_client_over_real_transports(settings: Settings) -> Non
         output, _ = await asyncio.wait_for(process.communicate(), 120)
     text = output.decode(errors="replace")
     assert process.returncode == 0, text
-    assert "2 passed" in text, text
+    assert "10 passed" in text, text

@@ -6,7 +6,18 @@
 import { createClient, type Client } from "graphql-ws";
 
 import { StreamFollower, graphqlWsSource, type FollowerOptions } from "./follower.js";
-import type { Chat, ChatEventType, ChatGroup, Message, PageInfo } from "./generated/schema.js";
+import {
+  ChatEventsDocument,
+  ChatsDocument,
+  MessagesDocument,
+  type ChatSummaryFieldsFragment,
+  type ChatsQuery,
+  type MessageFieldsFragment,
+  type MessagesQuery,
+  type TypedDocumentString,
+} from "./generated/operations.js";
+import type { ChatEventType } from "./generated/schema.js";
+import { findWebSocket } from "./websocket.js";
 
 export type Headers = Readonly<Record<string, string>>;
 
@@ -18,7 +29,10 @@ export interface ChatqlClientOptions {
   /** Identity headers (`X-User-Id` … in dev mode, `Authorization` in jwt mode), read per request. */
   readonly headers?: () => Headers;
   readonly fetch?: typeof fetch;
-  /** A WebSocket implementation (Node before 22 has none built in). */
+  /**
+   * A WebSocket implementation. Left out, the runtime's own is used (browsers, Node 22+),
+   * else the `ws` package when it is installed.
+   */
   readonly webSocketImpl?: unknown;
 }
 
@@ -58,12 +72,20 @@ export class ChatqlClient {
     this.webSocketImpl = options.webSocketImpl;
   }
 
-  /** Run a query or mutation; resolves to `data`, rejects with {@link ChatqlError}. */
-  async request<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
+  /**
+   * Run a query or mutation; resolves to `data`, rejects with {@link ChatqlError}. Given
+   * a generated typed document, the variables and the result are typed by it.
+   */
+  request<TResult, TVariables>(
+    document: TypedDocumentString<TResult, TVariables>,
+    variables: NoInfer<TVariables>,
+  ): Promise<TResult>;
+  request<T>(query: string, variables?: Record<string, unknown>): Promise<T>;
+  async request<T>(query: string | TypedDocumentString<T, unknown>, variables: unknown = {}): Promise<T> {
     const response = await this.fetcher(this.url, {
       method: "POST",
       headers: { "content-type": "application/json", accept: "application/json", ...this.headers() },
-      body: JSON.stringify({ query, variables }),
+      body: JSON.stringify({ query: String(query), variables: variables ?? {} }),
     });
     const body = (await response.json()) as { data?: T; errors?: { message?: string; extensions?: { code?: string } }[] };
     if (body.errors && body.errors.length > 0) throw new ChatqlError(body.errors);
@@ -80,7 +102,7 @@ export class ChatqlClient {
         // The follower re-subscribes itself (with afterSeq); the socket reconnects lazily.
         retryAttempts: 0,
         lazy: true,
-        ...(this.webSocketImpl === undefined ? {} : { webSocketImpl: this.webSocketImpl }),
+        webSocketImpl: this.webSocketImpl ?? findWebSocket(),
       });
     }
     return this.ws;
@@ -128,14 +150,8 @@ export class Store<S> {
   }
 }
 
-const MESSAGE_FIELDS = "id chatId requestId role type props blockId threadId sequence status createdAt";
-const CHAT_FIELDS = "id title assistantId lastMessageAt createdAt status";
-
-export type ChatSummary = Pick<Chat, "id" | "title" | "assistantId" | "lastMessageAt" | "createdAt" | "status">;
-export type MessageRecord = Pick<
-  Message,
-  "id" | "chatId" | "requestId" | "role" | "type" | "props" | "blockId" | "threadId" | "sequence" | "status" | "createdAt"
->;
+export type ChatSummary = ChatSummaryFieldsFragment;
+export type MessageRecord = MessageFieldsFragment;
 
 export interface ChatGroupView {
   readonly key: string;
@@ -161,9 +177,7 @@ export interface ChatListEvent {
   readonly chat: ChatSummary | null;
 }
 
-export const CHAT_EVENTS = `subscription ChatEvents($filter: ChatFilter) {
-  chatEvents(filter: $filter) { type chatId at chat { ${CHAT_FIELDS} } }
-}`;
+export const CHAT_EVENTS = String(ChatEventsDocument);
 
 export interface ChatEventSink {
   next(event: ChatListEvent): void;
@@ -195,19 +209,7 @@ export function graphqlWsChatEvents(client: Client): ChatEventSource {
   };
 }
 
-const CHATS = `query Chats($first: Int, $after: String, $filter: ChatFilter, $timezone: String) {
-  chats(first: $first, after: $after, filter: $filter, timezone: $timezone) {
-    pageInfo { hasNextPage endCursor }
-    groups { key label totalCount chats { ${CHAT_FIELDS} } }
-  }
-}`;
-
-interface ChatsData {
-  chats: {
-    pageInfo: Pick<PageInfo, "hasNextPage" | "endCursor">;
-    groups: (Pick<ChatGroup, "key" | "label" | "totalCount"> & { chats: ChatSummary[] })[];
-  };
-}
+type ChatsData = ChatsQuery;
 
 export interface ChatListOptions {
   readonly keywords?: string;
@@ -299,7 +301,7 @@ export class ChatListStore extends Store<ChatListState> {
 
   private fetchPage(after: string | null): Promise<ChatsData> {
     const keywords = this.options.keywords?.trim();
-    return this.client.request<ChatsData>(CHATS, {
+    return this.client.request(ChatsDocument, {
       first: this.options.pageSize ?? 30,
       after,
       filter: keywords ? { keywords } : null,
@@ -349,19 +351,6 @@ export interface MessagesState {
   readonly error: Error | null;
 }
 
-const MESSAGES = `query Messages($chatId: ID!, $last: Int, $before: String) {
-  messages(chatId: $chatId, last: $last, before: $before) {
-    pageInfo { hasPreviousPage startCursor }
-    edges { node { ${MESSAGE_FIELDS} } }
-  }
-}`;
-
-interface MessagesData {
-  messages: {
-    pageInfo: Pick<PageInfo, "hasPreviousPage" | "startCursor">;
-    edges: { node: MessageRecord }[];
-  };
-}
 
 /** A chat's stored messages, newest page first, older pages prepended on demand. */
 export class MessagesStore extends Store<MessagesState> {
@@ -386,7 +375,7 @@ export class MessagesStore extends Store<MessagesState> {
     const generation = this.generation;
     this.set({ loading: true, error: null });
     try {
-      const data = await this.client.request<MessagesData>(MESSAGES, {
+      const data: MessagesQuery = await this.client.request(MessagesDocument, {
         chatId: this.chatId, last: this.pageSize, before: this.cursor,
       });
       if (generation !== this.generation) return;

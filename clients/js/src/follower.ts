@@ -15,6 +15,7 @@
 
 import type { Client } from "graphql-ws";
 
+import { ChatStreamDocument } from "./generated/operations.js";
 import type { Chunk } from "./generated/schema.js";
 import { EMPTY_VIEW, applyChunk, type JsonObject, type MessageState, type MessagesView } from "./reducer.js";
 
@@ -22,12 +23,7 @@ import { EMPTY_VIEW, applyChunk, type JsonObject, type MessageState, type Messag
 export type StreamChunk = Omit<Chunk, "__typename">;
 
 /** The selection the follower asks for: the whole `Chunk`. */
-export const CHAT_STREAM = `subscription ChatStream($chatId: ID!, $afterSeq: Int) {
-  chatStream(chatId: $chatId, afterSeq: $afterSeq) {
-    streamId seq fromSeq snapshot chunkId messageId blockId threadId type role props
-    delta deltaPath deltaAction
-  }
-}`;
+export const CHAT_STREAM = String(ChatStreamDocument);
 
 export interface StreamSink {
   next(chunk: StreamChunk): void;

@@ -1,4 +1,4 @@
-// The generated types must match schema.graphql (regenerate with `npm run codegen`).
+// The generated types and typed documents must match schema.graphql (`npm run codegen`).
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -7,10 +7,11 @@ import { expect, it } from "vitest";
 
 import config from "../codegen.js";
 
-it("src/generated/schema.ts is what `npm run codegen` writes from schema.graphql", async () => {
+it("src/generated is what `npm run codegen` writes from schema.graphql and src/operations", async () => {
   const outputs = await generate({ ...config, cwd: join(import.meta.dirname, ".."), silent: true }, false);
-  expect(outputs).toHaveLength(1);
-  const [output] = outputs;
-  const onDisk = readFileSync(join(import.meta.dirname, "..", "src", "generated", "schema.ts"), "utf8");
-  expect(onDisk, "stale: run `npm run codegen` in clients/js").toBe(output?.content);
+  expect(outputs.map((output: { filename: string }) => output.filename).sort()).toEqual(["src/generated/operations.ts", "src/generated/schema.ts"]);
+  for (const output of outputs) {
+    const onDisk = readFileSync(join(import.meta.dirname, "..", output.filename), "utf8");
+    expect(onDisk, `${output.filename} is stale: run \`npm run codegen\` in clients/js`).toBe(output.content);
+  }
 });

@@ -40,10 +40,11 @@ export async function endStream(streamId: string): Promise<Persisted[]> {
 export const text = (messageId: string, content: string, extra: Record<string, unknown> = {}) =>
   ({ messageId, type: "text", props: { content }, delta: true, ...extra });
 
-export async function until(check: () => boolean, what: string, ms = 10000): Promise<void> {
+export async function until(check: () => boolean, what: string, ms = 10000, poll?: () => Promise<void>): Promise<void> {
   const end = Date.now() + ms;
   while (!check()) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await (poll ? poll() : Promise.resolve());
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }

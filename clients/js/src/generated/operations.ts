@@ -1,0 +1,595 @@
+/** Internal type. DO NOT USE DIRECTLY. */
+type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };
+/** Internal type. DO NOT USE DIRECTLY. */
+export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' | '__typename' ? T[P] : never };
+import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
+/** What happened to a chat in the caller's list. */
+export type ChatEventType =
+  | 'CREATED'
+  | 'DELETED'
+  | 'MESSAGES'
+  | 'PURGED'
+  | 'RESTORED'
+  | 'RESYNC'
+  | 'STREAM_ENDED'
+  | 'STREAM_STARTED'
+  | 'UPDATED';
+
+/** Narrows a chat list; every field given must match. */
+export type ChatFilter = {
+  assistantId?: string | null | undefined;
+  /** Only chats of this channel (api, widget, telegram …). */
+  channel?: string | null | undefined;
+  createdBy?: string | null | undefined;
+  /** true: the trash, the deleted chats the caller may restore. */
+  deleted?: boolean | null | undefined;
+  /** Exclusive upper bound on timeField. */
+  endTime?: string | null | undefined;
+  /** Also list chats whose mode is subagent. */
+  includeSubagents?: boolean | null | undefined;
+  /** Case-insensitive match anywhere in the title. */
+  keywords?: string | null | undefined;
+  /** Only chats of this mode (naming subagent lists them). */
+  mode?: string | null | undefined;
+  pinned?: boolean | null | undefined;
+  /** Inclusive lower bound on timeField. */
+  startTime?: string | null | undefined;
+  status?: ChatStatus | null | undefined;
+  /** Only chats carrying every one of these tags. */
+  tags?: Array<string> | null | undefined;
+  teamId?: string | null | undefined;
+  timeField?: TimeField | null | undefined;
+};
+
+export type ChatShare =
+  | 'PRIVATE'
+  | 'TEAM';
+
+export type ChatStatus =
+  | 'ACTIVE'
+  | 'ARCHIVED';
+
+/** A chunk as a producer pushes it (by the merging rules). */
+export type ChunkInput = {
+  blockId?: string | null | undefined;
+  chunkId?: string | null | undefined;
+  delta?: boolean | null | undefined;
+  deltaAction?: string | null | undefined;
+  deltaPath?: string | null | undefined;
+  messageId?: string | null | undefined;
+  props?: unknown;
+  role?: Role | null | undefined;
+  threadId?: string | null | undefined;
+  /** Sets the message's token count (last value wins; left out: unchanged). */
+  tokens?: number | null | undefined;
+  type: string;
+};
+
+export type CreateChatInput = {
+  assistantId: string;
+  /** Where the conversation happens, 1-64 characters. */
+  channel?: string;
+  /** Purge the chat for good at this moment. */
+  expiresAt?: string | null | undefined;
+  id?: string | null | undefined;
+  metadata?: unknown;
+  mode?: string;
+  pinned?: boolean;
+  public?: boolean;
+  share?: ChatShare;
+  sort?: number;
+  /** At most 20, each 1-64 characters; kept sorted, repeats dropped. */
+  tags?: Array<string> | null | undefined;
+  /** Expire after the service's temporary-chat lifetime. */
+  temporary?: boolean;
+  title?: string | null | undefined;
+};
+
+/** A message to append; the service assigns id and sequence. */
+export type MessageInput = {
+  assistantId?: string | null | undefined;
+  blockId?: string | null | undefined;
+  id?: string | null | undefined;
+  metadata?: unknown;
+  props: unknown;
+  requestId?: string | null | undefined;
+  role: Role;
+  threadId?: string | null | undefined;
+  /** The message's token count (a whole number >= 0). */
+  tokens?: number | null | undefined;
+  type: string;
+};
+
+export type MessageStatus =
+  | 'COMPLETED'
+  | 'FAILED'
+  | 'INTERRUPTED';
+
+export type Role =
+  | 'ASSISTANT'
+  | 'SYSTEM'
+  | 'TOOL'
+  | 'USER';
+
+export type StartStreamInput = {
+  assistantId?: string | null | undefined;
+  chatId: string;
+  input?: MessageInput | null | undefined;
+  /** Answer this message (again): the stream's messages hang below it, beside any earlier answer, instead of after the active leaf. */
+  parentId?: string | null | undefined;
+  requestId?: string | null | undefined;
+  streamId?: string | null | undefined;
+};
+
+export type StreamStatus =
+  | 'COMPLETED'
+  | 'FAILED'
+  | 'INTERRUPTED';
+
+export type TimeField =
+  | 'CREATED_AT'
+  | 'LAST_MESSAGE_AT';
+
+/** Fields left out stay as they are. */
+export type UpdateChatInput = {
+  /** null keeps the chat until it is deleted. */
+  expiresAt?: string | null | undefined;
+  metadata?: unknown;
+  pinned?: boolean | null | undefined;
+  public?: boolean | null | undefined;
+  share?: ChatShare | null | undefined;
+  sort?: number | null | undefined;
+  status?: ChatStatus | null | undefined;
+  tags?: Array<string> | null | undefined;
+  title?: string | null | undefined;
+};
+
+/** What one model request cost, as the producer reports it. */
+export type UsageInput = {
+  completionTokens?: number;
+  model?: string | null | undefined;
+  promptTokens?: number;
+};
+
+export type ChatSummaryFieldsFragment = { id: string, title: string | null, assistantId: string, lastMessageAt: string | null, createdAt: string, status: ChatStatus };
+
+export type MessageFieldsFragment = { id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, sequence: number, status: MessageStatus, createdAt: string, parentId: string | null };
+
+export type ChunkFieldsFragment = { streamId: string, seq: number, fromSeq: number, snapshot: boolean, chunkId: string, messageId: string | null, blockId: string | null, threadId: string | null, type: string, role: Role | null, props: unknown, delta: boolean, deltaPath: string | null, deltaAction: string | null };
+
+export type ChatsQueryVariables = Exact<{
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+  filter?: ChatFilter | null | undefined;
+  timezone?: string | null | undefined;
+}>;
+
+
+export type ChatsQuery = { chats: { pageInfo: { hasNextPage: boolean, endCursor: string | null }, groups: Array<{ key: string, label: string, totalCount: number, chats: Array<{ id: string, title: string | null, assistantId: string, lastMessageAt: string | null, createdAt: string, status: ChatStatus }> }> } };
+
+export type ChatPageQueryVariables = Exact<{
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+  filter?: ChatFilter | null | undefined;
+}>;
+
+
+export type ChatPageQuery = { chats: { pageInfo: { hasNextPage: boolean, endCursor: string | null }, edges: Array<{ node: { id: string, title: string | null, assistantId: string, lastMessageAt: string | null, createdAt: string, status: ChatStatus } }> } };
+
+export type ChatQueryVariables = Exact<{
+  id: string;
+}>;
+
+
+export type ChatQuery = { chat: { activeLeafId: string | null, id: string, title: string | null, assistantId: string, lastMessageAt: string | null, createdAt: string, status: ChatStatus } | null };
+
+export type MessagesQueryVariables = Exact<{
+  chatId: string;
+  last?: number | null | undefined;
+  before?: string | null | undefined;
+}>;
+
+
+export type MessagesQuery = { messages: { pageInfo: { hasPreviousPage: boolean, startCursor: string | null }, edges: Array<{ node: { id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, sequence: number, status: MessageStatus, createdAt: string, parentId: string | null } }> } };
+
+export type MessageTreeQueryVariables = Exact<{
+  chatId: string;
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+}>;
+
+
+export type MessageTreeQuery = { messages: { pageInfo: { hasNextPage: boolean, endCursor: string | null }, edges: Array<{ node: { id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, sequence: number, status: MessageStatus, createdAt: string, parentId: string | null } }> } };
+
+export type ChatEventsSubscriptionVariables = Exact<{
+  filter?: ChatFilter | null | undefined;
+}>;
+
+
+export type ChatEventsSubscription = { chatEvents: { type: ChatEventType, chatId: string, at: string, chat: { id: string, title: string | null, assistantId: string, lastMessageAt: string | null, createdAt: string, status: ChatStatus } | null } };
+
+export type ChatStreamSubscriptionVariables = Exact<{
+  chatId: string;
+  afterSeq?: number | null | undefined;
+}>;
+
+
+export type ChatStreamSubscription = { chatStream: { streamId: string, seq: number, fromSeq: number, snapshot: boolean, chunkId: string, messageId: string | null, blockId: string | null, threadId: string | null, type: string, role: Role | null, props: unknown, delta: boolean, deltaPath: string | null, deltaAction: string | null } };
+
+export type CreateChatMutationVariables = Exact<{
+  input: CreateChatInput;
+}>;
+
+
+export type CreateChatMutation = { createChat: { id: string, title: string | null, assistantId: string, lastMessageAt: string | null, createdAt: string, status: ChatStatus } };
+
+export type UpdateChatMutationVariables = Exact<{
+  id: string;
+  input: UpdateChatInput;
+}>;
+
+
+export type UpdateChatMutation = { updateChat: { id: string, title: string | null, assistantId: string, lastMessageAt: string | null, createdAt: string, status: ChatStatus } };
+
+export type DeleteChatMutationVariables = Exact<{
+  id: string;
+}>;
+
+
+export type DeleteChatMutation = { deleteChat: boolean };
+
+export type AppendMessagesMutationVariables = Exact<{
+  chatId: string;
+  appendId: string;
+  messages: Array<MessageInput> | MessageInput;
+  parentId?: string | null | undefined;
+}>;
+
+
+export type AppendMessagesMutation = { appendMessages: { messageIds: Array<string>, lastSequence: number } };
+
+export type StartStreamMutationVariables = Exact<{
+  input: StartStreamInput;
+}>;
+
+
+export type StartStreamMutation = { startStream: { id: string, chatId: string, requestId: string | null, status: string } };
+
+export type PushChunksMutationVariables = Exact<{
+  streamId: string;
+  chunks: Array<ChunkInput> | ChunkInput;
+}>;
+
+
+export type PushChunksMutation = { pushChunks: { accepted: number, duplicates: number, lastSeq: number } };
+
+export type EndStreamMutationVariables = Exact<{
+  streamId: string;
+  status: StreamStatus;
+  error?: string | null | undefined;
+  usage?: UsageInput | null | undefined;
+}>;
+
+
+export type EndStreamMutation = { endStream: { messages: Array<{ id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, sequence: number, status: MessageStatus, createdAt: string, parentId: string | null }> } };
+
+export type StopStreamMutationVariables = Exact<{
+  chatId: string;
+}>;
+
+
+export type StopStreamMutation = { stopStream: boolean };
+
+export class TypedDocumentString<TResult, TVariables>
+  extends String
+  implements DocumentTypeDecoration<TResult, TVariables>
+{
+  __apiType?: NonNullable<DocumentTypeDecoration<TResult, TVariables>['__apiType']>;
+  private value: string;
+  public __meta__?: Record<string, any> | undefined;
+
+  constructor(value: string, __meta__?: Record<string, any> | undefined) {
+    super(value);
+    this.value = value;
+    this.__meta__ = __meta__;
+  }
+
+  override toString(): string & DocumentTypeDecoration<TResult, TVariables> {
+    return this.value;
+  }
+}
+export const ChatSummaryFieldsFragmentDoc = new TypedDocumentString(`
+    fragment ChatSummaryFields on Chat {
+  id
+  title
+  assistantId
+  lastMessageAt
+  createdAt
+  status
+}
+    `, {"fragmentName":"ChatSummaryFields"}) as unknown as TypedDocumentString<ChatSummaryFieldsFragment, unknown>;
+export const MessageFieldsFragmentDoc = new TypedDocumentString(`
+    fragment MessageFields on Message {
+  id
+  chatId
+  requestId
+  role
+  type
+  props
+  blockId
+  threadId
+  sequence
+  status
+  createdAt
+  parentId
+}
+    `, {"fragmentName":"MessageFields"}) as unknown as TypedDocumentString<MessageFieldsFragment, unknown>;
+export const ChunkFieldsFragmentDoc = new TypedDocumentString(`
+    fragment ChunkFields on Chunk {
+  streamId
+  seq
+  fromSeq
+  snapshot
+  chunkId
+  messageId
+  blockId
+  threadId
+  type
+  role
+  props
+  delta
+  deltaPath
+  deltaAction
+}
+    `, {"fragmentName":"ChunkFields"}) as unknown as TypedDocumentString<ChunkFieldsFragment, unknown>;
+export const ChatsDocument = new TypedDocumentString(`
+    query Chats($first: Int, $after: String, $filter: ChatFilter, $timezone: String) {
+  chats(first: $first, after: $after, filter: $filter, timezone: $timezone) {
+    pageInfo {
+      hasNextPage
+      endCursor
+    }
+    groups {
+      key
+      label
+      totalCount
+      chats {
+        ...ChatSummaryFields
+      }
+    }
+  }
+}
+    fragment ChatSummaryFields on Chat {
+  id
+  title
+  assistantId
+  lastMessageAt
+  createdAt
+  status
+}`) as unknown as TypedDocumentString<ChatsQuery, ChatsQueryVariables>;
+export const ChatPageDocument = new TypedDocumentString(`
+    query ChatPage($first: Int, $after: String, $filter: ChatFilter) {
+  chats(first: $first, after: $after, filter: $filter) {
+    pageInfo {
+      hasNextPage
+      endCursor
+    }
+    edges {
+      node {
+        ...ChatSummaryFields
+      }
+    }
+  }
+}
+    fragment ChatSummaryFields on Chat {
+  id
+  title
+  assistantId
+  lastMessageAt
+  createdAt
+  status
+}`) as unknown as TypedDocumentString<ChatPageQuery, ChatPageQueryVariables>;
+export const ChatDocument = new TypedDocumentString(`
+    query Chat($id: ID!) {
+  chat(id: $id) {
+    ...ChatSummaryFields
+    activeLeafId
+  }
+}
+    fragment ChatSummaryFields on Chat {
+  id
+  title
+  assistantId
+  lastMessageAt
+  createdAt
+  status
+}`) as unknown as TypedDocumentString<ChatQuery, ChatQueryVariables>;
+export const MessagesDocument = new TypedDocumentString(`
+    query Messages($chatId: ID!, $last: Int, $before: String) {
+  messages(chatId: $chatId, last: $last, before: $before) {
+    pageInfo {
+      hasPreviousPage
+      startCursor
+    }
+    edges {
+      node {
+        ...MessageFields
+      }
+    }
+  }
+}
+    fragment MessageFields on Message {
+  id
+  chatId
+  requestId
+  role
+  type
+  props
+  blockId
+  threadId
+  sequence
+  status
+  createdAt
+  parentId
+}`) as unknown as TypedDocumentString<MessagesQuery, MessagesQueryVariables>;
+export const MessageTreeDocument = new TypedDocumentString(`
+    query MessageTree($chatId: ID!, $first: Int, $after: String) {
+  messages(chatId: $chatId, first: $first, after: $after, allBranches: true) {
+    pageInfo {
+      hasNextPage
+      endCursor
+    }
+    edges {
+      node {
+        ...MessageFields
+      }
+    }
+  }
+}
+    fragment MessageFields on Message {
+  id
+  chatId
+  requestId
+  role
+  type
+  props
+  blockId
+  threadId
+  sequence
+  status
+  createdAt
+  parentId
+}`) as unknown as TypedDocumentString<MessageTreeQuery, MessageTreeQueryVariables>;
+export const ChatEventsDocument = new TypedDocumentString(`
+    subscription ChatEvents($filter: ChatFilter) {
+  chatEvents(filter: $filter) {
+    type
+    chatId
+    at
+    chat {
+      ...ChatSummaryFields
+    }
+  }
+}
+    fragment ChatSummaryFields on Chat {
+  id
+  title
+  assistantId
+  lastMessageAt
+  createdAt
+  status
+}`) as unknown as TypedDocumentString<ChatEventsSubscription, ChatEventsSubscriptionVariables>;
+export const ChatStreamDocument = new TypedDocumentString(`
+    subscription ChatStream($chatId: ID!, $afterSeq: Int) {
+  chatStream(chatId: $chatId, afterSeq: $afterSeq) {
+    ...ChunkFields
+  }
+}
+    fragment ChunkFields on Chunk {
+  streamId
+  seq
+  fromSeq
+  snapshot
+  chunkId
+  messageId
+  blockId
+  threadId
+  type
+  role
+  props
+  delta
+  deltaPath
+  deltaAction
+}`) as unknown as TypedDocumentString<ChatStreamSubscription, ChatStreamSubscriptionVariables>;
+export const CreateChatDocument = new TypedDocumentString(`
+    mutation CreateChat($input: CreateChatInput!) {
+  createChat(input: $input) {
+    ...ChatSummaryFields
+  }
+}
+    fragment ChatSummaryFields on Chat {
+  id
+  title
+  assistantId
+  lastMessageAt
+  createdAt
+  status
+}`) as unknown as TypedDocumentString<CreateChatMutation, CreateChatMutationVariables>;
+export const UpdateChatDocument = new TypedDocumentString(`
+    mutation UpdateChat($id: ID!, $input: UpdateChatInput!) {
+  updateChat(id: $id, input: $input) {
+    ...ChatSummaryFields
+  }
+}
+    fragment ChatSummaryFields on Chat {
+  id
+  title
+  assistantId
+  lastMessageAt
+  createdAt
+  status
+}`) as unknown as TypedDocumentString<UpdateChatMutation, UpdateChatMutationVariables>;
+export const DeleteChatDocument = new TypedDocumentString(`
+    mutation DeleteChat($id: ID!) {
+  deleteChat(id: $id)
+}
+    `) as unknown as TypedDocumentString<DeleteChatMutation, DeleteChatMutationVariables>;
+export const AppendMessagesDocument = new TypedDocumentString(`
+    mutation AppendMessages($chatId: ID!, $appendId: String!, $messages: [MessageInput!]!, $parentId: ID) {
+  appendMessages(
+    chatId: $chatId
+    appendId: $appendId
+    messages: $messages
+    parentId: $parentId
+  ) {
+    messageIds
+    lastSequence
+  }
+}
+    `) as unknown as TypedDocumentString<AppendMessagesMutation, AppendMessagesMutationVariables>;
+export const StartStreamDocument = new TypedDocumentString(`
+    mutation StartStream($input: StartStreamInput!) {
+  startStream(input: $input) {
+    id
+    chatId
+    requestId
+    status
+  }
+}
+    `) as unknown as TypedDocumentString<StartStreamMutation, StartStreamMutationVariables>;
+export const PushChunksDocument = new TypedDocumentString(`
+    mutation PushChunks($streamId: ID!, $chunks: [ChunkInput!]!) {
+  pushChunks(streamId: $streamId, chunks: $chunks) {
+    accepted
+    duplicates
+    lastSeq
+  }
+}
+    `) as unknown as TypedDocumentString<PushChunksMutation, PushChunksMutationVariables>;
+export const EndStreamDocument = new TypedDocumentString(`
+    mutation EndStream($streamId: ID!, $status: StreamStatus!, $error: String, $usage: UsageInput) {
+  endStream(streamId: $streamId, status: $status, error: $error, usage: $usage) {
+    messages {
+      ...MessageFields
+    }
+  }
+}
+    fragment MessageFields on Message {
+  id
+  chatId
+  requestId
+  role
+  type
+  props
+  blockId
+  threadId
+  sequence
+  status
+  createdAt
+  parentId
+}`) as unknown as TypedDocumentString<EndStreamMutation, EndStreamMutationVariables>;
+export const StopStreamDocument = new TypedDocumentString(`
+    mutation StopStream($chatId: ID!) {
+  stopStream(chatId: $chatId)
+}
+    `) as unknown as TypedDocumentString<StopStreamMutation, StopStreamMutationVariables>;

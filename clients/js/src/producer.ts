@@ -1,0 +1,316 @@
+/**
+ * The stream writer: how an agent running in Node streams its reply into a chat.
+ *
+ * `startStream` opens a stream and answers a {@link StreamWriter}. Its calls queue chunks
+ * that are pushed in batches (after `flushIntervalMs`, default 20 ms, or at `maxBatch`
+ * chunks, default 256), one push at a time. Every chunk gets a chunk id numbered within
+ * the stream, so a push retried after a lost answer (transport failures are retried with
+ * backoff) is deduplicated by the server. When the person pressed Stop the server answers
+ * `STREAM_CLOSED`: the writer's `signal` aborts (hand it to the model call) and its calls
+ * throw {@link StreamStopped}. While the agent is quiet the writer sends heartbeats, a
+ * push with no chunks, at a third of the stream's idle timeout (20 s when the server does
+ * not say), so the timeout measures a vanished producer, not a slow tool.
+ *
+ * `withStream` wraps a function: the stream ends `COMPLETED` when it returns, `FAILED`
+ * with the error's text when it throws.
+ */
+
+import { ChatqlError, type ChatqlClient } from "./client.js";
+import {
+  EndStreamDocument,
+  PushChunksDocument,
+  StartStreamDocument,
+  type ChunkInput,
+  type EndStreamMutation,
+  type MessageInput,
+  type StartStreamMutation,
+} from "./generated/operations.js";
+
+/** The person pressed Stop: the stream is closed and the agent should stop its work. */
+export class StreamStopped extends Error {
+  constructor(readonly streamId: string) {
+    super(`stream ${streamId} was stopped`);
+    this.name = "StreamStopped";
+  }
+}
+
+export interface StartStreamOptions {
+  readonly chatId: string;
+  readonly requestId?: string;
+  readonly assistantId?: string;
+  /** The message the reply answers (default: the chat's active leaf). */
+  readonly parentId?: string;
+  /** A person's message stored with the stream's start. */
+  readonly input?: MessageInput;
+  readonly flushIntervalMs?: number;
+  readonly maxBatch?: number;
+  /** Attempts for one push on transport failures (default 5). */
+  readonly retries?: number;
+  /** The heartbeat interval when the server does not tell its idle timeout (default 20 s). */
+  readonly heartbeatMs?: number;
+}
+
+export interface MessageOptions {
+  readonly messageId?: string;
+  readonly blockId?: string;
+  readonly threadId?: string;
+}
+
+export interface Usage {
+  readonly promptTokens?: number;
+  readonly completionTokens?: number;
+  readonly model?: string;
+}
+
+type Stream = StartStreamMutation["startStream"] & { readonly idleTimeout?: number | null };
+
+// Asks for the server's idle timeout too; a server without the field refuses the document
+// before running anything, and the writer asks again without it.
+const START_WITH_IDLE_TIMEOUT = `mutation StartStream($input: StartStreamInput!) {
+  startStream(input: $input) { id chatId requestId status idleTimeout }
+}`;
+
+async function openStream(client: ChatqlClient, input: Record<string, unknown>): Promise<Stream> {
+  try {
+    const data = await client.request<{ startStream: Stream }>(START_WITH_IDLE_TIMEOUT, { input });
+    return data.startStream;
+  } catch (error) {
+    if (!(error instanceof ChatqlError) || !error.message.includes("idleTimeout")) throw error;
+  }
+  const data = await client.request(StartStreamDocument, { input: input as never });
+  return data.startStream;
+}
+
+/** Open a stream in a chat and answer its writer. */
+export async function startStream(client: ChatqlClient, options: StartStreamOptions): Promise<StreamWriter> {
+  const input: Record<string, unknown> = { chatId: options.chatId };
+  for (const key of ["requestId", "assistantId", "parentId", "input"] as const) {
+    if (options[key] !== undefined) input[key] = options[key];
+  }
+  const stream = await openStream(client, input);
+  const idle = typeof stream.idleTimeout === "number" && stream.idleTimeout > 0 ? stream.idleTimeout : null;
+  return new StreamWriter(client, stream.id, {
+    ...options,
+    heartbeatMs: idle === null ? options.heartbeatMs ?? 20_000 : (idle * 1000) / 3,
+  });
+}
+
+/**
+ * Run `work` with a new stream's writer: `COMPLETED` when it returns, `FAILED` when it
+ * throws (the error is thrown on); a stop ends the stream on the server's side.
+ */
+export async function withStream<T>(client: ChatqlClient, options: StartStreamOptions, work: (writer: StreamWriter) => Promise<T>): Promise<T> {
+  const writer = await startStream(client, options);
+  try {
+    const result = await work(writer);
+    await writer.end();
+    return result;
+  } catch (error) {
+    if (!(error instanceof StreamStopped)) await writer.fail(error).catch(() => undefined);
+    else writer.close();
+    throw error;
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export class StreamWriter {
+  readonly streamId: string;
+  private readonly flushIntervalMs: number;
+  private readonly maxBatch: number;
+  private readonly retries: number;
+  private readonly heartbeatMs: number;
+  private readonly abort = new AbortController();
+  private queue: ChunkInput[] = [];
+  private counter = 0;
+  private ids = 0;
+  private sending: Promise<void> = Promise.resolve();
+  private flushTimer: ReturnType<typeof setTimeout> | null = null;
+  private heartbeatTimer: ReturnType<typeof setTimeout> | null = null;
+  private failure: unknown = null;
+  private closed = false;
+  private textId: string | null = null;
+  private thinkingId: string | null = null;
+  private usageInput: Usage | null = null;
+
+  constructor(private readonly client: ChatqlClient, streamId: string, options: Omit<StartStreamOptions, "chatId"> = {}) {
+    this.streamId = streamId;
+    this.flushIntervalMs = options.flushIntervalMs ?? 20;
+    this.maxBatch = options.maxBatch ?? 256;
+    this.retries = options.retries ?? 5;
+    this.heartbeatMs = options.heartbeatMs ?? 20_000;
+    this.armHeartbeat();
+  }
+
+  /** Aborted when the person stopped the stream (pass it to the model call). */
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  get stopped(): boolean {
+    return this.failure instanceof StreamStopped;
+  }
+
+  /** The interval between heartbeats, in ms. */
+  get heartbeatInterval(): number {
+    return this.heartbeatMs;
+  }
+
+  /** Text of the reply; consecutive calls grow one `text` message. */
+  text(delta: string, options: MessageOptions = {}): void {
+    const messageId = options.messageId ?? (this.textId ??= this.nextId("text"));
+    this.thinkingId = null;
+    this.push({ ...this.placement(options), type: "text", messageId, role: "ASSISTANT", props: { content: delta }, delta: true });
+  }
+
+  /** Reasoning; consecutive calls grow one `thinking` message. */
+  thinking(delta: string, options: MessageOptions = {}): void {
+    const messageId = options.messageId ?? (this.thinkingId ??= this.nextId("thinking"));
+    this.textId = null;
+    this.push({ ...this.placement(options), type: "thinking", messageId, role: "ASSISTANT", props: { content: delta }, delta: true });
+  }
+
+  /** A tool call (`tool_call` with props `{id, name, arguments}`); arguments grow with {@link toolArguments}. */
+  toolCall(callId: string, name: string, argumentsDelta = "", options: Omit<MessageOptions, "messageId"> = {}): void {
+    this.textId = this.thinkingId = null;
+    this.push({
+      ...this.placement(options), type: "tool_call", messageId: `call:${callId}`, role: "ASSISTANT",
+      props: { id: callId, name, arguments: argumentsDelta },
+    });
+  }
+
+  toolArguments(callId: string, delta: string): void {
+    this.push({ type: "tool_call", messageId: `call:${callId}`, props: { arguments: delta }, delta: true, deltaPath: "arguments" });
+  }
+
+  /** A tool's result (`TOOL` `tool_result` with props `{tool_call_id, content}`). */
+  toolResult(callId: string, content: unknown, extra: Readonly<Record<string, unknown>> = {}): void {
+    this.textId = this.thinkingId = null;
+    this.push({ type: "tool_result", messageId: `result:${callId}`, role: "TOOL", props: { ...extra, tool_call_id: callId, content } });
+  }
+
+  /** Any typed message (replaced whole when sent again with the same `messageId`). */
+  message(type: string, props: unknown, options: MessageOptions & { readonly role?: ChunkInput["role"] } = {}): void {
+    this.textId = this.thinkingId = null;
+    const messageId = options.messageId ?? this.nextId(type);
+    this.push({ ...this.placement(options), type, messageId, role: options.role ?? "ASSISTANT", props });
+  }
+
+  /** A producer event (never a message). */
+  event(name: string, props: Readonly<Record<string, unknown>> = {}): void {
+    this.push({ type: "event", props: { ...props, event: name } });
+  }
+
+  /** Token usage recorded with the stream's end. */
+  usage(usage: Usage): void {
+    this.usageInput = usage;
+  }
+
+  /** Push everything queued; throws {@link StreamStopped} or the push's error. */
+  async flush(): Promise<void> {
+    this.check();
+    this.send();
+    await this.sending;
+    this.check();
+  }
+
+  /** Flush and end the stream `COMPLETED`; answers the persisted messages. */
+  async end(): Promise<EndStreamMutation["endStream"]["messages"]> {
+    await this.flush();
+    return this.finish("COMPLETED", null);
+  }
+
+  /** Flush what can be and end the stream `FAILED` with the error's text. */
+  async fail(error: unknown): Promise<EndStreamMutation["endStream"]["messages"]> {
+    this.send();
+    await this.sending.catch(() => undefined);
+    return this.finish("FAILED", error instanceof Error ? error.message : String(error));
+  }
+
+  /** Stop the timers without ending the stream (it was stopped or ended elsewhere). */
+  close(): void {
+    this.closed = true;
+    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+    if (this.heartbeatTimer !== null) clearTimeout(this.heartbeatTimer);
+    this.flushTimer = this.heartbeatTimer = null;
+  }
+
+  private async finish(status: "COMPLETED" | "FAILED", error: string | null): Promise<EndStreamMutation["endStream"]["messages"]> {
+    this.close();
+    const usage = this.usageInput;
+    const data = await this.client.request(EndStreamDocument, {
+      streamId: this.streamId, status, error,
+      usage: usage === null ? null : {
+        promptTokens: usage.promptTokens ?? 0, completionTokens: usage.completionTokens ?? 0, model: usage.model ?? null,
+      },
+    });
+    return data.endStream.messages;
+  }
+
+  private placement(options: MessageOptions): Pick<ChunkInput, "blockId" | "threadId"> {
+    return {
+      ...(options.blockId === undefined ? {} : { blockId: options.blockId }),
+      ...(options.threadId === undefined ? {} : { threadId: options.threadId }),
+    };
+  }
+
+  private nextId(kind: string): string {
+    this.ids += 1;
+    return `${kind}:${this.ids}`;
+  }
+
+  private check(): void {
+    if (this.failure !== null) throw this.failure;
+  }
+
+  private push(chunk: ChunkInput): void {
+    this.check();
+    if (this.closed) throw new Error("the stream writer is closed");
+    this.counter += 1;
+    this.queue.push({ ...chunk, chunkId: `${this.counter}` });
+    if (this.queue.length >= this.maxBatch) this.send();
+    else this.flushTimer ??= setTimeout(() => this.send(), this.flushIntervalMs);
+  }
+
+  /** Hand the queue to the sender (pushes run one after another, in order). */
+  private send(): void {
+    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, this.maxBatch);
+      this.sending = this.sending.then(() => this.pushBatch(batch));
+    }
+  }
+
+  private armHeartbeat(): void {
+    if (this.heartbeatTimer !== null) clearTimeout(this.heartbeatTimer);
+    if (this.closed) return;
+    this.heartbeatTimer = setTimeout(() => {
+      this.sending = this.sending.then(() => this.pushBatch([]));
+    }, this.heartbeatMs);
+  }
+
+  private async pushBatch(chunks: ChunkInput[]): Promise<void> {
+    if (this.failure !== null) return;
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        await this.client.request(PushChunksDocument, { streamId: this.streamId, chunks });
+        this.armHeartbeat();
+        return;
+      } catch (error) {
+        if (error instanceof ChatqlError) {
+          this.failure = error.code === "STREAM_CLOSED" ? new StreamStopped(this.streamId) : error;
+          if (error.code === "STREAM_CLOSED") this.abort.abort(this.failure);
+          this.close();
+          return;
+        }
+        if (attempt + 1 >= this.retries) {
+          this.failure = error;
+          this.close();
+          return;
+        }
+        await sleep(Math.min(2000, 100 * 2 ** attempt));
+      }
+    }
+  }
+}

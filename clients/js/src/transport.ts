@@ -1,0 +1,177 @@
+/**
+ * `ChatqlChatTransport`: the AI SDK's `ChatTransport` over chatql's own WebSocket, so
+ * `useChat({ id: chatId, transport })` talks to chatql with no server code of its own.
+ *
+ * Sending appends the person's newest message (its `UIMessage` id is the stored
+ * message's id and the append id, so a retried send appends once) and then follows the
+ * agent's reply: the first stream that starts in the chat after the append, read with
+ * the stream follower (a dropped socket resumes with `afterSeq`) and turned into UI
+ * message chunks by {@link UIChunkMapper}. Aborting (useChat's `stop()`) calls
+ * `stopStream`, and the reply ends with `abort`. `reconnectToStream` joins a reply that is
+ * live now (after a reload) and answers `null` when none is.
+ */
+
+import type { ChatTransport, UIMessage, UIMessageChunk } from "ai";
+
+import type { ChatqlClient } from "./client.js";
+import { StreamFollower, graphqlWsSource, type FollowerOptions, type StreamChunk, type StreamSource } from "./follower.js";
+import { AppendMessagesDocument, StopStreamDocument } from "./generated/operations.js";
+import { UIChunkMapper } from "./ui-chunks.js";
+import { uiMessageText } from "./ui-messages.js";
+
+export interface ChatqlChatTransportOptions {
+  /** The message type a person's message is stored as (default `user_input`). */
+  readonly inputType?: string;
+  /** How long `reconnectToStream` waits for the chat's live stream to show (default 1500 ms). */
+  readonly reconnectWaitMs?: number;
+  /** Passed to the stream follower (backoff of re-subscriptions). */
+  readonly follower?: FollowerOptions;
+}
+
+function eventOf(chunk: StreamChunk): string | undefined {
+  const props = chunk.props as { event?: unknown } | null;
+  return chunk.type === "event" && typeof props?.event === "string" ? props.event : undefined;
+}
+
+/** Which streams a reader should show: decided from the raw chunks before they are applied. */
+type Accept = (chunk: StreamChunk) => boolean;
+
+export class ChatqlChatTransport<UI_MESSAGE extends UIMessage = UIMessage> implements ChatTransport<UI_MESSAGE> {
+  private readonly inputType: string;
+  private readonly reconnectWaitMs: number;
+
+  constructor(private readonly client: ChatqlClient, private readonly options: ChatqlChatTransportOptions = {}) {
+    this.inputType = options.inputType ?? "user_input";
+    this.reconnectWaitMs = options.reconnectWaitMs ?? 1500;
+  }
+
+  async sendMessages(options: Parameters<ChatTransport<UI_MESSAGE>["sendMessages"]>[0]): Promise<ReadableStream<UIMessageChunk>> {
+    const { chatId, messages, abortSignal } = options;
+    const last = messages[messages.length - 1];
+    if (options.trigger === "submit-message" && (last === undefined || last.role !== "user")) {
+      throw new Error("sendMessages needs the person's message last");
+    }
+    // Follow first, so a reply that starts before the append's answer arrives is not missed;
+    // only streams that start from now on count (not the snapshot of an earlier reply).
+    const seenBefore = new Set<string>();
+    const accept: Accept = (chunk) => {
+      if (chunk.snapshot) seenBefore.add(chunk.streamId);
+      return !seenBefore.has(chunk.streamId);
+    };
+    const reader = this.read(chatId, accept, abortSignal);
+    try {
+      if (options.trigger === "submit-message" && last !== undefined) {
+        await this.client.request(AppendMessagesDocument, {
+          chatId,
+          appendId: `ui:${last.id}`,
+          messages: [{ id: last.id, role: "USER", type: this.inputType, props: { content: uiMessageText(last) } }],
+        });
+      }
+    } catch (error) {
+      reader.cancel();
+      throw error;
+    }
+    return reader.stream;
+  }
+
+  async reconnectToStream(options: Parameters<ChatTransport<UI_MESSAGE>["reconnectToStream"]>[0]): Promise<ReadableStream<UIMessageChunk> | null> {
+    // A late join starts with the snapshot of the chat's current (or just ended) stream:
+    // live when the snapshot has no stream_end.
+    let liveStream: string | null = null;
+    let decided: ((live: boolean) => void) | null = null;
+    const verdict = new Promise<boolean>((resolve) => {
+      decided = resolve;
+    });
+    const ended = new Set<string>();
+    let quiet: ReturnType<typeof setTimeout> | undefined;
+    const accept: Accept = (chunk) => {
+      if (chunk.snapshot && eventOf(chunk) === "stream_end") {
+        ended.add(chunk.streamId);
+        if (liveStream === chunk.streamId) decided?.(false);
+      } else if (liveStream === null && !ended.has(chunk.streamId)) {
+        liveStream = chunk.streamId;
+        if (!chunk.snapshot) decided?.(true);
+        // The snapshot's chunks come together; quiet after them means the stream is live.
+        clearTimeout(quiet);
+        quiet = setTimeout(() => decided?.(true), 150);
+      } else if (chunk.streamId === liveStream && !chunk.snapshot) {
+        decided?.(true);
+      }
+      if (chunk.snapshot && chunk.streamId === liveStream) {
+        clearTimeout(quiet);
+        quiet = setTimeout(() => decided?.(true), 150);
+      }
+      return chunk.streamId === liveStream && !ended.has(chunk.streamId);
+    };
+    const reader = this.read(options.chatId, accept, options.abortSignal);
+    const timer = setTimeout(() => decided?.(false), this.reconnectWaitMs);
+    const live = await verdict;
+    clearTimeout(timer);
+    clearTimeout(quiet);
+    if (!live) {
+      reader.cancel();
+      return null;
+    }
+    return reader.stream;
+  }
+
+  /** Follows the chat and turns the first accepted stream into UI message chunks. */
+  private read(chatId: string, accept: Accept, abortSignal: AbortSignal | undefined): { stream: ReadableStream<UIMessageChunk>; cancel: () => void } {
+    const socketSource = graphqlWsSource(this.client.socket());
+    let reply: string | null = null;
+    const source: StreamSource = {
+      subscribe: (id, afterSeq, sink) =>
+        socketSource.subscribe(id, afterSeq, {
+          next: (chunk) => {
+            if (reply === null && accept(chunk)) reply = chunk.streamId;
+            if (chunk.streamId === reply) sink.next(chunk);
+          },
+          error: (error) => sink.error(error),
+          complete: () => sink.complete(),
+        }),
+    };
+    const follower = new StreamFollower(chatId, source, this.options.follower);
+    const mapper = new UIChunkMapper();
+    let unsubscribe = (): void => undefined;
+    let closed = false;
+    const finish = (): void => {
+      if (closed) return;
+      closed = true;
+      unsubscribe();
+      follower.stop();
+      abortSignal?.removeEventListener("abort", onAbort);
+    };
+    let controller: ReadableStreamDefaultController<UIMessageChunk> | null = null;
+    const onAbort = (): void => {
+      if (closed) return;
+      void this.client.request(StopStreamDocument, { chatId }).catch(() => undefined);
+      for (const chunk of mapper.end("interrupted")) controller?.enqueue(chunk);
+      finish();
+      controller?.close();
+    };
+    const stream = new ReadableStream<UIMessageChunk>({
+      start: (c) => {
+        controller = c;
+        unsubscribe = follower.subscribe((state) => {
+          if (closed || state.streamId === null || state.streamId !== reply) return;
+          if (state.error) {
+            c.error(state.error);
+            finish();
+            return;
+          }
+          for (const chunk of mapper.update(state.messages)) c.enqueue(chunk);
+          if (state.status !== "live" && state.status !== "idle") {
+            for (const chunk of mapper.end(state.status === "completed" ? "completed" : state.status)) c.enqueue(chunk);
+            finish();
+            c.close();
+          }
+        });
+        if (abortSignal?.aborted) onAbort();
+        else abortSignal?.addEventListener("abort", onAbort);
+      },
+      cancel: () => finish(),
+    });
+    follower.start();
+    return { stream, cancel: finish };
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * A live reply as the AI SDK's UI message chunks.
+ *
+ * {@link UIChunkMapper} is fed the reducer's state of one stream after every change and
+ * answers the chunks that take a UI message from what was shown to what is there now:
+ * `start` (with the id of the reply's first message, the id the stored reply has), then
+ * per message `text-start`/`text-delta`, `reasoning-start`/`reasoning-delta`,
+ * `tool-input-start`/`tool-input-delta`, `tool-input-available` and
+ * `tool-output-available` once the call's result arrives, and `data-<type>` (same id, so a
+ * changed message replaces its part). When the stream ends, open parts are ended and the
+ * reply closes with `finish`, `abort` (stopped) or `error` then `finish` (failed).
+ *
+ * Because it works from the reduced state, not from raw chunks, a late join (a snapshot)
+ * and a resume give the same parts as having watched from the start.
+ */
+
+import type { UIMessageChunk } from "ai";
+
+import type { MessageState, MessagesView } from "./reducer.js";
+import { isToolResult, parseArguments, resultCallId, textOf, toolCallOf } from "./ui-messages.js";
+
+type Shown =
+  | { readonly kind: "text" | "reasoning"; sent: string; open: boolean }
+  | { readonly kind: "tool"; readonly toolCallId: string; readonly toolName: string; sent: string; available: boolean; answered: boolean }
+  | { readonly kind: "result" }
+  | { readonly kind: "data"; sent: string };
+
+export type ReplyEnd = "completed" | "interrupted" | "failed";
+
+export class UIChunkMapper {
+  private started = false;
+  private ended = false;
+  private readonly shown = new Map<string, Shown>();
+  private readonly tools = new Map<string, Shown & { kind: "tool" }>();
+
+  /** Whether `start` was sent (a message of the reply has been seen). */
+  get hasStarted(): boolean {
+    return this.started;
+  }
+
+  /** The chunks that bring the UI message up to `messages`. */
+  update(messages: MessagesView): UIMessageChunk[] {
+    if (this.ended) return [];
+    const out: UIMessageChunk[] = [];
+    for (const message of messages.values()) {
+      if (message.role === "USER") continue;
+      if (!this.started) {
+        this.started = true;
+        out.push({ type: "start", messageId: message.id });
+      }
+      this.message(message, out);
+    }
+    return out;
+  }
+
+  /** The closing chunks (idempotent: a second call answers nothing). */
+  end(how: ReplyEnd, error?: string): UIMessageChunk[] {
+    if (this.ended) return [];
+    this.ended = true;
+    const out: UIMessageChunk[] = [];
+    if (!this.started) out.push({ type: "start" });
+    for (const [id, shown] of this.shown) {
+      if ((shown.kind === "text" || shown.kind === "reasoning") && shown.open) {
+        shown.open = false;
+        out.push({ type: shown.kind === "text" ? "text-end" : "reasoning-end", id });
+      } else if (shown.kind === "tool" && !shown.available && how === "completed") {
+        this.available(shown, out);
+      }
+    }
+    if (how === "interrupted") out.push({ type: "abort" });
+    else {
+      if (how === "failed") out.push({ type: "error", errorText: error ?? "the reply failed" });
+      out.push({ type: "finish" });
+    }
+    return out;
+  }
+
+  private available(tool: Shown & { kind: "tool" }, out: UIMessageChunk[]): void {
+    tool.available = true;
+    out.push({ type: "tool-input-available", toolCallId: tool.toolCallId, toolName: tool.toolName, input: parseArguments(tool.sent) });
+  }
+
+  private message(message: MessageState, out: UIMessageChunk[]): void {
+    const shown = this.shown.get(message.id);
+    if (message.type === "text" || message.type === "thinking") {
+      const kind = message.type === "text" ? "text" : "reasoning";
+      const text = textOf(message);
+      if (shown === undefined) {
+        this.shown.set(message.id, { kind, sent: "", open: true });
+        out.push({ type: kind === "text" ? "text-start" : "reasoning-start", id: message.id });
+        return this.message(message, out);
+      }
+      if (shown.kind !== kind || !shown.open) return;
+      // Appends grow the text; anything else (a replaced text) cannot be said as a delta.
+      if (text.length > shown.sent.length && text.startsWith(shown.sent)) {
+        out.push({ type: kind === "text" ? "text-delta" : "reasoning-delta", id: message.id, delta: text.slice(shown.sent.length) });
+        shown.sent = text;
+      }
+    } else if (message.type === "tool_call") {
+      const call = toolCallOf(message);
+      if (shown === undefined) {
+        const tool = { kind: "tool" as const, toolCallId: call.toolCallId, toolName: call.toolName, sent: "", available: false, answered: false };
+        this.shown.set(message.id, tool);
+        this.tools.set(call.toolCallId, tool);
+        out.push({ type: "tool-input-start", toolCallId: call.toolCallId, toolName: call.toolName });
+        return this.message(message, out);
+      }
+      if (shown.kind !== "tool" || shown.available) return;
+      if (call.arguments.length > shown.sent.length && call.arguments.startsWith(shown.sent)) {
+        out.push({ type: "tool-input-delta", toolCallId: shown.toolCallId, inputTextDelta: call.arguments.slice(shown.sent.length) });
+        shown.sent = call.arguments;
+      }
+    } else if (isToolResult(message) && this.tools.has(resultCallId(message) ?? "")) {
+      if (shown !== undefined) return;
+      const tool = this.tools.get(resultCallId(message) ?? "") as Shown & { kind: "tool" };
+      this.shown.set(message.id, { kind: "result" });
+      if (!tool.available) this.available(tool, out);
+      tool.answered = true;
+      const props = message.props;
+      out.push({ type: "tool-output-available", toolCallId: tool.toolCallId, output: props.content ?? props });
+    } else {
+      const data = JSON.stringify(message.props);
+      if (shown !== undefined && (shown.kind !== "data" || shown.sent === data)) return;
+      this.shown.set(message.id, { kind: "data", sent: data });
+      out.push({ type: `data-${message.type}`, id: message.id, data: message.props });
+    }
+  }
+}

@@ -1,0 +1,86 @@
+// The stream writer's protocol decisions, over a fake GraphQL endpoint: batching, chunk
+// ids, heartbeats at a third of the server's idle timeout (20 s when it does not say),
+// and a stop (STREAM_CLOSED) surfacing as StreamStopped and an aborted signal.
+import { afterEach, beforeEach, expect, it, vi } from "vitest";
+
+import { ChatqlClient } from "../src/client.js";
+import { StreamStopped, startStream } from "../src/producer.js";
+
+interface Call { query: string; variables: Record<string, unknown> }
+
+function fakeServer(options: { idleTimeout?: number; closed?: () => boolean } = {}) {
+  const calls: Call[] = [];
+  const fetcher = async (_input: unknown, init?: RequestInit) => {
+    const call = JSON.parse(String(init?.body)) as Call;
+    calls.push(call);
+    const answer = (body: unknown) => new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } });
+    if (call.query.includes("startStream")) {
+      if (call.query.includes("idleTimeout") && options.idleTimeout === undefined) {
+        return answer({ errors: [{ message: "Cannot query field 'idleTimeout' on type 'Stream'." }] });
+      }
+      return answer({ data: { startStream: { id: "s1", chatId: "c1", requestId: null, status: "active", idleTimeout: options.idleTimeout } } });
+    }
+    if (call.query.includes("pushChunks")) {
+      if (options.closed?.()) return answer({ errors: [{ message: "stream closed", extensions: { code: "STREAM_CLOSED" } }] });
+      const chunks = call.variables.chunks as unknown[];
+      return answer({ data: { pushChunks: { accepted: chunks.length, duplicates: 0, lastSeq: 1 } } });
+    }
+    return answer({ data: { endStream: { messages: [] } } });
+  };
+  const client = new ChatqlClient({ url: "http://chatql.test/graphql", fetch: fetcher as typeof fetch });
+  const pushes = () => calls.filter((c) => c.query.includes("pushChunks")).map((c) => c.variables.chunks as { chunkId: string }[]);
+  return { client, calls, pushes };
+}
+
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+it("heartbeats with an empty push at a third of the server's idle timeout", async () => {
+  const server = fakeServer({ idleTimeout: 60 });
+  const writer = await startStream(server.client, { chatId: "c1" });
+  expect(writer.heartbeatInterval).toBe(20_000);
+  await vi.advanceTimersByTimeAsync(19_000);
+  expect(server.pushes()).toEqual([]);
+  await vi.advanceTimersByTimeAsync(1_500);
+  expect(server.pushes()).toEqual([[]]);
+  writer.close();
+});
+
+it("heartbeats every 20 s when the server does not tell its idle timeout", async () => {
+  const server = fakeServer({ idleTimeout: 9 });
+  expect((await startStream(server.client, { chatId: "c1" })).heartbeatInterval).toBe(3_000);
+  const old = fakeServer();
+  const writer = await startStream(old.client, { chatId: "c1" });
+  expect(writer.heartbeatInterval).toBe(20_000);
+  // It asked again without the field, and the stream opened.
+  expect(old.calls.filter((c) => c.query.includes("startStream"))).toHaveLength(2);
+  writer.close();
+});
+
+it("batches after the flush interval or at maxBatch, with chunk ids numbered in the stream", async () => {
+  const server = fakeServer({ idleTimeout: 60 });
+  const writer = await startStream(server.client, { chatId: "c1", maxBatch: 3 });
+  for (const delta of ["a", "b", "c", "d"]) writer.text(delta);
+  await vi.advanceTimersByTimeAsync(0);
+  expect(server.pushes().map((batch) => batch.map((chunk) => chunk.chunkId))).toEqual([["1", "2", "3"]]);
+  await vi.advanceTimersByTimeAsync(25);
+  expect(server.pushes().map((batch) => batch.map((chunk) => chunk.chunkId))).toEqual([["1", "2", "3"], ["4"]]);
+  writer.close();
+});
+
+it("a stop (STREAM_CLOSED) aborts the writer's signal and its calls throw StreamStopped", async () => {
+  let closed = false;
+  const server = fakeServer({ idleTimeout: 60, closed: () => closed });
+  const writer = await startStream(server.client, { chatId: "c1" });
+  writer.text("Hello");
+  await writer.flush();
+  closed = true;
+  writer.text(" world");
+  await expect(writer.flush()).rejects.toBeInstanceOf(StreamStopped);
+  expect(writer.signal.aborted).toBe(true);
+  expect(() => writer.text("more")).toThrow(StreamStopped);
+});
