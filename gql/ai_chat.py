@@ -8,10 +8,11 @@ transport as it stands (``new DefaultChatTransport({api: '<chatql>/ai/chat'})``)
   ``messageId`` — and, for ``submit-message``, appends the person's newest message to
   the chat (creating the chat on first use, for the assistant named by the body's
   ``assistantId`` or ``CHATQL_DEFAULT_ASSISTANT``). The UI message's id is the stored
-  message's id and the append's idempotency key, so a retried request writes nothing
-  twice. ``regenerate-message`` makes the question the chat's active leaf again (the
-  earlier answers stay as its siblings). Either way the answer is the agent's reply as
-  a UI message stream over SSE (header ``x-vercel-ai-ui-message-stream: v1``), see
+  message's id and ``ui:<id>`` the append's idempotency key (as ``@chatql/client``'s
+  transport has it), so a retried request, by either, writes nothing twice.
+  ``regenerate-message`` makes the question the chat's active leaf again (the earlier
+  answers stay as its siblings). Either way the answer is the agent's reply as a UI
+  message stream over SSE (header ``x-vercel-ai-ui-message-stream: v1``), see
   :mod:`chatql.gql.ui_stream`. The reply is whatever stream the agent starts for the
   question (the agent loop claims it); when none starts within
   ``CHATQL_AGENT_REPLY_TIMEOUT`` seconds the stream says so with an ``error`` chunk.
@@ -247,7 +248,7 @@ async def _open_chat(services: Services, who: Identity, chat_id: str, assistant:
                 raise NotFound(f"chat {chat_id!r} not found") from None
     queue = await streams.subscribe(chat_id)
     try:
-        await append_messages(services.db, who, chat_id, question.id, [question])
+        await append_messages(services.db, who, chat_id, f"ui:{question.id}", [question])
     except BaseException:
         await streams.unsubscribe(chat_id, queue)
         raise

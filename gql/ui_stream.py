@@ -20,7 +20,10 @@ delta and a whole replacement all give the same parts:
   parsed as JSON, or the raw text when they are not JSON) when the call's result
   arrives, its block ends or the reply ends. They are marked ``providerExecuted``: the
   agent ran the tool, so the browser's ``onToolCall`` is not asked to. ``TOOL``
-  messages (props ``{tool_call_id, content}``) are the call's ``tool-output-available``.
+  messages (props ``{tool_call_id, content}``; the call may also be named by
+  ``toolCallId``, ``callId`` or ``id``) are the call's ``tool-output-available``, with
+  ``content`` (the whole props when there is none) as the output; one that names no
+  call is a data part.
 - Any other assistant message type ``T`` is a ``data-T`` part with the message id and
   its props as data, sent again (same id) whenever they change.
 - The person's own messages (role ``USER``) and producer events are not part of the
@@ -46,6 +49,8 @@ UIChunk = dict[str, Any]
 
 _TEXT_TYPES = {"text": "text", "thinking": "reasoning", "reasoning": "reasoning"}
 _FINISH = {"completed": "finish", "interrupted": "abort"}
+#: Where a tool result names the call it answers, in order of preference.
+_RESULT_CALL_KEYS = ("tool_call_id", "toolCallId", "callId", "id")
 
 
 @dataclass
@@ -131,7 +136,7 @@ class UIMessageStream:
     def _changed(self, message: MessageState) -> list[UIChunk]:
         props = message.props
         if message.role == "TOOL" or message.type == "tool_result":
-            return self._tool_output(props)
+            return self._tool_output(message)
         kind = _TEXT_TYPES.get(message.type)
         if kind is not None:
             content = props.get("content")
@@ -180,10 +185,11 @@ class UIMessageStream:
         part.sent = arguments
         return out
 
-    def _tool_output(self, props: dict[str, Any]) -> list[UIChunk]:
-        call_id = props.get("tool_call_id") or props.get("call_id") or props.get("id")
+    def _tool_output(self, message: MessageState) -> list[UIChunk]:
+        props = message.props
+        call_id = next((props[key] for key in _RESULT_CALL_KEYS if key in props), None)
         if not isinstance(call_id, str):
-            return []
+            return self._data(message.id, message.type, props)
         out: list[UIChunk] = []
         message_id = self._calls.get(call_id)
         part = None if message_id is None else self.parts.get(message_id)
@@ -196,8 +202,8 @@ class UIMessageStream:
             out.append({"type": "tool-input-start", "toolCallId": call_id, "toolName": name,
                         "providerExecuted": True})
         out.extend(self._close(part))
-        output = props.get("content")
-        if part.data != output or output is None:
+        output = props.get("content", props)
+        if part.data != output:
             part.data = output
             out.append({"type": "tool-output-available", "toolCallId": call_id,
                         "output": output})

@@ -7,7 +7,10 @@ resumes with ``afterSeq`` and ends with exactly the persisted messages; the AI S
 ``ai`` package reads it (abort stops the stream, a reload joins a live reply); the
 assistant-ui history shows an edited question as branches and the thread list pages,
 renames, archives and deletes; the stream writer fed a ``streamText`` stream stores
-the reply, fails on an error part and survives a lost push answer.
+the reply, fails on an error part and survives a lost push answer; the AI SDK's own
+``DefaultChatTransport`` against ``POST /ai/chat`` stores the question, reads the reply
+as ``toUIMessages`` of the stored chat shows it, regenerates it, and surfaces a bad
+body's 400.
 """
 
 from __future__ import annotations
@@ -31,4 +34,4 @@ async def test_typescript_client_over_real_transports(settings: Settings) -> Non
         output, _ = await asyncio.wait_for(process.communicate(), 120)
     text = output.decode(errors="replace")
     assert process.returncode == 0, text
-    assert "10 passed" in text, text
+    assert "12 passed" in text, text

@@ -77,7 +77,7 @@ export class UIChunkMapper {
 
   private available(tool: Shown & { kind: "tool" }, out: UIMessageChunk[]): void {
     tool.available = true;
-    out.push({ type: "tool-input-available", toolCallId: tool.toolCallId, toolName: tool.toolName, input: parseArguments(tool.sent) });
+    out.push({ type: "tool-input-available", toolCallId: tool.toolCallId, toolName: tool.toolName, input: parseArguments(tool.sent), providerExecuted: true });
   }
 
   private message(message: MessageState, out: UIMessageChunk[]): void {
@@ -102,7 +102,8 @@ export class UIChunkMapper {
         const tool = { kind: "tool" as const, toolCallId: call.toolCallId, toolName: call.toolName, sent: "", available: false, answered: false };
         this.shown.set(message.id, tool);
         this.tools.set(call.toolCallId, tool);
-        out.push({ type: "tool-input-start", toolCallId: call.toolCallId, toolName: call.toolName });
+        // The agent ran the tool (providerExecuted): the browser's onToolCall is not asked to.
+        out.push({ type: "tool-input-start", toolCallId: call.toolCallId, toolName: call.toolName, providerExecuted: true });
         return this.message(message, out);
       }
       if (shown.kind !== "tool" || shown.available) return;

@@ -91,7 +91,7 @@ export function partsOf(messages: readonly StoredMessage[]): Part[] {
       tools.set(call.toolCallId, parts.length);
       parts.push({
         type: `tool-${call.toolName}`, toolCallId: call.toolCallId, state: "input-available",
-        input: parseArguments(call.arguments),
+        input: parseArguments(call.arguments), providerExecuted: true,
       } as Part);
     } else if (isToolResult(message) && tools.has(resultCallId(message) ?? "")) {
       const at = tools.get(resultCallId(message) ?? "") as number;

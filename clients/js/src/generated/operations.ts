@@ -18,6 +18,8 @@ export type ChatEventType =
 /** Narrows a chat list; every field given must match. */
 export type ChatFilter = {
   assistantId?: string | null | undefined;
+  /** true: only chats whose active leaf is a USER message and that have no live stream (a question waiting for an agent); false: the others. With assistantId, what an agent worker lists and follows. */
+  awaitingReply?: boolean | null | undefined;
   /** Only chats of this channel (api, widget, telegram …). */
   channel?: string | null | undefined;
   createdBy?: string | null | undefined;
