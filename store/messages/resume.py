@@ -3,8 +3,9 @@
 They are written by the stream persist (one transaction with the stream's messages,
 see :mod:`store.streams.service`); ``update_resume`` changes one record's status or
 output afterwards (a runtime that resumed the run marks the step done). They are read
-back here so an agent can pick up where it stopped: ``resume_records`` (a chat's steps, oldest first), ``last_resume`` (the
-newest), ``resume_by_stack`` (one stack's steps) and ``stack_path`` (the stack ids
+back here so an agent can pick up where it stopped: ``resume_records`` (a chat's
+steps, oldest first), ``last_resume`` (the newest), ``resume_by_stack`` (one stack's
+steps) and ``stack_path`` (the stack ids
 from the root of an A2A delegation down to a nested stack). Every query applies the
 chat read rule; records of a chat the caller may not read do not exist for it.
 """
