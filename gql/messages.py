@@ -282,11 +282,11 @@ class MessageMutation:
         " withReplies also removes everything below them."))
     async def delete_messages(
         self, info: Info, chat_id: strawberry.ID, ids: list[strawberry.ID],
-        with_replies: bool = False,
+        with_replies: bool | None = False,
     ) -> int:
         deleted = await store_messages.delete_messages(
             info.context.db, info.context.identity, str(chat_id), [str(i) for i in ids],
-            with_replies=with_replies,
+            with_replies=bool(with_replies),
         )
         await announce(info, "MESSAGES", str(chat_id))
         return deleted

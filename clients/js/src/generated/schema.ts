@@ -457,7 +457,7 @@ export type MutationDeleteMemoryArgs = {
 export type MutationDeleteMessagesArgs = {
   chatId: Scalars['ID']['input'];
   ids: Array<Scalars['ID']['input']>;
-  withReplies?: Scalars['Boolean']['input'];
+  withReplies?: InputMaybe<Scalars['Boolean']['input']>;
 };
 
 
