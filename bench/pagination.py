@@ -460,12 +460,12 @@ async def measure_deletes(url: str, sizes: Sizes) -> None:
         async def newest() -> Any:
             return await store_messages.list_branch(db, who, LONG_CHAT, last=PAGE)
 
+        expected = [f"m{n:09d}" for n in range(position - PAGE - DELETES, position)
+                    if n not in doomed][-PAGE:]
+
         async def deep() -> Any:
             page = await store_messages.list_branch(db, who, LONG_CHAT, last=PAGE, before=at)
-            ids = [m.id for m in page.items]
-            expected = [f"m{n:09d}" for n in range(position - 1, 0, -1)
-                        if n not in doomed][:PAGE][::-1]
-            assert ids == expected, (ids[:3], expected[:3])
+            assert [m.id for m in page.items] == expected
             return page
 
         first, deep_page = await medians(sizes.repeats, newest, deep)

@@ -152,6 +152,10 @@ class _Known:
         return self.add(Link(message_id, row.parent_id, int(row.depth), row.jump_id,
                              int(row.jump_depth)))
 
+    def cached(self, message_id: str) -> Link | None:
+        """A message read or written so far, without the database (None: not yet)."""
+        return self._links.get(message_id)
+
     def read(self, message_id: str) -> Link:
         """A message :meth:`get_with_jump` or :meth:`get_with_path` read already (one
         they did not find does not exist)."""
@@ -515,12 +519,14 @@ async def delete_exactly(conn: AsyncConnection, chat_id: str, ids: Sequence[str]
         if parent_id is None:
             new = _below(row.id, None, None)
         else:
-            # A parent above every deleted message is read with its jump path, where
-            # the jumps of every message re-linked below it land (see ``_PATH``).
-            parent = await known.get_with_path(parent_id)
-            new = _below(row.id, parent, await known.get(parent.jump_id))
+            # Mostly re-linked already; a parent above every deleted message is read
+            # once, with its jump path, where the jumps of every message re-linked
+            # below it land (see ``_PATH``).
+            parent = known.cached(parent_id) or await known.get_with_path(parent_id)
+            jump = known.cached(parent.jump_id) or await known.get(parent.jump_id)
+            new = _below(row.id, parent, jump)
         known.add(new)
-        if new != (row.id, row.parent_id, row.depth, row.jump_id, row.jump_depth):
+        if new != tuple(row):
             changed.append(new)
     await conn.execute(delete(messages).where(messages.c.chat_id == chat_id,
                                               messages.c.id.in_(list(gone))))
@@ -554,13 +560,15 @@ async def _write_links(conn: AsyncConnection, links: Sequence[Link]) -> None:
                 "jump_depths": [link.jump_depth for link in batch],
             })
         else:
-            await conn.execute(_WRITE_LINK, [
-                {"key": link.id, **link.columns()} for link in batch])
+            # Plain parameter tuples: building SQLAlchemy parameters row by row costs
+            # more than SQLite's update itself.
+            await conn.exec_driver_sql(_WRITE_LINK, [
+                (link.parent_id, link.depth, link.jump_id, link.jump_depth, link.id)
+                for link in batch])
 
 
-_WRITE_LINK = update(messages).where(messages.c.id == bindparam("key")).values(
-    parent_id=bindparam("parent_id"), depth=bindparam("depth"),
-    jump_id=bindparam("jump_id"), jump_depth=bindparam("jump_depth"))
+_WRITE_LINK = ("UPDATE messages SET parent_id = ?, depth = ?, jump_id = ?, jump_depth = ?"
+               " WHERE id = ?")
 _PG_WRITE_LINKS = text(
     "UPDATE messages SET parent_id = v.parent_id, depth = v.depth, jump_id = v.jump_id,"
     " jump_depth = v.jump_depth FROM (SELECT unnest(CAST(:ids AS text[])) AS id,"
