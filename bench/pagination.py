@@ -12,6 +12,9 @@ on SQLite) and 100,000 chats for one user, then prints, all measured in the same
 - branches: a chat of the same size whose messages form 1,000 branches (each forking
   halfway along the one before, so the last branch is ~500,000 deep on Postgres): a page
   of 50 deep in the last branch ÷ its first page (target ≤ 1.2), backwards and forwards;
+- deletes: ten messages deleted in one call from the middle of the long chat (every
+  message below them re-linked), the time that took, and then a branch page deep in
+  it ÷ its first page (target ≤ 1.2);
 - the tree migration's time on a chat of that size written before the tree existed;
 - HTTP throughput of a GraphQL ``messages`` page of 50 (all 14 fields, cursors,
   pageInfo) served by uvicorn ÷ the same store call served by a bare Starlette route
@@ -413,6 +416,68 @@ async def measure_branches(url: str, sizes: Sizes, branchy: BranchyChat) -> None
         await db.dispose()
 
 
+#: Messages deleted (one call) from the middle of the long chat's branch.
+DELETES = 10
+
+
+async def measure_deletes(url: str, sizes: Sizes) -> None:
+    """Delete ``DELETES`` messages from the middle of the long chat (one branch of
+    ``sizes.messages``), then page that branch again: every message below a deleted
+    one is re-linked, and a page deep in the branch must still cost what its end does.
+    """
+    from chatql.store.db.database import Database
+    from chatql.store.messages import message as store_messages
+    from chatql.store.messages import tree
+    from chatql.store.records import BranchPosition, Identity
+
+    who = Identity(user_id=USER, tenant_id=TENANT)
+    db = Database(url)
+    total = sizes.messages
+    middle = total // 2
+    # Every other message around the middle: replies of a deleted message hang on a
+    # survivor, and the rest of the branch moves up by as many as went above it.
+    doomed = [middle - DELETES + 2 * n for n in range(DELETES)]
+    leaf = f"m{total:09d}"
+
+    def new_depth(n: int) -> int:
+        return n - sum(1 for d in doomed if d < n)
+
+    try:
+        start = time.perf_counter()
+        removed = await store_messages.delete_messages(
+            db, who, LONG_CHAT, [f"m{n:09d}" for n in doomed])
+        taken = time.perf_counter() - start
+        assert removed == DELETES, removed
+        # The branch reads as the chain without the deleted messages, at every depth.
+        async with db.read() as conn:
+            for n in (1, doomed[0] - 1, doomed[0] + 1, doomed[-1] + 1, middle + 7,
+                      (middle + total) // 2, total):
+                assert await conn.scalar(tree.ancestor_at(leaf, new_depth(n))) == (
+                    f"m{n:09d}"), n
+        position = middle + DELETES + 1
+        at = BranchPosition(id=f"m{position:09d}", depth=new_depth(position), leaf=leaf)
+
+        async def newest() -> Any:
+            return await store_messages.list_branch(db, who, LONG_CHAT, last=PAGE)
+
+        expected = [f"m{n:09d}" for n in range(position - PAGE - DELETES, position)
+                    if n not in doomed][-PAGE:]
+
+        async def deep() -> Any:
+            page = await store_messages.list_branch(db, who, LONG_CHAT, last=PAGE, before=at)
+            assert [m.id for m in page.items] == expected
+            return page
+
+        first, deep_page = await medians(sizes.repeats, newest, deep)
+        print(f"  deletes: {DELETES} messages from the middle of the {total:,}-message branch"
+              f" in one call: {taken:.2f} s ({total - doomed[0] - DELETES + 1:,} messages"
+              f" below re-linked)")
+        print(f"    branch pages after the deletes: first {ms(first)}, deep {ms(deep_page)}"
+              f"  -> after deletes depth / first = {deep_page / first:.2f}  (target <= 1.2)")
+    finally:
+        await db.dispose()
+
+
 async def measure_migration(url: str, sizes: Sizes, seed: Callable[[], Awaitable[None]]) -> None:
     """Time the conversation tree migration on a chat written before it."""
     from alembic import command
@@ -620,6 +685,7 @@ async def run_postgres(base_url: str, quick: bool) -> None:
         await measure_sql(url, sizes)
         await measure_branches(url, sizes, branchy)
         await measure_http(url, sizes)
+        await measure_deletes(url, sizes)
         await execute_on_server(base_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await execute_on_server(base_url, f'CREATE DATABASE "{old_name}"')
         await measure_migration(
@@ -643,6 +709,7 @@ async def run_sqlite(quick: bool) -> None:
         await measure_sql(url, sizes)
         await measure_branches(url, sizes, branchy)
         await measure_http(url, sizes)
+        await measure_deletes(url, sizes)
         old = Path(folder) / "old.db"
 
         async def seed_old() -> None:

@@ -2,8 +2,9 @@
 ``import``.
 
 ``export`` and ``import`` talk to the database directly (``CHATQL_DATABASE_URL`` or
-``--database-url``), as an operator of one tenant: ``export`` reads any chat of the
-tenant, ``import`` makes ``--user`` the new chat's owner. Expected failures print one
+``--database-url``), as an operator: ``export`` reads any chat by its id, whatever its
+tenant (``--tenant`` only narrows: a chat of another tenant is then not found),
+``import`` makes ``--user`` of ``--tenant`` the new chat's owner. Expected failures print one
 line on stderr and exit with status 1.
 """
 
@@ -98,13 +99,18 @@ def _transfer(args: argparse.Namespace, work: Any) -> int:
 
 
 def _export_chat(args: argparse.Namespace) -> int:
-    from chatql.store.chats.export import export_chat, open_export
+    from chatql.store.chats.export import chat_tenant, export_chat, open_export
+    from chatql.store.errors import NotFound
     from chatql.store.records import Identity
 
-    who = Identity(user_id="chatql-cli", tenant_id=args.tenant, roles=frozenset({"admin"}))
     out = sys.stdout.buffer
 
     async def work(db: Any) -> None:
+        # Chat ids are unique across tenants: the operator need not know the tenant.
+        tenant = args.tenant or await chat_tenant(db, args.chat_id)
+        if tenant is None:
+            raise NotFound(f"chat {args.chat_id!r} not found")
+        who = Identity(user_id="chatql-cli", tenant_id=tenant, roles=frozenset({"admin"}))
         chat = await open_export(db, who, args.chat_id)
         async for line in export_chat(db, chat):
             out.write(line)
@@ -164,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     export.set_defaults(run=_export_schema)
     chat_export = commands.add_parser("export", help="write a chat as JSON Lines to stdout")
     chat_export.add_argument("chat_id")
-    chat_export.add_argument("--tenant", default="default")
+    chat_export.add_argument("--tenant", default=None,
+                             help="only a chat of this tenant (default: any tenant)")
     chat_export.add_argument("--database-url", default=None, help="default: CHATQL_DATABASE_URL")
     chat_export.set_defaults(run=_export_chat)
     chat_import = commands.add_parser(

@@ -288,12 +288,17 @@ class MessageMutation:
         await announce(info, "MESSAGES", message.chat_id)
         return message  # type: ignore[return-value]
 
-    @strawberry.mutation(description="Delete messages of one chat; returns how many went.")
+    @strawberry.mutation(description=(
+        "Delete messages of one chat; returns how many rows went. By default exactly the"
+        " named messages go and each one's replies hang on its parent in its place;"
+        " withReplies also removes everything below them."))
     async def delete_messages(
-        self, info: Info, chat_id: strawberry.ID, ids: list[strawberry.ID]
+        self, info: Info, chat_id: strawberry.ID, ids: list[strawberry.ID],
+        with_replies: bool | None = False,
     ) -> int:
         deleted = await store_messages.delete_messages(
-            info.context.db, info.context.identity, str(chat_id), [str(i) for i in ids]
+            info.context.db, info.context.identity, str(chat_id), [str(i) for i in ids],
+            with_replies=bool(with_replies),
         )
         await announce(info, "MESSAGES", str(chat_id))
         return deleted

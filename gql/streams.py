@@ -90,6 +90,8 @@ class ResumeRecord:
     sequence: int
     metadata: JSON | None
     created_at: datetime
+    updated_at: datetime = strawberry.field(
+        description="When the record was written or last changed by updateResume.")
 
 
 @strawberry.type(description="What endStream persisted.")
@@ -288,6 +290,15 @@ class StreamMutation:
     )
     async def stop_stream(self, info: Info, chat_id: strawberry.ID) -> bool:
         return await _streams(info).stop_stream(info.context.identity, str(chat_id))
+
+    @strawberry.mutation(description=(
+        "Set a resume record's status and/or output (a runtime that resumed the run marks"
+        " the step done); needs the right to append to its chat."))
+    async def update_resume(self, info: Info, id: strawberry.ID, status: str | None = None,
+                            output: JSON | None = None) -> ResumeRecord:
+        record = await store_resume.update_resume(
+            info.context.db, info.context.identity, str(id), status=status, output=output)
+        return record  # type: ignore[return-value]
 
     @strawberry.mutation(description="Remove a chat's resume records; returns how many.")
     async def delete_resume(self, info: Info, chat_id: strawberry.ID) -> int:

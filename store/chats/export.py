@@ -25,7 +25,7 @@ from sqlalchemy import select
 from chatql.store.chats.chat import get_chat
 from chatql.store.db import prepared
 from chatql.store.db.database import Database
-from chatql.store.db.tables import resume_records
+from chatql.store.db.tables import chats, resume_records
 from chatql.store.errors import NotFound
 from chatql.store.ids import check_chat_id
 from chatql.store.messages.resume import resume_from_row
@@ -40,6 +40,7 @@ __all__ = [
     "EXPORT_PAGE_SIZE",
     "EXPORT_VERSION",
     "chat_line",
+    "chat_tenant",
     "export_chat",
     "message_line",
     "open_export",
@@ -175,6 +176,17 @@ def resume_line(record: ResumeRecord) -> dict[str, Any]:
         "createdAt": _time(record.created_at),
         "updatedAt": _time(record.updated_at),
     }
+
+
+async def chat_tenant(db: Database, chat_id: str) -> str | None:
+    """The tenant of the chat ``chat_id`` (ids are unique across tenants), or None.
+
+    For operators, who reach the database directly; no access rule applies here.
+    """
+    async with db.read() as conn:
+        tenant = await conn.scalar(
+            select(chats.c.tenant_id).where(chats.c.id == check_chat_id(chat_id)))
+    return None if tenant is None else str(tenant)
 
 
 async def open_export(db: Database, who: Identity, chat_id: str) -> Chat:

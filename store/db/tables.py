@@ -200,6 +200,8 @@ messages = Table(
     Index(None, "chat_id", "parent_id", "sequence"),
     Index(None, "chat_id", "request_id", "sequence"),
     Index(None, "chat_id", "type", "sequence"),
+    # The chat's SYSTEM messages, which open the model's context.
+    Index(None, "chat_id", "role", "sequence"),
 )
 
 append_receipts = Table(

@@ -12,9 +12,18 @@ in for what came before (``props.summary``).
   token per 4 characters of its props as compact, key-sorted JSON (rounded up); every
   returned message carries its count, estimated ones marked ``tokens_estimated``. The
   summary, when there is one, counts toward both bounds (its count is an estimate).
-- The summary comes first as a ``SYSTEM`` message of type ``text`` whose
-  ``props.content`` is the summary; it keeps the boundary's id, sequence and times so
-  it can be traced back.
+- The context opens with what the model must always have, in this order, each
+  counted toward both bounds and never trimmed (the turns are, instead; an opening
+  that alone exceeds a bound is ``WINDOW_TOO_SMALL``):
+
+  - the system prompt: the chat's stored ``SYSTEM`` messages on the active branch
+    (boundaries aside, before a boundary too: starting over does not make an agent
+    forget its instructions), one as stored, several merged into one ``text`` message
+    whose ``props.content`` joins their texts in order;
+  - the memory message, when ``memory_scopes`` are given;
+  - the summary, as a ``SYSTEM`` message of type ``text`` whose ``props.content`` is
+    the summary; it keeps the boundary's id, sequence and times so it can be traced
+    back.
 - A turn is a ``USER`` message and everything after it up to the next ``USER``
   message. Messages after the boundary but before its first ``USER`` message (an
   assistant's greeting, say) form one more, oldest, unit, kept whole or not at all.
@@ -60,6 +69,7 @@ __all__ = [
     "BOUNDARY_TYPE",
     "MAX_SUMMARY_CHARS",
     "MODEL_HIDDEN_TYPES",
+    "SYSTEM_PROMPT_SEPARATOR",
     "THINKING_TYPE",
     "TOOL_CALL_TYPE",
     "compact_chat",
@@ -76,6 +86,8 @@ THINKING_TYPE = "thinking"
 #: A tool call; left out when INTERRUPTED, as its result can never follow.
 TOOL_CALL_TYPE = "tool_call"
 MAX_SUMMARY_CHARS = 1_000_000
+#: Between the texts of several system prompts merged into one message.
+SYSTEM_PROMPT_SEPARATOR = "\n\n"
 #: Rows read per backward step; at least the limit, so most contexts take one step.
 _MIN_PAGE = 64
 _MAX_PAGE = 1_000
@@ -143,9 +155,10 @@ async def model_context(
 ) -> list[Message]:
     """The messages an agent should send its model, oldest first (see module doc).
 
-    With ``memory_scopes`` the context opens with the chat creator's recent memory
-    (``store.memory.memory_message``), which counts as one message toward ``limit`` and
-    by its tokens (estimated) toward ``max_tokens``, like the summary that follows it.
+    With ``memory_scopes`` the context carries the chat creator's recent memory
+    (``store.memory.memory_message``) after the system prompt; like the system prompt
+    and the summary that follows it, it counts as one message toward ``limit`` and by
+    its tokens (estimated) toward ``max_tokens``.
     """
     check_chat_id(chat_id)
     if limit is None and max_tokens is None:
@@ -161,15 +174,17 @@ async def model_context(
         memory = None if memory_scopes is None else await memory_message(
             conn, who, chat, memory_scopes)
         leaf = chat.active_leaf_id
+        system = None if leaf is None else _system_message(
+            await _system_prompts(conn, chat_id, leaf))
         row = None if leaf is None else await _newest_boundary(conn, chat_id, leaf)
         boundary = None if row is None else message_from_row(row)
         summary = _summary_message(boundary)
         window = _Window(limit, max_tokens)
-        opening = [_counted(m) for m in (memory, summary) if m is not None]
+        opening = [_counted(m) for m in (system, memory, summary) if m is not None]
         if not window.fits(opening):
             raise WindowTooSmall(
-                "the memory message and the compaction summary alone exceed the window;"
-                " raise limit or maxTokens"
+                "the system prompt, the memory message and the compaction summary alone"
+                " exceed the window; raise limit or maxTokens"
             )
         window.take(opening)
         hidden = [*MODEL_HIDDEN_TYPES, BOUNDARY_TYPE]
@@ -225,6 +240,51 @@ class _Window:
         )
 
 
+async def _system_prompts(conn: AsyncConnection, chat_id: str, leaf: str) -> list[Message]:
+    """The stored ``SYSTEM`` messages (boundaries aside) on the branch ending at
+    ``leaf``, oldest first.
+
+    The (chat_id, role, sequence) index lists the chat's few SYSTEM messages; each is
+    checked to lie on the branch with one jump climb, so the branch is never read.
+    """
+    rows = (await conn.execute(
+        select(messages)
+        .where(messages.c.chat_id == chat_id, messages.c.role == "SYSTEM",
+               messages.c.type != BOUNDARY_TYPE)
+        .order_by(messages.c.sequence)
+    )).all()
+    found = []
+    for row in rows:
+        if row.type in MODEL_HIDDEN_TYPES or row.status == "FAILED":
+            continue
+        if await conn.scalar(tree.ancestor_at(leaf, int(row.depth))) == row.id:
+            found.append(message_from_row(row))
+    return found
+
+
+def _system_text(message: Message) -> str | None:
+    for key in ("content", "text"):
+        value = message.props.get(key)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def _system_message(prompts: list[Message]) -> Message | None:
+    """One message standing for the system prompts: the only one as stored, or
+    several merged into one ``text`` message whose content joins their texts in order
+    (it keeps the first one's id, sequence and times; its token count is the sum of
+    theirs when every one was reported, else an estimate)."""
+    if len(prompts) <= 1:
+        return prompts[0] if prompts else None
+    texts = [text for text in map(_system_text, prompts) if text is not None]
+    counts = [m.tokens for m in prompts]
+    tokens = None if any(c is None for c in counts) else sum(c or 0 for c in counts)
+    first = prompts[0]
+    return replace(first, type="text", props={"content": SYSTEM_PROMPT_SEPARATOR.join(texts)},
+                   tokens=tokens, updated_at=max(m.updated_at for m in prompts))
+
+
 def _summary_message(boundary: Message | None) -> Message | None:
     if boundary is None:
         return None
@@ -262,7 +322,8 @@ async def _newest_boundary(conn: AsyncConnection, chat_id: str, leaf: str) -> An
 
 
 def _for_model(row: Any, hidden: list[str]) -> bool:
-    if row.type in hidden or row.status == "FAILED":
+    # SYSTEM messages open the context (see ``_system_message``) rather than a turn.
+    if row.type in hidden or row.status == "FAILED" or row.role == "SYSTEM":
         return False
     # A tool call the model can never see answered (provider APIs refuse it).
     return not (row.type == TOOL_CALL_TYPE and row.status == "INTERRUPTED")

@@ -446,10 +446,13 @@ async def _lock_writable(conn: AsyncConnection, who: Identity, chat_id: str) -> 
     await access.require(conn, who, chat_id, "write", lock=True)
 
 
-async def delete_messages(db: Database, who: Identity, chat_id: str, ids: Sequence[str]) -> int:
-    """Delete the given messages of one chat with everything below them in the tree.
+async def delete_messages(db: Database, who: Identity, chat_id: str, ids: Sequence[str], *,
+                          with_replies: bool = False) -> int:
+    """Delete the given messages of one chat; returns how many rows went.
 
-    Returns how many messages went (descendants included).
+    By default exactly those messages go and each one's replies hang on its nearest
+    surviving ancestor; ``with_replies`` also deletes everything below them. Ids not
+    in the chat are ignored.
     """
     check_chat_id(chat_id)
     if len(ids) > MAX_APPEND_BATCH:
@@ -458,7 +461,9 @@ async def delete_messages(db: Database, who: Identity, chat_id: str, ids: Sequen
         await _lock_writable(conn, who, chat_id)
         if not ids:
             return 0
-        return await tree.delete_subtrees(conn, chat_id, ids)
+        if with_replies:
+            return await tree.delete_subtrees(conn, chat_id, ids)
+        return await tree.delete_exactly(conn, chat_id, ids)
 
 
 def check_page_size(value: int | None, name: str) -> int | None:

@@ -1,9 +1,11 @@
 """Resume records: the execution steps of a stream that ended interrupted or failed.
 
-They are written only by the stream persist (one transaction with the stream's
-messages, see :mod:`store.streams.service`) and read back here so an agent can pick up where
-it stopped: ``resume_records`` (a chat's steps, oldest first), ``last_resume`` (the
-newest), ``resume_by_stack`` (one stack's steps) and ``stack_path`` (the stack ids
+They are written by the stream persist (one transaction with the stream's messages,
+see :mod:`store.streams.service`); ``update_resume`` changes one record's status or
+output afterwards (a runtime that resumed the run marks the step done). They are read
+back here so an agent can pick up where it stopped: ``resume_records`` (a chat's
+steps, oldest first), ``last_resume`` (the newest), ``resume_by_stack`` (one stack's
+steps) and ``stack_path`` (the stack ids
 from the root of an A2A delegation down to a nested stack). Every query applies the
 chat read rule; records of a chat the caller may not read do not exist for it.
 """
@@ -14,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, delete, insert, select
+from sqlalchemy import Row, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from chatql.store.chats import access
@@ -38,6 +40,7 @@ __all__ = [
     "resume_from_row",
     "resume_records",
     "stack_path",
+    "update_resume",
 ]
 
 STEP_TYPES = ("input", "hook_create", "llm", "tool", "hook_next", "delegate")
@@ -212,3 +215,37 @@ async def delete_resume(db: Database, who: Identity, chat_id: str) -> int:
             delete(resume_table).where(resume_table.c.chat_id == chat_id)
         )
     return int(result.rowcount or 0)
+
+
+async def update_resume(db: Database, who: Identity, record_id: str, *,
+                        status: str | None = None, output: Any = None) -> ResumeRecord:
+    """Set a record's ``status`` and/or ``output`` (None: left as it is); its
+    ``updated_at`` moves to now.
+
+    Needs the right to append to the record's chat (what writing the record took); a
+    record of a chat the caller may not read is NOT_FOUND, as if it did not exist.
+    """
+    check_length(record_id, "id", NAME_CHARS)
+    if status is None and output is None:
+        raise InvalidArgument("give at least one of status or output")
+    if status is not None and status not in STEP_STATUSES:
+        raise InvalidArgument(f"status must be one of {', '.join(STEP_STATUSES)}")
+    changes: dict[str, Any] = {"updated_at": now()}
+    if status is not None:
+        changes["status"] = status
+    if output is not None:
+        changes["output"] = output
+    async with db.write() as conn:
+        chat_id = await conn.scalar(
+            select(resume_table.c.chat_id).where(resume_table.c.id == record_id))
+        if chat_id is None:
+            raise NotFound(f"resume record {record_id!r} not found")
+        try:
+            await access.require(conn, who, chat_id, "append")
+        except NotFound:
+            raise NotFound(f"resume record {record_id!r} not found") from None
+        row = (await conn.execute(
+            update(resume_table).where(resume_table.c.id == record_id)
+            .values(**changes).returning(resume_table)
+        )).one()
+    return resume_from_row(row)

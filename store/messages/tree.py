@@ -25,7 +25,18 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import CTE, Select, bindparam, case, delete, func, literal, select, update
+from sqlalchemy import (
+    CTE,
+    Select,
+    bindparam,
+    case,
+    delete,
+    func,
+    literal,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from chatql.store.db.tables import chats, messages
@@ -37,6 +48,7 @@ __all__ = [
     "ancestor_at",
     "chain_jump_depths",
     "chain_links",
+    "delete_exactly",
     "delete_subtrees",
     "leaf_joined",
     "leaf_links",
@@ -139,6 +151,10 @@ class _Known:
                           int(row.j_jump_depth)))
         return self.add(Link(message_id, row.parent_id, int(row.depth), row.jump_id,
                              int(row.jump_depth)))
+
+    def cached(self, message_id: str) -> Link | None:
+        """A message read or written so far, without the database (None: not yet)."""
+        return self._links.get(message_id)
 
     def read(self, message_id: str) -> Link:
         """A message :meth:`get_with_jump` or :meth:`get_with_path` read already (one
@@ -397,8 +413,44 @@ async def set_active_leaf(conn: AsyncConnection, chat_id: str, leaf_id: str | No
                        .values(active_leaf_id=leaf_id))
 
 
+def _descendants(chat_id: str, ids: Sequence[str]) -> CTE:
+    """The messages ``ids`` of one chat and everything below them, each row once (a
+    message below two of the named ones is still one row)."""
+    below = select(messages.c.id).where(
+        messages.c.chat_id == chat_id, messages.c.id.in_(list(ids))
+    ).cte("below", recursive=True)
+    child = messages.alias("child")
+    return below.union(select(child.c.id).where(child.c.chat_id == chat_id,
+                                                child.c.parent_id == below.c.id))
+
+
+async def _active_cut(conn: AsyncConnection, chat_id: str, tops: Sequence[Any]) -> Any:
+    """The shallowest of ``tops`` (rows with ``id`` and ``depth``, shallowest first) on
+    the chat's active branch, or None."""
+    active = await conn.scalar(select(chats.c.active_leaf_id).where(chats.c.id == chat_id))
+    if active is None:
+        return None
+    for top in tops:
+        if await conn.scalar(ancestor_at(active, int(top.depth))) == top.id:
+            return top
+    return None
+
+
+async def _fall_back(conn: AsyncConnection, chat_id: str, survivor: str | None) -> None:
+    """Make the newest leaf below ``survivor`` active; with None, the newest leaf below
+    the chat's newest message (nothing when the chat is empty)."""
+    if survivor is None:
+        survivor = await conn.scalar(
+            select(messages.c.id).where(messages.c.chat_id == chat_id)
+            .order_by(messages.c.sequence.desc()).limit(1))
+    if survivor is not None:
+        survivor = await newest_leaf_below(conn, chat_id, survivor)
+    await set_active_leaf(conn, chat_id, survivor)
+
+
 async def delete_subtrees(conn: AsyncConnection, chat_id: str, ids: Sequence[str]) -> int:
-    """Delete the messages ``ids`` of one chat and all their descendants.
+    """Delete the messages ``ids`` of one chat and all their descendants; returns how
+    many rows went.
 
     When the active leaf goes with them, the active branch falls back to the newest
     leaf below the nearest surviving ancestor (or the chat's newest message's, or
@@ -411,35 +463,120 @@ async def delete_subtrees(conn: AsyncConnection, chat_id: str, ids: Sequence[str
     )).all()
     if not tops:
         return 0
-    active = await conn.scalar(select(chats.c.active_leaf_id).where(chats.c.id == chat_id))
-    # The shallowest deleted message on the active branch decides what survives of it.
-    cut: Any = None
-    if active is not None:
-        for top in tops:
-            if await conn.scalar(ancestor_at(active, int(top.depth))) == top.id:
-                cut = top
-                break
-    doomed = select(messages.c.id).where(
-        messages.c.chat_id == chat_id, messages.c.id.in_([top.id for top in tops])
-    ).cte("doomed", recursive=True)
-    child = messages.alias("child")
-    doomed = doomed.union_all(select(child.c.id).where(child.c.chat_id == chat_id,
-                                                       child.c.parent_id == doomed.c.id))
+    cut = await _active_cut(conn, chat_id, tops)
+    doomed = _descendants(chat_id, [top.id for top in tops])
     # Counted first: SQLite reports no row count for a DELETE led by a CTE.
     count = await conn.scalar(select(func.count()).select_from(doomed))
     await conn.execute(delete(messages).where(
         messages.c.chat_id == chat_id, messages.c.id.in_(select(doomed.c.id))))
     if cut is not None:
-        fallback: str | None = cut.parent_id
-        if fallback is None:
-            # Nothing of the branch is left: the newest surviving message leads.
-            fallback = await conn.scalar(
-                select(messages.c.id).where(messages.c.chat_id == chat_id)
-                .order_by(messages.c.sequence.desc()).limit(1))
-        if fallback is not None:
-            fallback = await newest_leaf_below(conn, chat_id, fallback)
-        await set_active_leaf(conn, chat_id, fallback)
+        await _fall_back(conn, chat_id, cut.parent_id)
     return int(count or 0)
+
+
+async def delete_exactly(conn: AsyncConnection, chat_id: str, ids: Sequence[str]) -> int:
+    """Delete exactly the messages ``ids`` of one chat; returns how many rows went.
+
+    Each deleted message's children hang on its nearest surviving ancestor (a root's
+    become roots), and every message below a deleted one gets the tree columns a
+    fresh write of the same tree would give it (its depth is smaller now, and its jump
+    pointer follows from the depth), so branch pages stay bounded. The rows below are
+    read once and only rows whose columns change are written, in one bulk statement.
+
+    When the active leaf is deleted, its nearest surviving ancestor becomes the active
+    leaf (with no ancestor left, the newest leaf below the chat's newest message); a
+    deleted message higher up the active branch leaves the leaf where it is.
+    """
+    named = (await conn.execute(
+        select(messages.c.id, messages.c.parent_id)
+        .where(messages.c.chat_id == chat_id, messages.c.id.in_(list(ids)))
+    )).all()
+    if not named:
+        return 0
+    gone = {row.id: row.parent_id for row in named}
+
+    def survivor_above(parent_id: str | None) -> str | None:
+        while parent_id is not None and parent_id in gone:
+            parent_id = gone[parent_id]
+        return parent_id
+
+    active = await conn.scalar(select(chats.c.active_leaf_id).where(chats.c.id == chat_id))
+    below = _descendants(chat_id, list(gone))
+    # Parents come before their children in old-depth order, which is what the links
+    # are made in: a new link needs its parent's (new) link and that one's jump target.
+    rows = (await conn.execute(
+        select(messages.c.id, messages.c.parent_id, messages.c.depth, messages.c.jump_id,
+               messages.c.jump_depth)
+        .where(messages.c.id.in_(select(below.c.id)), messages.c.chat_id == chat_id)
+        .order_by(messages.c.depth)
+    )).all()
+    known = _Known(conn, chat_id, "message {id!r} not found in chat {chat!r}")
+    changed: list[Link] = []
+    for row in rows:
+        if row.id in gone:
+            continue
+        parent_id = survivor_above(row.parent_id)
+        if parent_id is None:
+            new = _below(row.id, None, None)
+        else:
+            # Mostly re-linked already; a parent above every deleted message is read
+            # once, with its jump path, where the jumps of every message re-linked
+            # below it land (see ``_PATH``).
+            parent = known.cached(parent_id) or await known.get_with_path(parent_id)
+            jump = known.cached(parent.jump_id) or await known.get(parent.jump_id)
+            new = _below(row.id, parent, jump)
+        known.add(new)
+        if new != tuple(row):
+            changed.append(new)
+    await conn.execute(delete(messages).where(messages.c.chat_id == chat_id,
+                                              messages.c.id.in_(list(gone))))
+    await _write_links(conn, changed)
+    if active in gone:
+        # The leaf itself went: its nearest surviving ancestor leads the branch now.
+        survivor = survivor_above(gone[active])
+        if survivor is None:
+            await _fall_back(conn, chat_id, None)
+        else:
+            await set_active_leaf(conn, chat_id, survivor)
+    return len(gone)
+
+
+#: Rows per statement when rewriting tree columns in bulk.
+_LINK_BATCH = 20_000
+
+
+async def _write_links(conn: AsyncConnection, links: Sequence[Link]) -> None:
+    """Store the tree columns of ``links`` (existing messages)."""
+    for start in range(0, len(links), _LINK_BATCH):
+        batch = links[start:start + _LINK_BATCH]
+        if conn.dialect.name == "postgresql":
+            # One statement joining the new values as arrays: an executemany would be
+            # one round trip per row.
+            await conn.execute(_PG_WRITE_LINKS, {
+                "ids": [link.id for link in batch],
+                "parents": [link.parent_id for link in batch],
+                "depths": [link.depth for link in batch],
+                "jump_ids": [link.jump_id for link in batch],
+                "jump_depths": [link.jump_depth for link in batch],
+            })
+        else:
+            # Plain parameter tuples: building SQLAlchemy parameters row by row costs
+            # more than SQLite's update itself.
+            await conn.exec_driver_sql(_WRITE_LINK, [
+                (link.parent_id, link.depth, link.jump_id, link.jump_depth, link.id)
+                for link in batch])
+
+
+_WRITE_LINK = ("UPDATE messages SET parent_id = ?, depth = ?, jump_id = ?, jump_depth = ?"
+               " WHERE id = ?")
+_PG_WRITE_LINKS = text(
+    "UPDATE messages SET parent_id = v.parent_id, depth = v.depth, jump_id = v.jump_id,"
+    " jump_depth = v.jump_depth FROM (SELECT unnest(CAST(:ids AS text[])) AS id,"
+    " unnest(CAST(:parents AS text[])) AS parent_id,"
+    " unnest(CAST(:depths AS bigint[])) AS depth,"
+    " unnest(CAST(:jump_ids AS text[])) AS jump_id,"
+    " unnest(CAST(:jump_depths AS bigint[])) AS jump_depth) AS v"
+    " WHERE messages.id = v.id")
 
 
 async def sibling_ids(conn: AsyncConnection, chat_id: str, parent_id: str | None) -> list[str]:

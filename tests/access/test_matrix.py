@@ -76,6 +76,8 @@ class Target:
     stack_id: str = ""
     #: The channel of a chat made by ``chatFor`` (``Operation.setup``).
     channel: str = ""
+    #: A resume record in the chat (``Operation.setup``).
+    resume_id: str = ""
 
     @staticmethod
     def unique() -> str:
@@ -83,7 +85,7 @@ class Target:
 
 
 GHOST = Target(chat_id="ghost-chat", message_id="ghost-message", stream_id="ghost-stream",
-               stack_id="ghost-stack")
+               stack_id="ghost-stack", resume_id="ghost-resume")
 
 
 @dataclass(frozen=True)
@@ -201,7 +203,9 @@ async def _resume_records(client: GraphQLClient, target: Target, spec: ChatSpec)
         "id": "step-1", "type": "llm", "stackId": stack, "stackParentId": root,
         "stackDepth": 1}}, headers)
     await client.data(END, {"stream": target.stream_id, "status": "INTERRUPTED"}, headers)
-    return replace(target, stack_id=stack)
+    record = (await client.data("query($chat: ID!) { lastResume(chatId: $chat) { id } }",
+                                {"chat": target.chat_id}, headers))["lastResume"]
+    return replace(target, stack_id=stack, resume_id=record["id"])
 
 
 #: The creator of each chat ``_owner_memory`` prepared, by chat id.
@@ -632,6 +636,13 @@ OPERATIONS: tuple[Operation, ...] = (
         append_outcome, setup=_resume_records, consumes=True,
         check=lambda value, t, c: value == 1,
     ),
+    # Changing a record takes what writing it took: the right to append.
+    Operation(
+        "updateResume",
+        'mutation($id: ID!) { updateResume(id: $id, status: "completed") { chatId status } }',
+        lambda t: {"id": t.resume_id}, append_outcome, setup=_resume_records,
+        check=lambda value, t, c: value == {"chatId": t.chat_id, "status": "completed"},
+    ),
     # "Whoever may read a chat may subscribe to it"; over a real WebSocket,
     # joining the stream the setup started (the late-join snapshot comes first).
     Operation(
@@ -691,7 +702,8 @@ def _normalised(body: dict[str, Any], target: Target) -> Any:
     error = errors[0]
     message = error["message"]
     for placeholder, real in (("<stream>", target.stream_id), ("<stack>", target.stack_id),
-                              ("<chat>", target.chat_id), ("<message>", target.message_id)):
+                              ("<chat>", target.chat_id), ("<message>", target.message_id),
+                              ("<resume>", target.resume_id)):
         if real:
             message = message.replace(repr(real), placeholder)
     return ("error", error["extensions"]["code"], message)

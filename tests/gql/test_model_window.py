@@ -184,3 +184,88 @@ async def test_a_long_chat_is_read_from_its_end(
     turns = {30: 3, 1000: 100}.get(bounds.get("maxTokens", 0), 1)
     expected = [f"{kind}{turn}" for turn in range(150 - turns, 150) for kind in "qa"]
     assert [m["props"]["content"] for m in got] == expected
+
+
+SYSTEM_WINDOW = """query($chat: ID!, $limit: Int, $maxTokens: Int, $scopes: [String!]) {
+  modelContext(chatId: $chat, limit: $limit, maxTokens: $maxTokens, memoryScopes: $scopes) {
+    id role type props tokens tokensEstimated } }"""
+
+
+async def system_window(client: GraphQLClient, chat_id: str,
+                        **bounds: Any) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = (await client.data(
+        SYSTEM_WINDOW, {"chat": chat_id, **bounds}))["modelContext"]
+    return items
+
+
+async def test_one_system_prompt_opens_the_window_and_is_never_dropped(
+        client: GraphQLClient) -> None:
+    await client.data(CREATE, {"id": "s1"})
+    [prompt] = await append(client, "s1", message("SYSTEM", "text", "You are terse.", 7))
+    turns = await append(client, "s1", *[
+        message(role, kind, f"{role.lower()} {n}", 10)
+        for n in range(4) for role, kind in (("USER", "user_input"), ("ASSISTANT", "text"))])
+    # limit: the prompt is one of the messages; the oldest turns make room for it.
+    context = await system_window(client, "s1", limit=5)
+    assert [m["id"] for m in context] == [prompt, *turns[-4:]]
+    assert context[0] == {"id": prompt, "role": "SYSTEM", "type": "text",
+                          "props": {"content": "You are terse."}, "tokens": 7,
+                          "tokensEstimated": False}
+    # maxTokens: its 7 tokens count; 7 + 20 + 20 = 47 is two turns, 46 only one.
+    assert [m["id"] for m in await system_window(client, "s1", maxTokens=47)] == [
+        prompt, *turns[-4:]]
+    assert [m["id"] for m in await system_window(client, "s1", maxTokens=46)] == [
+        prompt, *turns[-2:]]
+    # Everything fits: the prompt once, first, although it was written first anyway.
+    assert [m["id"] for m in await system_window(client, "s1", limit=50)] == [prompt, *turns]
+    # The prompt and the newest turn are what must fit.
+    assert await client.error_code(SYSTEM_WINDOW, {"chat": "s1", "limit": 2}) == (
+        "WINDOW_TOO_SMALL")
+    assert await client.error_code(SYSTEM_WINDOW, {"chat": "s1", "maxTokens": 6}) == (
+        "WINDOW_TOO_SMALL")
+    # Starting over does not make the agent forget its instructions.
+    await client.data('mutation { startOver(chatId: "s1") { id } }')
+    [fresh] = await append(client, "s1", message("USER", "user_input", "again", 3))
+    assert [m["id"] for m in await system_window(client, "s1", limit=10)] == [prompt, fresh]
+
+
+async def test_two_system_prompts_are_merged_into_one_first_message(
+        client: GraphQLClient) -> None:
+    await client.data(CREATE, {"id": "s2"})
+    first = (await append(client, "s2", message("SYSTEM", "text", "Be kind.", 4),
+                          message("USER", "user_input", "q0", 10),
+                          message("ASSISTANT", "text", "a0", 10)))[0]
+    [second] = await append(client, "s2", message("SYSTEM", "text", "Answer in French.", 6))
+    turns = await append(client, "s2", *[
+        message(role, kind, f"{role.lower()} {n}", 10)
+        for n in range(3) for role, kind in (("USER", "user_input"), ("ASSISTANT", "text"))])
+    merged = {"id": first, "role": "SYSTEM", "type": "text",
+              "props": {"content": "Be kind.\n\nAnswer in French."}, "tokens": 10,
+              "tokensEstimated": False}
+    context = await system_window(client, "s2", limit=3)
+    assert context == [merged, *[
+        {"id": turns[n], "role": "USER" if n % 2 == 0 else "ASSISTANT",
+         "type": "user_input" if n % 2 == 0 else "text",
+         "props": {"content": ("user " if n % 2 == 0 else "assistant ") + str(n // 2)},
+         "tokens": 10, "tokensEstimated": False} for n in (4, 5)]]
+    assert second not in [m["id"] for m in context]
+    # maxTokens counts the merged prompt's 10 tokens: 10 + 20 + 20 = 50 is two turns.
+    assert [m["id"] for m in await system_window(client, "s2", maxTokens=50)] == [
+        first, *turns[-4:]]
+    assert [m["id"] for m in await system_window(client, "s2", maxTokens=49)] == [
+        first, *turns[-2:]]
+    # With the memory message: the prompt first, then the memory, both counted.
+    context = await system_window(client, "s2", limit=4, scopes=["_global"])
+    assert [(m["role"], m["type"]) for m in context[:2]] == [("SYSTEM", "text"),
+                                                              ("SYSTEM", "memory")]
+    assert context[0]["props"] == merged["props"] and [m["id"] for m in context[2:]] == (
+        turns[-2:])
+    assert await client.error_code(SYSTEM_WINDOW, {"chat": "s2", "limit": 1,
+                                                   "scopes": ["_global"]}) == (
+        "WINDOW_TOO_SMALL")
+    # A prompt without a reported count makes the merged count an estimate.
+    await append(client, "s2", message("SYSTEM", "text", "Use metric units."))
+    opening = (await system_window(client, "s2", limit=3))[0]
+    expected_props = {"content": "Be kind.\n\nAnswer in French.\n\nUse metric units."}
+    assert opening["props"] == expected_props
+    assert (opening["tokens"], opening["tokensEstimated"]) == (estimate(expected_props), True)

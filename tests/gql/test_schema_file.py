@@ -27,7 +27,7 @@ def test_normative_names_exist() -> None:
         "restoreChat(id: ID!): Chat!",
         "purgeChat(id: ID!): Boolean!",
         "updateMessage(id: ID!, input: UpdateMessageInput!): Message!",
-        "deleteMessages(chatId: ID!, ids: [ID!]!): Int!",
+        "deleteMessages(chatId: ID!, ids: [ID!]!, withReplies: Boolean = false): Int!",
         "scalar JSON",
         "scalar DateTime",
     ):

@@ -141,6 +141,46 @@ async def test_only_spoken_text_is_indexed(client: GraphQLClient) -> None:
     assert {hit["message"]["type"] for hit in hits} == {"user_input", "text"}
 
 
+async def test_text_parts_of_multimodal_input_are_indexed(client: GraphQLClient) -> None:
+    await create(client, "c1")
+    [photo, plain] = await append(
+        client, "c1",
+        {"role": "USER", "type": "user_input", "props": {"content": [
+            {"type": "text", "text": "what breed is this dog"},
+            {"type": "image_url", "image_url": {"url": "https://x/dog.png"}},
+            {"type": "text", "text": "it looks like a spaniel"},
+        ]}},
+        said("my dog sleeps"),
+    )
+    assert sorted(ids(await search(client, "dog"))) == sorted([photo, plain])
+    # Words of either text part, never the other parts' values.
+    assert ids(await search(client, "spaniel breed")) == [photo]
+    assert await search(client, "png") == []
+    assert await search(client, "image_url") == []
+
+
+async def test_tool_results_are_never_indexed(client: GraphQLClient) -> None:
+    await create(client, "c1")
+    update = """mutation($id: ID!, $input: UpdateMessageInput!) {
+      updateMessage(id: $id, input: $input) { id } }"""
+    [asked, dump, said_after] = await append(
+        client, "c1",
+        said("find the invoice total"),
+        {"role": "ASSISTANT", "type": "text", "props": {"content": "invoice rows total 42"},
+         "metadata": {"is_tool_result": True}},
+        {"role": "ASSISTANT", "type": "text", "props": {"content": "the invoice total is 42"},
+         "metadata": {"is_tool_result": False}},
+    )
+    assert sorted(ids(await search(client, "invoice"))) == sorted([asked, said_after])
+    assert await search(client, "rows") == []
+    # Marking a message as a tool result takes it out; unmarking brings it back.
+    await client.data(update, {"id": said_after,
+                               "input": {"metadata": {"is_tool_result": True}}})
+    assert ids(await search(client, "invoice")) == [asked]
+    await client.data(update, {"id": dump, "input": {"metadata": {"source": "model"}}})
+    assert ids(await search(client, "rows")) == [dump]
+
+
 async def test_index_follows_updates_deletes_and_purges(client: GraphQLClient) -> None:
     await create(client, "c1")
     await create(client, "c2")
@@ -241,10 +281,10 @@ async def test_window_brings_neighbours_oldest_first(client: GraphQLClient) -> N
     assert [m["sequence"] for m in hits[0]["window"]] == [1, 2, 3, 5, 6, 7]
     hits = await search(client, "target", window=0)
     assert len(hits) == 2 and all(hit["window"] == [] for hit in hits)
-    # Edges of a chat give fewer neighbours; a delete takes what follows it along.
+    # Edges of a chat give fewer neighbours; a deleted message's replies take its place.
     await client.data(DELETE, {"chatId": "c1", "ids": [written[2]]})
     hits = await search(client, "one", window=2)
-    assert [m["sequence"] for m in hits[0]["window"]] == [2]
+    assert [m["sequence"] for m in hits[0]["window"]] == [2, 4]
 
 
 async def test_assistant_filter(client: GraphQLClient) -> None:

@@ -581,3 +581,44 @@ async def test_end_stream_after_a_restart_answers_from_the_stored_write(
         assert await client.data(END, {"id": full, "status": "INTERRUPTED"}) == written
         assert await client.data(END, {"id": empty, "status": "COMPLETED"}) == nothing
         await client.http.aclose()
+
+
+UPDATE_RESUME = """mutation($id: ID!, $status: String, $output: JSON) {
+  updateResume(id: $id, status: $status, output: $output) {
+    id type status output createdAt updatedAt } }"""
+RESUME_TIMES = """query($chat: ID!) { resumeRecords(chatId: $chat) {
+  id type status output createdAt updatedAt } }"""
+
+
+async def test_update_resume_marks_a_step_done(client: GraphQLClient,
+                                               make_headers: Any) -> None:
+    sid = await start(client, "upd")
+    for step in ({"id": "s1", "type": "input", "status": "completed"},
+                 {"id": "s2", "type": "tool", "input": {"q": 1}}):
+        await client.data(STEP, {"id": sid, "step": step})
+    await client.data(END, {"id": sid, "status": "INTERRUPTED"})
+    before = (await client.data(RESUME_TIMES, {"chat": "upd"}))["resumeRecords"]
+    tool = before[1]
+    assert tool["status"] == "interrupted" and tool["updatedAt"] == tool["createdAt"]
+    updated = (await client.data(UPDATE_RESUME, {
+        "id": tool["id"], "status": "completed", "output": {"rows": 3}}))["updateResume"]
+    assert updated["status"] == "completed" and updated["output"] == {"rows": 3}
+    assert updated["updatedAt"] > tool["updatedAt"]
+    assert updated["createdAt"] == tool["createdAt"]
+    # Output alone leaves the status; the change is what the chat's records show.
+    again = (await client.data(UPDATE_RESUME, {"id": tool["id"], "output": {"rows": 4}}))[
+        "updateResume"]
+    assert (again["status"], again["output"]) == ("completed", {"rows": 4})
+    after = (await client.data(RESUME_TIMES, {"chat": "upd"}))["resumeRecords"]
+    assert after == [before[0], again]
+    # Another tenant's caller (even an agent) finds no such record and changes nothing.
+    stranger = make_headers("mallory", tenant="elsewhere", roles="agent")
+    assert await client.error_code(UPDATE_RESUME, {"id": tool["id"], "status": "failed"},
+                                   stranger) == "NOT_FOUND"
+    assert await client.error_code(UPDATE_RESUME, {"id": "missing", "status": "failed"}) == (
+        "NOT_FOUND")
+    # Bad input is refused and changes nothing.
+    assert await client.error_code(UPDATE_RESUME, {"id": tool["id"], "status": "done"}) == (
+        "INVALID_ARGUMENT")
+    assert await client.error_code(UPDATE_RESUME, {"id": tool["id"]}) == "INVALID_ARGUMENT"
+    assert (await client.data(RESUME_TIMES, {"chat": "upd"}))["resumeRecords"] == after

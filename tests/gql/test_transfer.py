@@ -314,6 +314,31 @@ async def test_cli_export_and_an_interrupted_import_resumes(
     assert parsed(capsysbinary.readouterr().out) == parsed(exported)
 
 
+async def test_cli_export_finds_the_chat_in_any_tenant(
+    gql: GraphQLClient, settings: Settings, make_headers: Headers,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bob = make_headers("bob", tenant="globex")
+    await gql.data(CREATE, {"input": {"id": "far", "assistantId": "a"}}, bob)
+    await gql.data(APPEND, {"id": "far", "appendId": "x", "messages": [
+        {"role": "USER", "type": "text", "props": {"content": "hello"}}]}, bob)
+    url = ["--database-url", settings.database_url]
+    capsys.readouterr()
+    # No tenant given: the chat is found by its id alone.
+    assert await cli(["export", "far", *url]) == 0
+    lines = parsed(capsys.readouterr().out.encode())
+    assert lines[0]["kind"] == "chat" and lines[0]["tenantId"] == "globex"
+    assert [line["props"] for line in lines[1:]] == [{"content": "hello"}]
+    # Its own tenant narrows to the same chat; another tenant's is not found.
+    assert await cli(["export", "far", "--tenant", "globex", *url]) == 0
+    assert parsed(capsys.readouterr().out.encode()) == lines
+    assert await cli(["export", "far", "--tenant", "acme", *url]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and "not found" in captured.err
+    assert await cli(["export", "nowhere", *url]) == 1
+    assert "not found" in capsys.readouterr().err
+
+
 # ---- the export's message lines, byte for byte -------------------------------------
 
 #: Values where a database's JSON text and orjson's could part ways.

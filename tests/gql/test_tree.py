@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from typing import Any
 
+from sqlalchemy import select
+
+from chatql.gql.settings import Settings
+from chatql.store.db.database import Database
+from chatql.store.db.tables import messages
+from chatql.store.messages.tree import Link, _below
 from tests.conftest import GraphQLClient
 
 AGENT = {"X-Roles": "agent"}
@@ -194,20 +201,188 @@ async def test_model_context_reads_only_the_active_branch(client: GraphQLClient)
     assert q1 and a1
 
 
-async def test_deleting_a_message_removes_its_subtree(client: GraphQLClient) -> None:
-    _q1, a1, q2, a2 = await chat_with(client, "d", ("USER", "q1"), ("ASSISTANT", "a1"),
-                                     ("USER", "q2"), ("ASSISTANT", "a2"))
+DELETE = """mutation($chatId: ID!, $ids: [ID!]!, $withReplies: Boolean) {
+  deleteMessages(chatId: $chatId, ids: $ids, withReplies: $withReplies) }"""
+PARENTS = """query($chatId: ID!) { messages(chatId: $chatId, allBranches: true, first: 200) {
+  edges { node { id parentId props } } } }"""
+
+
+async def delete(client: GraphQLClient, chat_id: str, ids: list[str],
+                 with_replies: bool | None = None) -> int:
+    variables: dict[str, Any] = {"chatId": chat_id, "ids": ids}
+    if with_replies is not None:
+        variables["withReplies"] = with_replies
+    deleted: int = (await client.data(DELETE, variables))["deleteMessages"]
+    return deleted
+
+
+async def parents(client: GraphQLClient, chat_id: str) -> list[tuple[str, str | None]]:
+    page = (await client.data(PARENTS, {"chatId": chat_id}))["messages"]
+    return [(edge["node"]["id"], edge["node"]["parentId"]) for edge in page["edges"]]
+
+
+async def test_deleting_one_message_keeps_the_rest_of_the_conversation(
+        client: GraphQLClient) -> None:
+    m1, m2, m3, m4, m5 = await chat_with(client, "d", ("USER", "1"), ("ASSISTANT", "2"),
+                                         ("USER", "3"), ("ASSISTANT", "4"), ("USER", "5"))
+    assert await delete(client, "d", [m2]) == 1
+    assert await contents(client, "d") == ["1", "3", "4", "5"]
+    assert await contents(client, "d", allBranches=True) == ["1", "3", "4", "5"]
+    assert await parents(client, "d") == [(m1, None), (m3, m1), (m4, m3), (m5, m4)]
+    assert (await client.data(CHAT, {"id": "d"}))["chat"]["activeLeafId"] == m5
+    # Deleting the root makes its reply the root; unknown ids count nothing.
+    assert await delete(client, "d", [m1, "unknown"]) == 1
+    assert await parents(client, "d") == [(m3, None), (m4, m3), (m5, m4)]
+    assert await contents(client, "d", first=2) == ["3", "4"]
+
+
+async def test_the_count_is_of_rows_removed(client: GraphQLClient) -> None:
+    m1, m2, _m3 = await chat_with(client, "n", ("USER", "1"), ("ASSISTANT", "2"),
+                                  ("USER", "3"))
+    assert await delete(client, "n", [m1, m2]) == 2
+    assert await contents(client, "n", allBranches=True) == ["3"]
+    # With replies: a message named twice over (itself and below another) counts once.
+    k1, k2, _k3 = await chat_with(client, "k", ("USER", "1"), ("ASSISTANT", "2"),
+                                  ("USER", "3"))
+    assert await delete(client, "k", [k1, k2], with_replies=True) == 3
+    assert await contents(client, "k", allBranches=True) == []
+    assert (await client.data(CHAT, {"id": "k"}))["chat"]["activeLeafId"] is None
+
+
+async def test_deleting_with_replies_removes_the_subtree(client: GraphQLClient) -> None:
+    _q1, a1, q2, a2 = await chat_with(client, "s", ("USER", "q1"), ("ASSISTANT", "a1"),
+                                      ("USER", "q2"), ("ASSISTANT", "a2"))
     edited = (await client.data(EDIT, {"id": a1, "props": {"content": "a1b"},
                                        "appendId": "e"}))["editMessage"]
-    await client.data(SWITCH, {"chatId": "d", "leafId": a2})
-    deleted = (await client.data('mutation($ids: [ID!]!) { deleteMessages(chatId: "d",'
-                                 " ids: $ids) }", {"ids": [a1]}))["deleteMessages"]
-    assert deleted == 3  # a1, q2, a2
-    assert await contents(client, "d", allBranches=True) == ["q1", "a1b"]
+    await client.data(SWITCH, {"chatId": "s", "leafId": a2})
+    assert await delete(client, "s", [a1], with_replies=True) == 3  # a1, q2, a2
+    assert await contents(client, "s", allBranches=True) == ["q1", "a1b"]
     # The active branch fell back to what survives.
-    assert (await client.data(CHAT, {"id": "d"}))["chat"]["activeLeafId"] == edited["id"]
-    assert await contents(client, "d") == ["q1", "a1b"]
+    assert (await client.data(CHAT, {"id": "s"}))["chat"]["activeLeafId"] == edited["id"]
+    assert await contents(client, "s") == ["q1", "a1b"]
     assert q2 not in {a1, a2}
+
+
+async def test_pages_and_siblings_after_deleting_a_message_with_siblings(
+        client: GraphQLClient) -> None:
+    ids = await chat_with(client, "p", *[("USER" if i % 2 == 0 else "ASSISTANT", f"m{i}")
+                                         for i in range(12)])
+    # Three answers to m4: the original m5 (and its branch), then two regenerations.
+    second = await answer(client, "p", ids[4], "x1")
+    third = await answer(client, "p", ids[4], "x2")
+    await client.data(APPEND, {"chatId": "p", "appendId": "more", "parentId": third[0]["id"],
+                               "messages": [say("USER", f"y{i}") for i in range(6)]})
+    # The middle answer (x1) and a message above the fork (m2) go.
+    assert await delete(client, "p", [second[0]["id"], ids[2]]) == 2
+    expected = ["m0", "m1", "m3", "m4", "x2"] + [f"y{i}" for i in range(6)]
+    for size in (1, 3, 4):
+        seen: list[str] = []
+        after = None
+        while True:
+            page = (await client.data(PAGE, {"chatId": "p", "first": size,
+                                             "after": after}))["messages"]
+            seen += [edge["node"]["props"]["content"] for edge in page["edges"]]
+            if not page["pageInfo"]["hasNextPage"]:
+                break
+            after = page["pageInfo"]["endCursor"]
+        assert seen == expected
+        seen = []
+        before = None
+        while True:
+            page = (await client.data(PAGE, {"chatId": "p", "last": size,
+                                             "before": before}))["messages"]
+            seen = [edge["node"]["props"]["content"] for edge in page["edges"]] + seen
+            if not page["pageInfo"]["hasPreviousPage"]:
+                break
+            before = page["pageInfo"]["startCursor"]
+        assert seen == expected
+    nodes = [edge["node"] for edge in (await client.data(PAGE, {"chatId": "p"}))[
+        "messages"]["edges"]]
+    assert nodes[2]["parentId"] == ids[1]
+    assert nodes[4]["siblings"] == {"index": 1, "count": 2, "ids": [ids[5], third[0]["id"]]}
+    # The other branch through the fork lost m2 too and kept everything else.
+    assert await contents(client, "p", branch=ids[-1]) == [
+        f"m{i}" for i in range(12) if i != 2]
+
+
+async def test_deleting_the_active_leaf(client: GraphQLClient) -> None:
+    q1, a1, q2, a2 = await chat_with(client, "l", ("USER", "q1"), ("ASSISTANT", "a1"),
+                                     ("USER", "q2"), ("ASSISTANT", "a2"))
+    other = await answer(client, "l", q2, "a2b")
+    # The active leaf (a2b) goes: its parent q2 leads, although a2 is still below it.
+    assert await delete(client, "l", [other[0]["id"]]) == 1
+    assert (await client.data(CHAT, {"id": "l"}))["chat"]["activeLeafId"] == q2
+    assert await contents(client, "l") == ["q1", "a1", "q2"]
+    # The leaf and its parent at once: the nearest ancestor that survives leads.
+    await client.data(SWITCH, {"chatId": "l", "leafId": a2})
+    assert await delete(client, "l", [a2, q2]) == 2
+    assert (await client.data(CHAT, {"id": "l"}))["chat"]["activeLeafId"] == a1
+    # A message higher up the active branch leaves the leaf where it is.
+    assert await delete(client, "l", [q1]) == 1
+    assert (await client.data(CHAT, {"id": "l"}))["chat"]["activeLeafId"] == a1
+    assert await delete(client, "l", [a1]) == 1
+    assert (await client.data(CHAT, {"id": "l"}))["chat"]["activeLeafId"] is None
+    # The next message starts the chat again.
+    await client.data(APPEND, {"chatId": "l", "appendId": "again",
+                               "messages": [say("USER", "hello")]})
+    assert await contents(client, "l") == ["hello"]
+
+
+def fresh_links(rows: dict[str, tuple[str | None, int]]) -> dict[str, tuple[int, str, int]]:
+    """(depth, jump_id, jump_depth) of every message as writing the tree afresh, parents
+    first, would give them; ``rows``: id -> (parent_id, sequence)."""
+    built: dict[str, Link] = {}
+
+    def link(message_id: str) -> Link:
+        if message_id not in built:
+            parent_id = rows[message_id][0]
+            if parent_id is None:
+                built[message_id] = _below(message_id, None, None)
+            else:
+                parent = link(parent_id)
+                built[message_id] = _below(message_id, parent, link(parent.jump_id))
+        return built[message_id]
+
+    return {m: (link(m).depth, link(m).jump_id, link(m).jump_depth) for m in rows}
+
+
+async def test_tree_columns_after_random_deletes_match_a_fresh_build(
+        client: GraphQLClient, settings: Settings) -> None:
+    rng = random.Random(26)
+    ids = await chat_with(client, "r", *[("USER", f"m{i}") for i in range(40)])
+    # Forks at random places, so deletes hit messages with siblings and subtrees.
+    for fork in range(5):
+        at = rng.choice(ids)
+        written = (await client.data(APPEND, {
+            "chatId": "r", "appendId": f"f{fork}", "parentId": at,
+            "messages": [say("USER", f"f{fork}-{i}") for i in range(rng.randint(3, 15))],
+        }))["appendMessages"]["messageIds"]
+        ids += written
+    db = Database(settings.database_url)
+    try:
+        for _ in range(6):
+            doomed = rng.sample(ids, rng.randint(1, 4))
+            assert await delete(client, "r", doomed) == len(doomed)
+            ids = [m for m in ids if m not in doomed]
+            async with db.read() as conn:
+                stored = (await conn.execute(
+                    select(messages.c.id, messages.c.parent_id, messages.c.sequence,
+                           messages.c.depth, messages.c.jump_id, messages.c.jump_depth)
+                    .where(messages.c.chat_id == "r"))).all()
+            assert sorted(row.id for row in stored) == sorted(ids)
+            expected = fresh_links({row.id: (row.parent_id, row.sequence) for row in stored})
+            assert {row.id: (row.depth, row.jump_id, row.jump_depth) for row in stored} == (
+                expected)
+            # Every surviving message's branch pages the same forwards and backwards.
+            leaf = rng.choice(ids)
+            chain = [leaf]
+            by_id = {row.id: row.parent_id for row in stored}
+            while by_id[chain[-1]] is not None:
+                chain.append(by_id[chain[-1]])
+            page = (await client.data(PAGE, {"chatId": "r", "branch": leaf, "first": 200}))
+            assert [e["node"]["id"] for e in page["messages"]["edges"]] == chain[::-1]
+    finally:
+        await db.dispose()
 
 
 async def test_concurrent_edits_make_distinct_siblings(client: GraphQLClient) -> None:

@@ -178,10 +178,14 @@ async def test_update_and_delete_messages(db: Database, chat_id: str) -> None:
     deleted = await store_messages.delete_messages(
         db, ALICE, chat_id, [receipt.message_ids[1], "missing"]
     )
-    # A message goes with everything that follows it in the tree.
-    assert deleted == 2
+    # Exactly the message goes; what followed it now follows its parent.
+    assert deleted == 1
     page = await store_messages.list_messages(db, ALICE, chat_id)
-    assert [m.sequence for m in page.items] == [1]
+    assert [m.sequence for m in page.items] == [1, 3]
+    assert page.items[1].parent_id == receipt.message_ids[0]
+    # With its replies, a message goes with everything that follows it in the tree.
+    assert await store_messages.delete_messages(
+        db, ALICE, chat_id, [receipt.message_ids[2]], with_replies=True) == 1
     # Deleting leaves a hole; the next append continues after the highest number,
     # after the nearest surviving message of the branch.
     later = await store_messages.append_messages(db, ALICE, chat_id, "a2", [text("d")])

@@ -134,6 +134,35 @@ async def test_upgrade_drops_tool_messages_indexed_before_it(db: Database) -> No
         assert keys == [said]
 
 
+async def test_upgrade_indexes_text_parts_and_drops_tool_results(db: Database) -> None:
+    """Rows written before multimodal text was indexed and tool results left out are
+    re-indexed by the upgrade."""
+    from chatql.store.db.migrate import migrate
+
+    parts, dump, plain = await _rows_at(db, "0006_tree", [
+        ("USER", "user_input", "placeholder"),
+        ("ASSISTANT", "text", "quarterly tool output"),
+        ("ASSISTANT", "text", "quarterly figures look fine"),
+    ])
+    async with db.write() as conn:
+        await conn.execute(update(messages).where(messages.c.id == parts).values(props={
+            "content": [{"type": "text", "text": "quarterly chart"},
+                        {"type": "image_url", "image_url": {"url": "https://x/c.png"}}]}))
+        await conn.execute(update(messages).where(messages.c.id == dump).values(
+            metadata={"is_tool_result": True}))
+    # Before the upgrade: the list is not indexed and the tool output is.
+    assert sorted(await found(db, "quarterly")) == sorted([dump, plain])
+    await migrate(db)
+    assert sorted(await found(db, "quarterly")) == sorted([parts, plain])
+    assert await found(db, "chart") == [parts]
+    assert await found(db, "output") == []
+    if db.is_sqlite:
+        async with db.read() as conn:
+            keys = (await conn.exec_driver_sql(
+                "SELECT message_id FROM message_search_keys ORDER BY key")).scalars().all()
+        assert keys == [parts, plain]
+
+
 async def test_postgres_statistics_path_ranks_rarer_words_higher(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:

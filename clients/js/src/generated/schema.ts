@@ -374,7 +374,7 @@ export type Mutation = {
   deleteChat: Scalars['Boolean']['output'];
   /** Forget an entry. */
   deleteMemory: Scalars['Boolean']['output'];
-  /** Delete messages of one chat; returns how many went. */
+  /** Delete messages of one chat; returns how many rows went. By default exactly the named messages go and each one's replies hang on its parent in its place; withReplies also removes everything below them. */
   deleteMessages: Scalars['Int']['output'];
   /** Remove a chat's resume records; returns how many. */
   deleteResume: Scalars['Int']['output'];
@@ -410,6 +410,8 @@ export type Mutation = {
   updateMemory: MemoryEntry;
   /** Replace a message's props or metadata, or set its status. */
   updateMessage: Message;
+  /** Set a resume record's status and/or output (a runtime that resumed the run marks the step done); needs the right to append to its chat. */
+  updateResume: ResumeRecord;
   /** Remember something about a person (default: the caller). MEMORY_FULL (with extensions.scopeChars and extensions.limit) when the scope's cap would be passed; nothing is written then. */
   writeMemory: MemoryEntry;
 };
@@ -459,6 +461,7 @@ export type MutationDeleteMemoryArgs = {
 export type MutationDeleteMessagesArgs = {
   chatId: Scalars['ID']['input'];
   ids: Array<Scalars['ID']['input']>;
+  withReplies?: InputMaybe<Scalars['Boolean']['input']>;
 };
 
 
@@ -555,6 +558,13 @@ export type MutationUpdateMemoryArgs = {
 export type MutationUpdateMessageArgs = {
   id: Scalars['ID']['input'];
   input: UpdateMessageInput;
+};
+
+
+export type MutationUpdateResumeArgs = {
+  id: Scalars['ID']['input'];
+  output?: InputMaybe<Scalars['JSON']['input']>;
+  status?: InputMaybe<Scalars['String']['input']>;
 };
 
 
@@ -724,6 +734,8 @@ export type ResumeRecord = {
   stackParentId: Maybe<Scalars['String']['output']>;
   status: Scalars['String']['output'];
   type: Scalars['String']['output'];
+  /** When the record was written or last changed by updateResume. */
+  updatedAt: Scalars['DateTime']['output'];
 };
 
 export type Role =
