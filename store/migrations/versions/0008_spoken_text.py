@@ -12,8 +12,8 @@ are found by role.
 - An index on (chat_id, role, sequence): the model's context opens with the chat's
   ``SYSTEM`` messages, found without reading the chat.
 
-Revision ID: 0007_spoken_text
-Revises: 0006_tree
+Revision ID: 0008_spoken_text
+Revises: 0007_stream_claims
 Create Date: 2026-12-02
 """
 
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = "0007_spoken_text"
-down_revision = "0006_tree"
+revision = "0008_spoken_text"
+down_revision = "0007_stream_claims"
 branch_labels = None
 depends_on = None
 
