@@ -9,6 +9,7 @@ that shows the old state came from the replica. The database's counters
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -23,6 +24,9 @@ from chatql.store.db.database import Database, execute_on_server
 from chatql.store.db.migrate import migrate
 from chatql.store.db.replicas import ReplicaSet
 from tests.conftest import TEST_SECRET, GraphQLClient, uvicorn_serving
+from tests.gql.test_chat_events import listening
+from tests.gql.test_streams_ws import PROTOCOLS, serve
+from tests.gql.wsclient import connect
 from tests.replication import ReplicaPair, postgres_binaries, start_pair
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
@@ -36,6 +40,7 @@ APPEND = """mutation($chat: ID!, $append: String!, $text: String!) {
     messageIds } }"""
 TEXTS = """query($chat: ID!) { messages(chatId: $chat, last: 200) {
   edges { node { props } } } }"""
+EVENTS = """subscription { chatEvents { type chat { title } } }"""
 TITLE = """query($chat: ID!) { chat(id: $chat) { title } }"""
 RENAME = """mutation($chat: ID!, $title: String!) {
   updateChat(id: $chat, input: {title: $title}) { title } }"""
@@ -206,3 +211,33 @@ def test_replica_settings_are_read_from_the_environment() -> None:
     assert settings.replica_max_lag == 2.5
     with pytest.raises(ValueError, match="Postgres primary"):
         Database("sqlite+aiosqlite:///x.db", replica_urls=("postgresql://r1/db",))
+
+
+async def test_a_live_lists_delivery_read_sees_the_write_it_announces(
+        replicated: Settings, replica_pair: ReplicaPair) -> None:
+    """A chatEvents subscriber's event is read at delivery: it shows the write it
+    announces even while the replica (healthy, within its allowed lag) has not
+    replayed it, though an ordinary read by the same subscriber still gets the
+    replica's older state."""
+    settings = dataclasses.replace(replicated, replica_max_lag=60)
+    async with serve(settings) as (server, app), connect(server, PROTOCOLS[0], BOB) as ws:
+        db: Database = app.state.services.db
+        assert db.replicas is not None
+        http = GraphQLClient(httpx.AsyncClient(base_url=f"http://{server}"))
+        try:
+            await http.data(CREATE, {"id": "c"}, ALICE)
+            await caught_up(db.replicas)
+            sidebar = await ws.start(EVENTS, {})
+            await listening(app)
+            replica_pair.pause_replay()
+            await http.data(RENAME, {"chat": "c", "title": "fresh"}, ALICE)
+            payload = await ws.receive(sidebar)
+            assert payload is not None
+            event = payload["data"]["chatEvents"]
+            assert (event["type"], event["chat"]["title"]) == ("UPDATED", "fresh")
+            # The replica still answers bob's own reads, with the state before the write.
+            assert (await http.data(TITLE, {"chat": "c"}, BOB))["chat"]["title"] is None
+            assert db.replicas.replicas[0].healthy
+        finally:
+            await http.http.aclose()
+            replica_pair.resume_replay()
