@@ -125,13 +125,17 @@ class Database:
         """
         replica = None if self.replicas is None else self.replicas.choose()
         if replica is not None:
+            conn = replica.engine.connect()
             try:
-                conn = await replica.engine.connect()
+                await conn.start()
             except _CONNECTION_ERRORS as error:
                 replica.mark_down(f"refused a connection ({type(error).__name__})")
             else:
-                async with conn, conn.begin():
-                    yield conn
+                try:
+                    async with conn.begin():
+                        yield conn
+                finally:
+                    await conn.close()
                 return
         async with self.engine.connect() as conn, conn.begin():
             yield conn

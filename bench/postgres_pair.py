@@ -4,6 +4,7 @@
 ``initdb`` for the primary, ``pg_basebackup -R`` for the replica (which then streams
 from it) — run as the ``postgres`` user when the tests run as root (the server refuses
 to run as root). :class:`ReplicaPair` pauses, resumes, stops and starts the replica.
+The replica tests and ``bench.replicas`` both run on it.
 """
 
 from __future__ import annotations
@@ -11,15 +12,21 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conftest import free_port
+__all__ = ["ReplicaPair", "free_port", "postgres_binaries", "start_pair"]
 
-__all__ = ["ReplicaPair", "postgres_binaries", "start_pair"]
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def postgres_binaries() -> Path | None:
