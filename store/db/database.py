@@ -151,6 +151,10 @@ class Database:
                 pool = await replica.prepared.get()
                 rows: Sequence[Any] = await pool.fetch(sql, *arguments)
                 return rows
+            except asyncpg.SerializationError:
+                # Cancelled by the replica's recovery (a conflict with replayed WAL): the
+                # replica is well; this one read is asked of the primary instead.
+                pass
             except (*_CONNECTION_ERRORS, asyncpg.PostgresConnectionError,
                     asyncpg.InterfaceError, asyncpg.exceptions.OperatorInterventionError) as error:
                 # A read is safe to ask again, and the primary always has the answer.
