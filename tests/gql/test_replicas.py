@@ -9,6 +9,7 @@ that shows the old state came from the replica. The database's counters
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import os
 import uuid
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from bench.postgres_pair import ReplicaPair, postgres_binaries, start_pair
 from chatql.gql.app import create_app
@@ -256,3 +258,23 @@ async def test_a_live_lists_delivery_read_sees_the_write_it_announces(
         finally:
             await http.http.aclose()
             replica_pair.resume_replay()
+
+
+async def test_reads_inside_a_write_stay_on_the_primary(replicated: Settings) -> None:
+    db = Database(replicated.database_url, replica_urls=replicated.database_replica_urls,
+                  replica_max_lag=MAX_LAG)
+    assert db.replicas is not None
+
+    async def in_recovery() -> bool:
+        async with db.read() as conn:
+            return bool(await conn.scalar(text("SELECT pg_is_in_recovery()")))
+
+    try:
+        await caught_up(db.replicas)
+        # A task of its own: no write of this test's context to wait for.
+        assert await asyncio.create_task(in_recovery(), context=contextvars.Context())
+        async with db.write() as conn:
+            await conn.execute(text("SELECT 1"))
+            assert not await in_recovery()
+    finally:
+        await db.dispose()
