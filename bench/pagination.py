@@ -57,6 +57,7 @@ TENANT, USER = "bench", "reader"
 LONG_CHAT = "long"
 BRANCHY_CHAT = "branchy"
 BRANCHES = 1_000
+THREADS = 20
 PAGE = 50
 FIELDS = ("id chatId requestId role type props blockId threadId assistantId sequence "
           "status metadata createdAt updatedAt")
@@ -321,6 +322,27 @@ async def measure_sql(url: str, sizes: Sizes) -> None:
               f"  -> depth / first = {deep / first:.2f}  (target <= 1.2)")
         print(f"    same SQL without probes: keyset {ms(keyset_raw)}, OFFSET {ms(offset_raw)}"
               f"  -> OFFSET / keyset at depth = {offset_raw / keyset_raw:.1f}")
+
+        # One message in THREADS belongs to the thread read: its own index makes a
+        # filtered page cost what an unfiltered one does, not THREADS times as much.
+        async with db.write() as conn:
+            await conn.execute(text(
+                "UPDATE messages SET thread_id = 't' || CAST(sequence % :n AS TEXT)"
+                " WHERE chat_id = :chat"), {"n": THREADS, "chat": LONG_CHAT})
+        from chatql.store.messages.message import MessageFilter
+
+        thread = MessageFilter(thread_id="t7")
+
+        async def thread_deep_page() -> Any:
+            page = await store_messages.list_messages(
+                db, who, LONG_CHAT, filter=thread, last=PAGE, before=before)
+            assert len(page.items) == PAGE
+            return page
+
+        plain_deep, thread_deep = await medians(sizes.repeats, deep_page, thread_deep_page)
+        print(f"    thread-filtered page at depth (1 message in {THREADS}) {ms(thread_deep)},"
+              f" unfiltered {ms(plain_deep)}"
+              f"  -> thread / unfiltered = {thread_deep / plain_deep:.2f}  (target <= 1.5)")
 
         chat_depth = sizes.chats // 2
         async with db.read() as conn:

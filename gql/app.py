@@ -268,6 +268,7 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
                 context.identity = identity_from_credentials(self._settings, params)
             except Unauthenticated:
                 raise ConnectionRejectionError({"message": "invalid credentials"}) from None
+            context.name_caller()
         elif request is not None and getattr(request.state, "auth_error", None) is not None:
             raise ConnectionRejectionError({"message": "missing credentials"})
         return await super().on_ws_connect(context)
@@ -392,7 +393,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        db = Database(settings.database_url)
+        db = Database(settings.database_url, replica_urls=settings.database_replica_urls,
+                      replica_max_lag=settings.replica_max_lag)
         try:
             if settings.migrate_on_start:
                 await migrate(db)

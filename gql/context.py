@@ -14,6 +14,7 @@ from chatql.store.chats.archive import ChatArchive
 from chatql.store.chats.events import ChatEvents
 from chatql.store.cursors import CursorSigner
 from chatql.store.db.database import Database
+from chatql.store.db.replicas import set_caller
 from chatql.store.records import Identity
 from chatql.store.streams import StreamService
 
@@ -47,6 +48,14 @@ class Context:
     connection_params: dict[str, Any] | None = None
     #: Per-request DataLoaders, created on first use.
     loaders: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.name_caller()
+
+    def name_caller(self) -> None:
+        """Tell the database who is calling (read replicas answer a caller's reads
+        after its own writes only once they have replayed them)."""
+        set_caller((self.identity.tenant_id, self.identity.user_id))
 
     @property
     def db(self) -> Database:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import cast
 
 import strawberry
@@ -25,7 +26,8 @@ from chatql.gql.types import (
 from chatql.store.errors import ChatArchived, InvalidArgument, InvalidCursor, NotFound
 from chatql.store.ids import check_chat_id
 from chatql.store.messages import message as store_messages
-from chatql.store.records import BranchPosition, MessagePage
+from chatql.store.messages import requests as store_requests
+from chatql.store.records import BranchPosition, MessagePage, RequestPosition
 
 __all__ = ["MessageMutation", "MessageQuery", "message_connection"]
 
@@ -166,6 +168,25 @@ async def message_connection(
     )
 
 
+def _request_scope(request_id: str) -> str:
+    # Bound to the request id; the caller's identity decides which rows a page holds.
+    return f"request|{request_id}"
+
+
+def _request_position(info: Info, scope: str, cursor: str | None) -> RequestPosition | None:
+    if cursor is None:
+        return None
+    position = info.context.services.cursors.decode(scope, cursor)
+    try:
+        created, chat_id, sequence = position
+        if (not isinstance(created, str) or not isinstance(chat_id, str)
+                or not isinstance(sequence, int) or isinstance(sequence, bool)):
+            raise ValueError(position)
+        return RequestPosition(datetime.fromisoformat(created), chat_id, sequence)
+    except (TypeError, ValueError):
+        raise InvalidCursor("the cursor is not valid for this list") from None
+
+
 @strawberry.type
 class MessageQuery:
     @strawberry.field(description="A page of a chat's messages (newest 50 by default) along"
@@ -186,6 +207,32 @@ class MessageQuery:
         return await message_connection(
             info, str(chat_id), filter=filter, first=first, after=after, last=last,
             before=before, branch=branch, all_branches=all_branches,
+        )
+
+    @strawberry.field(description="A request's messages across every chat the caller may"
+                      " read, oldest first (by creation time, then chat and sequence);"
+                      " 50 a page by default, at most 200.")
+    async def messages_by_request(
+        self,
+        info: Info,
+        request_id: str,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> MessageConnection:
+        scope = _request_scope(request_id)
+        page = await store_requests.list_request_messages(
+            info.context.db, info.context.identity, request_id, first=first,
+            after=_request_position(info, scope, after))
+        encode = info.context.services.cursors.encoder(scope)
+        edges = [
+            MessageEdge(cursor=encode([m.created_at.isoformat(), m.chat_id, m.sequence]),
+                        node=m)  # type: ignore[arg-type]
+            for m in page.items
+        ]
+        return MessageConnection(
+            edges=edges,
+            page_info=PageInfo.of([edge.cursor for edge in edges], has_next=page.has_next,
+                                  has_previous=after is not None),
         )
 
 

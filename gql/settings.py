@@ -22,6 +22,11 @@ class Settings:
     """
 
     database_url: str = DEFAULT_DATABASE_URL
+    #: Comma-separated Postgres read replicas of ``database_url`` (streaming standbys).
+    database_replica_urls: tuple[str, ...] = field(default_factory=tuple)
+    #: Seconds a replica may hold WAL the primary wrote without replaying it before
+    #: reads skip it (until it catches up).
+    replica_max_lag: float = 5.0
     #: Key for signing cursors; when empty a random key is kept in the database.
     secret: str = ""
     #: Serve the GraphiQL playground on GET /graphql from a browser.

@@ -13,6 +13,7 @@ __all__ = [
     "Identity",
     "Message",
     "MessagePage",
+    "RequestPosition",
     "ResumeRecord",
     "UsageRow",
     "UsageTotals",
@@ -116,6 +117,16 @@ class BranchPosition:
     id: str
     depth: int
     leaf: str
+
+
+@dataclass(frozen=True, slots=True)
+class RequestPosition:
+    """A cursor's place in a request's messages across chats: the message's creation
+    time, chat and sequence (the page's order)."""
+
+    created_at: datetime
+    chat_id: str
+    sequence: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,6 +49,7 @@ from chatql.store.chats.lists import ChatListFilter, awaiting_reply_ids
 from chatql.store.db import prepared
 from chatql.store.db.database import Database
 from chatql.store.db.tables import messages
+from chatql.store.db.replicas import reading_after, written_position
 from chatql.store.records import Chat, Identity
 from chatql.store.streams.backends import FanOut
 
@@ -100,6 +101,9 @@ class _Published:
     tenant_id: str
     at: datetime
     before: Chat | None
+    #: The WAL position of the write announced (0 without read replicas): the read at
+    #: delivery must see at least that much.
+    position: int = 0
 
 
 def _chat_wire(chat: Chat) -> dict[str, Any]:
@@ -123,6 +127,7 @@ def _encode(event: _Published) -> bytes:
         "type": event.type, "chatId": event.chat_id, "tenantId": event.tenant_id,
         "at": event.at.isoformat(),
         "before": None if event.before is None else _chat_wire(event.before),
+        **({"position": event.position} if event.position else {}),
     })
 
 
@@ -131,7 +136,8 @@ def _decode(payload: bytes) -> _Published:
     before = data.get("before")
     return _Published(type=data["type"], chat_id=data["chatId"], tenant_id=data["tenantId"],
                       at=datetime.fromisoformat(data["at"]),
-                      before=None if before is None else _chat_from_wire(before))
+                      before=None if before is None else _chat_from_wire(before),
+                      position=int(data.get("position") or 0))
 
 
 async def load_chats(db: Database, chat_ids: Collection[str]) -> dict[str, Chat]:
@@ -470,7 +476,8 @@ class ChatEvents:
                       before: Chat | None = None) -> None:
         """Announce a committed write. Never fails the write: a broker outage is logged."""
         event = _Published(type=type, chat_id=chat_id, tenant_id=tenant_id,
-                           at=datetime.now(UTC), before=before)
+                           at=datetime.now(UTC), before=before,
+                           position=written_position())
         try:
             await self.backend.publish_chat_event(_encode(event))
         except Exception as error:
@@ -556,13 +563,16 @@ class ChatEvents:
             events.append(_decode(payload) if payload else None)
         wanted = {e.chat_id for e in events
                   if e is not None and e.type != "PURGED" and e.tenant_id in self._tenants}
-        # Read at delivery, once for every subscriber here: the chats as they are now.
-        current = await load_chats(self.db, wanted) if wanted else {}
-        if current and self._follows_awaiting():
-            async with self.db.read() as conn:
-                awaiting = await awaiting_reply_ids(conn, list(current))
-            current = {chat_id: dataclasses.replace(chat, awaiting_reply=chat_id in awaiting)
-                       for chat_id, chat in current.items()}
+        # Read at delivery, once for every subscriber here: the chats as they are now
+        # (on a read replica only one that has replayed every write announced).
+        position = max((e.position for e in events if e is not None), default=0)
+        with reading_after(position):
+            current = await load_chats(self.db, wanted) if wanted else {}
+            if current and self._follows_awaiting():
+                async with self.db.read() as conn:
+                    awaiting = await awaiting_reply_ids(conn, list(current))
+                current = {chat_id: dataclasses.replace(chat, awaiting_reply=chat_id in awaiting)
+                           for chat_id, chat in current.items()}
         for event in events:
             if event is None:
                 for every in self._tenants.values():

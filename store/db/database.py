@@ -5,22 +5,29 @@ transaction with :meth:`Database.read` or :meth:`Database.write`. On SQLite a wr
 transaction starts with ``BEGIN IMMEDIATE`` (so two writers never deadlock upgrading
 their locks) and writers of one process queue on an asyncio lock instead of spinning
 in SQLite's busy handler; other processes are covered by the busy timeout.
+
+On Postgres with read replicas (``replica_urls``), :meth:`Database.read` and the
+prepared reads go to a replica fit to answer (store/db/replicas.py says which is fit:
+healthy, not lagging, and past the caller's own last write); writes, and reads inside
+a write, stay on the primary.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from chatql.store import jsonutil
 from chatql.store.db import sqlite_driver
 from chatql.store.db.drivers import PreparedReadPool, SqliteReader
+from chatql.store.db.replicas import Replica, ReplicaSet, in_write, parse_lsn
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
@@ -37,6 +44,10 @@ CHECKPOINT_EVERY = 16
 #: WAL pages at which a commit checkpoints by itself (SQLite's own rule, 1,000 by
 #: default): a safety net for bursts the background checkpoints do not keep up with.
 SQLITE_AUTOCHECKPOINT_PAGES = 10_000
+#: Seconds between two health checks of the read replicas.
+REPLICA_CHECK_INTERVAL = 0.5
+#: What a replica's failure to answer looks like, whichever door the read took.
+_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (OSError, TimeoutError, DBAPIError)
 
 
 def normalize_url(url: str) -> str:
@@ -52,7 +63,9 @@ def normalize_url(url: str) -> str:
 class Database:
     """An async engine plus the transaction discipline the store relies on."""
 
-    def __init__(self, url: str = DEFAULT_DATABASE_URL, *, pool_size: int = 10) -> None:
+    def __init__(self, url: str = DEFAULT_DATABASE_URL, *, pool_size: int = 10,
+                 replica_urls: Sequence[str] = (), replica_max_lag: float = 5.0,
+                 replica_check_interval: float = REPLICA_CHECK_INTERVAL) -> None:
         self.url = normalize_url(url)
         self.dialect = make_url(self.url).get_backend_name()
         self.pool_size = pool_size
@@ -66,6 +79,21 @@ class Database:
             # Each statement in one trip to the connection's thread (store.sqlite_driver).
             kwargs["connect_args"] = {"async_creator_fn": sqlite_driver.connect}
         self.engine: AsyncEngine = create_async_engine(self.url, **kwargs)
+        #: The read replicas (None without any): store/db/replicas.py.
+        self.replicas: ReplicaSet | None = None
+        if replica_urls:
+            if self.dialect != "postgresql":
+                raise ValueError("read replicas need a Postgres primary")
+            replicas = []
+            for replica_url in replica_urls:
+                replica_url = normalize_url(replica_url)
+                if make_url(replica_url).get_backend_name() != "postgresql":
+                    raise ValueError(f"a read replica must be Postgres: {replica_url!r}")
+                replicas.append(Replica(
+                    url=replica_url, engine=create_async_engine(replica_url, **kwargs),
+                    prepared=PreparedReadPool(replica_url, pool_size)))
+            self.replicas = ReplicaSet(self.url, replicas, max_lag=replica_max_lag,
+                                       interval=replica_check_interval)
         self._write_lock = asyncio.Lock() if self.is_sqlite else None
         self._writes = 0
         self._checkpoint: asyncio.Task[None] | None = None
@@ -90,16 +118,73 @@ class Database:
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncConnection]:
-        """A read-only transaction (deferred on SQLite: readers never block writers)."""
+        """A read-only transaction (deferred on SQLite: readers never block writers).
+
+        With replicas, on one fit to answer; when its connection fails (a replica
+        stopped since the last health check), on the primary.
+        """
+        replica = None if self.replicas is None else self.replicas.choose()
+        if replica is not None:
+            conn = replica.engine.connect()
+            try:
+                await conn.start()
+            except _CONNECTION_ERRORS as error:
+                replica.mark_down(f"refused a connection ({type(error).__name__})")
+            else:
+                try:
+                    async with conn.begin():
+                        yield conn
+                finally:
+                    await conn.close()
+                return
         async with self.engine.connect() as conn, conn.begin():
             yield conn
+
+    async def fetch_prepared(self, sql: str, arguments: Sequence[Any]) -> Sequence[Any]:
+        """The rows of a prepared read (Postgres): on a replica fit to answer, else (or
+        when the replica fails to answer) on the primary's prepared-read pool."""
+        replica = None if self.replicas is None else self.replicas.choose()
+        if replica is not None:
+            import asyncpg
+
+            try:
+                pool = await replica.prepared.get()
+                rows: Sequence[Any] = await pool.fetch(sql, *arguments)
+                return rows
+            except asyncpg.SerializationError:
+                # Cancelled by the replica's recovery (a conflict with replayed WAL): the
+                # replica is well; this one read is asked of the primary instead.
+                pass
+            except (*_CONNECTION_ERRORS, asyncpg.PostgresConnectionError,
+                    asyncpg.InterfaceError, asyncpg.exceptions.OperatorInterventionError) as error:
+                # A read is safe to ask again, and the primary always has the answer.
+                replica.mark_down(f"failed a read ({type(error).__name__})")
+        pool = await self.prepared_pool()
+        rows = await pool.fetch(sql, *arguments)
+        return rows
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncConnection]:
         """A write transaction: committed when the block exits cleanly, else rolled back."""
         if self._write_lock is None:
-            async with self.engine.connect() as conn, conn.begin():
-                yield conn
+            if self.replicas is None:
+                async with self.engine.connect() as conn, conn.begin():
+                    yield conn
+                return
+            inside = in_write.set(True)
+            try:
+                async with self.engine.connect() as conn:
+                    async with conn.begin():
+                        yield conn
+                    # Committed: the WAL's insert position is now past this write's
+                    # commit record, so a replica that has replayed up to it sees the
+                    # write. (Not pg_current_wal_lsn(): under synchronous_commit=off it
+                    # can still stand before the commit record.)
+                    lsn = await conn.scalar(text("SELECT pg_current_wal_insert_lsn()::text"))
+                    await conn.rollback()
+            finally:
+                in_write.reset(inside)
+            self.replicas.wrote(parse_lsn(lsn))
             return
         async with self._write_lock, self.engine.connect() as conn:
             conn = await conn.execution_options(chatql_immediate=True)
@@ -155,6 +240,8 @@ class Database:
         return self._sqlite_reader
 
     async def dispose(self) -> None:
+        if self.replicas is not None:
+            await self.replicas.close()
         if self._checkpoint is not None:
             await self._checkpoint
         if self._prepared_pool is not None:

@@ -425,8 +425,7 @@ async def fetch(db: Database, statement: PreparedStatement,
     moment = moment_argument(store_chats.now(), db.dialect)
     arguments = statement.arguments({**values, "now": moment})
     if db.is_postgres:
-        pool = await db.prepared_pool()
-        rows: Sequence[Sequence[Any]] = await pool.fetch(statement.sql, *arguments)
+        rows: Sequence[Sequence[Any]] = await db.fetch_prepared(statement.sql, arguments)
         return rows
     async with db.engine.connect() as conn:
         raw = await conn.get_raw_connection()

@@ -198,10 +198,16 @@ messages = Table(
     Column("jump_depth", BigInteger),
     UniqueConstraint("chat_id", "sequence"),
     Index(None, "chat_id", "parent_id", "sequence"),
+    # One per filter a page of a chat's messages offers, each in the page's keyset
+    # order, so a filtered page reads the rows it returns rather than the chat.
     Index(None, "chat_id", "request_id", "sequence"),
     Index(None, "chat_id", "type", "sequence"),
-    # The chat's SYSTEM messages, which open the model's context.
+    Index(None, "chat_id", "thread_id", "sequence"),
+    Index(None, "chat_id", "block_id", "sequence"),
+    # Also the chat's SYSTEM messages, which open the model's context.
     Index(None, "chat_id", "role", "sequence"),
+    # A request's messages across chats, in messagesByRequest's page order.
+    Index(None, "request_id", "created_at", "chat_id", "sequence"),
 )
 
 append_receipts = Table(

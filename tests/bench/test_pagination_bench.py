@@ -14,6 +14,7 @@ def test_quick_pagination_bench_runs(database_url: str) -> None:
     assert "skipped" not in out, out
     for ratio in ("depth / first =", "OFFSET / keyset at depth =", "OFFSET / keyset =",
                   "branch depth / first =", "branch forward depth / first =",
-                  "tree migration of a", "after deletes depth / first =", "leaf walk / jump =",
+                  "thread / unfiltered =", "tree migration of a", "after deletes depth / first =",
+                  "leaf walk / jump =",
                   "GraphQL / bare =", "responses identical: True"):
         assert ratio in out, out
