@@ -600,6 +600,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 readiness.close()
                 if feed is not None:
                     await feed.close()
+                if limiter is not None:
+                    await limiter.close()
                 await retention.close()
                 # Shutdown (SIGTERM/SIGINT): end the live lists, then persist or hand
                 # over every stream.

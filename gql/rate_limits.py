@@ -117,15 +117,19 @@ def parse_rate_limits(text: str) -> RateLimitRules:
     return RateLimitRules(rates, subscriptions)
 
 
-def _storage(broker_url: str) -> Storage:
+def _storage(broker_url: str) -> tuple[Storage, Any]:
+    """The counts' storage, and the connection pool the app closes (None in memory)."""
     scheme = broker_url.split(":", 1)[0].lower()
     if scheme in ("redis", "rediss"):
+        from redis.asyncio import ConnectionPool
+
         from chatql.store.streams.backends.redis import split_prefix
 
         url, prefix = split_prefix(broker_url)
+        pool = ConnectionPool.from_url(url)
         return RedisStorage(f"async+{url}", implementation="redispy",
-                            key_prefix=f"{prefix}limits")
-    return MemoryStorage()
+                            key_prefix=f"{prefix}limits", connection_pool=pool), pool
+    return MemoryStorage(), None
 
 
 def _who(identity: Identity) -> str:
@@ -137,8 +141,13 @@ class RateLimiter:
 
     def __init__(self, rules: RateLimitRules, broker_url: str) -> None:
         self.rules = rules
-        self._storage = _storage(broker_url)
+        self._storage, self._pool = _storage(broker_url)
         self._windows = FixedWindowRateLimiter(self._storage)
+
+    async def close(self) -> None:
+        """Release the connections to the counts' Redis (they reopen when used)."""
+        if self._pool is not None:
+            await self._pool.disconnect()
 
     async def check(self, identity: Identity, limit_class: str) -> None:
         """Count one operation of ``limit_class``; :class:`RateLimited` beyond the limit."""
