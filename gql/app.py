@@ -446,7 +446,7 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
                                         request_data)
 
     async def process_result(self, request: Any, result: ExecutionResult) -> Any:
-        processed = await super().process_result(request, result)
+        processed: Any = await super().process_result(request, result)
         record = current_record()
         if record is not None and not record.outcome:
             errors = processed.get("errors")

@@ -114,7 +114,7 @@ class Metrics:
         if multiprocess_dir() is None:
             return generate_latest(self.registry)
         registry = CollectorRegistry()
-        prometheus_multiprocess.MultiProcessCollector(registry)
+        prometheus_multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
         return generate_latest(registry)
 
 
@@ -155,7 +155,8 @@ class MetricsFeed:
         directory = multiprocess_dir()
         if directory is not None:
             # This process's live gauges leave the sums.
-            prometheus_multiprocess.mark_process_dead(os.getpid(), directory)
+            prometheus_multiprocess.mark_process_dead(  # type: ignore[no-untyped-call]
+                os.getpid(), directory)
 
     async def _run(self) -> None:
         while True:

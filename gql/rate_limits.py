@@ -127,8 +127,9 @@ def _storage(broker_url: str) -> tuple[Storage, Any]:
 
         url, prefix = split_prefix(broker_url)
         pool = ConnectionPool.from_url(url)
+        options: dict[str, Any] = {"connection_pool": pool}
         return RedisStorage(f"async+{url}", implementation="redispy",
-                            key_prefix=f"{prefix}limits", connection_pool=pool), pool
+                            key_prefix=f"{prefix}limits", **options), pool
     return MemoryStorage(), None
 
 

@@ -66,7 +66,7 @@ def _request_id(scope: Scope) -> str:
     for name, value in scope["headers"]:
         if name == b"x-request-id":
             if 0 < len(value) <= 128 and all(0x21 <= byte <= 0x7E for byte in value):
-                return value.decode("ascii")
+                return str(value.decode("ascii"))
             break
     return uuid.uuid4().hex
 

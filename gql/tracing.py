@@ -46,7 +46,7 @@ def start_tracing() -> None:
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
     RedisInstrumentor().instrument()
-    AsyncPGInstrumentor().instrument()
+    AsyncPGInstrumentor().instrument()  # type: ignore[no-untyped-call]
 
 
 def traced(app: Any) -> Any:

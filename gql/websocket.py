@@ -632,8 +632,8 @@ class ChatqlTransportWSHandler(TransportWSHandlerHooks[Any, None]):
     async def handle_message(self, message: Any) -> None:
         unresolved = resolve_persisted(self.view, message)
         if unresolved is not None:
-            await self.send_message({"id": message["id"], "type": "error",
-                                     "payload": [unresolved]})
+            error: Any = {"id": message["id"], "type": "error", "payload": [unresolved]}
+            await self.send_message(error)
             return
         problem = message_problem(message)
         if problem is not None:
@@ -663,8 +663,8 @@ class ChatqlTransportWSHandler(TransportWSHandlerHooks[Any, None]):
             limit_class = await admit_operation(self, operation.query,
                                                 operation.operation_name)
         except RateLimited as error:
-            await operation.send_operation_message({"id": operation.id, "type": "error",
-                                                    "payload": [error.error()]})
+            refusal: Any = {"id": operation.id, "type": "error", "payload": [error.error()]}
+            await operation.send_operation_message(refusal)
             return
         try:
             if await serve_planned(self, operation.id, "next", operation.query,
@@ -677,7 +677,8 @@ class ChatqlTransportWSHandler(TransportWSHandlerHooks[Any, None]):
             await super().run_operation(operation)
         finally:
             if limit_class == "subscriptions":
-                await self.view.subscription_closed(self.context.identity, "ws")
+                view: Any = self.view
+                await view.subscription_closed(self.context.identity, "ws")
 
     @staticmethod
     def pre_execution_close_reason(error: GraphQLError) -> str | None:
@@ -738,7 +739,8 @@ class ChatqlLegacyWSHandler(BaseGraphQLWSHandler[Any, None]):
             self.subscriptions.pop(operation_id, None)
             self.tasks.pop(operation_id, None)
             if limit_class == "subscriptions":
-                await self.view.subscription_closed(self.context.identity, "ws")
+                view: Any = self.view
+                await view.subscription_closed(self.context.identity, "ws")
 
     async def _run_ordinary(self, operation_id: str, query: str, operation_name: str | None,
                             variables: dict[str, object] | None) -> bool:

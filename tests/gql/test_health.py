@@ -80,14 +80,12 @@ async def test_draining_from_sigterm_on(settings: Settings) -> None:
     told: list[int] = []
     previous = signal.signal(signal.SIGTERM, lambda signum, _frame: told.append(signum))
     try:
-        app = create_app(settings)
-        async with running_app(settings) as app:
-            transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
-                assert (await http.get("/readyz")).status_code == 200
-                os.kill(os.getpid(), signal.SIGTERM)
-                draining = await http.get("/readyz")
-                alive = await http.get("/healthz")
+        async with running_app(settings) as app, httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
+            assert (await http.get("/readyz")).status_code == 200
+            os.kill(os.getpid(), signal.SIGTERM)
+            draining = await http.get("/readyz")
+            alive = await http.get("/healthz")
         assert told == [signal.SIGTERM]
         assert (draining.status_code, draining.json()) == (
             503, {"status": "not ready", "failed": ["draining"]})

@@ -4,6 +4,7 @@ chunks pushed and delivered, persist latency, pool use; parsed as Prometheus tex
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 import httpx
@@ -96,9 +97,7 @@ async def test_metrics_count_requests_streams_and_subscribers(settings: Settings
 
 
 async def test_metrics_can_be_switched_off(settings: Settings) -> None:
-    import dataclasses
-
-    async with serve(dataclasses.replace(settings, metrics=False)) as (server, _app):
-        async with httpx.AsyncClient(timeout=30) as http:
-            response = await http.get(f"http://{server}/metrics")
+    async with serve(dataclasses.replace(settings, metrics=False)) as (server, _app), \
+            httpx.AsyncClient(timeout=30) as http:
+        response = await http.get(f"http://{server}/metrics")
     assert response.status_code == 404
