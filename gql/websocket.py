@@ -155,8 +155,11 @@ def resolve_persisted(view: Any, message: Any) -> dict[str, Any] | None:
     """Put the document a start message's persisted query names in its payload; the
     GraphQL error when it cannot be resolved (None: nothing to do, or done)."""
     persisted = getattr(view, "persisted", None)
-    if (persisted is None or not isinstance(message, dict)
-            or message.get("type") not in _STARTS or not isinstance(message.get("id"), str)):
+    if persisted is None or not isinstance(message, dict):
+        return None
+    kind = message.get("type")
+    if not isinstance(kind, str) or kind not in _STARTS or not isinstance(
+            message.get("id"), str):
         return None
     payload = message.get("payload")
     if not isinstance(payload, dict):
