@@ -1,4 +1,5 @@
-"""``create_app(settings)``: the Starlette application serving ``/graphql`` and ``/healthz``."""
+"""``create_app(settings)``: the Starlette application serving ``/graphql``, ``/healthz``,
+``/readyz`` and ``/metrics``."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 import orjson
 from cross_web import HTTPException
@@ -28,13 +30,24 @@ from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_P
 from strawberry.types.execution import ExecutionResult
 
 from chatql.gql.ai_chat import resume_reply, send_messages
-from chatql.gql.auth import CREDENTIAL_KEYS, authenticator_for, identity_from_credentials
+from chatql.gql.auth import (
+    CREDENTIAL_KEYS,
+    ConfigurationError,
+    authenticator_for,
+    identity_from_credentials,
+)
 from chatql.gql.bodylimit import BodyLimitMiddleware, error_body
 from chatql.gql.context import Context, Services
 from chatql.gql.export import export_endpoint
 from chatql.gql.fast_lanes import clear_refusals
+from chatql.gql.health import Readiness
 from chatql.gql.library_adapters import GraphQLViewHooks
+from chatql.gql.metrics import Metrics, MetricsFeed, process_metrics
+from chatql.gql.operations import classify
+from chatql.gql.persisted_queries import PersistedQueries, PersistedQueryError
 from chatql.gql.planner import Planner
+from chatql.gql.rate_limits import RateLimited, RateLimiter, parse_rate_limits
+from chatql.gql.request_log import RequestObserver, configure_json_logs, current_record
 from chatql.gql.schema import build_schema
 from chatql.gql.settings import Settings
 from chatql.gql.sse import (
@@ -43,6 +56,7 @@ from chatql.gql.sse import (
     execute_plain_http,
     relayed_stream,
 )
+from chatql.gql.tracing import instrument_engine, start_tracing, traced, tracing_enabled
 from chatql.gql.web import page_response, web_routes
 from chatql.gql.websocket import (
     ChatqlLegacyWSHandler,
@@ -86,6 +100,29 @@ def _refused(error: HTTPException) -> Response:
                         status_code=error.status_code)
 
 
+def _rate_limited(error: RateLimited) -> Response:
+    return JSONResponse({"data": None, "errors": [error.error()]}, status_code=429,
+                        headers={"Retry-After": str(error.retry_after)})
+
+
+def _not_persisted(error: PersistedQueryError) -> Response:
+    return JSONResponse({"errors": [error.error()]}, status_code=error.status)
+
+
+def _replay(body: bytes) -> Receive:
+    """A ``receive`` that hands over ``body`` (a request's body, rewritten) at once."""
+    sent = False
+
+    async def receive() -> Any:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
+
+
 class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
     """Strawberry's ASGI view with chatql's context, identity and JSON encoding.
 
@@ -100,7 +137,9 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
     graphql_ws_handler_class = ChatqlLegacyWSHandler
     websocket_adapter_class = ChatqlWebSocketAdapter
 
-    def __init__(self, services_of: Any, settings: Settings) -> None:
+    def __init__(self, services_of: Any, settings: Settings, *,
+                 metrics: Metrics | None = None, limiter: RateLimiter | None = None,
+                 persisted: PersistedQueries | None = None) -> None:
         schema = build_schema(settings)
         super().__init__(
             schema,
@@ -117,6 +156,12 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
         #: The app's registered fast plans (gql/planner.py): every transport asks it.
         self.planner = Planner(schema, settings)
         self._plain_json_cache: dict[tuple[bytes, bytes | None], bool] = {}
+        #: Subscribers by transport, counted when metrics are on.
+        self.metrics = metrics
+        #: Rate limits per identity and operation class, when configured.
+        self.limiter = limiter
+        #: Persisted documents (automatic persisted queries and the safelist).
+        self.persisted = persisted
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -124,6 +169,8 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
             return
         request = Request(scope=scope, receive=receive)
         try:
+            if self.persisted is not None:
+                request = await self._with_persisted_documents(request)
             if scope["method"] == "POST" and await self._lane(request, send):
                 return
             response = await self.run(request)
@@ -131,10 +178,90 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
             response = _unauthenticated(failure)
         except HTTPException as error:
             response = _refused(error)
+        except RateLimited as error:
+            response = _rate_limited(error)
+        except PersistedQueryError as error:
+            response = _not_persisted(error)
         finally:
             # A failure a lane kept is the view's to raise in this run only.
             clear_refusals()
-        await response(scope, receive, send)
+        try:
+            await response(scope, receive, send)
+        finally:
+            opened = getattr(request.state, "sse_subscriber", None)
+            if opened is not None:
+                await self.subscription_closed(opened, "sse")
+
+    async def _with_persisted_documents(self, request: Request) -> Request:
+        """The request with every persisted document it names in place of its hash
+        (:class:`PersistedQueryError` when one cannot be resolved); the same request
+        when it names none."""
+        persisted = self.persisted
+        assert persisted is not None
+        scope = request.scope
+        if scope["method"] == "GET":
+            raw = scope["query_string"]
+            if not persisted.persisted_only and b"persistedQuery" not in raw:
+                return request
+            params = dict(parse_qsl(raw.decode("latin-1")))
+            if "query" not in params and "extensions" not in params:
+                return request  # the playground page
+            extensions = None
+            if "extensions" in params:
+                try:
+                    extensions = json.loads(params["extensions"])
+                except ValueError:
+                    raise HTTPException(400, "extensions must be JSON") from None
+            query = persisted.resolve(params.get("query"), extensions)
+            if query is None:
+                return request
+            params["query"] = query
+            return Request({**scope, "query_string": urlencode(params).encode()},
+                           receive=request.receive)
+        if scope["method"] != "POST":
+            return request
+        body = await request.body()
+        if not persisted.persisted_only and b"persistedQuery" not in body:
+            return request
+        try:
+            data = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            if persisted.persisted_only:
+                raise HTTPException(400, "Unable to parse request body as JSON") from None
+            return request
+        operations = data if isinstance(data, list) else [data]
+        for operation in operations:
+            if isinstance(operation, dict):
+                query = persisted.resolve(operation.get("query"), operation.get("extensions"))
+                if query is not None:
+                    operation["query"] = query
+            elif persisted.persisted_only:
+                raise HTTPException(400, "The request body must be a JSON object")
+        return Request(scope, receive=_replay(orjson.dumps(data)))
+
+    def observe_operation(self, query: str | None, operation_name: str | None,
+                          identity: Identity) -> str:
+        """Note the operation and caller on the request's record; its limit class."""
+        kind = classify(query, operation_name)
+        record = current_record()
+        if record is not None:
+            record.operation = kind.name
+            record.user = identity.user_id
+            record.tenant = identity.tenant_id
+        return kind.limit_class
+
+    async def subscription_opened(self, identity: Identity, transport: str) -> None:
+        """Count an open subscription (:class:`RateLimited` beyond the identity's)."""
+        if self.limiter is not None:
+            await self.limiter.open_subscription(identity)
+        if self.metrics is not None:
+            self.metrics.subscribers.labels(transport).inc()
+
+    async def subscription_closed(self, identity: Identity, transport: str) -> None:
+        if self.metrics is not None:
+            self.metrics.subscribers.labels(transport).dec()
+        if self.limiter is not None:
+            await self.limiter.close_subscription(identity)
 
     async def _lane(self, request: Request, send: Send) -> bool:
         """Answer a plain POST of a lane's mutation without Strawberry's request machinery.
@@ -181,6 +308,9 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
             identity = identity_from_credentials(self._settings, dict(request.headers))
         except Unauthenticated:
             return False
+        limit_class = self.observe_operation(query, operation_name, identity)
+        if self.limiter is not None:
+            await self.limiter.check(identity, limit_class)
         context = Context(services=self._services_of(request), identity=identity,
                           request=request)
         answered = await lane.run(context, query, operation_name, variables,
@@ -197,6 +327,9 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
                         (b"content-type", b"application/json")],
         })
         await send({"type": "http.response.body", "body": content})
+        record = current_record()
+        if record is not None:
+            record.outcome = "ok"
         return True
 
     def _plain_json(self, content_type: bytes, accept: bytes | None) -> bool:
@@ -236,10 +369,26 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
         auth_error = getattr(request.state, "auth_error", None)
         if auth_error is not None:
             raise _AuthFailed(auth_error)
+        await self._admit(request, *args, **kwargs)
         relayed = self._relayed(request, *args, **kwargs)
         if relayed is not None:
             return relayed
         return await super().execute_operation(request, *args, **kwargs)
+
+    async def _admit(self, request: Any, request_adapter: Any, request_data: Any,
+                     context: Context, *_args: Any, **_kwargs: Any) -> None:
+        """Note each operation of the request and count it against the caller's limits
+        (:class:`RateLimited` beyond them); an event stream's subscription is counted
+        open until its response ends."""
+        identity = context.identity
+        for data in request_data if isinstance(request_data, list) else [request_data]:
+            limit_class = self.observe_operation(data.query, data.operation_name, identity)
+            if limit_class == "subscriptions":
+                if getattr(data, "protocol", None) == "sse":
+                    await self.subscription_opened(identity, "sse")
+                    request.state.sse_subscriber = identity
+            elif self.limiter is not None:
+                await self.limiter.check(identity, limit_class)
 
     def _relayed(self, request: Any, request_adapter: Any, request_data: Any, context: Context,
                  *_args: Any, **_kwargs: Any) -> RelayedSubscription | None:
@@ -297,6 +446,15 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
         # Subscriptions run over WebSocket or SSE only (see gql/sse.py).
         return await execute_plain_http(self, request_adapter.method, context, root_value,
                                         request_data)
+
+    async def process_result(self, request: Any, result: ExecutionResult) -> Any:
+        processed: Any = await super().process_result(request, result)
+        record = current_record()
+        if record is not None and not record.outcome:
+            errors = processed.get("errors")
+            record.outcome = "ok" if not errors else str(
+                (errors[0].get("extensions") or {}).get("code") or "INTERNAL")
+        return processed
 
     def encode_json(self, data: object) -> str:
         # Text, not bytes: WebSocket frames must be text (graphql-ws JS clients close
@@ -363,6 +521,11 @@ def _lenient_json(data: str | bytes) -> Any:
     return value
 
 
+def traced_middleware(app: Any) -> Any:
+    """The ASGI tracing layer (imported only when tracing is on)."""
+    return traced(app)
+
+
 _startup_frozen = False
 
 
@@ -390,11 +553,27 @@ def create_app(settings: Settings | None = None) -> Starlette:
     """
     settings = settings or Settings.from_env()
     authenticator_for(settings)
+    if settings.log_format not in ("text", "json"):
+        raise ConfigurationError(
+            f"CHATQL_LOG_FORMAT must be text or json, got {settings.log_format!r}")
+    rules = parse_rate_limits(settings.rate_limits)
+    limiter = None if rules.empty else RateLimiter(rules, settings.broker_url)
+    persisted = PersistedQueries(settings.persisted_queries, settings.persisted_only)
+    metrics = process_metrics() if settings.metrics else None
+    feed = MetricsFeed(metrics) if metrics is not None else None
+    tracing = tracing_enabled()
+    if tracing:
+        start_tracing()
+    if settings.log_format == "json":
+        configure_json_logs()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         db = Database(settings.database_url, replica_urls=settings.database_replica_urls,
                       replica_max_lag=settings.replica_max_lag)
+        if tracing:
+            instrument_engine(db.engine)
+        readiness.watch_signals()
         try:
             if settings.migrate_on_start:
                 await migrate(db)
@@ -414,10 +593,18 @@ def create_app(settings: Settings | None = None) -> Starlette:
                                          archive_after_days=settings.archive_after_days,
                                          events=events)
             retention.start()
+            if feed is not None:
+                feed.start(app.state.services, {"retention": retention})
             freeze_startup_objects()
             try:
                 yield
             finally:
+                # Draining: /readyz answers 503 from here on.
+                readiness.close()
+                if feed is not None:
+                    await feed.close()
+                if limiter is not None:
+                    await limiter.close()
                 await retention.close()
                 # Shutdown (SIGTERM/SIGINT): end the live lists, then persist or hand
                 # over every stream.
@@ -430,19 +617,18 @@ def create_app(settings: Settings | None = None) -> Starlette:
         services: Services = connection.app.state.services
         return services
 
-    graphql = GraphQLEndpoint(services_of, settings)
-
-    async def healthz(request: Request) -> Response:
-        services = services_of(request)
-        if await services.db.ping():
-            return JSONResponse({"status": "ok"})
-        return JSONResponse({"status": "database unreachable"}, status_code=503)
+    graphql = GraphQLEndpoint(services_of, settings, metrics=metrics, limiter=limiter,
+                              persisted=persisted)
+    readiness = Readiness(services_of)
+    operational = [Route("/healthz", readiness.healthz), Route("/readyz", readiness.readyz)]
+    if feed is not None:
+        operational.append(Route("/metrics", feed.endpoint, methods=["GET"]))
 
     app = Starlette(
         routes=[
             Route("/graphql", graphql, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", graphql),
-            Route("/healthz", healthz),
+            *operational,
             *web_routes(settings),
             Route("/chats/{chat_id}/export", export_endpoint, methods=["GET"]),
             Route("/ai/chat", send_messages, methods=["POST"]),
@@ -454,6 +640,12 @@ def create_app(settings: Settings | None = None) -> Starlette:
             # the GraphQL WebSocket goes straight to its endpoint (the layers below act
             # on HTTP only).
             Middleware(ServerSendMiddleware, websocket_app=graphql, path="/graphql"),
+            # Then, for HTTP: a trace per request (when tracing is on), and the request's
+            # id, metrics and log line, which see every answer below (fast lanes,
+            # refusals, limits).
+            *([Middleware(traced_middleware)] if tracing else []),
+            Middleware(RequestObserver, metrics=metrics,
+                       log_json=settings.log_format == "json"),
             # Then: preflights are answered before anything reads the body.
             Middleware(
                 CORSMiddleware,

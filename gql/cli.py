@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +45,21 @@ def _serve(args: argparse.Namespace) -> int:
         loop = "uvloop"
     except ImportError:  # pragma: no cover - uvloop is not built for every platform
         loop = "asyncio"
+    metrics_dir = None
+    if args.workers > 1 and settings.metrics and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        # Every worker writes its metrics here and a scrape of any one sums them all;
+        # the folder is fresh for each run (stale files would add old counts).
+        metrics_dir = tempfile.mkdtemp(prefix="chatql-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    try:
+        _run_uvicorn(uvicorn, args, settings, loop)
+    finally:
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+    return 0
+
+
+def _run_uvicorn(uvicorn: Any, args: argparse.Namespace, settings: Any, loop: str) -> None:
     uvicorn.run(
         "chatql.gql.app:create_app",
         factory=True,
@@ -57,9 +75,10 @@ def _serve(args: argparse.Namespace) -> int:
         # A WebSocket message is held to the same limit as an HTTP request body.
         ws_max_size=settings.max_body_bytes,
         log_level=args.log_level,
+        # CHATQL_LOG_FORMAT=json writes its own line per request.
+        access_log=settings.log_format != "json",
         timeout_graceful_shutdown=30,
     )
-    return 0
 
 
 def _migrate(args: argparse.Namespace) -> int:

@@ -84,6 +84,17 @@ class Settings:
     default_assistant: str = "assistant"
     #: Seconds ``POST /ai/chat`` waits for an agent to start answering.
     agent_reply_timeout: float = 60.0
+    #: Serve ``/metrics`` and count requests, streams and subscribers for it.
+    metrics: bool = True
+    #: ``text`` (uvicorn's access log) or ``json`` (one JSON line per request).
+    log_format: str = "text"
+    #: Limits per identity and operation class, e.g.
+    #: ``pushes=200/second;writes=30/second;reads=100/second;subscriptions=20``.
+    rate_limits: str = ""
+    #: Path of an Apollo persisted query manifest (documents known from the start).
+    persisted_queries: str = ""
+    #: Accept only the manifest's documents.
+    persisted_only: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -93,6 +93,9 @@ from chatql.gql.library_adapters import (
     graphql_core_schema,
     uvicorn_ws_protocol,
 )
+from chatql.gql.operations import classify
+from chatql.gql.persisted_queries import PersistedQueryError
+from chatql.gql.rate_limits import RateLimited
 from chatql.store.chats.chat import get_chat
 from chatql.store.db.database import Database
 from chatql.store.errors import ChatqlError
@@ -146,6 +149,42 @@ def message_problem(message: Any) -> str | None:
         if name is not None and not isinstance(name, str):
             return "payload.operationName must be a string"
     return None
+
+
+def resolve_persisted(view: Any, message: Any) -> dict[str, Any] | None:
+    """Put the document a start message's persisted query names in its payload; the
+    GraphQL error when it cannot be resolved (None: nothing to do, or done)."""
+    persisted = getattr(view, "persisted", None)
+    if persisted is None or not isinstance(message, dict):
+        return None
+    kind = message.get("type")
+    if not isinstance(kind, str) or kind not in _STARTS or not isinstance(
+            message.get("id"), str):
+        return None
+    payload = message.get("payload")
+    if not isinstance(payload, dict):
+        return None
+    try:
+        query = persisted.resolve(payload.get("query"), payload.get("extensions"))
+    except PersistedQueryError as error:
+        return error.error()
+    if query is not None:
+        payload["query"] = query
+    return None
+
+
+async def admit_operation(handler: Any, query: str, operation_name: str | None) -> str:
+    """Count a socket's operation against its caller's limits (:class:`RateLimited`
+    beyond them); its limit class (a subscription stays counted open until
+    ``subscription_closed``)."""
+    view = handler.view
+    identity = handler.context.identity
+    limit_class = classify(query, operation_name).limit_class
+    if limit_class == "subscriptions":
+        await view.subscription_opened(identity, "ws")
+    elif view.limiter is not None:
+        await view.limiter.check(identity, limit_class)
+    return limit_class
 
 
 def fit_close_reason(reason: str) -> str:
@@ -594,6 +633,11 @@ class ChatqlTransportWSHandler(TransportWSHandlerHooks[Any, None]):
     _ping_task: asyncio.Task[None] | None = None
 
     async def handle_message(self, message: Any) -> None:
+        unresolved = resolve_persisted(self.view, message)
+        if unresolved is not None:
+            error: Any = {"id": message["id"], "type": "error", "payload": [unresolved]}
+            await self.send_message(error)
+            return
         problem = message_problem(message)
         if problem is not None:
             await self.handle_invalid_message(problem)
@@ -618,12 +662,26 @@ class ChatqlTransportWSHandler(TransportWSHandlerHooks[Any, None]):
                 await self.send_message({"type": "ping"})
 
     async def run_operation(self, operation: Operation[Context, None]) -> None:
-        if await serve_planned(self, operation.id, "next", operation.query,
-                               operation.operation_name, operation.variables,
-                               operation.send_operation_message, lambda: operation.completed):
-            await operation.send_operation_message({"id": operation.id, "type": "complete"})
+        try:
+            limit_class = await admit_operation(self, operation.query,
+                                                operation.operation_name)
+        except RateLimited as error:
+            refusal: Any = {"id": operation.id, "type": "error", "payload": [error.error()]}
+            await operation.send_operation_message(refusal)
             return
-        await super().run_operation(operation)
+        try:
+            if await serve_planned(self, operation.id, "next", operation.query,
+                                   operation.operation_name, operation.variables,
+                                   operation.send_operation_message,
+                                   lambda: operation.completed):
+                await operation.send_operation_message({"id": operation.id,
+                                                        "type": "complete"})
+                return
+            await super().run_operation(operation)
+        finally:
+            if limit_class == "subscriptions":
+                view: Any = self.view
+                await view.subscription_closed(self.context.identity, "ws")
 
     @staticmethod
     def pre_execution_close_reason(error: GraphQLError) -> str | None:
@@ -645,6 +703,11 @@ class ChatqlLegacyWSHandler(BaseGraphQLWSHandler[Any, None]):
     """Legacy ``graphql-ws`` with the same message checks."""
 
     async def handle_message(self, message: Any) -> None:
+        unresolved = resolve_persisted(self.view, message)
+        if unresolved is not None:
+            await self.send_message(ErrorMessage(type="error", id=message["id"],
+                                                 payload=unresolved))  # type: ignore[typeddict-item]
+            return
         problem = message_problem(message)
         if problem is not None:
             await self.websocket.close(code=4400, reason=problem)
@@ -658,7 +721,15 @@ class ChatqlLegacyWSHandler(BaseGraphQLWSHandler[Any, None]):
         operation_name: str | None,
         variables: dict[str, object] | None,
     ) -> None:
+        limit_class = ""
         try:
+            try:
+                limit_class = await admit_operation(self, query, operation_name)
+            except RateLimited as error:
+                await self.send_message(ErrorMessage(
+                    type="error", id=operation_id,
+                    payload=error.error()))  # type: ignore[typeddict-item]
+                return
             if not await serve_planned(self, operation_id, "data", query, operation_name,
                                        variables, self.send_message, lambda: False) and (
                     not await self._run_ordinary(operation_id, query, operation_name,
@@ -670,6 +741,9 @@ class ChatqlLegacyWSHandler(BaseGraphQLWSHandler[Any, None]):
         finally:
             self.subscriptions.pop(operation_id, None)
             self.tasks.pop(operation_id, None)
+            if limit_class == "subscriptions":
+                view: Any = self.view
+                await view.subscription_closed(self.context.identity, "ws")
 
     async def _run_ordinary(self, operation_id: str, query: str, operation_name: str | None,
                             variables: dict[str, object] | None) -> bool:

@@ -164,3 +164,65 @@ async def test_memory_streams_refuse_more_than_one_worker(database_url: str) -> 
         with pytest.raises(httpx.ConnectError):
             async with httpx.AsyncClient(timeout=5) as http:
                 await http.get(f"http://127.0.0.1:{port}/healthz")
+
+
+async def _through(workers: list[int], pid: int, base: str, path: str,
+                   **request: Any) -> httpx.Response:
+    """One request on a fresh connection that worker ``pid`` answers (the others are
+    stopped while the connection is made, so the kernel can only hand it to ``pid``)."""
+    others = [other for other in workers if other != pid]
+    for other in others:
+        os.kill(other, signal.SIGSTOP)
+    try:
+        http = httpx.AsyncClient(base_url=base, timeout=30)
+        async with http.stream(request.pop("method", "GET"), path, **request) as response:
+            client_port = response.extensions["network_stream"].get_extra_info(
+                "client_addr")[1]
+            await response.aread()
+    finally:
+        for other in others:
+            os.kill(other, signal.SIGCONT)
+    try:
+        port = int(base.rsplit(":", 1)[1])
+        assert _worker_of(workers, port, client_port) == pid
+    finally:
+        await http.aclose()
+    return response
+
+
+def _requests_counted(text: str, operation: str) -> float:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return sum(sample.value for family in text_string_to_metric_families(text)
+               for sample in family.samples
+               if sample.name == "chatql_requests_total"
+               and sample.labels == {"operation": operation, "outcome": "ok"})
+
+
+async def test_two_workers_metrics_sum_every_worker(database_url: str, redis_url: str) -> None:
+    async with serve(database_url, redis_url, 2) as (process, port):
+        base = f"http://127.0.0.1:{port}"
+        workers: list[int] = []
+        for _ in range(600):
+            workers = _workers(process.pid)
+            if len(workers) == 2:
+                try:
+                    async with httpx.AsyncClient(base_url=base, timeout=5) as probe:
+                        if (await probe.get("/readyz")).status_code == 200:
+                            break
+                except httpx.TransportError:
+                    pass
+            await asyncio.sleep(0.05)
+        assert len(workers) == 2
+        name = f"Counted{uuid.uuid4().hex[:8]}"
+        query = {"query": f"query {name} {{ chat(id: \"none\") {{ id }} }}"}
+        # Three requests answered by one worker, two by the other.
+        for pid, times in zip(workers, (3, 2), strict=True):
+            for _ in range(times):
+                response = await _through(workers, pid, base, "/graphql", method="POST",
+                                          json=query, headers=ALICE)
+                assert response.json() == {"data": {"chat": None}}
+        # Whichever worker answers the scrape, it reports the sum over both.
+        for pid in workers:
+            scraped = await _through(workers, pid, base, "/metrics")
+            assert _requests_counted(scraped.text, name) == 5

@@ -90,6 +90,9 @@ class RetentionSweeper:
         self._trash_days = trash_days
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        #: Sweeps finished and sweeps that failed, for metrics (read by differences).
+        self.runs = 0
+        self.failures = 0
 
     def start(self) -> None:
         if self._interval > 0 and self._task is None:
@@ -120,5 +123,7 @@ class RetentionSweeper:
                         after_days=self._archive_after_days)
                     if archived:
                         logger.info("archived %d idle chat(s)", len(archived))
+                self.runs += 1
             except Exception as error:  # the database may be briefly away; try again
+                self.failures += 1
                 logger.warning("retention sweep failed: %s", error)

@@ -26,7 +26,8 @@ from typing import Any, Protocol
 
 from chatql.store.streams.reducer import ChunkEvent
 
-__all__ = ["DEFAULT_QUEUE_LIMIT", "LogSource", "SubscriberQueue", "coalesce"]
+__all__ = ["DEFAULT_QUEUE_LIMIT", "DELIVERED", "DeliveryTally", "LogSource", "SubscriberQueue",
+           "coalesce"]
 
 #: Chunks a subscriber may be behind before it is resynchronised with a snapshot.
 DEFAULT_QUEUE_LIMIT = 2_048
@@ -101,6 +102,20 @@ class LogSource(Protocol):
 
     def turn(self, queue: SubscriberQueue) -> None:
         """Wake ``queue`` (once) in a later slice: it has more to send."""
+
+
+class DeliveryTally:
+    """Chunks this process has handed to subscribers since it started (a plain count a
+    metrics exporter reads by differences; counting costs one addition per run)."""
+
+    __slots__ = ("chunks",)
+
+    def __init__(self) -> None:
+        self.chunks = 0
+
+
+#: The process's one tally: every subscriber queue adds what it hands on.
+DELIVERED = DeliveryTally()
 
 
 class SubscriberQueue:
@@ -209,6 +224,7 @@ class SubscriberQueue:
                 and 0 < source.end - self._cursor <= min(TURN_CHUNKS, self._limit)):
             read = source.read(self._cursor)
             if read is not None and sink(read[0]):
+                DELIVERED.chunks += len(read[0])
                 self._cursor = read[1]
                 self._coalesced += read[2]
                 if self._cursor < source.end:  # the next stream's chunks follow
@@ -297,6 +313,7 @@ class SubscriberQueue:
         while True:
             items = self._take()
             if items:
+                DELIVERED.chunks += len(items)
                 return items
             if self.closed:
                 raise StopAsyncIteration

@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -129,6 +129,12 @@ class StreamService:
         self._closing = False
         #: The live chat list: told when a stream starts and when one is written.
         self.events: ChatEvents | None = None
+        #: Counts for metrics, read by differences: chunks accepted by pushes on this
+        #: instance, and idle sweeps run.
+        self.chunks_pushed = 0
+        self.idle_sweeps = 0
+        #: Told how long each stream's write to the database took (seconds).
+        self.on_persisted: Callable[[float], None] | None = None
 
     # ---- lifecycle ---------------------------------------------------------------
 
@@ -335,6 +341,7 @@ class StreamService:
                     # stream's last write (the idle clock every instance reads) moves.
                     await self.backend.save(stream, outcome.events, aliases=outcome.aliases,
                                             seen=outcome.seen, tokens=outcome.tokens)
+        self.chunks_pushed += outcome.accepted
         return PushResult(accepted=outcome.accepted, duplicates=outcome.duplicates,
                           last_seq=last_seq)
 
@@ -511,6 +518,7 @@ class StreamService:
         async with stream.persist_lock:
             if stream.result is not None:
                 return stream.result
+            started = time.perf_counter()
             try:
                 result = await persist.write(self.db, stream)
             except persist.DB_ERRORS as error:
@@ -526,6 +534,8 @@ class StreamService:
                 self._forget(stream)
                 await self._retire(stream)
                 raise
+            if self.on_persisted is not None:
+                self.on_persisted(time.perf_counter() - started)
             stream.result = result
             self._forget(stream)
             self._remember(result)
@@ -602,6 +612,7 @@ class StreamService:
         any instance: an orphan of a dead one); returns how many this instance took."""
         before = time.time() - self.idle_timeout
         taken = 0
+        self.idle_sweeps += 1
         for stream_id in await self.backend.idle_streams(before, self._streams):
             async with self.backend.lease(stream_id, wait=False) as mine:
                 if not mine or not await self.backend.still_idle(stream_id, before,

@@ -152,6 +152,10 @@ class Backend(StreamLog, FanOut):
     async def close(self) -> None:
         """Release connections; subscribers' queues are closed."""
 
+    async def reachable(self) -> bool:
+        """Whether the broker answers (a process's own memory always does)."""
+        return True
+
 
 @asynccontextmanager
 async def _always() -> AsyncIterator[bool]:

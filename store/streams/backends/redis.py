@@ -685,6 +685,12 @@ class RedisBackend(Backend):
             with contextlib.suppress(Exception):
                 await pubsub.aclose()
 
+    async def reachable(self) -> bool:
+        try:
+            return bool(await asyncio.wait_for(self.redis.ping(), 2.0))
+        except Exception:  # any failure to answer is "not reachable"
+            return False
+
     async def close(self) -> None:
         for chat_id, follower in list(self._followers.items()):
             follower.topic.close()

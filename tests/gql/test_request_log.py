@@ -1,0 +1,86 @@
+"""``CHATQL_LOG_FORMAT=json``: one JSON line per request from ``chatql serve``, with the
+request id echoed — and never a token, a secret or what was said."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import jwt
+
+from tests.conftest import TEST_SECRET, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+JWT_SECRET = "a-jwt-secret-that-is-long-enough-for-hs256"
+CREATE = 'mutation Make($id: ID!) { createChat(input: {assistantId: "bot", id: $id}) { id } }'
+APPEND = """mutation Say($chat: ID!, $messages: [MessageInput!]!) {
+  appendMessages(chatId: $chat, appendId: "a1", messages: $messages) { lastSequence } }"""
+SECRET_TEXT = "the launch code is swordfish"
+
+
+async def test_json_request_lines_name_the_request_and_never_its_content(
+        database_url: str) -> None:
+    port = free_port()
+    env = {**os.environ, "CHATQL_DATABASE_URL": database_url, "CHATQL_SECRET": TEST_SECRET,
+           "CHATQL_MIGRATE_ON_START": "false", "CHATQL_LOG_FORMAT": "json",
+           "CHATQL_AUTH": "jwt", "CHATQL_JWT_SECRET": JWT_SECRET}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "chatql.gql.cli", "serve", "--port", str(port)],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    token = jwt.encode({"sub": "alice", "tenant_id": "acme", "roles": ["agent"],
+                        "exp": int(time.time()) + 300}, JWT_SECRET, algorithm="HS256")
+    auth = {"Authorization": f"Bearer {token}"}
+    chat = f"log-{os.getpid()}-{port}"
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+            for _ in range(600):
+                try:
+                    if (await http.get("/healthz")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    await asyncio.sleep(0.05)
+            made = await http.post("/graphql", headers={**auth, "X-Request-Id": "req-42"},
+                                   json={"query": CREATE, "variables": {"id": chat}})
+            assert made.headers["x-request-id"] == "req-42"
+            said = await http.post("/graphql", headers=auth, json={
+                "query": APPEND, "variables": {"chat": chat, "messages": [
+                    {"role": "USER", "type": "user_input",
+                     "props": {"content": SECRET_TEXT}}]}})
+            assert said.json()["data"]["appendMessages"]["lastSequence"] == 1
+            generated = said.headers["x-request-id"]
+            refused = await http.post("/graphql", json={"query": CREATE, "variables": {
+                "id": "x"}}, headers={"Authorization": "Bearer not-a-token"})
+            assert refused.status_code == 401
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    assert server.stdout is not None and server.stderr is not None
+    output = server.stdout.read().decode() + server.stderr.read().decode()
+    server.stdout.close()
+    server.stderr.close()
+    lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    by_id = {line["requestId"]: line for line in lines}
+    made_line = by_id["req-42"]
+    assert made_line["operation"] == "Make" and made_line["outcome"] == "ok"
+    assert (made_line["user"], made_line["tenant"], made_line["status"]) == (
+        "alice", "acme", 200)
+    assert made_line["durationMs"] > 0 and made_line["path"] == "/graphql"
+    said_line = by_id[generated]
+    assert len(generated) == 32 and said_line["operation"] == "Say"
+    assert said_line["outcome"] == "ok"
+    assert any(line["outcome"] == "UNAUTHENTICATED" and line["status"] == 401
+               for line in lines)
+    # Never a token, a secret or what was said, anywhere in the output.
+    for secret in (token, JWT_SECRET, TEST_SECRET, SECRET_TEXT, "not-a-token"):
+        assert secret not in output
