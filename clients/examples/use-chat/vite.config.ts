@@ -8,6 +8,7 @@ const proxy = { "/ai": chatql, "/graphql": chatql };
 
 export default defineConfig({
   plugins: [react()],
+  build: { chunkSizeWarningLimit: 2048 },
   server: { proxy },
   preview: { proxy },
 });
