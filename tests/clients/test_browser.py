@@ -74,4 +74,4 @@ def test_app_and_playground_in_chromium(chatql_serve: str) -> None:
     )
     output = run.stdout + run.stderr
     assert run.returncode == 0, output
-    assert "# pass 5" in output and "# fail 0" in output, output
+    assert "# pass 8" in output and "# fail 0" in output, output

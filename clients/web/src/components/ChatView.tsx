@@ -75,7 +75,9 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
   const roles = new Map(thread.messages.map((m) => [m.id, m.role]));
   const storedIds = new Set(roles.keys());
   const shown: Shown[] = thread.messages.map((m) => fromStored(m, roles));
-  if (live) {
+  // The live answer until its stored copy is read back (another branch shown later never
+  // shows an old stream's messages).
+  if (live && (live.status === "live" || pendingReload > 0)) {
     // The person's question rides in stream_start when a producer sends it: shown at once.
     if (live.input && !storedIds.has(live.input.id)) shown.push(fromLive(live.input, live.status));
     for (const message of live.messages.values()) if (!storedIds.has(message.id)) shown.push(fromLive(message, live.status));
@@ -184,6 +186,8 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
       if (!target) return;
       void attempt(async () => {
         await run(client, SwitchBranchDocument, { chatId, leafId: target });
+        // Another branch: an ended answer is no longer awaited on screen.
+        setPendingReload(0);
         setFocusId(null);
         await thread.reload();
         // Focus stays on the switcher of the version now shown.

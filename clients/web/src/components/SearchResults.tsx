@@ -43,7 +43,8 @@ export function SearchResults({ client, query, onGo }: { client: ChatqlClient; q
 
 /** About 80 characters of `text` around the first word of `query`. */
 function snippet(text: string, query: string): string {
-  const flat = text.replace(/\s+/g, " ").trim();
+  // Markdown marks (emphasis, table pipes and rules, code fences) read as noise here.
+  const flat = text.replace(/[*_`#|>]+|-{3,}/g, " ").replace(/\s+/g, " ").trim();
   const word = query.split(/\s+/)[0]?.toLowerCase() ?? "";
   const at = Math.max(0, flat.toLowerCase().indexOf(word));
   const start = Math.max(0, at - 30);
