@@ -23,7 +23,7 @@ async function openApp() {
 const chatIdOf = (page) => new URL(page.url()).searchParams.get("chat");
 
 async function newChat(page) {
-  await page.getByRole("button", { name: "New chat" }).click();
+  await page.getByRole("button", { name: "New chat", exact: true }).click();
   await page.waitForFunction(() => new URLSearchParams(location.search).has("chat"));
   return chatIdOf(page);
 }
@@ -59,7 +59,7 @@ test("a person talks to the agent: new chat, Enter sends, the answer streams in 
     const log = page.getByRole("log");
     const question = log.getByRole("article", { name: "You, user input" });
     await question.getByText("please").waitFor();
-    assert.equal(await box.inputValue(), "");
+    await page.waitForFunction(() => document.querySelector('textarea[aria-label="Message"]').value === "");
     await log.getByRole("status").getByText(/Waiting for demo to answer/).waitFor();
     // The first message names the chat.
     await page.getByRole("heading", { level: 1, name: `Tell me about XK42Q${run} please` }).waitFor();

@@ -16,7 +16,7 @@ export function ChatHeader({ client, chat, streaming, onChanged, onStartOver, on
   const [renaming, setRenaming] = useState(false);
   const [problem, setProblem] = useState<string | null>(null);
   const renameButton = useRef<HTMLButtonElement>(null);
-  const title = chat.title || "New chat";
+  const title = chat.title || "Untitled chat";
   const update = async (input: { title?: string; pinned?: boolean; tags?: string[] }) => {
     setProblem(null);
     try {

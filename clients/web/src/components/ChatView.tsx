@@ -40,6 +40,7 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
   const [stopping, setStopping] = useState(false);
   const [busy, setBusy] = useState(false);
   const [problem, setProblem] = useState<string | null>(null);
+  const [sent, setSent] = useState<Shown | null>(null);
   const scroller = useRef<HTMLDivElement>(null);
   const composer = useRef<HTMLTextAreaElement>(null);
   const streaming = live?.status === "live" && live.streamId !== null;
@@ -75,6 +76,7 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
   const roles = new Map(thread.messages.map((m) => [m.id, m.role]));
   const storedIds = new Set(roles.keys());
   const shown: Shown[] = thread.messages.map((m) => fromStored(m, roles));
+  const shownBeforeLive = shown.length;
   // The live answer until its stored copy is read back (another branch shown later never
   // shows an old stream's messages).
   if (live && (live.status === "live" || pendingReload > 0)) {
@@ -82,8 +84,12 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
     if (live.input && !storedIds.has(live.input.id)) shown.push(fromLive(live.input, live.status));
     for (const message of live.messages.values()) if (!storedIds.has(message.id)) shown.push(fromLive(message, live.status));
   }
+  // The person's message as sent, until the stored thread has it: the thread is read again
+  // once the answer ends (or soon, when none starts), so the send itself costs one write —
+  // the agent's answer does not queue behind a re-read.
+  if (sent && !storedIds.has(sent.id)) shown.splice(shownBeforeLive, 0, sent);
   const leaf = thread.messages[thread.messages.length - 1];
-  const awaiting = !streaming && leaf?.role === "USER" && pendingReload === 0;
+  const awaiting = !streaming && (leaf?.role === "USER" || (sent !== null && !storedIds.has(sent.id))) && pendingReload === 0;
 
   // A search hit: page back until it is on screen; a hit on another branch switches to it.
   const [focusId, setFocusId] = useState<string | null>(focusMessageId);
@@ -154,17 +160,26 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
   };
 
   const send = (content: string) => attempt(async () => {
-    await client.request(documents.AppendMessagesDocument, {
+    const data = await client.request(documents.AppendMessagesDocument, {
       chatId, appendId: writeId(),
       messages: [{ role: "USER", type: "user_input", props: { content } }],
     });
+    const id = data.appendMessages.messageIds[0] ?? writeId();
+    setSent({ id, type: "user_input", role: "USER", props: { content }, blockId: null, threadId: null, status: null,
+      createdAt: new Date().toISOString(), siblings: null, answerStart: false, sending: true });
     setFocusId(null);
     atBottom.current = true;
     if (chat.details && !chat.details.title) {
+      // The first message names the chat.
       await client.request(documents.UpdateChatDocument, { id: chatId, input: { title: content.replace(/\s+/g, " ").slice(0, 60) } });
       await chat.reload();
     }
-    await thread.reload();
+  });
+  // No answer started soon after a send: read the thread anyway (the question, stored).
+  useEffect(() => {
+    if (!sent || storedIds.has(sent.id) || streaming || pendingReload > 0) return;
+    const timer = setTimeout(() => void thread.reload(), 1500);
+    return () => clearTimeout(timer);
   });
 
   const stop = async () => {

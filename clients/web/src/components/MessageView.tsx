@@ -17,6 +17,8 @@ export interface Shown {
   readonly siblings: { readonly index: number; readonly count: number; readonly ids: readonly string[] } | null;
   /** True for the first message of an answer (its parent is the person's question). */
   readonly answerStart: boolean;
+  /** The person's message as sent, not read back yet (no edit until it is). */
+  readonly sending?: boolean;
 }
 
 export interface MessageActions {
@@ -103,7 +105,7 @@ export function MessageView({ message, actions, focused }: { message: Shown; act
           <VersionSwitcher index={message.siblings.index} count={message.siblings.count} disabled={actions.busy}
             onPick={(index) => actions.pickVersion(message, index)} />
         )}
-        {message.type === "user_input" && message.createdAt && !editing && (
+        {message.type === "user_input" && message.createdAt && !message.sending && !editing && (
           <button type="button" className="link" disabled={actions.busy} onClick={() => setEditing(true)}
             aria-label={`Edit “${content.slice(0, 40)}”`}>Edit</button>
         )}

@@ -32,7 +32,7 @@ export function SearchResults({ client, query, onGo }: { client: ChatqlClient; q
           <li key={hit.message.id}>
             <button type="button" onClick={() => onGo({ chatId: hit.chat.id, messageId: hit.message.id, trash: false })}>
               <span className="hit-text">{snippet(textOf((hit.message.props as { content?: unknown } | null)?.content), query)}</span>
-              <span className="hit-chat"> in {hit.chat.title || "New chat"}</span>
+              <span className="hit-chat"> in {hit.chat.title || "Untitled chat"}</span>
             </button>
           </li>
         ))}

@@ -49,7 +49,7 @@ export function Sidebar({ client, place, onGo }: { client: ChatqlClient; place: 
               <li key={chat.id}>
                 <button type="button" aria-current={chat.id === place.chatId && !place.trash ? "page" : undefined}
                   onClick={() => onGo({ chatId: chat.id, messageId: null, trash: false })}>
-                  {chat.title || "New chat"}
+                  {chat.title || "Untitled chat"}
                   {list.typing.includes(chat.id) && <span className="typing"> · typing…</span>}
                 </button>
               </li>

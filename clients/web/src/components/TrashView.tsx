@@ -40,8 +40,8 @@ export function TrashView({ client, onGo }: { client: ChatqlClient; onGo: (place
       <ul>
         {chats?.map((chat) => (
           <li key={chat.id}>
-            <span>{chat.title || "New chat"}</span>
-            <button type="button" onClick={() => void restore(chat.id)} aria-label={`Restore ${chat.title || "New chat"}`}>Restore</button>
+            <span>{chat.title || "Untitled chat"}</span>
+            <button type="button" onClick={() => void restore(chat.id)} aria-label={`Restore ${chat.title || "Untitled chat"}`}>Restore</button>
           </li>
         ))}
       </ul>
