@@ -60,7 +60,7 @@ endif
 js-test: js-install
 ifeq ($(HAVE_NPM),yes)
 	cd clients/js && npx tsc -p tsconfig.test.json && npx vitest run
-	cd clients/web && npx tsc -p tsconfig.json
+	cd clients/web && npx tsc -p tsconfig.json && npm run check-codegen
 endif
 
 # Rebuild the web app and playground into gql/static (commit the result).
