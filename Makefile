@@ -62,7 +62,7 @@ ifeq ($(HAVE_NPM),yes)
 	cd clients/js && npx tsc -p tsconfig.test.json && npx vitest run
 	# The package as published: pack, install the tarball into an empty folder, import it.
 	cd clients/js && node test/pack/check.mjs
-	cd clients/web && npx tsc -p tsconfig.json
+	cd clients/web && npx tsc -p tsconfig.json && npm run check-codegen
 endif
 
 # Rebuild the web app and playground into gql/static (commit the result).

@@ -6,7 +6,14 @@ and text in two blocks and two threads while the page shows each part growing; s
 mid-stream then reload; a page opened mid-stream and a page whose socket is cut both end
 with exactly the persisted messages; the chat list shows a new chat, and "typing…"
 while it is streamed into, without a reload; the playground, with every other host blocked, runs
-a query and a live ``chatStream``. The server runs on a fresh SQLite file (the storage
+a query and a live ``chatStream``. The chat-client flows (``chat-client.test.mjs``, in the
+same process and browser): a new chat, Enter sends and Shift+Enter breaks the line, a
+scripted agent's answer streams in with rendered markdown; edit, a second version and back
+to the first; a search hit on another branch opens there; rename, pin, tags, usage,
+export, start over with its note, delete, the trash and restore; Stop mid-answer; a
+reload mid-answer resumes. Each state is checked with axe-core (no serious or critical
+violation), no page error and no request to another host, and saved as a screenshot
+under the test's temporary folder. The server runs on a fresh SQLite file (the storage
 paths are covered on both databases by the Python and TypeScript live tests).
 Skipped without Node.js or Chromium, required under CI.
 """
@@ -74,4 +81,4 @@ def test_app_and_playground_in_chromium(chatql_serve: str) -> None:
     )
     output = run.stdout + run.stderr
     assert run.returncode == 0, output
-    assert "# pass 5" in output and "# fail 0" in output, output
+    assert "# pass 8" in output and "# fail 0" in output, output

@@ -1,5 +1,5 @@
-// The reference web app: chat list grouped by time with search, history paged back on
-// scroll, the live stream rendered as it arrives, a stop button. Uses clients/js only.
+// The web app: a chat client over @chatql/client (chats, the live answer, search, the trash,
+// versions of messages). Components live in ./components, named for what they show.
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 

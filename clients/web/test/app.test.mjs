@@ -2,7 +2,9 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
-import { ALICE, base, context, launch, occurrences, producer, text } from "./helpers.mjs";
+import { base, closeBrowser, context, occurrences, producer, sharedBrowser, text } from "./helpers.mjs";
+// The chat-client flows run in this same process, with the same browser.
+import "./chat-client.test.mjs";
 
 // Names unique to this run, so runs against the same server never meet.
 const run = Date.now().toString(36);
@@ -10,11 +12,20 @@ const id = (name) => `${name}-${run}`;
 
 let browser;
 before(async () => {
-  browser = await launch();
+  browser = await sharedBrowser();
 });
 after(async () => {
-  await browser?.close();
+  await closeBrowser();
 });
+
+/** Unfolds every stored "Thinking" (folded once stored), so its text is read too. */
+const expandThinking = async (log) => {
+  // Once every message shown is the stored copy (stored ones carry their time).
+  await log.page().waitForFunction(() => [...document.querySelectorAll('[role="log"] article')].every((a) => a.querySelector("time")));
+  for (const summary of await log.getByText("Thinking", { exact: true }).all()) {
+    if (!(await summary.evaluate((element) => element.parentElement.open))) await summary.click();
+  }
+};
 
 const expectText = async (locator, value, timeout = 10000) => {
   await locator.getByText(value, { exact: false }).first().waitFor({ timeout });
@@ -34,7 +45,7 @@ test("the app shows each part of a live stream growing, then the persisted resul
     const streamId = await startChat(agent, id("weather"), `Weather in Oslo ${run}`);
     await page.goto(`${base}/?chat=${id("weather")}`);
     await page.getByRole("navigation", { name: "Chats" }).getByRole("button", { name: `Weather in Oslo ${run}` }).waitFor();
-    await page.getByRole("button", { name: "Stop" }).waitFor();
+    await page.getByRole("button", { name: "Stop", exact: true }).waitFor();
     const log = page.getByRole("log");
     // The question is shown while the stream runs (nothing is stored before it ends).
     await expectText(log, `Question for Weather in Oslo ${run}`);
@@ -60,10 +71,11 @@ test("the app shows each part of a live stream growing, then the persisted resul
     await log.getByText("thread T2").first().waitFor();
     const ended = await agent.send({ op: "end", streamId });
     assert.equal(ended.data.endStream.messages.length, 5);
-    await page.getByRole("button", { name: "Stop" }).waitFor({ state: "detached" });
+    await page.getByRole("button", { name: "Stop", exact: true }).waitFor({ state: "detached" });
     // After a reload everything comes from the database, once.
     await page.reload();
     await expectText(log, "Sunny in Oslo.");
+    await expandThinking(log);
     const shown = await log.innerText();
     for (const part of ["Question for Weather in Oslo", "Let me check the weather.", '{"city": "Oslo"}', "Sunny in Oslo.", "Also: no rain."]) {
       assert.equal(occurrences(shown, part), 1, `${part} in ${shown}`);
@@ -84,10 +96,10 @@ test("stop mid-stream keeps the interrupted text; after a reload it comes from t
     const streamId = await startChat(agent, id("stopme"), "Long answer");
     await page.goto(`${base}/?chat=${id("stopme")}`);
     const log = page.getByRole("log");
-    await page.getByRole("button", { name: "Stop" }).waitFor();
+    await page.getByRole("button", { name: "Stop", exact: true }).waitFor();
     await agent.send({ op: "push", streamId, chunks: [text("a", "The first half of a long ")] });
     await expectText(log, "The first half of a long");
-    await page.getByRole("button", { name: "Stop" }).click();
+    await page.getByRole("button", { name: "Stop", exact: true }).click();
     await expectText(log, "interrupted");
     await expectText(log, "The first half of a long");
     const refused = await agent.send({ op: "push", streamId, chunks: [text("a", "answer.")] });
@@ -112,7 +124,7 @@ test("a page opened mid-stream and a page whose socket is cut end with exactly t
   try {
     const streamId = await startChat(agent, id("shared"), "Shared stream");
     await early.goto(`${base}/?chat=${id("shared")}`);
-    await early.getByRole("button", { name: "Stop" }).waitFor();
+    await early.getByRole("button", { name: "Stop", exact: true }).waitFor();
     const push = (...chunks) => agent.send({ op: "push", streamId, chunks });
     await push(text("a", "alpha "), text("b", "beta ", { type: "thinking" }));
     await expectText(early.getByRole("log"), "alpha");
@@ -131,10 +143,11 @@ test("a page opened mid-stream and a page whose socket is cut end with exactly t
     const persisted = ended.data.endStream.messages;
     for (const page of [early, late]) {
       const log = page.getByRole("log");
-      await page.getByRole("button", { name: "Stop" }).waitFor({ state: "detached", timeout: 20000 });
+      await page.getByRole("button", { name: "Stop", exact: true }).waitFor({ state: "detached", timeout: 20000 });
       // The stored messages (the question among them) replace the live view.
       await expectText(log, "Question for Shared stream");
       await expectText(log, "alpha gamma delta zeta");
+      await expandThinking(log);
       const shown = await log.innerText();
       for (const message of persisted) {
         assert.equal(occurrences(shown, message.props.content), 1, `${message.props.content} in ${shown}`);

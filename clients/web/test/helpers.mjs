@@ -69,3 +69,33 @@ export const text = (messageId, content, extra = {}) => ({ messageId, type: "tex
 export function occurrences(haystack, needle) {
   return haystack.split(needle).length - 1;
 }
+
+let shared = null;
+/** The one browser of the run (every test file of the session shares it). */
+export function sharedBrowser() {
+  shared ??= launch();
+  return shared;
+}
+export async function closeBrowser() {
+  if (shared) await (await shared).close();
+  shared = null;
+}
+
+/** axe-core's serious and critical violations on the page as it is now. */
+export async function seriousViolations(page) {
+  const { createRequire } = await import("node:module");
+  const axe = createRequire(import.meta.url)("axe-core");
+  await page.addScriptTag({ content: axe.source });
+  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
+  return result.violations
+    .filter((violation) => violation.impact === "serious" || violation.impact === "critical")
+    .map((violation) => `${violation.id}: ${violation.help} (${violation.nodes.map((node) => node.target.join(" ")).join(", ")})`);
+}
+
+/** Saves a screenshot under SCREENSHOT_DIR (when set) and prints its path. */
+export async function snap(page, name) {
+  if (!process.env.SCREENSHOT_DIR) return;
+  const path = `${process.env.SCREENSHOT_DIR}/${name}.png`;
+  await page.screenshot({ path });
+  console.log(`screenshot: ${path}`);
+}

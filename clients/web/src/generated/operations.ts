@@ -1,0 +1,227 @@
+/** Internal type. DO NOT USE DIRECTLY. */
+type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };
+/** Internal type. DO NOT USE DIRECTLY. */
+export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' | '__typename' ? T[P] : never };
+import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
+/** The edited content; fields left out are copied from the original. */
+export type EditMessageInput = {
+  metadata?: unknown;
+  props?: unknown;
+};
+
+export type MessageStatus =
+  | 'COMPLETED'
+  | 'FAILED'
+  | 'INTERRUPTED';
+
+export type Role =
+  | 'ASSISTANT'
+  | 'SYSTEM'
+  | 'TOOL'
+  | 'USER';
+
+export type ThreadMessageFragment = { id: string, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, status: MessageStatus, createdAt: string, parentId: string | null, siblings: { index: number, count: number, ids: Array<string> } };
+
+export type ChatDetailsQueryVariables = Exact<{
+  id: string;
+}>;
+
+
+export type ChatDetailsQuery = { chat: { id: string, title: string | null, assistantId: string, pinned: boolean, tags: Array<string>, activeLeafId: string | null, usage: { promptTokens: number, completionTokens: number, messageTokens: number } } | null };
+
+export type ThreadQueryVariables = Exact<{
+  chatId: string;
+  last?: number | null | undefined;
+  before?: string | null | undefined;
+}>;
+
+
+export type ThreadQuery = { messages: { pageInfo: { hasPreviousPage: boolean, startCursor: string | null }, edges: Array<{ node: { id: string, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, status: MessageStatus, createdAt: string, parentId: string | null, siblings: { index: number, count: number, ids: Array<string> } } }> } };
+
+export type TrashQueryVariables = Exact<{
+  first?: number | null | undefined;
+}>;
+
+
+export type TrashQuery = { chats: { edges: Array<{ node: { id: string, title: string | null, lastMessageAt: string | null } }> } };
+
+export type SearchMessagesQueryVariables = Exact<{
+  query: string;
+  first?: number | null | undefined;
+}>;
+
+
+export type SearchMessagesQuery = { searchMessages: Array<{ message: { id: string, chatId: string, props: unknown, type: string }, chat: { id: string, title: string | null } }> };
+
+export type RestoreChatMutationVariables = Exact<{
+  id: string;
+}>;
+
+
+export type RestoreChatMutation = { restoreChat: { id: string } };
+
+export type EditMessageMutationVariables = Exact<{
+  id: string;
+  input: EditMessageInput;
+  appendId: string;
+}>;
+
+
+export type EditMessageMutation = { editMessage: { id: string } };
+
+export type SwitchBranchMutationVariables = Exact<{
+  chatId: string;
+  leafId: string;
+}>;
+
+
+export type SwitchBranchMutation = { switchBranch: { id: string, activeLeafId: string | null } };
+
+export type StartOverMutationVariables = Exact<{
+  chatId: string;
+}>;
+
+
+export type StartOverMutation = { startOver: { id: string } };
+
+export class TypedDocumentString<TResult, TVariables>
+  extends String
+  implements DocumentTypeDecoration<TResult, TVariables>
+{
+  __apiType?: NonNullable<DocumentTypeDecoration<TResult, TVariables>['__apiType']>;
+  private value: string;
+  public __meta__?: Record<string, any> | undefined;
+
+  constructor(value: string, __meta__?: Record<string, any> | undefined) {
+    super(value);
+    this.value = value;
+    this.__meta__ = __meta__;
+  }
+
+  override toString(): string & DocumentTypeDecoration<TResult, TVariables> {
+    return this.value;
+  }
+}
+export const ThreadMessageFragmentDoc = new TypedDocumentString(`
+    fragment ThreadMessage on Message {
+  id
+  role
+  type
+  props
+  blockId
+  threadId
+  status
+  createdAt
+  parentId
+  siblings {
+    index
+    count
+    ids
+  }
+}
+    `, {"fragmentName":"ThreadMessage"}) as unknown as TypedDocumentString<ThreadMessageFragment, unknown>;
+export const ChatDetailsDocument = new TypedDocumentString(`
+    query ChatDetails($id: ID!) {
+  chat(id: $id) {
+    id
+    title
+    assistantId
+    pinned
+    tags
+    activeLeafId
+    usage {
+      promptTokens
+      completionTokens
+      messageTokens
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<ChatDetailsQuery, ChatDetailsQueryVariables>;
+export const ThreadDocument = new TypedDocumentString(`
+    query Thread($chatId: ID!, $last: Int, $before: String) {
+  messages(chatId: $chatId, last: $last, before: $before) {
+    pageInfo {
+      hasPreviousPage
+      startCursor
+    }
+    edges {
+      node {
+        ...ThreadMessage
+      }
+    }
+  }
+}
+    fragment ThreadMessage on Message {
+  id
+  role
+  type
+  props
+  blockId
+  threadId
+  status
+  createdAt
+  parentId
+  siblings {
+    index
+    count
+    ids
+  }
+}`) as unknown as TypedDocumentString<ThreadQuery, ThreadQueryVariables>;
+export const TrashDocument = new TypedDocumentString(`
+    query Trash($first: Int) {
+  chats(first: $first, filter: {deleted: true}) {
+    edges {
+      node {
+        id
+        title
+        lastMessageAt
+      }
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<TrashQuery, TrashQueryVariables>;
+export const SearchMessagesDocument = new TypedDocumentString(`
+    query SearchMessages($query: String!, $first: Int) {
+  searchMessages(query: $query, first: $first, window: 0) {
+    message {
+      id
+      chatId
+      props
+      type
+    }
+    chat {
+      id
+      title
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<SearchMessagesQuery, SearchMessagesQueryVariables>;
+export const RestoreChatDocument = new TypedDocumentString(`
+    mutation RestoreChat($id: ID!) {
+  restoreChat(id: $id) {
+    id
+  }
+}
+    `) as unknown as TypedDocumentString<RestoreChatMutation, RestoreChatMutationVariables>;
+export const EditMessageDocument = new TypedDocumentString(`
+    mutation EditMessage($id: ID!, $input: EditMessageInput!, $appendId: String!) {
+  editMessage(id: $id, input: $input, appendId: $appendId) {
+    id
+  }
+}
+    `) as unknown as TypedDocumentString<EditMessageMutation, EditMessageMutationVariables>;
+export const SwitchBranchDocument = new TypedDocumentString(`
+    mutation SwitchBranch($chatId: ID!, $leafId: ID!) {
+  switchBranch(chatId: $chatId, leafId: $leafId) {
+    id
+    activeLeafId
+  }
+}
+    `) as unknown as TypedDocumentString<SwitchBranchMutation, SwitchBranchMutationVariables>;
+export const StartOverDocument = new TypedDocumentString(`
+    mutation StartOver($chatId: ID!) {
+  startOver(chatId: $chatId) {
+    id
+  }
+}
+    `) as unknown as TypedDocumentString<StartOverMutation, StartOverMutationVariables>;
