@@ -117,6 +117,7 @@ class StreamWriter:
         self._owner: asyncio.Task[Any] | None = None
         self._in_call = 0
         self._cancelled_by_stop = False
+        self._stop_reported = False
 
     @property
     def stopped(self) -> bool:
@@ -183,7 +184,8 @@ class StreamWriter:
                 raise cast(StreamStopped, self._failure) from None
         if self.stopped:
             self._mark_ended("INTERRUPTED")
-            if exc is None:
+            if exc is None and not self._stop_reported:
+                # Found by a background flush the agent never saw: it learns it here.
                 raise cast(StreamStopped, self._failure)
             return False
         if exc is None:
@@ -268,6 +270,7 @@ class StreamWriter:
         if not self._started:
             raise StreamEndedError("the stream is not open: use `async with client.stream(...)`")
         if self._failure is not None:
+            self._stop_reported = self.stopped
             raise self._failure
 
     async def _add(self, chunk: dict[str, Any]) -> None:
@@ -290,6 +293,7 @@ class StreamWriter:
         try:
             await self.flush()
         except StreamStopped:
+            self._stop_reported = False  # found here: the agent has not seen it
             self._interrupt_owner()
         except ChatqlError as exc:
             # Raised from the agent's next call.
@@ -304,6 +308,7 @@ class StreamWriter:
                 self._timer.cancel()
                 self._timer = None
             if self._failure is not None:
+                self._stop_reported = self.stopped
                 raise self._failure
             while self._pending:
                 batch = self._pending[:MAX_PUSH]
@@ -312,6 +317,7 @@ class StreamWriter:
                 except StreamStopped as exc:
                     self._failure = exc
                     self._pending.clear()
+                    self._stop_reported = self._in_call > 0 or not self._exiting
                     raise
                 except ChatqlError:
                     # Refused whole (a chunk that cannot apply): dropped, reported.
