@@ -26,6 +26,7 @@ from chatql.store.db.tables import (
     closed_chats,
     messages,
     resume_records,
+    stream_claims,
     usage_records,
 )
 from chatql.store.errors import Conflict, Forbidden, InvalidArgument
@@ -429,7 +430,8 @@ async def _purge(db: Database, who: Identity, chat_id: str) -> bool:
 
 async def purge_rows(conn: AsyncConnection, chat_id: str, tenant_id: str) -> None:
     """Within the caller's transaction: remove everything of the chat, close its id."""
-    for table in (messages, resume_records, append_receipts, chat_tags, usage_records):
+    for table in (messages, resume_records, append_receipts, chat_tags, usage_records,
+                  stream_claims):
         await conn.execute(delete(table).where(table.c.chat_id == chat_id))
     await conn.execute(delete(chats).where(chats.c.id == chat_id))
     await conn.execute(

@@ -43,6 +43,7 @@ __all__ = [
     "metadata",
     "resume_records",
     "service_state",
+    "stream_claims",
     "usage_records",
 ]
 
@@ -216,6 +217,27 @@ append_receipts = Table(
     Column("first_sequence", BigInteger, nullable=False),
     Column("last_sequence", BigInteger, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
+)
+
+# One row per stream, written when it starts: a request id names one stream of a chat
+# (the unique key refuses a second start, so two workers never answer one question
+# twice; NULLs never collide), and ``ended_at`` is NULL while the stream is live (set
+# in the transaction that persists it), which is what "awaiting a reply" reads.
+stream_claims = Table(
+    "stream_claims",
+    metadata,
+    Column("stream_id", String(128), primary_key=True),
+    Column(
+        "chat_id",
+        String(64),
+        ForeignKey("chats.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("request_id", String(200)),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("ended_at", UTCDateTime),
+    UniqueConstraint("chat_id", "request_id"),
+    Index(None, "chat_id", "ended_at"),
 )
 
 closed_chats = Table(

@@ -37,6 +37,7 @@ from chatql.store.messages.receipts import receipted_write
 from chatql.store.messages.resume import StepIn, insert_resume, resume_from_row
 from chatql.store.records import Identity, Message, ResumeRecord
 from chatql.store.streams.buffer import StreamBuffer, StreamInfo, StreamResult
+from chatql.store.streams.claims import end_claim
 
 __all__ = ["DB_ERRORS", "stored_result", "write"]
 
@@ -120,6 +121,7 @@ async def write(db: Database, stream: StreamBuffer) -> StreamResult:
                 await record_usage(conn, chat_id=chat_id, stream_id=stream.info.id,
                                    request_id=stream.info.request_id,
                                    assistant_id=stream.assistant_id, usage=stream.usage)
+            await end_claim(conn, stream.info.id)
             return written
 
         receipt, written = await receipted_write(

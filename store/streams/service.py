@@ -52,7 +52,7 @@ from chatql.store.limits import KEY_CHARS, check_length, check_optional_name
 from chatql.store.messages.message import NewMessage
 from chatql.store.messages.resume import StepIn
 from chatql.store.records import Identity
-from chatql.store.streams import persist
+from chatql.store.streams import claims, persist
 from chatql.store.streams.backends import Backend, StaleCopy
 from chatql.store.streams.buffer import PushResult, StreamBuffer, StreamInfo, StreamResult
 from chatql.store.streams.queue import SubscriberQueue
@@ -133,7 +133,13 @@ class StreamService:
     # ---- lifecycle ---------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start the idle-stream sweeper."""
+        """Start the idle-stream sweeper. A backend that keeps streams in this process
+        alone first marks the database's live claims ended: streams of an earlier run
+        are gone with it."""
+        if not self.backend.hands_over:
+            ended = await claims.end_live_claims(self.db)
+            if ended:
+                logger.warning("%d stream(s) of an earlier run were lost", ended)
         if self._watcher is None and self.idle_timeout > 0:
             self._watcher = asyncio.create_task(self._watch_idle(), name="chatql-idle-streams")
 
@@ -218,7 +224,15 @@ class StreamService:
         stream_id = stream_id or new_id()
         if stream_id in self._streams or stream_id in self._closed:
             raise Conflict(f"stream id {stream_id!r} was already used")
-        await self.backend.claim(chat_id, stream_id)
+        # The database row first: of two starts with one request id exactly one gets
+        # it (the other is CONFLICT, whatever the chat's claim says).
+        await claims.open_claim(self.db, chat_id=chat_id, stream_id=stream_id,
+                                request_id=request_id)
+        try:
+            await self.backend.claim(chat_id, stream_id)
+        except BaseException:
+            await claims.drop_claim(self.db, stream_id)
+            raise
         try:
             async with self.backend.lease(stream_id):
                 return await self._open(who, chat_id, stream_id, request_id, assistant_id,
@@ -226,6 +240,7 @@ class StreamService:
         except BaseException:
             self._streams.pop(stream_id, None)
             await self.backend.unclaim(chat_id, stream_id)
+            await claims.drop_claim(self.db, stream_id)
             raise
 
     async def _open(self, who: Identity, chat_id: str, stream_id: str,
