@@ -17,7 +17,7 @@ from chatql.store.errors import InvalidArgument
 from chatql.store.records import Chat as StoreChat
 
 __all__ = ["ChatEvent", "ChatEventSubscription", "ChatEventType", "announce", "announce_to",
-           "before_write"]
+           "before_write", "before_write_of_message"]
 
 
 async def announce(info: Info, type: store_events.ChatEventType, chat_id: str, *,
@@ -42,6 +42,16 @@ async def before_write(info: Info, chat_id: str) -> StoreChat | None:
     if events is None:
         return None
     return await store_events.load_chat(info.context.db, chat_id)
+
+
+async def before_write_of_message(info: Info, message_id: str) -> StoreChat | None:
+    """:func:`before_write` for the chat holding ``message_id`` (None when unknown)."""
+    events = info.context.services.events
+    if events is None:
+        return None
+    chat_id = await store_events.chat_of_message(info.context.db, message_id)
+    return None if chat_id is None else await store_events.load_chat(info.context.db,
+                                                                     chat_id)
 
 
 @strawberry.enum(description="What happened to a chat in the caller's list.")

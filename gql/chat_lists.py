@@ -70,6 +70,10 @@ class ChatFilter:
         default=None, description="Only chats carrying every one of these tags."
     )
     pinned: bool | None = None
+    awaiting_reply: bool | None = strawberry.field(
+        default=None, description="true: only chats whose active leaf is a USER message"
+        " and that have no live stream (a question waiting for an agent); false: the"
+        " others. With assistantId, what an agent worker lists and follows.")
     deleted: bool | None = strawberry.field(
         default=False,
         description="true: the trash, the deleted chats the caller may restore.",
@@ -90,6 +94,7 @@ class ChatFilter:
             include_subagents=bool(self.include_subagents),
             tags=None if self.tags is None else tuple(self.tags),
             pinned=self.pinned,
+            awaiting_reply=self.awaiting_reply,
             deleted=bool(self.deleted),
         )
 

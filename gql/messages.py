@@ -7,7 +7,7 @@ from typing import cast
 import strawberry
 
 from chatql.gql.archive import bring_back
-from chatql.gql.chat_events import announce
+from chatql.gql.chat_events import announce, before_write_of_message
 from chatql.gql.context import Info
 from chatql.gql.fast_lanes import take_refusal
 from chatql.gql.types import (
@@ -257,6 +257,18 @@ class MessageMutation:
     ) -> Chat:
         chat = await store_messages.switch_branch(
             info.context.db, info.context.identity, str(chat_id), str(leaf_id))
+        return chat  # type: ignore[return-value]
+
+    @strawberry.mutation(
+        description="Answer a USER message again: it becomes the chat's active leaf, so"
+        " the chat awaits a reply (awaitingReply); its earlier answers stay below it and"
+        " the next stream with parentId = this message is their sibling. Returns the chat."
+    )
+    async def regenerate(self, info: Info, message_id: strawberry.ID) -> Chat:
+        before = await before_write_of_message(info, str(message_id))
+        chat = await store_messages.regenerate(
+            info.context.db, info.context.identity, str(message_id))
+        await announce(info, "UPDATED", chat.id, before=before)
         return chat  # type: ignore[return-value]
 
     @strawberry.mutation(description="Replace a message's props or metadata, or set its status.")

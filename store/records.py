@@ -64,6 +64,9 @@ class Chat:
     archived_at: datetime | None = None
     #: The last message of the active branch; None while the chat has no messages.
     active_leaf_id: str | None = None
+    #: Whether the active leaf is a USER message and no stream is live; None when the
+    #: read did not look (only the live chat list does, for awaitingReply filters).
+    awaiting_reply: bool | None = None
 
 
 @dataclass(slots=True)

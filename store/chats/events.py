@@ -41,12 +41,14 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 import orjson
+from sqlalchemy import select
 
 from chatql.store.chats import access
 from chatql.store.chats.chat import now as service_now
-from chatql.store.chats.lists import ChatListFilter
+from chatql.store.chats.lists import ChatListFilter, awaiting_reply_ids
 from chatql.store.db import prepared
 from chatql.store.db.database import Database
+from chatql.store.db.tables import messages
 from chatql.store.records import Chat, Identity
 from chatql.store.streams.backends import FanOut
 
@@ -58,6 +60,7 @@ __all__ = [
     "ChatEventType",
     "ChatEvents",
     "Sink",
+    "chat_of_message",
     "load_chat",
     "load_chats",
 ]
@@ -139,6 +142,13 @@ async def load_chats(db: Database, chat_ids: Collection[str]) -> dict[str, Chat]
     and a reset, several times the read itself). A statement on them outside a
     transaction reads what is committed when it runs, as the delivery-time rule needs."""
     return await _read_chats(db, chat_ids)
+
+
+async def chat_of_message(db: Database, message_id: str) -> str | None:
+    """The id of the chat holding ``message_id``, or None."""
+    async with db.read() as conn:
+        found = await conn.scalar(select(messages.c.chat_id).where(messages.c.id == message_id))
+    return None if found is None else str(found)
 
 
 async def load_chat(db: Database, chat_id: str) -> Chat | None:
@@ -528,6 +538,11 @@ class ChatEvents:
             with contextlib.suppress(asyncio.CancelledError):
                 await taker
 
+    def _follows_awaiting(self) -> bool:
+        """Whether a subscriber here filters on awaitingReply (only then is it read)."""
+        return any(key[1].awaiting_reply is not None for tenant in self._tenants.values()
+                   for key in tenant.audiences)
+
     async def _deliver(self, batch: list[bytes]) -> None:
         try:
             await self._offer(batch)
@@ -543,6 +558,11 @@ class ChatEvents:
                   if e is not None and e.type != "PURGED" and e.tenant_id in self._tenants}
         # Read at delivery, once for every subscriber here: the chats as they are now.
         current = await load_chats(self.db, wanted) if wanted else {}
+        if current and self._follows_awaiting():
+            async with self.db.read() as conn:
+                awaiting = await awaiting_reply_ids(conn, list(current))
+            current = {chat_id: dataclasses.replace(chat, awaiting_reply=chat_id in awaiting)
+                       for chat_id, chat in current.items()}
         for event in events:
             if event is None:
                 for every in self._tenants.values():

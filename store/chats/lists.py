@@ -51,7 +51,7 @@ from chatql.store.chats.chat import (
     present,
 )
 from chatql.store.db.database import Database
-from chatql.store.db.tables import chat_tags, chats, messages
+from chatql.store.db.tables import chat_tags, chats, messages, stream_claims
 from chatql.store.errors import InvalidArgument, InvalidCursor
 from chatql.store.messages.message import message_from_row
 from chatql.store.records import Chat, Identity, Message
@@ -102,6 +102,25 @@ _MAX_KEYWORDS = 200
 SUBAGENT_MODE = "subagent"
 
 
+def awaiting_reply_clause() -> ColumnElement[bool]:
+    """Chats awaiting a reply: the active leaf is a USER message (one primary-key
+    probe) and no stream of the chat is live (one probe of the claims' index)."""
+    return and_(
+        exists().where(messages.c.id == chats.c.active_leaf_id, messages.c.role == "USER"),
+        ~exists().where(stream_claims.c.chat_id == chats.c.id,
+                        stream_claims.c.ended_at.is_(None)),
+    )
+
+
+async def awaiting_reply_ids(conn: AsyncConnection, chat_ids: Sequence[str]) -> set[str]:
+    """Which of ``chat_ids`` await a reply (see :func:`awaiting_reply_clause`)."""
+    if not chat_ids:
+        return set()
+    rows = await conn.scalars(select(chats.c.id).where(chats.c.id.in_(list(chat_ids)),
+                                                       awaiting_reply_clause()))
+    return set(rows.all())
+
+
 @dataclass(frozen=True, slots=True)
 class ChatListFilter:
     """Narrows a chat list; every field given must match.
@@ -126,6 +145,7 @@ class ChatListFilter:
     include_subagents: bool = False
     tags: tuple[str, ...] | None = None
     pinned: bool | None = None
+    awaiting_reply: bool | None = None
     deleted: bool = False
 
     def check(self) -> None:
@@ -174,6 +194,9 @@ class ChatListFilter:
             found.append(exists().where(chat_tags.c.chat_id == chats.c.id, chat_tags.c.tag == tag))
         if self.pinned is not None:
             found.append(chats.c.pinned.is_(self.pinned))
+        if self.awaiting_reply is not None:
+            awaiting = awaiting_reply_clause()
+            found.append(awaiting if self.awaiting_reply else ~awaiting)
         return found
 
     def matches(self, chat: Chat) -> bool:
@@ -205,6 +228,9 @@ class ChatListFilter:
         elif not self.include_subagents and chat.mode == SUBAGENT_MODE:
             return False
         if self.tags and not set(self.tags) <= set(chat.tags):
+            return False
+        if self.awaiting_reply is not None and chat.awaiting_reply is not self.awaiting_reply:
+            # A record read without looking (None) never matches either way.
             return False
         return self.pinned is None or chat.pinned is self.pinned
 
@@ -238,8 +264,12 @@ class ChatListFilter:
         )
         # Length-prefixed so no choice of values can collide with another.
         key = "|".join("-" if p is None else f"{len(p)}:{p}" for p in parts)
-        # Appended only when set, so cursors issued without it keep their binding.
-        return key if self.channel is None else f"{key}|c{len(self.channel)}:{self.channel}"
+        # Appended only when set, so cursors issued without them keep their binding.
+        if self.channel is not None:
+            key = f"{key}|c{len(self.channel)}:{self.channel}"
+        if self.awaiting_reply is not None:
+            key = f"{key}|a{int(self.awaiting_reply)}"
+        return key
 
 
 @dataclass(frozen=True, slots=True)

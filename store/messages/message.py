@@ -719,6 +719,33 @@ async def switch_branch(db: Database, who: Identity, chat_id: str, leaf_id: str)
     return chat
 
 
+async def regenerate(db: Database, who: Identity, message_id: str) -> Chat:
+    """Make the USER message ``message_id`` the chat's active leaf again, so the chat
+    awaits a reply; its earlier answers stay below it, and the next answer (a stream
+    with ``parentId`` = this message) becomes their sibling. Needs the right to append
+    to the chat; a message of another role is INVALID_ARGUMENT."""
+    check_message_id(message_id)
+    async with db.write() as conn:
+        original = (await conn.execute(
+            select(messages.c.chat_id, messages.c.role).where(messages.c.id == message_id)
+        )).first()
+        if original is None:
+            raise NotFound(f"message {message_id!r} not found")
+        chat_id = original.chat_id
+        try:
+            await lock_chat_for_append(conn, who, chat_id)
+        except NotFound:
+            raise NotFound(f"message {message_id!r} not found") from None
+        if original.role != "USER":
+            raise InvalidArgument(
+                f"message {message_id!r} is a {original.role} message; regenerate answers"
+                " a USER message again")
+        await tree.set_active_leaf(conn, chat_id, message_id)
+        chat = await fetch_visible_chat(conn, who, chat_id)
+    assert chat is not None
+    return chat
+
+
 async def message_siblings(db: Database, message: Message) -> list[str]:
     """Ids of the messages sharing ``message``'s parent, oldest first (itself included)."""
     async with db.read() as conn:

@@ -5,17 +5,21 @@ and ``regenerate`` puts a question back in the queue."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
+import httpx
 import pytest
 
 from chatql.gql.settings import Settings
 from tests.conftest import BACKENDS, on_backend
-from tests.gql.test_streams_ws import CREATE, END, PUSH, STOP, Http, delta, serve
+from tests.gql.test_chat_events import Sidebar, listening
+from tests.gql.test_streams_ws import ALICE, CREATE, END, PUSH, STOP, Http, delta, serve
+from tests.gql.wsclient import connect
 
 START = """mutation($input: StartStreamInput!) { startStream(input: $input) { id requestId } }"""
-APPEND = """mutation($chat: ID!, $messages: [MessageInput!]!) {
-  appendMessages(chatId: $chat, messages: $messages) { id } }"""
+APPEND = """mutation($chat: ID!, $aid: String!, $messages: [MessageInput!]!) {
+  appendMessages(chatId: $chat, appendId: $aid, messages: $messages) { messageIds } }"""
 
 
 @pytest.fixture(params=BACKENDS)
@@ -28,8 +32,9 @@ def question(text: str) -> dict[str, Any]:
 
 
 async def ask(http: Http, chat: str, text: str) -> str:
-    data = await http.data(APPEND, {"chat": chat, "messages": [question(text)]})
-    return str(data["appendMessages"][0]["id"])
+    data = await http.data(APPEND, {"chat": chat, "aid": f"ask-{text}",
+                                    "messages": [question(text)]})
+    return str(data["appendMessages"]["messageIds"][0])
 
 
 async def test_a_request_id_streamed_before_in_the_chat_is_conflict(settings: Settings) -> None:
@@ -95,3 +100,141 @@ async def test_racing_starts_with_one_request_id_admit_exactly_one(settings: Set
             assert lost == ["CONFLICT"] * 7
             await http.data(END, {"id": won[0]["data"]["startStream"]["id"],
                                   "status": "COMPLETED"})
+
+
+AWAITING = """query($filter: ChatFilter, $after: String) {
+  chats(filter: $filter, first: 2, after: $after) {
+    edges { node { id activeLeafId } } pageInfo { hasNextPage endCursor } } }"""
+REGENERATE = "mutation($id: ID!) { regenerate(messageId: $id) { id activeLeafId } }"
+SIBLINGS = """query($chat: ID!) { messages(chatId: $chat, first: 50) {
+  edges { node { id role parentId siblings { index count } } } } }"""
+
+
+async def listed(http: Http, chat_filter: dict[str, Any]) -> list[str]:
+    """Every chat the filter selects, page by page (two a page)."""
+    found: list[str] = []
+    after = None
+    while True:
+        page = (await http.data(AWAITING, {"filter": chat_filter, "after": after}))["chats"]
+        found += [edge["node"]["id"] for edge in page["edges"]]
+        if not page["pageInfo"]["hasNextPage"]:
+            return found
+        after = page["pageInfo"]["endCursor"]
+
+
+async def test_chats_awaiting_a_reply_are_listed_until_a_stream_answers(
+    settings: Settings,
+) -> None:
+    async with serve(settings) as (server, _app):
+        http = Http(server)
+        for chat in ("empty", "w1", "w2", "w3"):
+            await http.data(CREATE, {"id": chat})
+        other = 'mutation { createChat(input: {assistantId: "other", id: "o1"}) { id } }'
+        await http.data(other)
+        questions = {chat: await ask(http, chat, f"question in {chat}")
+                     for chat in ("w1", "w2", "w3", "o1")}
+        waiting = {"assistantId": "bot", "awaitingReply": True}
+        answered = {"assistantId": "bot", "awaitingReply": False}
+        assert sorted(await listed(http, waiting)) == ["w1", "w2", "w3"]
+        assert sorted(await listed(http, answered)) == ["empty"]
+        assert sorted(await listed(http, {"awaitingReply": True})) == ["o1", "w1", "w2", "w3"]
+
+        # Claimed: a live stream answers it, so it is no longer awaiting.
+        sid = (await http.data(START, {"input": {"chatId": "w2", "requestId": questions["w2"],
+                                                 "parentId": questions["w2"]}}))[
+            "startStream"]["id"]
+        assert sorted(await listed(http, waiting)) == ["w1", "w3"]
+        await http.data(PUSH, {"id": sid, "chunks": [delta("a", "first answer")]})
+        await http.data(END, {"id": sid, "status": "COMPLETED"})
+        # Answered: the leaf is the assistant's message.
+        assert sorted(await listed(http, waiting)) == ["w1", "w3"]
+        assert sorted(await listed(http, answered)) == ["empty", "w2"]
+        # A stream that was stopped before answering leaves the chat answered too.
+        stopped = await http.data(START, {"input": {"chatId": "w3", "requestId": "r"}})
+        await http.data(PUSH, {"id": stopped["startStream"]["id"],
+                               "chunks": [delta("b", "partial")]})
+        assert await http.data(STOP, {"chat": "w3"}) == {"stopStream": True}
+        for _ in range(100):
+            if sorted(await listed(http, waiting)) == ["w1"]:
+                break
+            await asyncio.sleep(0.05)
+        assert sorted(await listed(http, waiting)) == ["w1"]
+
+
+async def test_regenerate_puts_the_question_back_and_the_next_answer_is_a_sibling(
+    settings: Settings,
+) -> None:
+    async with serve(settings) as (server, _app):
+        http = Http(server)
+        await http.data(CREATE, {"id": "rg"})
+        q = await ask(http, "rg", "what is 2 + 2?")
+        first = await http.data(START, {"input": {"chatId": "rg", "requestId": q,
+                                                  "parentId": q}})
+        await http.data(PUSH, {"id": first["startStream"]["id"],
+                               "chunks": [delta("a1", "5")]})
+        ended = await http.data(END, {"id": first["startStream"]["id"], "status": "COMPLETED"})
+        answer = ended["endStream"]["messages"][0]["id"]
+        waiting = {"assistantId": "bot", "awaitingReply": True}
+        assert await listed(http, waiting) == []
+
+        # Bad input first: nothing changes.
+        assert await http.code(REGENERATE, {"id": answer}) == "INVALID_ARGUMENT"
+        assert await http.code(REGENERATE, {"id": "no-such-message"}) == "NOT_FOUND"
+        assert await listed(http, waiting) == []
+
+        chat = (await http.data(REGENERATE, {"id": q}))["regenerate"]
+        assert chat == {"id": "rg", "activeLeafId": q}
+        assert await listed(http, waiting) == ["rg"]
+        # The same request id is taken; the worker's next one (the question's second
+        # answer) is not.
+        assert await http.code(START, {"input": {"chatId": "rg", "requestId": q,
+                                                 "parentId": q}}) == "CONFLICT"
+        second = await http.data(START, {"input": {"chatId": "rg", "requestId": f"{q}.1",
+                                                   "parentId": q}})
+        await http.data(PUSH, {"id": second["startStream"]["id"],
+                               "chunks": [delta("a2", "4")]})
+        await http.data(END, {"id": second["startStream"]["id"], "status": "COMPLETED"})
+        assert await listed(http, waiting) == []
+        rows = (await http.data(SIBLINGS, {"chat": "rg"}))["messages"]["edges"]
+        # The active branch: the question, then the new answer, second of two.
+        assert [(m["node"]["role"], m["node"]["parentId"], m["node"]["siblings"])
+                for m in rows] == [("USER", None, {"index": 0, "count": 1}),
+                                   ("ASSISTANT", q, {"index": 1, "count": 2})]
+
+
+async def test_regenerate_needs_the_right_to_write(settings: Settings) -> None:
+    async with serve(settings) as (server, _app):
+        http = Http(server)
+        await http.data(CREATE, {"id": "mine"})
+        q = await ask(http, "mine", "private question")
+        async with httpx.AsyncClient(timeout=30) as client:
+            body = (await client.post(f"http://{server}/graphql", json={
+                "query": REGENERATE, "variables": {"id": q}},
+                headers={"X-User-Id": "eve", "X-Tenant-Id": "acme"})).json()
+        assert body["errors"][0]["extensions"]["code"] == "NOT_FOUND"
+
+
+@pytest.mark.parametrize("plan", ["chat_events", "executor"])
+async def test_a_worker_following_chat_events_sees_questions_arrive_and_leave(
+    settings: Settings, plan: str,
+) -> None:
+    if plan == "executor":
+        settings = dataclasses.replace(settings, disabled_plans=("chat_events",))
+    async with serve(settings) as (server, app), \
+            connect(server, "graphql-transport-ws", ALICE) as ws:
+        http = Http(server)
+        worker = await Sidebar.open(ws, {"assistantId": "bot", "awaitingReply": True})
+        await listening(app)
+        await http.data(CREATE, {"id": "ev"})
+        q = await ask(http, "ev", "hello?")
+        arrived = await worker.next()
+        assert (arrived["type"], arrived["chatId"]) == ("MESSAGES", "ev")
+        sid = (await http.data(START, {"input": {"chatId": "ev", "requestId": q}}))[
+            "startStream"]["id"]
+        assert await worker.take(1) == [("DELETED", "ev")]
+        await http.data(PUSH, {"id": sid, "chunks": [delta("a", "hi")]})
+        await http.data(END, {"id": sid, "status": "COMPLETED"})
+        await http.data(REGENERATE, {"id": q})
+        # Nothing about the answered chat in between: the next event is the regenerate.
+        back = await worker.next()
+        assert (back["type"], back["chatId"]) == ("UPDATED", "ev")

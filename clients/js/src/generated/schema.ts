@@ -115,6 +115,8 @@ export type ChatEventType =
 /** Narrows a chat list; every field given must match. */
 export type ChatFilter = {
   assistantId?: InputMaybe<Scalars['String']['input']>;
+  /** true: only chats whose active leaf is a USER message and that have no live stream (a question waiting for an agent); false: the others. With assistantId, what an agent worker lists and follows. */
+  awaitingReply?: InputMaybe<Scalars['Boolean']['input']>;
   /** Only chats of this channel (api, widget, telegram …). */
   channel?: InputMaybe<Scalars['String']['input']>;
   createdBy?: InputMaybe<Scalars['String']['input']>;
@@ -384,10 +386,12 @@ export type Mutation = {
   importChat: Chat;
   /** Remove the chat and its messages for good; its id is closed forever. */
   purgeChat: Scalars['Boolean']['output'];
-  /** Push up to 1,000 chunks; accepted whole or not at all. */
+  /** Push up to 1,000 chunks; accepted whole or not at all. No chunks is a heartbeat: it keeps the stream alive and stores nothing. */
   pushChunks: PushResult;
   /** Buffer (or update by id) an execution step for resume. */
   recordStep: Scalars['Boolean']['output'];
+  /** Answer a USER message again: it becomes the chat's active leaf, so the chat awaits a reply (awaitingReply); its earlier answers stay below it and the next stream with parentId = this message is their sibling. Returns the chat. */
+  regenerate: Chat;
   /** Bring an archived chat's messages back now. */
   restoreArchive: Chat;
   /** Undo a soft delete. */
@@ -497,6 +501,11 @@ export type MutationPushChunksArgs = {
 export type MutationRecordStepArgs = {
   step: StepInput;
   streamId: Scalars['ID']['input'];
+};
+
+
+export type MutationRegenerateArgs = {
+  messageId: Scalars['ID']['input'];
 };
 
 
@@ -777,6 +786,8 @@ export type Stream = {
   __typename?: 'Stream';
   chatId: Scalars['ID']['output'];
   id: Scalars['ID']['output'];
+  /** The server's idle timeout in seconds: a stream with no push for this long ends INTERRUPTED. A pushChunks with no chunks is a heartbeat that keeps a quiet stream alive (send one every third of this). Null when the server never ends idle streams. */
+  idleTimeout: Maybe<Scalars['Float']['output']>;
   requestId: Maybe<Scalars['String']['output']>;
   startedAt: Scalars['DateTime']['output'];
   /** ACTIVE, COMPLETED, INTERRUPTED or FAILED. */
