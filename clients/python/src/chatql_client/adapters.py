@@ -56,7 +56,7 @@ from typing import Any, Protocol
 
 __all__ = [
     "RunFailedError",
-    "StreamWriter",
+    "Writer",
     "feed_ag_ui",
     "feed_anthropic",
     "feed_openai_chat",
@@ -69,7 +69,7 @@ logger = logging.getLogger("chatql_client.adapters")
 Events = Iterable[Any] | AsyncIterable[Any]
 
 
-class StreamWriter(Protocol):
+class Writer(Protocol):
     """The part of the kit's stream writer the adapters call."""
 
     async def text(self, delta: str, message_id: str | None = None,
@@ -168,7 +168,7 @@ def _skip(adapter: str, event: Any, why: str = "unknown event") -> None:
 class _Feed:
     """What every adapter shares: the writer, the thread, usage totals, skip logging."""
 
-    def __init__(self, adapter: str, writer: StreamWriter, thread_id: str | None) -> None:
+    def __init__(self, adapter: str, writer: Writer, thread_id: str | None) -> None:
         self.adapter = adapter
         self.s = writer
         self.thread_id = thread_id
@@ -230,7 +230,7 @@ class _Feed:
 # -- OpenAI Chat Completions ------------------------------------------------------------------
 
 
-async def feed_openai_chat(s: StreamWriter, events: Events, *,
+async def feed_openai_chat(s: Writer, events: Events, *,
                            thread_id: str | None = None) -> None:
     """Feed Chat Completions stream chunks (``ChatCompletionChunk``) into the writer.
 
@@ -292,7 +292,7 @@ async def feed_openai_chat(s: StreamWriter, events: Events, *,
 _HOSTED_CALLS = {"web_search_call", "file_search_call", "code_interpreter_call", "mcp_call"}
 
 
-async def feed_openai_responses(s: StreamWriter, events: Events, *,
+async def feed_openai_responses(s: Writer, events: Events, *,
                                 thread_id: str | None = None) -> None:
     """Feed Responses stream events (``ResponseStreamEvent``) into the writer.
 
@@ -394,7 +394,7 @@ async def feed_openai_responses(s: StreamWriter, events: Events, *,
 # -- Anthropic Messages -----------------------------------------------------------------------
 
 
-async def feed_anthropic(s: StreamWriter, events: Events, *,
+async def feed_anthropic(s: Writer, events: Events, *,
                          thread_id: str | None = None) -> None:
     """Feed Anthropic Messages stream events (``RawMessageStreamEvent``) into the writer.
 
@@ -479,11 +479,12 @@ def _pydantic_ai_result_text(part: Any) -> Any:
     return _get(part, "content")
 
 
-async def feed_pydantic_ai(s: StreamWriter, events: Events, *,
+async def feed_pydantic_ai(s: Writer, events: Events, *,
                            thread_id: str | None = None) -> None:
     """Feed PydanticAI agent stream events into the writer.
 
-    Takes what ``agent.run_stream_events()`` yields or an ``event_stream_handler`` receives:
+    Takes what ``async with agent.run_stream_events(...) as events`` yields or an
+    ``event_stream_handler`` receives:
     ``PartStartEvent`` / ``PartDeltaEvent`` (``TextPart``/``TextPartDelta`` text,
     ``ThinkingPart``/``ThinkingPartDelta`` thinking, ``ToolCallPart``/``ToolCallPartDelta``
     a tool call whose arguments grow), ``FunctionToolCallEvent`` (a call not streamed
@@ -559,15 +560,17 @@ async def feed_pydantic_ai(s: StreamWriter, events: Events, *,
             await s.event(str(name), props if isinstance(props, dict) else {"value": props})
         elif kind == "agent_run_result":
             result = _get(event, "result")
+            # A method in older PydanticAI, a property (its value still callable) in newer.
             usage = _get(result, "usage")
-            usage = usage() if callable(usage) else usage
+            if callable(usage) and _get(usage, "input_tokens") is None:
+                usage = usage()
             response = _get(result, "response")
-            model = _get(response, "model_name") if not callable(response) else None
-            if model is None and callable(response):
+            if callable(response) and _get(response, "model_name") is None:
                 try:
-                    model = _get(response(), "model_name")
+                    response = response()
                 except Exception:  # a run without a response has no model to name
-                    model = None
+                    response = None
+            model = _get(response, "model_name")
             feed.add_usage(_get(usage, "input_tokens"), _get(usage, "output_tokens"), model)
         elif kind in ("part_end", "final_result"):
             continue  # the parts were fed as they grew
@@ -595,7 +598,7 @@ class _AgUiThread:
         return self.block
 
 
-async def feed_ag_ui(s: StreamWriter, events: Events, *, thread_id: str | None = None) -> None:
+async def feed_ag_ui(s: Writer, events: Events, *, thread_id: str | None = None) -> None:
     """Feed AG-UI events (``ag_ui.core``) into the writer.
 
     ``TEXT_MESSAGE_*`` are text (by ``messageId``), ``REASONING_MESSAGE_*`` and the older
