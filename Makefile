@@ -17,12 +17,14 @@ $(VENV)/.runtime: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-$(VENV)/.test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
+# The producer kit (clients/python, its own distribution) is installed beside the server
+# for its tests.
+$(VENV)/.test: pyproject.toml clients/python/pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test,docs]' -e clients/python
 	touch $@
 
-$(VENV)/.dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+$(VENV)/.dev: pyproject.toml clients/python/pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]' -e clients/python
 	touch $@
 
 install: $(VENV)/.runtime
@@ -70,12 +72,13 @@ assets: js-install
 # mypy reads modules from paths, not through the editable install's import hook: it is
 # shown the installed layout (chatql/gql, chatql/store) as links to the two folders.
 lint: install-dev
-	$(BIN)/ruff check store gql tests bench
+	$(BIN)/ruff check store gql tests bench clients/python
 	mkdir -p $(VENV)/mypy-path/chatql
 	ln -sfn $(CURDIR)/gql $(VENV)/mypy-path/chatql/gql
 	ln -sfn $(CURDIR)/store $(VENV)/mypy-path/chatql/store
 	cd $(VENV)/mypy-path && MYPYPATH=. $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml \
 	  --namespace-packages --explicit-package-bases -p chatql.gql -p chatql.store
+	cd clients/python && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml src/chatql_client
 
 schema: install
 	$(BIN)/chatql export-schema

@@ -52,8 +52,9 @@ class Settings:
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
     #: Live-stream fan-out backend (``memory://`` or ``redis://host:port/db``).
     broker_url: str = "memory://"
-    #: Seconds without a push after which an active stream ends as INTERRUPTED.
-    stream_idle_timeout: float = 300.0
+    #: Seconds without a push after which an active stream ends as INTERRUPTED (a
+    #: push with no chunks is a heartbeat that keeps it alive; 0 turns the sweeper off).
+    stream_idle_timeout: float = 60.0
     #: Largest buffered stream in bytes.
     max_stream_bytes: int = 16 * 1024 * 1024
     #: Agent memory: characters per entry, and per (subject, scope) in total.

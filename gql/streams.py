@@ -54,6 +54,16 @@ class Stream:
     status: str = strawberry.field(description="ACTIVE, COMPLETED, INTERRUPTED or FAILED.")
     started_at: datetime
 
+    @strawberry.field(description=(
+        "The server's idle timeout in seconds: a stream with no push for this long ends"
+        " INTERRUPTED. A pushChunks with no chunks is a heartbeat that keeps a quiet"
+        " stream alive (send one every third of this). Null when the server never ends"
+        " idle streams."))
+    def idle_timeout(self, info: Info) -> float | None:
+        streams = info.context.services.streams
+        timeout = 0.0 if streams is None else streams.idle_timeout
+        return timeout if timeout > 0 else None
+
 
 @strawberry.type
 class PushResult:
@@ -242,7 +252,9 @@ class StreamMutation:
         )
         return stream  # type: ignore[return-value]
 
-    @strawberry.mutation(description="Push up to 1,000 chunks; accepted whole or not at all.")
+    @strawberry.mutation(description="Push up to 1,000 chunks; accepted whole or not at all."
+                         " No chunks is a heartbeat: it keeps the stream alive and"
+                         " stores nothing.")
     async def push_chunks(self, info: Info, stream_id: strawberry.ID,
                           chunks: list[ChunkInput]) -> PushResult:
         refused = take_refusal("pushChunks")

@@ -107,7 +107,7 @@ class StreamService:
         db: Database,
         backend: Backend,
         *,
-        idle_timeout: float = 300.0,
+        idle_timeout: float = 60.0,
         max_bytes: int = 16 * 1024 * 1024,
         retry_initial: float = 0.5,
         retry_max: float = 30.0,
@@ -283,8 +283,9 @@ class StreamService:
             if await self.backend.is_current(stream_id):
                 raise
             return await self._push(who, stream_id, chunks, optimistic=False)
-        if not result.accepted and not await self.backend.is_current(stream_id):
-            # Nothing written (all duplicates) proves nothing about the copy.
+        if chunks and not result.accepted and not await self.backend.is_current(stream_id):
+            # Nothing written (all duplicates) proves nothing about the copy; a
+            # heartbeat (no chunks) was written, so its copy was current.
             return await self._push(who, stream_id, chunks, optimistic=False)
         return result
 
@@ -310,7 +311,9 @@ class StreamService:
                 # Read under the lease: releasing it awaits, and the next holder on this
                 # instance numbers on in the same state.
                 last_seq = stream.state.seq
-                if outcome.events:
+                if outcome.events or not chunks:
+                    # A push without chunks is a heartbeat: saved all the same, so the
+                    # stream's last write (the idle clock every instance reads) moves.
                     await self.backend.save(stream, outcome.events, aliases=outcome.aliases,
                                             seen=outcome.seen, tokens=outcome.tokens)
         return PushResult(accepted=outcome.accepted, duplicates=outcome.duplicates,

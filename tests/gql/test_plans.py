@@ -273,6 +273,7 @@ CHUNK_INPUT = {
 def chunk_batches() -> list[list[dict[str, Any]]]:
     return [
         [CHUNK_INPUT],
+        [],  # a heartbeat: keeps the stream alive, stores nothing
         [{**CHUNK_INPUT, "chunkId": "c2", "props": {"content": "llo ✓"}}, {"type": "text",
          "chunkId": "c3", "messageId": "m2", "props": {"content": "x"}}],
         [CHUNK_INPUT],  # a retried batch: duplicates
@@ -321,6 +322,8 @@ async def test_pushes_answer_as_the_executor_does(settings: Settings, transport:
                                                   {"s": stream, "k": batch}))
                     frames.append(await _send(server, transport, document,
                                               {"s": "no-such-stream", "k": [CHUNK_INPUT]}))
+                    frames.append(await _send(server, transport, document,
+                                              {"s": "no-such-stream", "k": []}))
                 answers.append(frames)
                 if plan_on and made_for:
                     assert served(app, "push") >= before + 2, document

@@ -269,6 +269,53 @@ async def test_idle_stream_ends_interrupted(settings: Settings) -> None:
         assert await http.code(PUSH, {"id": sid, "chunks": [delta("m", "x")]}) == "STREAM_CLOSED"
 
 
+@pytest.mark.parametrize("plan", ["push", "executor"])
+async def test_heartbeats_keep_a_quiet_stream_alive_past_the_idle_timeout(
+    settings: Settings, plan: str,
+) -> None:
+    # Both paths a push takes: the push plan, and the executor with the plan off.
+    quick = dataclasses.replace(settings, stream_idle_timeout=1.0,
+                                disabled_plans=("push",) if plan == "executor" else ())
+    async with serve(quick) as (server, app):
+        http = Http(server)
+        await http.data(CREATE, {"id": "quiet"})
+        await http.data(CREATE, {"id": "gone"})
+        start = ("mutation($input: StartStreamInput!) { startStream(input: $input) "
+                 "{ id idleTimeout } }")
+        quiet = (await http.data(start, {"input": {"chatId": "quiet"}}))["startStream"]
+        gone = (await http.data(start, {"input": {"chatId": "gone"}}))["startStream"]
+        assert quiet["idleTimeout"] == gone["idleTimeout"] == 1.0
+        await http.data(PUSH, {"id": quiet["id"], "chunks": [delta("m", "thinking…")]})
+        before = app.state.planner.served["push"]
+        # Three idle timeouts of heartbeats only, each answered like a push.
+        for _ in range(12):
+            beat = await http.data(PUSH, {"id": quiet["id"], "chunks": []})
+            assert beat["pushChunks"] == {"accepted": 0, "duplicates": 0, "lastSeq": 2}
+            await asyncio.sleep(0.25)
+        assert (app.state.planner.served["push"] > before) == (plan == "push")
+        # The stream that got nothing ended INTERRUPTED; the quiet one is still live.
+        assert await http.code(PUSH, {"id": gone["id"], "chunks": []}) == "STREAM_CLOSED"
+        done = await http.data(END, {"id": quiet["id"], "status": "COMPLETED"})
+        assert done["endStream"]["stream"]["status"] == "COMPLETED"
+        assert [(m["props"], m["status"]) for m in done["endStream"]["messages"]] == [
+            ({"content": "thinking…"}, "COMPLETED")]
+        # A heartbeat after the end is refused like any push.
+        assert await http.code(PUSH, {"id": quiet["id"], "chunks": []}) == "STREAM_CLOSED"
+        stop = "mutation($input: StartStreamInput!) { startStream(input: $input) { id } }"
+        sid = (await http.data(stop, {"input": {"chatId": "quiet"}}))["startStream"]["id"]
+        assert await http.data(STOP, {"chat": "quiet"}) == {"stopStream": True}
+        assert await http.code(PUSH, {"id": sid, "chunks": []}) == "STREAM_CLOSED"
+
+
+async def test_idle_timeout_is_null_when_the_sweeper_is_off(settings: Settings) -> None:
+    async with serve(dataclasses.replace(settings, stream_idle_timeout=0)) as (server, _app):
+        http = Http(server)
+        await http.data(CREATE, {"id": "forever"})
+        started = await http.data("mutation { startStream(input: {chatId: \"forever\"}) "
+                                  "{ idleTimeout } }")
+        assert started["startStream"] == {"idleTimeout": None}
+
+
 async def test_database_down_at_end_then_retry_persists_once(
     settings: Settings, database_url: str
 ) -> None:

@@ -1,0 +1,241 @@
+"""The agent loop: answer every chat of one assistant that awaits a reply.
+
+On start, and after every reconnect, the loop lists the assistant's chats awaiting a reply
+(``chats(filter: {assistantId, awaitingReply: true})``, page after page); meanwhile it
+follows ``chatEvents`` over a WebSocket (``graphql-transport-ws``) and looks again at each
+chat an event names. It lists again every ``relist_interval`` seconds as a safety net.
+
+Claiming: the question is the chat's active leaf (a ``USER`` message). The loop counts the
+question's answers so far (N), checks the question is still the active leaf, and opens
+``startStream(requestId = R, parentId = question)`` with R the question's id (first answer)
+or ``<question id>.<N>`` (a regeneration). Every worker computes the same R; the service
+refuses a request id a stream of the chat already used (``CONFLICT``) and a second stream
+(``STREAM_ACTIVE``), so exactly one worker answers and the others skip. The handler is then
+called with the model's context (``modelContext``) and the writer.
+
+Cancelling :meth:`AgentLoop.run` ends every stream it has open ``INTERRUPTED`` before it
+returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import WebSocketException
+from websockets.typing import Subprotocol
+
+from chatql_client.errors import ChatqlError, ChatqlTransportError, StreamStopped
+from chatql_client.types import Message
+
+if TYPE_CHECKING:
+    from chatql_client.client import ChatqlClient
+    from chatql_client.writer import StreamWriter
+
+__all__ = ["AgentLoop", "Handler"]
+
+logger = logging.getLogger("chatql_client")
+
+#: ``handler(context, s)``: the model's context (messages, oldest first) and the writer.
+Handler = Callable[[list[Message], "StreamWriter"], Awaitable[Any]]
+
+EVENTS = "subscription($f: ChatFilter) { chatEvents(filter: $f) { type chatId } }"
+LEAF = ("query($id: ID!) { chat(id: $id) { id assistantId activeLeafId "
+        "messages(last: 1) { edges { node { id role sequence } } } } }")
+ACTIVE_LEAF = "query($id: ID!) { chat(id: $id) { activeLeafId } }"
+ANSWERS = ("query($c: ID!, $before: String) { messages(chatId: $c, allBranches: true, "
+           "last: 100, before: $before) { edges { node { parentId sequence } } "
+           "pageInfo { hasPreviousPage startCursor } } }")
+#: Codes that mean another worker has (or had) this question: skip it.
+TAKEN = ("CONFLICT", "STREAM_ACTIVE")
+
+
+class AgentLoop:
+    """Runs ``handler`` for every chat of ``assistant_id`` awaiting a reply.
+
+    ``concurrency`` bounds the answers in progress at once; ``context_limit`` and
+    ``context_max_tokens`` bound ``modelContext``; ``relist_interval`` is how often the
+    awaiting chats are listed again besides the events.
+    """
+
+    def __init__(self, client: ChatqlClient, assistant_id: str, handler: Handler, *,
+                 concurrency: int = 8, context_limit: int | None = 50,
+                 context_max_tokens: int | None = None, include_thinking: bool = False,
+                 relist_interval: float = 30.0, reconnect_delay: float = 0.5) -> None:
+        self.client = client
+        self.assistant_id = assistant_id
+        self.handler = handler
+        self.context_limit = context_limit
+        self.context_max_tokens = context_max_tokens
+        self.include_thinking = include_thinking
+        self.relist_interval = relist_interval
+        self.reconnect_delay = reconnect_delay
+        self._slots = asyncio.Semaphore(concurrency)
+        self._busy: set[str] = set()
+        self._again: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._stopping = False
+        #: Answers this loop has written (stream ids), for tests and logs.
+        self.answered: list[str] = []
+
+    async def run(self) -> None:
+        """Serve until cancelled; reconnects with backoff when the service goes away."""
+        delay = self.reconnect_delay
+        try:
+            while True:
+                try:
+                    await self._follow()
+                    delay = self.reconnect_delay
+                except (OSError, WebSocketException, ChatqlTransportError, TimeoutError) as exc:
+                    logger.info("agent loop %s: connection lost (%s); reconnecting",
+                                self.assistant_id, exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+        finally:
+            self._stopping = True
+            for task in self._tasks:
+                task.cancel()
+            if self._tasks:
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    # ---- events ----------------------------------------------------------------------
+
+    async def _follow(self) -> None:
+        client = self.client
+        async with connect(client.ws_url, subprotocols=[Subprotocol("graphql-transport-ws")],
+                           additional_headers=client.headers, open_timeout=10) as ws:
+            await ws.send(json.dumps({"type": "connection_init", "payload": client.headers}))
+            while True:
+                message = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                if message["type"] == "connection_ack":
+                    break
+                await self._ping(ws, message)
+            await ws.send(json.dumps({"id": "events", "type": "subscribe", "payload": {
+                "query": EVENTS, "variables": {"f": {"assistantId": self.assistant_id}}}}))
+            await self._catch_up()
+            loop = asyncio.get_running_loop()
+            relist_at = loop.time() + self.relist_interval
+            while True:
+                try:
+                    raw = await asyncio.wait_for(ws.recv(), max(0.0, relist_at - loop.time()))
+                except TimeoutError:
+                    await self._catch_up()
+                    relist_at = loop.time() + self.relist_interval
+                    continue
+                message = json.loads(raw)
+                kind = message.get("type")
+                if kind == "next":
+                    payload = message.get("payload") or {}
+                    if payload.get("errors"):
+                        raise ChatqlError.from_error(payload["errors"][0])
+                    event = payload["data"]["chatEvents"]
+                    if event["type"] == "RESYNC":
+                        await self._catch_up()
+                    elif event["type"] not in ("DELETED", "PURGED"):
+                        self._consider(event["chatId"])
+                elif kind == "error":
+                    raise ChatqlError.from_error((message.get("payload") or [{}])[0])
+                elif kind == "complete":
+                    return
+                else:
+                    await self._ping(ws, message)
+
+    @staticmethod
+    async def _ping(ws: ClientConnection, message: dict[str, Any]) -> None:
+        if message.get("type") == "ping":
+            await ws.send(json.dumps({"type": "pong"}))
+
+    async def _catch_up(self) -> None:
+        async for chat in self.client.chats({"assistantId": self.assistant_id,
+                                             "awaitingReply": True}):
+            self._consider(chat["id"])
+
+    def _consider(self, chat_id: str) -> None:
+        if self._stopping or not chat_id:
+            return
+        if chat_id in self._busy:
+            # Looked at again once the current attempt is over (a new question may
+            # have come while this one was answered).
+            self._again.add(chat_id)
+            return
+        self._busy.add(chat_id)
+        task = asyncio.create_task(self._answer(chat_id), name=f"answer {chat_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # ---- one chat --------------------------------------------------------------------
+
+    async def _answer(self, chat_id: str) -> None:
+        try:
+            async with self._slots:
+                await self._claim_and_run(chat_id)
+        except asyncio.CancelledError:
+            raise
+        except StreamStopped:
+            logger.info("chat %s: the answer was stopped", chat_id)
+        except Exception:
+            logger.exception("chat %s: the answer failed", chat_id)
+        finally:
+            self._busy.discard(chat_id)
+            if chat_id in self._again:
+                self._again.discard(chat_id)
+                self._consider(chat_id)
+
+    async def _question(self, chat_id: str) -> dict[str, Any] | None:
+        """The USER message the chat awaits an answer to, or None."""
+        chat = (await self.client.execute(LEAF, {"id": chat_id}))["chat"]
+        if chat is None or chat["assistantId"] != self.assistant_id:
+            return None
+        edges = chat["messages"]["edges"]
+        if not edges or edges[-1]["node"]["id"] != chat["activeLeafId"]:
+            return None
+        leaf: dict[str, Any] = edges[-1]["node"]
+        return leaf if leaf["role"] == "USER" else None
+
+    async def _answers(self, chat_id: str, question: dict[str, Any]) -> int:
+        """How many answers the question has (its children, on every branch)."""
+        count = 0
+        before: str | None = None
+        while True:
+            page = (await self.client.execute(ANSWERS, {"c": chat_id, "before": before}))
+            connection = page["messages"]
+            nodes = [edge["node"] for edge in connection["edges"]]
+            count += sum(1 for node in nodes if node["parentId"] == question["id"])
+            reached = any(node["sequence"] <= question["sequence"] for node in nodes)
+            if reached or not connection["pageInfo"]["hasPreviousPage"]:
+                return count
+            before = connection["pageInfo"]["startCursor"]
+
+    async def _claim_and_run(self, chat_id: str) -> None:
+        client = self.client
+        question = await self._question(chat_id)
+        if question is None:
+            return
+        answers = await self._answers(chat_id, question)
+        # Counted first, checked after: an answer that landed in between has moved the
+        # active leaf, so a stale count is never used.
+        chat = (await client.execute(ACTIVE_LEAF, {"id": chat_id}))["chat"]
+        if chat is None or chat["activeLeafId"] != question["id"]:
+            return
+        request_id = question["id"] if answers == 0 else f"{question['id']}.{answers}"
+        writer = client.stream(chat_id, request_id=request_id, parent_id=question["id"],
+                               assistant_id=self.assistant_id)
+        async with AsyncExitStack() as stack:
+            try:
+                s = await stack.enter_async_context(writer)
+            except ChatqlError as exc:
+                if exc.code in TAKEN:
+                    logger.debug("chat %s: %s taken elsewhere (%s)", chat_id, request_id,
+                                 exc.code)
+                    return
+                raise
+            context = await client.model_context(chat_id, limit=self.context_limit,
+                                                 max_tokens=self.context_max_tokens,
+                                                 include_thinking=self.include_thinking)
+            await self.handler(context, s)
+        self.answered.append(writer.stream_id)

@@ -1,0 +1,510 @@
+"""The stream writer: an agent's output as batched, idempotent ``pushChunks``.
+
+``async with client.stream(chat_id) as s:`` opens a stream (``startStream``); every call
+(``s.text``, ``s.tool_call`` …) turns into chunks that wait at most ``flush_interval``
+seconds, or until ``max_batch`` are waiting, before one ``pushChunks`` carries them all.
+Each chunk's ``chunkId`` is its number in the stream, so a push retried after a lost
+answer is recognised by the service as already applied. Leaving the block ends the stream
+``COMPLETED``; an exception ends it ``FAILED`` with the error's text (and propagates); a
+cancelled task ends it ``INTERRUPTED``.
+
+Stop: when the service answers ``STREAM_CLOSED`` (the person pressed Stop) the writer
+raises :class:`~chatql_client.errors.StreamStopped` from the agent's next write or flush.
+If the agent is not writing at that moment (waiting on its model or a tool), the task
+that opened the stream is cancelled — like ``asyncio.timeout`` — and the ``async with``
+raises ``StreamStopped`` in place of the cancellation, so a long model call does not run
+on for nothing.
+
+While the agent is quiet the writer sends heartbeats (a ``pushChunks`` with no chunks) at a
+third of the service's idle timeout (``Stream.idleTimeout``), so only a producer that
+vanished is timed out, never a slow tool.
+
+How calls map to chunks: ``text`` and ``thinking`` append to the ``content`` of a message
+(consecutive calls of the same kind in the same block and thread extend one message; any
+other call in between starts a new one); ``tool_call`` creates a ``tool_call`` message with
+props ``{id, name, arguments}`` whose ``arguments`` grows by ``tool_arguments`` (append
+deltas at path ``arguments``); ``tool_result`` is a ``TOOL`` ``tool_result`` message with
+props ``{content, tool_call_id}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, cast
+
+from chatql_client.errors import ChatqlError, StreamEndedError, StreamStopped
+from chatql_client.types import StreamResult
+
+if TYPE_CHECKING:
+    from chatql_client.client import ChatqlClient
+
+__all__ = ["StreamWriter"]
+
+logger = logging.getLogger("chatql_client")
+
+#: The most chunks one ``pushChunks`` takes.
+MAX_PUSH = 1000
+#: The heartbeat's pace when the service does not say its idle timeout.
+DEFAULT_IDLE_TIMEOUT = 60.0
+#: The longest error text sent with a FAILED end.
+MAX_ERROR_TEXT = 2000
+
+START = ("mutation($i: StartStreamInput!) { startStream(input: $i) "
+         "{ id chatId requestId status idleTimeout } }")
+PUSH = ("mutation($id: ID!, $chunks: [ChunkInput!]!) { pushChunks(streamId: $id, "
+        "chunks: $chunks) { accepted duplicates lastSeq } }")
+STEP = "mutation($id: ID!, $step: StepInput!) { recordStep(streamId: $id, step: $step) }"
+END = ("mutation($id: ID!, $status: StreamStatus!, $error: String, $usage: UsageInput) "
+       "{ endStream(streamId: $id, status: $status, error: $error, usage: $usage) "
+       "{ stream { id chatId requestId status } messages { id role type props blockId "
+       "threadId status parentId sequence } } }")
+
+
+def _input_message(value: str | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(value, str):
+        return {"role": "USER", "type": "user_input", "props": {"content": value}}
+    return dict(value)
+
+
+class StreamWriter:
+    """One stream's producer side; made by :meth:`ChatqlClient.stream`."""
+
+    def __init__(self, client: ChatqlClient, chat_id: str, *, request_id: str | None = None,
+                 parent_id: str | None = None, input: str | Mapping[str, Any] | None = None,
+                 flush_interval: float = 0.02, max_batch: int = 256,
+                 assistant_id: str | None = None, stream_id: str | None = None) -> None:
+        if not 1 <= max_batch <= MAX_PUSH:
+            raise ValueError(f"max_batch must be between 1 and {MAX_PUSH}")
+        if flush_interval < 0:
+            raise ValueError("flush_interval must be >= 0")
+        self.client = client
+        self.chat_id = chat_id
+        self.request_id = request_id
+        self.parent_id = parent_id
+        self.input = input
+        self.flush_interval = flush_interval
+        self.max_batch = max_batch
+        self.assistant_id = assistant_id
+        #: The stream's id (chosen here unless given; known before the start).
+        self.stream_id: str = stream_id or uuid.uuid4().hex
+        #: The service's idle timeout in seconds (from ``startStream``).
+        self.idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+        #: None until the stream ended; then COMPLETED, FAILED or INTERRUPTED.
+        self.status: str | None = None
+        #: ``endStream``'s answer (the stored messages), once the writer ended the stream.
+        self.result: StreamResult | None = None
+        self._started = False
+        self._ended = False
+        self._exiting = False
+        self._pending: list[dict[str, Any]] = []
+        self._chunks = 0
+        self._messages = 0
+        self._seen: set[str] = set()
+        self._lanes: dict[tuple[str | None, str | None], tuple[str, str]] = {}
+        self._calls: dict[str, tuple[str | None, str | None, str]] = {}
+        self._usage: dict[str, Any] | None = None
+        self._lock = asyncio.Lock()
+        self._timer: asyncio.TimerHandle | None = None
+        self._flusher: asyncio.Task[None] | None = None
+        self._heartbeat: asyncio.Task[None] | None = None
+        self._last_push = 0.0
+        self._failure: ChatqlError | None = None
+        self._owner: asyncio.Task[Any] | None = None
+        self._in_call = 0
+        self._cancelled_by_stop = False
+        self._stop_reported = False
+
+    @property
+    def stopped(self) -> bool:
+        """True once the service refused a push because the stream was stopped."""
+        return isinstance(self._failure, StreamStopped)
+
+    # ---- start and end ---------------------------------------------------------------
+
+    async def __aenter__(self) -> StreamWriter:
+        payload: dict[str, Any] = {"chatId": self.chat_id, "streamId": self.stream_id}
+        if self.request_id is not None:
+            payload["requestId"] = self.request_id
+        if self.parent_id is not None:
+            payload["parentId"] = self.parent_id
+        if self.assistant_id is not None:
+            payload["assistantId"] = self.assistant_id
+        if self.input is not None:
+            payload["input"] = _input_message(self.input)
+        client = self.client
+        body = client._body(START, {"i": payload})
+        lost = False
+
+        async def attempt() -> dict[str, Any]:
+            nonlocal lost
+            try:
+                return await client._attempt(body)
+            except ChatqlError as exc:
+                if not (lost and exc.code in ("STREAM_ACTIVE", "CONFLICT")):
+                    raise
+                # An earlier attempt whose answer was lost may have opened this very
+                # stream: a heartbeat to its id succeeds only then.
+                try:
+                    await client._attempt(client._body(PUSH, {"id": self.stream_id,
+                                                              "chunks": []}))
+                except ChatqlError:
+                    raise exc from None
+                return {"startStream": {"id": self.stream_id, "idleTimeout": None}}
+            except Exception:
+                lost = True
+                raise
+
+        data = await client._retrying(attempt)
+        stream = data["startStream"]
+        self.stream_id = stream["id"]
+        if stream.get("idleTimeout"):
+            self.idle_timeout = float(stream["idleTimeout"])
+        self._started = True
+        self._last_push = time.monotonic()
+        self._owner = asyncio.current_task()
+        self._heartbeat = asyncio.create_task(self._beat(), name=f"heartbeat {self.stream_id}")
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> bool:
+        self._exiting = True
+        await self._quiet_background()
+        if self._cancelled_by_stop and self._owner is not None:
+            # Our own cancellation (Stop while the agent was not writing): the task is not
+            # left cancelled, and the cancellation becomes StreamStopped.
+            self._cancelled_by_stop = False
+            self._owner.uncancel()
+            if isinstance(exc, asyncio.CancelledError):
+                self._mark_ended("INTERRUPTED")
+                raise cast(StreamStopped, self._failure) from None
+        if self.stopped:
+            self._mark_ended("INTERRUPTED")
+            if exc is None and not self._stop_reported:
+                # Found by a background flush the agent never saw: it learns it here.
+                raise cast(StreamStopped, self._failure)
+            return False
+        if exc is None:
+            try:
+                await self.flush()
+            except StreamStopped:
+                self._mark_ended("INTERRUPTED")
+                raise
+            except BaseException as failure:
+                await self._end_after(failure)
+                raise
+            await self._end("COMPLETED")
+            return False
+        await self._end_after(exc)
+        return False
+
+    async def _end_after(self, exc: BaseException) -> None:
+        """Ends the stream after ``exc``: INTERRUPTED when the producer is going away
+        (cancelled, interrupted), FAILED with the error's text otherwise. Never masks
+        ``exc``: a failure to end is logged."""
+        going_away = not isinstance(exc, Exception)
+        status = "INTERRUPTED" if going_away else "FAILED"
+        error = None if going_away else f"{type(exc).__name__}: {exc}"[:MAX_ERROR_TEXT]
+
+        async def finish() -> None:
+            if self._pending and self._failure is None:
+                try:
+                    await self.flush()
+                except Exception as failure:  # the end below still records the outcome
+                    logger.debug("stream %s: last flush failed: %s", self.stream_id, failure)
+            await self._end(status, error)
+
+        task = asyncio.ensure_future(finish())
+        try:
+            # A second cancellation (a worker shutting down) must not leave it open.
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            await asyncio.wait([task])
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                logger.warning("stream %s: could not end it %s: %s", self.stream_id, status,
+                               task.exception())
+            raise
+        except StreamStopped:
+            self._mark_ended("INTERRUPTED")
+        except Exception as failure:
+            logger.warning("stream %s: could not end it %s: %s", self.stream_id, status,
+                           failure)
+            self._mark_ended(status)
+
+    async def _end(self, status: str, error: str | None = None) -> None:
+        try:
+            data = await self.client.execute(END, {
+                "id": self.stream_id, "status": status, "error": error, "usage": self._usage},
+                retry_codes=("PERSIST_FAILED",))
+        except StreamStopped:
+            self._mark_ended("INTERRUPTED")
+            raise
+        self.result = cast(StreamResult, data["endStream"])
+        self._mark_ended(self.result["stream"]["status"])
+
+    def _mark_ended(self, status: str) -> None:
+        self._ended = True
+        self.status = status
+        self._pending.clear()
+
+    async def _quiet_background(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            await asyncio.gather(self._heartbeat, return_exceptions=True)
+        if self._flusher is not None and not self._flusher.done():
+            await asyncio.gather(self._flusher, return_exceptions=True)
+
+    # ---- batching --------------------------------------------------------------------
+
+    def _check(self) -> None:
+        if self._ended:
+            raise StreamEndedError(f"stream {self.stream_id} has ended ({self.status}); "
+                                   "it takes no more writes")
+        if not self._started:
+            raise StreamEndedError("the stream is not open: use `async with client.stream(...)`")
+        if self._failure is not None:
+            self._stop_reported = self.stopped
+            raise self._failure
+
+    async def _add(self, chunk: dict[str, Any]) -> None:
+        self._check()
+        self._chunks += 1
+        chunk["chunkId"] = str(self._chunks)
+        self._pending.append(chunk)
+        if len(self._pending) >= self.max_batch:
+            await self.flush()
+        elif self._timer is None and not self._exiting:
+            self._timer = asyncio.get_running_loop().call_later(self.flush_interval,
+                                                                self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._background_flush())
+
+    async def _background_flush(self) -> None:
+        try:
+            await self.flush()
+        except StreamStopped:
+            self._stop_reported = False  # found here: the agent has not seen it
+            self._interrupt_owner()
+        except ChatqlError as exc:
+            # Raised from the agent's next call.
+            self._failure = self._failure or exc
+        except Exception as exc:  # kept for the next flush; the agent sees it there
+            logger.debug("stream %s: background flush failed: %s", self.stream_id, exc)
+
+    async def flush(self) -> None:
+        """Send every waiting chunk now."""
+        async with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if self._failure is not None:
+                self._stop_reported = self.stopped
+                raise self._failure
+            while self._pending:
+                batch = self._pending[:MAX_PUSH]
+                try:
+                    await self._push(batch)
+                except StreamStopped as exc:
+                    self._failure = exc
+                    self._pending.clear()
+                    self._stop_reported = self._in_call > 0 or not self._exiting
+                    raise
+                except ChatqlError:
+                    # Refused whole (a chunk that cannot apply): dropped, reported.
+                    del self._pending[:len(batch)]
+                    raise
+                del self._pending[:len(batch)]
+
+    async def _push(self, chunks: list[dict[str, Any]]) -> None:
+        client = self.client
+        body = client._body(PUSH, {"id": self.stream_id, "chunks": chunks})
+        await client._retrying(lambda: client._attempt(body))
+        self._last_push = time.monotonic()
+
+    def _interrupt_owner(self) -> None:
+        """Stop found in the background: cancel the agent's task unless it is inside a
+        writer call (which raises StreamStopped itself) or already leaving the block."""
+        owner = self._owner
+        if owner is None or self._in_call or self._exiting or owner.done():
+            return
+        self._cancelled_by_stop = True
+        owner.cancel(msg="chatql: the stream was stopped")
+
+    async def _beat(self) -> None:
+        interval = max(self.idle_timeout / 3, 0.05)
+        while True:
+            wait = self._last_push + interval - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+                continue
+            try:
+                async with self._lock:
+                    if self._failure is not None:
+                        return
+                    if time.monotonic() - self._last_push >= interval:
+                        await self._push([])
+            except StreamStopped as exc:
+                self._failure = exc
+                self._interrupt_owner()
+                return
+            except ChatqlError as exc:
+                self._failure = self._failure or exc
+                return
+            except Exception as exc:  # no answer after every retry: try again later
+                logger.warning("stream %s: heartbeat failed: %s", self.stream_id, exc)
+                self._last_push = time.monotonic()
+
+    async def _call(self, chunk: dict[str, Any]) -> None:
+        self._in_call += 1
+        try:
+            await self._add(chunk)
+        finally:
+            self._in_call -= 1
+
+    # ---- the agent's calls -----------------------------------------------------------
+
+    def _new_id(self, kind: str) -> str:
+        self._messages += 1
+        return f"{kind}.{self._messages}"
+
+    def _place(self, chunk: dict[str, Any], block_id: str | None,
+               thread_id: str | None) -> dict[str, Any]:
+        if block_id is not None:
+            chunk["blockId"] = block_id
+        if thread_id is not None:
+            chunk["threadId"] = thread_id
+        return chunk
+
+    async def _grow(self, kind: str, delta: str, message_id: str | None,
+                    block_id: str | None, thread_id: str | None) -> None:
+        if not isinstance(delta, str):
+            raise TypeError(f"{kind} takes a string, not {type(delta).__name__}")
+        self._check()
+        lane = (block_id, thread_id)
+        if message_id is None:
+            last = self._lanes.get(lane)
+            message_id = last[1] if last is not None and last[0] == kind else self._new_id(kind)
+        self._lanes[lane] = (kind, message_id)
+        if not delta:
+            return
+        chunk: dict[str, Any] = {"messageId": message_id, "type": kind, "delta": True,
+                                 "props": {"content": delta}}
+        if message_id not in self._seen:
+            self._seen.add(message_id)
+            chunk["role"] = "ASSISTANT"
+        await self._call(self._place(chunk, block_id, thread_id))
+
+    async def text(self, delta: str, message_id: str | None = None,
+                   block_id: str | None = None, thread_id: str | None = None) -> None:
+        """Append ``delta`` to the current text message (a new one after any other call)."""
+        await self._grow("text", delta, message_id, block_id, thread_id)
+
+    async def thinking(self, delta: str, message_id: str | None = None,
+                       block_id: str | None = None, thread_id: str | None = None) -> None:
+        """Append ``delta`` to the current thinking (reasoning) message."""
+        await self._grow("thinking", delta, message_id, block_id, thread_id)
+
+    async def tool_call(self, call_id: str, name: str, arguments_delta: str = "",
+                        block_id: str | None = None, thread_id: str | None = None) -> None:
+        """Start a tool call; its ``arguments`` grow with :meth:`tool_arguments`."""
+        self._check()
+        if call_id in self._calls:
+            raise ValueError(f"tool call {call_id!r} was already started in this stream")
+        message_id = f"call.{call_id}"
+        self._calls[call_id] = (block_id, thread_id, name)
+        self._lanes[(block_id, thread_id)] = ("tool_call", message_id)
+        self._seen.add(message_id)
+        await self._call(self._place({
+            "messageId": message_id, "type": "tool_call", "role": "ASSISTANT",
+            "props": {"id": call_id, "name": name, "arguments": arguments_delta}},
+            block_id, thread_id))
+
+    async def tool_arguments(self, call_id: str, delta: str) -> None:
+        """Append ``delta`` to the arguments of the tool call ``call_id``."""
+        self._check()
+        if call_id not in self._calls:
+            raise ValueError(f"tool_arguments for {call_id!r}, a call this stream has not "
+                             "started: call tool_call first")
+        if not delta:
+            return
+        await self._call({"messageId": f"call.{call_id}", "type": "tool_call", "delta": True,
+                          "deltaPath": "arguments", "props": {"arguments": delta}})
+
+    async def tool_result(self, call_id: str, content: Any) -> None:
+        """The tool's result: a ``TOOL`` message keeping the call's id."""
+        self._check()
+        block_id, thread_id, name = self._calls.get(call_id, (None, None, None))
+        message_id = f"result.{call_id}"
+        self._lanes[(block_id, thread_id)] = ("tool_result", message_id)
+        props: dict[str, Any] = {"content": content, "tool_call_id": call_id}
+        if name is not None:
+            props["name"] = name
+        self._seen.add(message_id)
+        await self._call(self._place({"messageId": message_id, "type": "tool_result",
+                                      "role": "TOOL", "props": props}, block_id, thread_id))
+
+    async def message(self, type: str, props: Mapping[str, Any], role: str = "ASSISTANT",
+                      message_id: str | None = None, block_id: str | None = None,
+                      thread_id: str | None = None) -> str:
+        """Any typed message (a second call with the same ``message_id`` replaces its type
+        and props); returns its producer id."""
+        self._check()
+        message_id = message_id or self._new_id("message")
+        self._lanes[(block_id, thread_id)] = (type, message_id)
+        self._seen.add(message_id)
+        await self._call(self._place({"messageId": message_id, "type": type, "role": role,
+                                      "props": dict(props)}, block_id, thread_id))
+        return message_id
+
+    async def sources(self, sources: list[Any], block_id: str | None = None,
+                      thread_id: str | None = None) -> str:
+        """What the answer drew on (retrieval): a ``sources`` message."""
+        return await self.message("sources", {"sources": list(sources)},
+                                  block_id=block_id, thread_id=thread_id)
+
+    async def error(self, text: str, block_id: str | None = None,
+                    thread_id: str | None = None) -> str:
+        """An error shown to the person (an ``error`` message; models never read it)."""
+        return await self.message("error", {"content": text}, block_id=block_id,
+                                  thread_id=thread_id)
+
+    async def event(self, name: str, props: Mapping[str, Any] | None = None,
+                    block_id: str | None = None, thread_id: str | None = None) -> None:
+        """A producer event (``block_start``, ``message_end`` …): seen live, never stored."""
+        await self._call(self._place({"type": "event", "props": {"event": name,
+                                                                  **(props or {})}},
+                                     block_id, thread_id))
+
+    async def step(self, step: Mapping[str, Any]) -> None:
+        """Record (or update by id) an execution step for resume (a ``StepInput``)."""
+        self._check()
+        self._in_call += 1
+        try:
+            await self.flush()
+            await self.client.execute(STEP, {"id": self.stream_id, "step": dict(step)})
+        except StreamStopped as exc:
+            self._failure = exc
+            raise
+        finally:
+            self._in_call -= 1
+        self._last_push = time.monotonic()
+
+    def usage(self, prompt_tokens: int = 0, completion_tokens: int = 0,
+              model: str | None = None) -> None:
+        """Model usage, sent with the end of the stream; several calls add up."""
+        current = self._usage or {"promptTokens": 0, "completionTokens": 0, "model": None}
+        current["promptTokens"] += int(prompt_tokens)
+        current["completionTokens"] += int(completion_tokens)
+        if model is not None:
+            current["model"] = model
+        self._usage = current
