@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from chatql_client import adapters
+from chatql_client import ChatqlClient, adapters
 
 from tests.client import adapter_events as ev
 from tests.client.recording import RecordingWriter
@@ -205,3 +205,40 @@ async def test_openai_agents_stream_events() -> None:
     s = RecordingWriter()
     await adapters.feed_openai_responses(s, wrapped)
     _check_turns("openai_responses", s)
+
+
+# -- over a live server (both databases, both stream backends) --------------------------------
+
+
+@pytest.mark.parametrize("name", list(FEEDS))
+async def test_stored_over_a_live_server(name: str, kit: ChatqlClient,
+                                         person: ChatqlClient) -> None:
+    chat = await person.create_chat("helper", title=name)
+    question = await person.say(chat["id"], "Weather in Oslo?")
+    async with kit.stream(chat["id"], parent_id=question) as s:
+        await FEEDS[name](s, ev.SEQUENCES[name]())
+    assert s.status == "COMPLETED"
+    call_id = CALL_IDS.get(name, "call_weather")
+    stored = await person.messages(chat["id"])
+    main = [m for m in stored if m["threadId"] is None]
+    assert [(m["role"], m["type"]) for m in main] == [
+        ("USER", "user_input"), ("ASSISTANT", "thinking"), ("ASSISTANT", "tool_call"),
+        ("TOOL", "tool_result"), ("ASSISTANT", "text")]
+    _, thinking, call, result, answer = main
+    assert thinking["props"] == {"content": "".join(ev.THINKING)}
+    assert call["props"] == {"id": call_id, "name": "weather", "arguments": ev.ARGUMENTS}
+    assert result["props"] == {"content": ev.RESULT, "tool_call_id": call_id,
+                               "name": "weather"}
+    assert answer["props"] == {"content": "".join(ev.ANSWER)}
+    assert thinking["blockId"] == call["blockId"] == result["blockId"] != answer["blockId"]
+    assert all(m["status"] == "COMPLETED" for m in stored)
+    if name == "ag_ui":
+        [sub] = [m for m in stored if m["threadId"] is not None]
+        assert (sub["threadId"], sub["props"]) == ("sub_1", {"content": "Forecast: sunny"})
+    else:
+        assert len(stored) == len(main)
+    usage = await person.execute("query($c: ID!) { chat(id: $c) { usage { promptTokens "
+                                 "completionTokens } } }", {"c": chat["id"]})
+    expected = USAGE.get(name, (0, 0))
+    assert usage["chat"]["usage"] == {"promptTokens": expected[0],
+                                      "completionTokens": expected[1]}
