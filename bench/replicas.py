@@ -106,6 +106,30 @@ async def read_after_write(db: Database, sizes: Sizes) -> list[float]:
     return timings
 
 
+async def replayed(primary: str, replica: str, timeout: float = 60.0) -> None:
+    """Wait until ``replica`` has replayed everything ``primary`` has written so far."""
+    import asyncpg
+
+    def dsn(url: str) -> str:
+        return url.replace("postgresql+asyncpg://", "postgresql://", 1)
+
+    source = await asyncpg.connect(dsn(primary))
+    try:
+        position = await source.fetchval("SELECT pg_current_wal_insert_lsn()")
+    finally:
+        await source.close()
+    target = await asyncpg.connect(dsn(replica))
+    try:
+        deadline = time.monotonic() + timeout
+        while not await target.fetchval("SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn",
+                                         position):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the replica did not replay the seed in time")
+            await asyncio.sleep(0.05)
+    finally:
+        await target.close()
+
+
 def p99(values: list[float]) -> float:
     return statistics.quantiles(values, n=100)[98] if len(values) > 1 else values[0]
 
@@ -126,6 +150,9 @@ async def measure(pair: ReplicaPair, sizes: Sizes) -> str:
                 await replicated.replicas.wait_checked()
                 if replicated.replicas.replicas[0].healthy:
                     break
+            # Healthy means at most the max lag behind: wait until the seed itself is
+            # replayed, or a read of another caller's chat may find it missing.
+            await replayed(primary, replica)
             reads, writes = await mixed(replicated, sizes)
             served = replicated.replicas.replicas[0].served
             share = served / max(1, served + replicated.replicas.primary_served)
