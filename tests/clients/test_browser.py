@@ -7,14 +7,18 @@ mid-stream then reload; a page opened mid-stream and a page whose socket is cut 
 with exactly the persisted messages; the chat list shows a new chat, and "typing…"
 while it is streamed into, without a reload; the playground, with every other host blocked, runs
 a query and a live ``chatStream``. The chat-client flows (``chat-client.test.mjs``, in the
-same process and browser): a new chat, Enter sends and Shift+Enter breaks the line, a
-scripted agent's answer streams in with rendered markdown; edit, a second version and back
-to the first; a search hit on another branch opens there; rename, pin, tags, usage,
-export, start over with its note, delete, the trash and restore; Stop mid-answer; a
-reload mid-answer resumes. Each state is checked with axe-core (no serious or critical
-violation), no page error and no request to another host, and saved as a screenshot
-under the test's temporary folder. The server runs on a fresh SQLite file (the storage
-paths are covered on both databases by the Python and TypeScript live tests).
+same process and browser) talk to the real demo agent — ``chatql-client demo --assistant
+demo``, a separate process beside the server for the whole session, answering every chat
+of assistant "demo" through the agent loop: a new chat, Enter sends and Shift+Enter breaks
+the line, the agent's answer streams in with rendered markdown; edit, the agent answers the
+second version, back to the first; regenerate, version 2 of the answer, back to version 1;
+a search hit on another branch opens there; rename, pin, tags, usage, export, start over
+with its note, delete, the trash and restore; Stop mid-answer; a reload mid-answer
+resumes. Each state is checked with axe-core (no serious or critical violation), no page
+error and no request to another host, and saved as a screenshot under the test's
+temporary folder (``screenshots/``, each path printed). The server runs on a fresh SQLite
+file (the storage paths are covered on both databases by the Python and TypeScript live
+tests).
 Skipped without Node.js or Chromium, required under CI.
 """
 
@@ -72,13 +76,56 @@ def chatql_serve(tmp_path: Path) -> Iterator[str]:
         process.communicate(timeout=30)
 
 
-def test_app_and_playground_in_chromium(chatql_serve: str) -> None:
+# The demo agent's identity: an agent of the tenant the page's person (alice) is in.
+DEMO_AGENT_HEADERS = {"X-User-Id": "demo-agent", "X-Tenant-Id": "acme", "X-Roles": "agent"}
+# Seconds between the offline model's tokens: slow enough that a person (the test) can
+# press Stop or reload while an answer is still streaming, about five seconds an answer.
+DEMO_PACE = 0.06
+
+
+@pytest.fixture
+def demo_agent(chatql_serve: str, tmp_path: Path) -> Iterator[Path]:
+    """``chatql-client demo`` answering assistant "demo" beside the server; yields its log."""
+    log = tmp_path / "demo-agent.log"
+    command = [str(Path(sys.executable).with_name("chatql-client")), "demo",
+               "--url", f"{chatql_serve}/graphql", "--assistant", "demo",
+               "--pace", str(DEMO_PACE), "--verbose"]
+    for name, value in DEMO_AGENT_HEADERS.items():
+        command += ["--header", f"{name}={value}"]
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("OPENAI_BASE_URL", "OPENAI_API_KEY")}  # the offline model
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            time.sleep(0.5)
+            assert process.poll() is None, log.read_text()
+            yield log
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def test_app_and_playground_in_chromium(chatql_serve: str, demo_agent: Path,
+                                        tmp_path: Path) -> None:
     require_node(WEB_DIR)
     browser = chromium()
+    screenshots = tmp_path / "screenshots"
+    screenshots.mkdir()
     run = subprocess.run(
         ["node", "--test", "test/app.test.mjs"], cwd=WEB_DIR, capture_output=True, text=True,
-        timeout=300, env={**os.environ, "CHATQL_URL": chatql_serve, "CHROMIUM_PATH": browser},
+        timeout=300, env={**os.environ, "CHATQL_URL": chatql_serve, "CHROMIUM_PATH": browser,
+                          "SCREENSHOT_DIR": str(screenshots)},
     )
-    output = run.stdout + run.stderr
+    output = run.stdout + run.stderr + "\n--- demo agent ---\n" + demo_agent.read_text()
     assert run.returncode == 0, output
     assert "# pass 8" in output and "# fail 0" in output, output
+    shots = sorted(path.name for path in screenshots.glob("*.png"))
+    for name in ("streaming", "answered", "edited", "version-1", "regenerated",
+                 "regenerated-version-1", "search-hit", "started-over", "trash", "restored",
+                 "stopped", "resumed", "app", "playground"):
+        assert f"{name}.png" in shots, shots
+    print(f"screenshots in {screenshots}: {', '.join(shots)}")

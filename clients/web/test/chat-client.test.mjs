@@ -1,11 +1,13 @@
-// The web app as a chat client, in Chromium against a real `chatql serve`: a person starts
-// a chat, types, and reads the agent's streamed answer; edits, versions, search, the
-// trash, start over, Stop and a reload mid-answer. Found by role and visible text.
+// The web app as a chat client, in Chromium against a real `chatql serve` with the demo
+// agent (`chatql-client demo --assistant demo`, started beside the server by the Python
+// test) answering every chat of assistant "demo": a person starts a chat, types, and reads
+// the agent's streamed answer; edits, regenerates, versions, search, the trash, start
+// over, Stop and a reload mid-answer. Found by role and visible text.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { base, context, occurrences, producer, seriousViolations, sharedBrowser, snap } from "./helpers.mjs";
+import { base, context, occurrences, seriousViolations, sharedBrowser, snap } from "./helpers.mjs";
 
 const run = Date.now().toString(36);
 
@@ -43,8 +45,13 @@ async function assertClean(page, blocked, errors, name) {
   assert.deepEqual(blocked, [], `requests to other hosts on ${name}`);
 }
 
-test("a person talks to the agent: new chat, Enter sends, the answer streams in with rendered markdown; edit, versions, search, start over, export, trash", async () => {
-  const agent = producer();
+/** The stream has ended and the stored answer is shown (stored messages carry their time). */
+async function answered(page) {
+  await page.getByRole("button", { name: "Stop", exact: true }).waitFor({ state: "detached", timeout: 30000 });
+  await page.getByRole("log").getByRole("article", { name: "demo, text" }).locator("time").waitFor({ timeout: 30000 });
+}
+
+test("a person talks to the agent: new chat, Enter sends, the answer streams in with rendered markdown; edit, regenerate, versions, search, start over, export, trash", async () => {
   const { ctx, page, blocked, errors } = await openApp();
   try {
     const chatId = await newChat(page);
@@ -60,32 +67,23 @@ test("a person talks to the agent: new chat, Enter sends, the answer streams in 
     const question = log.getByRole("article", { name: "You, user input" });
     await question.getByText("please").waitFor();
     await page.waitForFunction(() => document.querySelector('textarea[aria-label="Message"]').value === "");
-    await log.getByRole("status").getByText(/Waiting for demo to answer/).waitFor();
     // The first message names the chat.
     await page.getByRole("heading", { level: 1, name: `Tell me about XK42Q${run} please` }).waitFor();
     await page.getByRole("navigation", { name: "Chats" }).getByRole("button", { name: `Tell me about XK42Q${run} please` }).waitFor();
 
-    await agent.send({ op: "answer", chatId, pace: 40 });
-    // While it streams: Stop beside a disabled composer, the thinking and tool call growing.
+    // The demo agent answers on its own. While it streams: Stop beside a disabled
+    // composer, the thinking and the tool call's arguments growing.
     await page.getByRole("button", { name: "Stop", exact: true }).waitFor();
     assert.equal(await box.isDisabled(), true);
-    await log.getByText("The person asks about").first().waitFor();
+    await log.getByText("The person asks").first().waitFor();
     await log.getByLabel("Arguments").getByText('{"query"').waitFor();
     await snap(page, "streaming");
-    const settled = await agent.send({ op: "settle", chatId });
-    assert.equal(settled.status, "COMPLETED");
-    await page.getByRole("button", { name: "Stop", exact: true }).waitFor({ state: "detached" });
-    // The stored answer: markdown rendered (bold, a table, a code block, a safe link).
+    await answered(page);
+    // The stored answer: markdown rendered (bold, a table, a code block).
     const answer = log.getByRole("article", { name: "demo, text" });
-    // Read back from the database: the stored copy carries its time.
-    await answer.locator("time").waitFor();
     await answer.getByRole("table").getByRole("cell", { name: "Words" }).waitFor();
     assert.equal(await answer.locator("strong").first().innerText(), `Tell me about XK42Q${run}\nplease`.replace("\n", " "));
     assert.match(await answer.locator("pre code").innerText(), /print\(/);
-    const link = answer.getByRole("link", { name: "the docs" });
-    assert.equal(await link.getAttribute("target"), "_blank");
-    assert.equal(await link.getAttribute("rel"), "noopener noreferrer");
-    assert.equal(await answer.locator("b").count(), 0, "raw HTML is never rendered");
     assert.equal(await box.isDisabled(), false);
     // Sender and time on each message; thinking folded, unfolded on request.
     await question.getByText("You", { exact: true }).waitFor();
@@ -97,24 +95,51 @@ test("a person talks to the agent: new chat, Enter sends, the answer streams in 
     await log.getByText("Tool result").waitFor();
     await assertClean(page, blocked, errors, "answered");
 
-    // Edit the question: a second version is answered; ‹ › moves back to version 1.
+    // Edit the question: the agent answers the second version; ‹ › moves back to version 1.
+    // The demo repeats the question in bold, so a link and raw HTML in it reach the
+    // rendered answer: the link opens safely, the HTML is never rendered.
     await question.getByRole("button", { name: /^Edit/ }).click();
     const editor = log.getByRole("textbox", { name: "Edit your message" });
-    await editor.fill(`Tell me about ZQ7${run} instead`);
+    await editor.fill(`Tell me about ZQ7${run} instead, see [the docs](https://example.org/docs) <b>raw</b>`);
     await editor.press("Enter");
     await log.getByRole("article", { name: "You, user input" }).getByText(`ZQ7${run} instead`).waitFor();
-    await log.getByRole("group", { name: "Versions" }).getByText("2 / 2").waitFor();
-    await agent.send({ op: "answer", chatId, pace: 5 });
-    assert.equal((await agent.send({ op: "settle", chatId })).status, "COMPLETED");
+    await question.getByRole("group", { name: "Versions" }).getByText("2 / 2").waitFor();
+    await answered(page);
     await answer.locator("strong").getByText(`ZQ7${run} instead`).waitFor();
-    await answer.locator("time").waitFor();
+    const link = answer.getByRole("link", { name: "the docs" });
+    assert.equal(await link.getAttribute("target"), "_blank");
+    assert.equal(await link.getAttribute("rel"), "noopener noreferrer");
+    assert.equal(await answer.locator("b").count(), 0, "raw HTML is never rendered");
     await snap(page, "edited");
-    await log.getByRole("button", { name: "Previous version" }).click();
-    await log.getByRole("group", { name: "Versions" }).getByText("1 / 2").waitFor();
+    await question.getByRole("button", { name: "Previous version" }).click();
+    await question.getByRole("group", { name: "Versions" }).getByText("1 / 2").waitFor();
     await answer.getByRole("table").waitFor();
     await answer.locator("strong").getByText(`XK42Q${run}`).waitFor();
     assert.equal(occurrences(await log.innerText(), `ZQ7${run}`), 0);
     await assertClean(page, blocked, errors, "version-1");
+
+    // Regenerate the answer: the agent answers the same question again; the new answer is
+    // version 2 of 2, and ‹ moves back to the first answer.
+    const answerStart = log.getByRole("article", { name: "demo, thinking" });
+    const firstAnswer = await answer.getAttribute("id");
+    await answerStart.getByRole("button", { name: "Regenerate" }).click();
+    await page.getByRole("button", { name: "Stop", exact: true }).waitFor();
+    await log.getByLabel("Arguments").getByText('{"query"').waitFor();
+    await answered(page);
+    const versions = answerStart.getByRole("group", { name: "Versions" });
+    await versions.getByText("2 / 2").waitFor();
+    await question.getByRole("group", { name: "Versions" }).getByText("1 / 2").waitFor();
+    const secondAnswer = await answer.getAttribute("id");
+    assert.notEqual(secondAnswer, firstAnswer);
+    await answer.getByRole("table").waitFor();
+    assert.equal(await log.getByRole("table").count(), 1, "one answer on the branch shown");
+    await assertClean(page, blocked, errors, "regenerated");
+    await versions.getByRole("button", { name: "Previous version" }).click();
+    await versions.getByText("1 / 2").waitFor();
+    await page.waitForFunction((id) => document.getElementById(id) !== null, firstAnswer);
+    assert.equal(await answer.getAttribute("id"), firstAnswer);
+    assert.equal(await log.getByRole("table").count(), 1);
+    await assertClean(page, blocked, errors, "regenerated-version-1");
 
     // Search a word from a message body (on the other branch): the hit opens its chat there.
     await page.goto(`${base}/`);
@@ -165,52 +190,50 @@ test("a person talks to the agent: new chat, Enter sends, the answer streams in 
     await nav.getByRole("button", { name: `Renamed ${run}` }).waitFor();
     await assertClean(page, blocked, errors, "restored");
   } finally {
-    agent.close();
     await ctx.close();
   }
 });
 
-test("Stop mid-answer keeps what was written, marked interrupted; the agent is told", async () => {
-  const agent = producer();
+test("Stop mid-answer keeps what was written, marked interrupted; the agent stops", async () => {
   const { ctx, page, blocked, errors } = await openApp();
   try {
-    const chatId = await newChat(page);
+    await newChat(page);
     await ask(page, `Halt now ${run}`);
-    await agent.send({ op: "answer", chatId, pace: 150 });
     const log = page.getByRole("log");
     await log.getByText("The person asks").first().waitFor();
     await page.getByRole("button", { name: "Stop", exact: true }).click();
     await log.getByText("interrupted").first().waitFor();
-    const settled = await agent.send({ op: "settle", chatId });
-    assert.equal(settled.status, "STREAM_CLOSED");
+    await page.getByRole("button", { name: "Stop", exact: true }).waitFor({ state: "detached" });
     await page.getByRole("textbox", { name: "Message" }).waitFor({ state: "visible" });
     assert.equal(await page.getByRole("textbox", { name: "Message" }).isDisabled(), false);
     await assertClean(page, blocked, errors, "stopped");
+    // Stored as interrupted; the agent wrote nothing more (its answer never ends).
+    await page.reload();
+    await log.getByText("interrupted").first().waitFor();
+    await log.locator("article time").first().waitFor();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    assert.equal(occurrences(await log.innerText(), "Done."), 0);
+    assert.equal(await page.getByRole("button", { name: "Stop", exact: true }).count(), 0);
   } finally {
-    agent.close();
     await ctx.close();
   }
 });
 
 test("a reload mid-answer resumes it: the answer completes once", async () => {
-  const agent = producer();
   const { ctx, page, blocked, errors } = await openApp();
   try {
-    const chatId = await newChat(page);
+    await newChat(page);
     await ask(page, `Resume me ${run}`);
-    await agent.send({ op: "answer", chatId, pace: 60 });
     await page.getByRole("log").getByText("Tool call:").waitFor();
     await page.reload();
     const log = page.getByRole("log");
     await page.getByRole("button", { name: "Stop", exact: true }).waitFor();
     await log.getByText("Done.").waitFor({ timeout: 20000 });
-    assert.equal((await agent.send({ op: "settle", chatId })).status, "COMPLETED");
-    await page.getByRole("button", { name: "Stop", exact: true }).waitFor({ state: "detached" });
+    await answered(page);
     assert.equal(await log.getByRole("table").count(), 1);
     assert.equal(occurrences(await log.innerText(), "Done."), 1);
     await assertClean(page, blocked, errors, "resumed");
   } finally {
-    agent.close();
     await ctx.close();
   }
 });

@@ -1,4 +1,4 @@
-import { documents, type ChatqlClient } from "@chatql/client";
+import { UpdateChatDocument, type ChatqlClient } from "@chatql/client";
 import { useRef, useState, type FormEvent } from "react";
 
 import type { ChatDetails } from "../thread";
@@ -20,7 +20,7 @@ export function ChatHeader({ client, chat, streaming, onChanged, onStartOver, on
   const update = async (input: { title?: string; pinned?: boolean; tags?: string[] }) => {
     setProblem(null);
     try {
-      await client.request(documents.UpdateChatDocument, { id: chat.id, input });
+      await client.request(UpdateChatDocument, { id: chat.id, input });
       await onChanged();
       return true;
     } catch (error) {

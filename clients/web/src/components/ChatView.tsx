@@ -1,11 +1,11 @@
-import { documents, type ChatqlClient, type MessageState } from "@chatql/client";
+import { AppendMessagesDocument, DeleteChatDocument, StopStreamDocument, UpdateChatDocument, type ChatqlClient, type MessageState } from "@chatql/client";
 import { useChatStream } from "@chatql/client/react";
 import { useEffect, useLayoutEffect, useRef, useState } from "react";
 
 import type { Place } from "../App";
 import { run, writeId } from "../api";
 import { downloadExport } from "../export";
-import { EditMessageDocument, StartOverDocument, SwitchBranchDocument } from "../generated/operations";
+import { EditMessageDocument, RegenerateDocument, StartOverDocument, SwitchBranchDocument } from "../generated/operations";
 import { useChatDetails, useThread, type ThreadMessage } from "../thread";
 import { ChatHeader } from "./ChatHeader";
 import { Composer } from "./Composer";
@@ -160,7 +160,7 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
   };
 
   const send = (content: string) => attempt(async () => {
-    const data = await client.request(documents.AppendMessagesDocument, {
+    const data = await client.request(AppendMessagesDocument, {
       chatId, appendId: writeId(),
       messages: [{ role: "USER", type: "user_input", props: { content } }],
     });
@@ -171,7 +171,7 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
     atBottom.current = true;
     if (chat.details && !chat.details.title) {
       // The first message names the chat.
-      await client.request(documents.UpdateChatDocument, { id: chatId, input: { title: content.replace(/\s+/g, " ").slice(0, 60) } });
+      await client.request(UpdateChatDocument, { id: chatId, input: { title: content.replace(/\s+/g, " ").slice(0, 60) } });
       await chat.reload();
     }
   });
@@ -184,7 +184,7 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
 
   const stop = async () => {
     setStopping(true);
-    if (!(await attempt(() => client.request(documents.StopStreamDocument, { chatId })))) setStopping(false);
+    if (!(await attempt(() => client.request(StopStreamDocument, { chatId })))) setStopping(false);
   };
 
   const actions: MessageActions = {
@@ -209,6 +209,20 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
         setTimeout(() => document.querySelector<HTMLElement>(`#message-${CSS.escape(target)} [aria-label="Versions"] button:not([disabled])`)?.focus());
       });
     },
+    regenerate: (message) => {
+      const question = message.parentId;
+      if (!question) return;
+      void attempt(async () => {
+        // The question becomes the active leaf again: the agent answers it anew, and the
+        // new answer is a sibling of this one (‹ › between them once it is stored).
+        await run(client, RegenerateDocument, { messageId: question });
+        setPendingReload(0);
+        setFocusId(null);
+        atBottom.current = true;
+        await thread.reload();
+        composer.current?.focus();
+      });
+    },
   };
 
   const startOver = () => attempt(async () => {
@@ -216,7 +230,7 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
     await thread.reload();
   }).then(() => undefined);
   const remove = () => attempt(async () => {
-    await client.request(documents.DeleteChatDocument, { id: chatId });
+    await client.request(DeleteChatDocument, { id: chatId });
     onGo({ chatId: null, messageId: null, trash: false });
   }).then(() => undefined);
   const exportChat = () => attempt(() => downloadExport(chatId, headers)).then(() => undefined);

@@ -15,6 +15,8 @@ export interface Shown {
   readonly status: string | null;
   readonly createdAt: string | null;
   readonly siblings: { readonly index: number; readonly count: number; readonly ids: readonly string[] } | null;
+  /** The message this one answers or follows (null for the first, unknown while streaming). */
+  readonly parentId?: string | null;
   /** True for the first message of an answer (its parent is the person's question). */
   readonly answerStart: boolean;
   /** The person's message as sent, not read back yet (no edit until it is). */
@@ -26,6 +28,8 @@ export interface MessageActions {
   readonly assistant: string;
   edit(message: Shown, content: string): Promise<boolean>;
   pickVersion(message: Shown, index: number): void;
+  /** Asks the agent to answer the question `message` answers again (a new version). */
+  regenerate(message: Shown): void;
 }
 
 export const MEMORY_NOTE = "Started over: the agent no longer reads the messages above. Its memory is kept.";
@@ -108,6 +112,9 @@ export function MessageView({ message, actions, focused }: { message: Shown; act
         {message.type === "user_input" && message.createdAt && !message.sending && !editing && (
           <button type="button" className="link" disabled={actions.busy} onClick={() => setEditing(true)}
             aria-label={`Edit “${content.slice(0, 40)}”`}>Edit</button>
+        )}
+        {message.answerStart && message.createdAt && message.parentId && (
+          <button type="button" className="link" disabled={actions.busy} onClick={() => actions.regenerate(message)}>Regenerate</button>
         )}
       </div>
       {body}

@@ -1,4 +1,4 @@
-import { documents, type ChatqlClient, type ChatSummary } from "@chatql/client";
+import { CreateChatDocument, type ChatqlClient, type ChatSummary } from "@chatql/client";
 import { useChatList } from "@chatql/client/react";
 import { useEffect, useState } from "react";
 
@@ -23,7 +23,7 @@ export function Sidebar({ client, place, onGo }: { client: ChatqlClient; place: 
     setProblem(null);
     try {
       localStorage.setItem(ASSISTANT_KEY, assistant);
-      const data = await client.request(documents.CreateChatDocument, { input: { assistantId: assistant.trim() || "demo" } });
+      const data = await client.request(CreateChatDocument, { input: { assistantId: assistant.trim() || "demo" } });
       onGo({ chatId: data.createChat.id, messageId: null, trash: false });
     } catch (error) {
       setProblem((error as Error).message);

@@ -84,6 +84,13 @@ export type StartOverMutationVariables = Exact<{
 
 export type StartOverMutation = { startOver: { id: string } };
 
+export type RegenerateMutationVariables = Exact<{
+  messageId: string;
+}>;
+
+
+export type RegenerateMutation = { regenerate: { id: string, activeLeafId: string | null } };
+
 export class TypedDocumentString<TResult, TVariables>
   extends String
   implements DocumentTypeDecoration<TResult, TVariables>
@@ -225,3 +232,11 @@ export const StartOverDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<StartOverMutation, StartOverMutationVariables>;
+export const RegenerateDocument = new TypedDocumentString(`
+    mutation Regenerate($messageId: ID!) {
+  regenerate(messageId: $messageId) {
+    id
+    activeLeafId
+  }
+}
+    `) as unknown as TypedDocumentString<RegenerateMutation, RegenerateMutationVariables>;
