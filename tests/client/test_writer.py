@@ -3,20 +3,13 @@ what it stores, how it ends, Stop, retried pushes, heartbeats and misuse."""
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import json
-import os
-import signal
-import subprocess
-import sys
 from typing import Any
 
 import httpx
 import pytest
 from chatql_client import ChatqlClient, StreamEndedError, StreamStopped
 
-from chatql.gql.settings import Settings
 from tests.client.conftest import AGENT
 
 
@@ -119,42 +112,6 @@ async def test_stop_raises_stream_stopped_at_the_next_write(
     assert (last["props"]["content"], last["status"]) == ("Once upon ", "INTERRUPTED")
 
 
-@pytest.fixture
-def settings(settings: Settings) -> Settings:
-    # A short idle timeout: heartbeats every 0.5 s, a vanished producer timed out in 1.5 s.
-    return dataclasses.replace(settings, stream_idle_timeout=1.5)
-
-
-async def test_stop_while_the_agent_is_quiet_cancels_its_wait(
-        kit: ChatqlClient, person: ChatqlClient) -> None:
-    chat_id, _ = await new_question(person)
-    cancelled = asyncio.Event()
-
-    async def stop_soon() -> None:
-        await asyncio.sleep(0.3)
-        await person.stop_stream(chat_id)
-
-    stopper = asyncio.create_task(stop_soon())
-    started = asyncio.get_running_loop().time()
-    with pytest.raises(StreamStopped):
-        async with kit.stream(chat_id) as s:
-            await s.text("Calling a slow tool")
-            try:
-                await asyncio.sleep(30)  # a long tool call
-            except asyncio.CancelledError:
-                cancelled.set()
-                raise
-    await stopper
-    assert cancelled.is_set()
-    # Found by the next heartbeat (a third of the 1.5 s idle timeout), not after 30 s.
-    assert asyncio.get_running_loop().time() - started < 5
-    assert s.idle_timeout == 1.5
-    # The task that ran the agent is not left cancelled.
-    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
-    last = (await person.messages(chat_id))[-1]
-    assert (last["props"]["content"], last["status"]) == ("Calling a slow tool", "INTERRUPTED")
-
-
 class LoseFirstPushAnswer(httpx.AsyncBaseTransport):
     """Forwards every request; drops the answer of the first non-empty pushChunks after
     the server has processed it (as a connection cut at the wrong moment would)."""
@@ -198,8 +155,10 @@ class FailTwice(httpx.AsyncBaseTransport):
     def __init__(self) -> None:
         self.inner = httpx.AsyncHTTPTransport()
         self.failed = 0
+        self.bodies: list[bytes] = []
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.bodies.append(request.content or b"")
         if self.failed < 2 and b"pushChunks" in (request.content or b""):
             self.failed += 1
             return httpx.Response(503, text="unavailable")
@@ -218,7 +177,6 @@ async def test_5xx_is_retried_but_a_graphql_error_is_not(
         async with kit.stream(chat_id) as s:
             await s.text("Through.")
         assert transport.failed == 2 and s.status == "COMPLETED"
-        sent = kit.requests_sent
         with pytest.raises(StreamStopped) as closed:
             async with kit.stream(chat_id) as s2:
                 await s2.text("x")
@@ -227,50 +185,9 @@ async def test_5xx_is_retried_but_a_graphql_error_is_not(
                 await s2.text("y")
                 await s2.flush()
         assert closed.value.code == "STREAM_CLOSED"
-        # start, push, refused push: no retry of a GraphQL error.
-        assert kit.requests_sent - sent == 3
+        # The refused push was sent once: no retry of a GraphQL error.
+        assert sum(b'"content":"y"' in body for body in transport.bodies) == 1
     assert (await person.messages(chat_id))[-1]["props"] == {"content": "x"}
-
-
-KILLED_PRODUCER = """
-import asyncio, os, signal, sys
-from chatql_client import ChatqlClient
-
-async def main():
-    client = ChatqlClient(sys.argv[1], headers={"X-User-Id": "agent-1", "X-Tenant-Id": "acme",
-                                                "X-Roles": "agent"})
-    async with client.stream(sys.argv[2]) as s:
-        await s.text("Before the crash")
-        await s.flush()
-        print("streaming", flush=True)
-        os.kill(os.getpid(), signal.SIGKILL)
-
-asyncio.run(main())
-"""
-
-
-async def test_a_killed_producer_times_out_but_a_quiet_one_with_heartbeats_does_not(
-        server_url: str, kit: ChatqlClient, person: ChatqlClient) -> None:
-    killed_chat, _ = await new_question(person, "Who crashes?")
-    quiet_chat, _ = await new_question(person, "Who waits?")
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", KILLED_PRODUCER, server_url, killed_chat,
-        stdout=subprocess.PIPE, env={**os.environ})
-    out, _ = await process.communicate()
-    assert out.decode().strip() == "streaming"
-    assert process.returncode == -signal.SIGKILL
-
-    async with kit.stream(quiet_chat) as s:
-        await s.text("Thinking hard")
-        await asyncio.sleep(4.5)  # three idle timeouts without a word
-        await s.text("… done.")
-    assert s.status == "COMPLETED"
-    assert (await person.messages(quiet_chat))[-1]["props"] == {
-        "content": "Thinking hard… done."}
-
-    # The killed producer's stream was ended INTERRUPTED meanwhile, its text kept.
-    last = (await person.messages(killed_chat))[-1]
-    assert (last["props"], last["status"]) == ({"content": "Before the crash"}, "INTERRUPTED")
 
 
 async def test_a_call_after_the_stream_ended_raises_a_clear_error(

@@ -273,3 +273,32 @@ async def test_a_batch_is_one_log_entry_and_single_chunk_entries_still_replay(
         rebuilt = _rebuild("s1", meta, {}, set(), entries)
         assert rebuilt.state.messages == producer.state.messages
         assert rebuilt.state.seq == producer.state.seq
+
+
+async def test_a_lease_ends_when_its_renewal_is_cancelled_mid_call(
+        make_broker: Callable[..., RedisBackend]) -> None:
+    """A cancellation that reaches the renewal inside a Redis call, and that the client
+    turns into a connection error, still ends the renewal: the operation holding the lease
+    finishes instead of waiting for it for ever."""
+    broker = make_broker(lease_seconds=0.03)
+    entered = asyncio.Event()
+
+    async def cancelled_into_an_error(**_: Any) -> int:
+        entered.set()
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            raise ConnectionError("connection closed by the cancellation") from None
+        return 1
+
+    broker._renew_script = cancelled_into_an_error  # type: ignore[assignment]
+    stream_id = f"s-{uuid.uuid4().hex[:8]}"
+
+    async def hold() -> None:
+        async with broker.lease(stream_id):
+            await entered.wait()  # the renewal is inside its Redis call
+
+    holder = asyncio.create_task(hold())
+    done, _ = await asyncio.wait({holder}, timeout=5)
+    assert done == {holder}, "the lease never ended: its renewal swallowed the cancellation"
+    holder.result()

@@ -435,9 +435,16 @@ class RedisBackend(Backend):
         """Keep the lease while the operation runs (a long persist, say)."""
         while True:
             await asyncio.sleep(self._lease_ms / 3000)
-            with contextlib.suppress(RedisError, OSError):
+            try:
                 if not await self._renew_script(keys=[key], args=[token, self._lease_ms]):
                     return  # lost it: the next write is refused
+            except (RedisError, OSError):
+                # The client may turn a cancellation that lands mid-call into a connection
+                # error: swallowing it would keep this task (and the operation awaiting
+                # it) alive for ever.
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise asyncio.CancelledError from None
 
     async def is_current(self, stream_id: str) -> bool:
         version = self._versions.get(stream_id)

@@ -159,7 +159,13 @@ class StreamWriter:
                 lost = True
                 raise
 
-        data = await client._retrying(attempt)
+        try:
+            data = await client._retrying(attempt)
+        except asyncio.CancelledError:
+            # The start may have reached the service: end what it may have opened, so a
+            # worker stopped mid-claim leaves no stream to time out.
+            await self._abandon()
+            raise
         stream = data["startStream"]
         self.stream_id = stream["id"]
         if stream.get("idleTimeout"):
@@ -201,6 +207,21 @@ class StreamWriter:
             return False
         await self._end_after(exc)
         return False
+
+    async def _abandon(self) -> None:
+        async def end() -> None:
+            try:
+                await self.client.execute(END, {"id": self.stream_id, "status": "INTERRUPTED",
+                                                "error": None, "usage": None})
+            except Exception as failure:  # not opened after all (NOT_FOUND), or unreachable
+                logger.debug("stream %s: abandoned start: %s", self.stream_id, failure)
+
+        task = asyncio.ensure_future(end())
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            await asyncio.wait([task])
+        self._mark_ended("INTERRUPTED")
 
     async def _end_after(self, exc: BaseException) -> None:
         """Ends the stream after ``exc``: INTERRUPTED when the producer is going away
