@@ -599,6 +599,8 @@ export type Query = {
   memoryEntries: MemoryEntryConnection;
   /** A page of a chat's messages (newest 50 by default) along one branch: the path from the root to `branch` (default: the active leaf); with allBranches, every message in sequence order. */
   messages: MessageConnection;
+  /** A request's messages across every chat the caller may read, oldest first (by creation time, then chat and sequence); 50 a page by default, at most 200. */
+  messagesByRequest: MessageConnection;
   /** What an agent should send its model: the newest boundary's summary first (as a SYSTEM message), then the newest complete user-led turns that fit in `limit` messages and/or `maxTokens` tokens (at least one is required; the summary counts). Messages without a token count are estimated (one token per 4 characters of the props JSON) and marked tokensEstimated. UI-only types (loading, action, error), FAILED messages, INTERRUPTED tool_call messages and (unless includeThinking) thinking messages are left out. WINDOW_TOO_SMALL when the newest turn alone does not fit either bound. */
   modelContext: Array<Message>;
   /** A person's memory across scopes: pinned entries first, then the most recently updated; limit is capped at 200. Another subject's memory needs role agent or admin (else: empty). */
@@ -656,6 +658,13 @@ export type QueryMessagesArgs = {
   filter?: InputMaybe<MessageFilter>;
   first?: InputMaybe<Scalars['Int']['input']>;
   last?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+export type QueryMessagesByRequestArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  requestId: Scalars['String']['input'];
 };
 
 
