@@ -56,6 +56,11 @@ async def _stored(person: ChatqlClient, chat_id: str) -> list[tuple[str, str]]:
     return [(m["role"], m["type"]) for m in await person.messages(chat_id)]
 
 
+# The session appends and reads pages; it never streams, so the stream broker is not
+# part of what it exercises: the memory broker only (both databases).
+pytestmark = pytest.mark.parametrize("settings", ["memory"], indirect=True)
+
+
 @pytest.fixture
 async def chat_id(person: ChatqlClient) -> str:
     chat = await person.create_chat("helper", title="agents sdk")
