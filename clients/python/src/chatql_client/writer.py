@@ -312,7 +312,7 @@ class StreamWriter:
 
     async def _background_flush(self) -> None:
         try:
-            await self.flush()
+            await self._send(everything=False)
         except StreamStopped:
             self._stop_reported = False  # found here: the agent has not seen it
             self._interrupt_owner()
@@ -324,6 +324,13 @@ class StreamWriter:
 
     async def flush(self) -> None:
         """Send every waiting chunk now."""
+        await self._send(everything=True)
+
+    async def _send(self, *, everything: bool) -> None:
+        """Push the waiting chunks: all of them, or (the timer's flush) those that were
+        waiting when it began — chunks written while that push is on the wire wait
+        their own interval, so a steady writer sends one push per interval rather than
+        one per round trip."""
         async with self._lock:
             if self._timer is not None:
                 self._timer.cancel()
@@ -331,8 +338,9 @@ class StreamWriter:
             if self._failure is not None:
                 self._stop_reported = self.stopped
                 raise self._failure
-            while self._pending:
-                batch = self._pending[:MAX_PUSH]
+            due = len(self._pending)
+            while self._pending and (everything or due > 0):
+                batch = self._pending[:MAX_PUSH if everything else min(MAX_PUSH, due)]
                 try:
                     await self._push(batch)
                 except StreamStopped as exc:
@@ -345,6 +353,10 @@ class StreamWriter:
                     del self._pending[:len(batch)]
                     raise
                 del self._pending[:len(batch)]
+                due -= len(batch)
+            if self._pending and self._timer is None and not self._exiting:
+                self._timer = asyncio.get_running_loop().call_later(self.flush_interval,
+                                                                    self._on_timer)
 
     async def _push(self, chunks: list[dict[str, Any]]) -> None:
         client = self.client
