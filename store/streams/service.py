@@ -143,7 +143,13 @@ class StreamService:
         alone first marks the database's live claims ended: streams of an earlier run
         are gone with it."""
         if not self.backend.hands_over:
-            ended = await claims.end_live_claims(self.db)
+            try:
+                ended = await claims.end_live_claims(self.db)
+            except persist.DB_ERRORS as error:
+                # The process still starts (and answers liveness) while the database
+                # is down; those claims are ended by the next start that reaches it.
+                logger.warning("stream claims of an earlier run not checked: %s", error)
+                ended = 0
             if ended:
                 logger.warning("%d stream(s) of an earlier run were lost", ended)
         if self._watcher is None and self.idle_timeout > 0:
