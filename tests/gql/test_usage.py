@@ -18,8 +18,10 @@ CREATE = """mutation($id: ID!, $assistant: String!, $public: Boolean!) {
   createChat(input: {id: $id, assistantId: $assistant, public: $public}) { id } }"""
 APPEND = """mutation($chat: ID!, $append: String!, $messages: [MessageInput!]!) {
   appendMessages(chatId: $chat, appendId: $append, messages: $messages) { messageIds } }"""
-START = """mutation($chat: ID!, $stream: ID!, $assistant: String) {
-  startStream(input: {chatId: $chat, streamId: $stream, requestId: "r", assistantId: $assistant,
+# One request per stream: a chat refuses a second stream for a request it answered.
+START = """mutation($chat: ID!, $stream: ID!, $request: String!, $assistant: String) {
+  startStream(input: {chatId: $chat, streamId: $stream, requestId: $request,
+    assistantId: $assistant,
     input: {role: USER, type: "user_input", props: {content: "hi"}, tokens: 3}}) { id } }"""
 PUSH = """mutation($stream: ID!, $chunks: [ChunkInput!]!) {
   pushChunks(streamId: $stream, chunks: $chunks) { accepted } }"""
@@ -49,7 +51,8 @@ async def create(client: GraphQLClient, chat_id: str, headers: dict[str, str],
 async def stream(client: GraphQLClient, chat_id: str, stream_id: str, headers: dict[str, str],
                  usage: dict[str, Any] | None, assistant: str | None = None) -> dict[str, Any]:
     """A completed stream: a text message streamed with tokens, ended with ``usage``."""
-    await client.data(START, {"chat": chat_id, "stream": stream_id, "assistant": assistant},
+    await client.data(START, {"chat": chat_id, "stream": stream_id, "request": f"r-{stream_id}",
+                              "assistant": assistant},
                       headers)
     await client.data(PUSH, {"stream": stream_id, "chunks": [
         {"type": "text", "messageId": "m", "props": {"content": "Hel"}, "tokens": 1},
@@ -116,7 +119,8 @@ async def test_usage_reported_after_a_stop_is_recorded_once(
     """The person pressed stop first; the producer still reports what the request cost."""
     alice, bot = make_headers(user="alice"), agent(make_headers)
     await create(client, "c1", alice)
-    await client.data(START, {"chat": "c1", "stream": "s1", "assistant": None}, bot)
+    await client.data(START, {"chat": "c1", "stream": "s1", "request": "r-s1",
+                              "assistant": None}, bot)
     assert (await client.data(STOP, {"chat": "c1"}, alice))["stopStream"] is True
     usage = {"promptTokens": 9, "completionTokens": 4}
     for _ in range(2):
@@ -180,7 +184,8 @@ async def test_bad_usage_and_token_input_changes_nothing(
 ) -> None:
     alice, bot = make_headers(user="alice"), agent(make_headers)
     await create(client, "c1", alice)
-    await client.data(START, {"chat": "c1", "stream": "s1", "assistant": None}, bot)
+    await client.data(START, {"chat": "c1", "stream": "s1", "request": "r-s1",
+                              "assistant": None}, bot)
     before = await store_fingerprint(db)
     now = datetime.now(UTC)
     bad: list[tuple[str, dict[str, Any], dict[str, str]]] = [
