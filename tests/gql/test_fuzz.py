@@ -316,7 +316,9 @@ async def test_fuzz_stream_operations(client: GraphQLClient, db: Database) -> No
                              PRODUCER)
             current[:] = [f"fz{next(serial)}"]
             answer = fuzzer.post_json({"query": STREAM_OPERATIONS[3], "variables": {
-                "in": {"chatId": "seed", "streamId": current[0], "requestId": "r"}}},
+                # Its own request id: a chat refuses a second stream for one request.
+                "in": {"chatId": "seed", "streamId": current[0],
+                       "requestId": f"r-{current[0]}"}}},
                 PRODUCER)
             assert not answer.get("errors"), answer
             assert probe() == 1, "the probe must see the new stream (seq 1: stream_start)"
