@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install install-test install-dev serve test lint docs schema js-install js-test assets
+.PHONY: install install-test install-dev install-kit serve demo test lint docs schema js-install js-test assets
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,16 +27,31 @@ $(VENV)/.dev: pyproject.toml clients/python/pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]' -e clients/python
 	touch $@
 
+# The producer kit alone (the demo agent and the agent loop), beside the runtime install.
+$(VENV)/.kit: clients/python/pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e clients/python
+	touch $@
+
 install: $(VENV)/.runtime
+install-kit: $(VENV)/.kit
 install-test: $(VENV)/.test
 install-dev: $(VENV)/.dev
 
 serve: install
 	$(BIN)/chatql serve --host $(HOST) --port $(PORT)
 
-# The JavaScript unit tests run first, so pytest prints the closing summary line.
+# The demo agent (no model, no key) answering the assistant `demo` of the server that
+# `make serve` runs: start it in a second terminal, then talk to it in the web app.
+ASSISTANT ?= demo
+demo: install-kit
+	$(BIN)/chatql-client demo --url http://$(HOST):$(PORT)/graphql --assistant $(ASSISTANT)
+
+# The JavaScript unit tests run first, so pytest prints the closing summary line. pytest
+# runs one worker per core (`PYTEST_WORKERS=0` runs in this process, as for a debugger);
+# a worker that finishes its share takes tests from another's.
+PYTEST_WORKERS ?= auto
 test: install-test js-test docs
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 # The documentation site, built strictly (a broken link or a missing page fails).
 docs: install-test
