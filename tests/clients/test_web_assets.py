@@ -45,3 +45,6 @@ def test_pages_reference_only_their_own_assets() -> None:
         assert "http://" not in html and "https://" not in html and "//cdn" not in html
         for asset in re.findall(r'(?:src|href)="/assets/([^"]+)"', html):
             assert (STATIC_DIR / "assets" / asset).is_file(), asset
+        # The icon is in the page, so a browser never asks the server for /favicon.ico
+        # (which chatql does not serve: the request would end in a 404 on every load).
+        assert re.search(r'<link rel="icon" href="data:image/png;base64,[A-Za-z0-9+/=]+"', html)

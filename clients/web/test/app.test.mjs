@@ -39,7 +39,7 @@ async function startChat(agent, chatId, title) {
 
 test("the app shows each part of a live stream growing, then the persisted result", async () => {
   const agent = producer();
-  const { ctx, blocked } = await context(browser);
+  const { ctx, blocked, failed } = await context(browser);
   const page = await ctx.newPage();
   try {
     const streamId = await startChat(agent, id("weather"), `Weather in Oslo ${run}`);
@@ -82,6 +82,7 @@ test("the app shows each part of a live stream growing, then the persisted resul
     }
     if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/app.png` });
     assert.deepEqual(blocked, []);
+    assert.deepEqual(failed, []);
   } finally {
     agent.close();
     await ctx.close();
@@ -164,7 +165,7 @@ test("a page opened mid-stream and a page whose socket is cut end with exactly t
 
 test("the chat list updates itself: a new chat appears, shows typing while streamed, without a reload", async () => {
   const agent = producer();
-  const { ctx, blocked } = await context(browser);
+  const { ctx, blocked, failed } = await context(browser);
   const page = await ctx.newPage();
   try {
     await page.goto(`${base}/`);
@@ -179,6 +180,7 @@ test("the chat list updates itself: a new chat appears, shows typing while strea
     await nav.getByRole("button", { name: `Live list ${run} · typing…` }).waitFor({ state: "detached" });
     await nav.getByRole("button", { name: `Live list ${run}`, exact: true }).waitFor();
     assert.deepEqual(blocked, []);
+    assert.deepEqual(failed, []);
   } finally {
     agent.close();
     await ctx.close();
@@ -187,7 +189,7 @@ test("the chat list updates itself: a new chat appears, shows typing while strea
 
 test("the playground works with every other host blocked: a query and a live chatStream", async () => {
   const agent = producer();
-  const { ctx, blocked } = await context(browser);
+  const { ctx, blocked, failed } = await context(browser);
   const page = await ctx.newPage();
   try {
     const streamId = await startChat(agent, id("playground"), "Playground chat");
@@ -213,6 +215,7 @@ test("the playground works with every other host blocked: a query and a live cha
     await expectText(result, " and more");
     if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/playground.png` });
     assert.deepEqual(blocked, []);
+    assert.deepEqual(failed, []);
     await agent.send({ op: "end", streamId });
   } finally {
     agent.close();

@@ -11,12 +11,12 @@ import { base, context, occurrences, seriousViolations, sharedBrowser, snap } fr
 
 const run = Date.now().toString(36);
 
-/** A page acting as alice, recording page errors and requests to other hosts. */
+/** A page acting as alice, recording page errors, chatql's own error answers (a missing
+ * asset or favicon) and requests to other hosts. */
 async function openApp() {
   const browser = await sharedBrowser();
-  const { ctx, blocked } = await context(browser);
+  const { ctx, blocked, failed: errors } = await context(browser);
   const page = await ctx.newPage();
-  const errors = [];
   page.on("pageerror", (error) => errors.push(String(error)));
   await page.goto(`${base}/`);
   return { ctx, page, blocked, errors };

@@ -17,11 +17,17 @@ export function launch() {
 
 /**
  * A browser context acting as alice (the identity headers a proxy would set on the page
- * request) in which every request to another host is refused and recorded.
+ * request) in which every request to another host is refused and recorded (`blocked`),
+ * and so is every answer of chatql's own with an error status (`failed`: a missing
+ * asset, a favicon, a refused request).
  */
 export async function context(browser) {
   const ctx = await browser.newContext({ extraHTTPHeaders: ALICE, viewport: { width: 1280, height: 800 } });
   const blocked = [];
+  const failed = [];
+  ctx.on("response", (response) => {
+    if (response.status() >= 400) failed.push(`${response.status()} ${response.url()}`);
+  });
   await ctx.route("**/*", (route) => {
     const url = new URL(route.request().url());
     if (url.host !== host) {
@@ -41,7 +47,7 @@ export async function context(browser) {
       }
     };
   });
-  return { ctx, blocked };
+  return { ctx, blocked, failed };
 }
 
 /** The producer process; `send(command)` resolves to its answer. */
