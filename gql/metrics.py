@@ -5,6 +5,9 @@ The families (all prefixed ``chatql_``):
 - ``requests_total{operation,outcome}`` and ``request_duration_seconds{operation}``:
   GraphQL requests over HTTP (fast lanes included) by operation name and outcome
   (``ok`` or the first error's ``extensions.code``);
+- ``ws_operations_total{operation,outcome}``: GraphQL operations over WebSocket (either
+  subprotocol, fast plans included), counted when each ends, by the same operation
+  names and outcomes;
 - ``active_streams``, ``subscribers{transport}`` (``ws``/``sse``);
 - ``chunks_pushed_total`` and ``chunks_delivered_total`` (chunks handed to subscribers);
 - ``stream_persist_seconds``: writing an ended stream to the database;
@@ -69,6 +72,9 @@ class Metrics:
         self.latency = Histogram("chatql_request_duration_seconds",
                                  "Time to answer a GraphQL request over HTTP", ["operation"],
                                  buckets=_LATENCY_BUCKETS, registry=registry)
+        self.ws_operations = Counter("chatql_ws_operations",
+                                     "GraphQL operations over WebSocket",
+                                     ["operation", "outcome"], registry=registry)
         self.active_streams = Gauge("chatql_active_streams", "Live streams not yet ended",
                                     multiprocess_mode="livesum", registry=registry)
         self.subscribers = Gauge("chatql_subscribers", "Open subscriptions by transport",
@@ -88,6 +94,7 @@ class Metrics:
         # Labelled children looked up once per label set: the request path stays a
         # dictionary lookup and two additions.
         self._request_children: dict[tuple[str, str], tuple[Any, Any]] = {}
+        self._ws_children: dict[tuple[str, str], Any] = {}
         self._delivered_seen = 0
         for transport in ("ws", "sse"):
             self.subscribers.labels(transport)
@@ -101,6 +108,13 @@ class Metrics:
             self._request_children[key] = children
         children[0].inc()
         children[1].observe(seconds)
+
+    def observe_ws_operation(self, operation: str, outcome: str) -> None:
+        key = (operation, outcome)
+        child = self._ws_children.get(key)
+        if child is None:
+            child = self._ws_children[key] = self.ws_operations.labels(operation, outcome)
+        child.inc()
 
     def feed_delivered(self) -> None:
         """Add the chunks this process delivered since the last feed."""

@@ -187,6 +187,48 @@ async def admit_operation(handler: Any, query: str, operation_name: str | None) 
     return limit_class
 
 
+def error_code(message: Any) -> str | None:
+    """The code of the first error an operation's message carries (None: no error)."""
+    kind = message.get("type")
+    payload = message.get("payload")
+    if kind == "error":
+        errors = payload if isinstance(payload, list) else [payload]
+    elif kind in ("next", "data") and isinstance(payload, dict):
+        errors = payload.get("errors") or []
+    else:
+        return None
+    for error in errors:
+        extensions = error.get("extensions") if isinstance(error, dict) else None
+        return str((extensions or {}).get("code") or "INTERNAL")
+    return None
+
+
+class OperationOutcomes:
+    """Counts a socket's operations in ``chatql_ws_operations_total``: each ends ``ok``
+    or with the code of the first error a message of it carried. Mixed into both
+    subprotocols' handlers, whose every message to the client passes ``send_message``
+    (the fast plans' relays write only results, never errors). Every message with an
+    error names an operation that ends (a refused persisted query ends at once, as
+    ``unknown``), so the codes noted never outlive their operations."""
+
+    _outcomes: dict[str, str] | None = None
+    view: Any
+
+    def note_outcome(self, message: Any) -> None:
+        code = error_code(message)
+        if code is not None:
+            if self._outcomes is None:
+                self._outcomes = {}
+            self._outcomes.setdefault(str(message.get("id")), code)
+
+    def operation_ended(self, operation_id: str, query: str | None,
+                        operation_name: str | None) -> None:
+        outcome = "ok" if self._outcomes is None else self._outcomes.pop(operation_id, "ok")
+        metrics = self.view.metrics
+        if metrics is not None:
+            metrics.observe_ws_operation(classify(query, operation_name).name, outcome)
+
+
 def fit_close_reason(reason: str) -> str:
     """``reason`` made encodable (lone surrogates become ``?``) and cut, on a character
     boundary, to fit in a close frame."""
@@ -627,16 +669,21 @@ class ChatqlWebSocketAdapter(ASGIWebSocketAdapter):
         await super().close(code, fit_close_reason(reason))
 
 
-class ChatqlTransportWSHandler(TransportWSHandlerHooks[Any, None]):
-    """``graphql-transport-ws`` with message checks and server pings."""
+class ChatqlTransportWSHandler(OperationOutcomes, TransportWSHandlerHooks[Any, None]):
+    """``graphql-transport-ws`` with message checks, server pings and counted operations."""
 
     _ping_task: asyncio.Task[None] | None = None
+
+    async def send_message(self, message: Any) -> None:
+        self.note_outcome(message)
+        await super().send_message(message)
 
     async def handle_message(self, message: Any) -> None:
         unresolved = resolve_persisted(self.view, message)
         if unresolved is not None:
             error: Any = {"id": message["id"], "type": "error", "payload": [unresolved]}
             await self.send_message(error)
+            self.operation_ended(message["id"], None, None)
             return
         problem = message_problem(message)
         if problem is not None:
@@ -662,6 +709,12 @@ class ChatqlTransportWSHandler(TransportWSHandlerHooks[Any, None]):
                 await self.send_message({"type": "ping"})
 
     async def run_operation(self, operation: Operation[Context, None]) -> None:
+        try:
+            await self._run_counted(operation)
+        finally:
+            self.operation_ended(operation.id, operation.query, operation.operation_name)
+
+    async def _run_counted(self, operation: Operation[Context, None]) -> None:
         try:
             limit_class = await admit_operation(self, operation.query,
                                                 operation.operation_name)
@@ -699,14 +752,19 @@ class ChatqlTransportWSHandler(TransportWSHandlerHooks[Any, None]):
         await super().shutdown()
 
 
-class ChatqlLegacyWSHandler(BaseGraphQLWSHandler[Any, None]):
-    """Legacy ``graphql-ws`` with the same message checks."""
+class ChatqlLegacyWSHandler(OperationOutcomes, BaseGraphQLWSHandler[Any, None]):
+    """Legacy ``graphql-ws`` with the same message checks and counted operations."""
+
+    async def send_message(self, message: Any) -> None:
+        self.note_outcome(message)
+        await super().send_message(message)
 
     async def handle_message(self, message: Any) -> None:
         unresolved = resolve_persisted(self.view, message)
         if unresolved is not None:
             await self.send_message(ErrorMessage(type="error", id=message["id"],
                                                  payload=unresolved))  # type: ignore[typeddict-item]
+            self.operation_ended(message["id"], None, None)
             return
         problem = message_problem(message)
         if problem is not None:
@@ -741,6 +799,7 @@ class ChatqlLegacyWSHandler(BaseGraphQLWSHandler[Any, None]):
         finally:
             self.subscriptions.pop(operation_id, None)
             self.tasks.pop(operation_id, None)
+            self.operation_ended(operation_id, query, operation_name)
             if limit_class == "subscriptions":
                 view: Any = self.view
                 await view.subscription_closed(self.context.identity, "ws")

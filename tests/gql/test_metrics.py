@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from typing import Any
 
 import httpx
@@ -101,3 +102,54 @@ async def test_metrics_can_be_switched_off(settings: Settings) -> None:
             httpx.AsyncClient(timeout=30) as http:
         response = await http.get(f"http://{server}/metrics")
     assert response.status_code == 404
+
+
+@pytest.mark.parametrize("protocol", ["graphql-transport-ws", "graphql-ws"])
+async def test_websocket_operations_are_counted_by_name_and_outcome(
+        settings: Settings, protocol: str) -> None:
+    async with serve(settings) as (server, app), httpx.AsyncClient(timeout=30) as http, \
+            connect(server, protocol, ALICE) as socket:
+        base = f"http://{server}"
+        before = await scrape(http, base)
+        await socket.execute("mutation Open($id: ID!) { createChat(input: "
+                             '{assistantId: "bot", id: $id}) { id } }', {"id": "counted"})
+        # A push over the socket takes the push plan; a missing stream is STREAM_NOT_FOUND.
+        op = await socket.start(PUSH, {"id": "no-such-stream", "chunks": [
+            {"messageId": "m", "type": "text", "props": {"content": "a"}}]})
+        refused = await socket.receive(op)
+        assert refused is not None and refused["errors"][0]["extensions"]["code"] == "STREAM_NOT_FOUND"
+        assert await socket.receive(op) is None
+        # A subscription (the chatStream plan) counts once, when it is stopped.
+        view = await ChunkView.open(socket, "counted")
+        await subscribed(app, "counted", 1)
+        await socket.stop(view.op)
+        await socket.execute("query Look { chat(id: \"counted\") { id } }")
+        # A persisted query the server does not know is refused before it runs.
+        socket._inbox["apq"] = asyncio.Queue()
+        await socket.ws.send(json.dumps({
+            "id": "apq", "type": "subscribe" if protocol == "graphql-transport-ws" else "start",
+            "payload": {"extensions": {"persistedQuery": {"version": 1,
+                                                          "sha256Hash": "0" * 64}}}}))
+        unknown = await asyncio.wait_for(socket._inbox["apq"].get(), 10)
+        assert unknown["type"] == "error", unknown
+        for _ in range(200):
+            after = await scrape(http, base)
+            # The stopped subscription is counted once its relay has wound down.
+            if all(value(after, "chatql_ws_operations_total", operation=name, outcome="ok")
+                   for name in ("Look", "chatStream")):
+                break
+            await asyncio.sleep(0.02)
+
+    def moved(operation: str, outcome: str) -> float:
+        labels = {"operation": operation, "outcome": outcome}
+        return (value(after, "chatql_ws_operations_total", **labels)
+                - value(before, "chatql_ws_operations_total", **labels))
+
+    assert moved("Open", "ok") == 1
+    assert moved("pushChunks", "STREAM_NOT_FOUND") == 1 and moved("pushChunks", "ok") == 0
+    assert moved("chatStream", "ok") == 1
+    assert moved("Look", "ok") == 1
+    assert moved("unknown", "PERSISTED_QUERY_NOT_FOUND") == 1
+    # Over HTTP nothing of these was counted.
+    assert value(after, "chatql_requests_total", operation="Open", outcome="ok") == value(
+        before, "chatql_requests_total", operation="Open", outcome="ok")
