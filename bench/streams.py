@@ -12,6 +12,9 @@ Prints, for K = 1, 10 and 100 subscribers:
 - p50/p99 producer→subscriber latency of both, with chunks pushed one by one at a
   steady pace (the producer stamps each chunk; both processes read the same
   monotonic clock);
+- the same chunks/s and p99 of a third server, chatql with ``CHATQL_METRICS=false``
+  (its own SQLite file), in the same alternating rounds: metrics on ÷ off is what
+  counting for ``/metrics`` costs on the stream path;
 
 then the server's RSS per idle subscriber and per 1 MiB of buffered stream, the
 ``endStream`` persist time of 10,000 messages divided by asyncpg
@@ -41,8 +44,8 @@ single in-process server's rate is printed too).
 
 Every chunk carries a timestamp next to its text, so no two chunks coalesce: the
 comparison is frame for frame. Without ``--quick`` each figure is the best of three
-alternating rounds (chatql, bare, chatql, …): the machine is shared and noise only
-ever slows a run down.
+alternating rounds (chatql, bare, chatql with metrics off, then backwards, …;
+``--rounds N`` for more): the machine is shared and noise only ever slows a run down.
 """
 
 from __future__ import annotations
@@ -618,7 +621,8 @@ async def persist_figures(messages: int,
 # ---- main ---------------------------------------------------------------------------------
 
 
-async def run(quick: bool, scale_only: bool = False, no_scale: bool = False) -> None:
+async def run(quick: bool, scale_only: bool = False, no_scale: bool = False,
+              rounds: int | None = None) -> None:
     sizes = {1: 500, 10: 200, 100: 50} if quick else {1: 20_000, 10: 5_000, 100: 1_000}
     paced = 30 if quick else 300
     tmp = tempfile.mkdtemp(prefix="chatql-bench-")
@@ -626,6 +630,9 @@ async def run(quick: bool, scale_only: bool = False, no_scale: bool = False) -> 
            "CHATQL_SECRET": "bench-secret-0123456789", "CHATQL_WS_KEEPALIVE": "0"}
     chatql = await start_server("chatql", env)
     baseline = await start_server("baseline", {})
+    unmetered = await start_server("chatql", {
+        **env, "CHATQL_DATABASE_URL": f"sqlite+aiosqlite:///{tmp}/unmetered.db",
+        "CHATQL_METRICS": "false"})
     limits = httpx.Limits(max_keepalive_connections=4)
     try:
         async with httpx.AsyncClient(limits=limits, timeout=120) as http:
@@ -641,25 +648,32 @@ async def run(quick: bool, scale_only: bool = False, no_scale: bool = False) -> 
                   f" bare relay {bare_per_sub / 1024:,.1f} KiB per WebSocket)")
             print(f"RSS per 1 MiB buffered stream: {per_mib / 2**20:,.2f} MiB ({mib} MiB pushed)")
             print(f"{'K':>4} {'chatql chunks/s':>16} {'bare chunks/s':>14} {'ratio':>6}"
-                  f"   latency ms p50/p99 chatql | bare")
+                  f"   latency ms p50/p99 chatql | bare"
+                  f"   metrics off chunks/s, on/off ratio, p99 on/off")
             for k, n in sizes.items():
                 # Alternating rounds, best of each: the machine is shared and noise
                 # only ever makes a run slower.
-                ours = bare = None
-                for _ in range(1 if quick else 3):
-                    ours = best(ours, await measure(ChatqlTarget(chatql, http), k, n, 100,
-                                                    paced))
-                    bare = best(bare, await measure(BaselineTarget(baseline, http), k, n,
-                                                    100, paced))
-                assert ours is not None and bare is not None
+                found: dict[str, Figures] = {}
+                turns = [("on", ChatqlTarget, chatql), ("bare", BaselineTarget, baseline),
+                         ("off", ChatqlTarget, unmetered)]
+                for round_ in range(rounds or (1 if quick else 3)):
+                    # Every other round runs backwards, so neither chatql server always
+                    # runs right after the relay.
+                    for key, target, server in turns[::-1] if round_ % 2 else turns:
+                        found[key] = best(found.get(key), await measure(
+                            target(server, http), k, n, 100, paced))
+                ours, bare, off = found.get("on"), found.get("bare"), found.get("off")
+                assert ours is not None and bare is not None and off is not None
                 print(f"{k:>4} {ours.rate:>16,.0f} {bare.rate:>14,.0f} "
                       f"{ours.rate / bare.rate:>6.2f}   {ours.p50:.2f}/{ours.p99:.2f} | "
-                      f"{bare.p50:.2f}/{bare.p99:.2f}")
+                      f"{bare.p50:.2f}/{bare.p99:.2f}   {off.rate:,.0f}, "
+                      f"{ours.rate / off.rate:.2f}, {ours.p99 / off.p99:.2f}")
             if not no_scale:
                 await scale(chatql, baseline, http, quick)
     finally:
         stop_server(chatql)
         stop_server(baseline)
+        stop_server(unmetered)
     await persist(quick)
     await growth(quick)
 
@@ -815,7 +829,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.two_instance:
         job = two_instances(args.quick)
     else:
-        job = run(args.quick, args.scale_only, args.no_scale)
+        job = run(args.quick, args.scale_only, args.no_scale, args.rounds)
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is not built for every platform

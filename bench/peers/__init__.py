@@ -1,6 +1,7 @@
 """Peer benchmark: chatql against PostGraphile 5 and PostGraphile 4 on the same Postgres rows.
 
-    python -m bench.peers [--quick] [--postgres-url URL] [--rounds N] [--seconds S] [--executor]
+    python -m bench.peers [--quick] [--postgres-url URL] [--rounds N] [--seconds S]
+                          [--executor] [--metrics-off]
 
 Creates its own Postgres database (dropped afterwards), migrates it, bulk-loads one chat
 of 200,000 messages and 100,000 chats of one user (``--quick``: 2,000 and 500), then
@@ -43,7 +44,8 @@ Before measuring, one answer of each server is compared: each peer's must carry 
 rows as chatql's. With ``--executor`` another server, chatql with
 ``CHATQL_DISABLED_PLANS=reads`` (every document through the general GraphQL executor),
 takes part in the same alternating rounds, and the compiled ÷ executor ratio is printed
-too. Prints throughput (req/s), p50 and p99 latency of each server, chatql ÷
+too; with ``--metrics-off`` likewise chatql with ``CHATQL_METRICS=false``, and the ratio
+metrics on ÷ off (what counting requests for ``/metrics`` costs). Prints throughput (req/s), p50 and p99 latency of each server, chatql ÷
 PostGraphile 5 and chatql ÷ PostGraphile 4. Without ``node`` and ``npm``, or without
 Node 24's wheel, it prints why and measures nothing.
 """
@@ -250,15 +252,17 @@ async def wait_ready(server: Server, probe: str) -> None:
     raise RuntimeError(f"{server.name} did not answer in time")
 
 
-async def start_chatql(database_url: str, *, compiled: bool = True) -> Server:
+async def start_chatql(database_url: str, *, compiled: bool = True,
+                       metrics: bool = True) -> Server:
     port = free_port()
     env = {**os.environ, "CHATQL_DATABASE_URL": database_url, "CHATQL_SECRET": SECRET,
            "CHATQL_MIGRATE_ON_START": "false", "CHATQL_PLAYGROUND": "false",
-           "CHATQL_AUTH": "dev", "CHATQL_DISABLED_PLANS": "" if compiled else "reads"}
+           "CHATQL_AUTH": "dev", "CHATQL_DISABLED_PLANS": "" if compiled else "reads",
+           "CHATQL_METRICS": "true" if metrics else "false"}
     process = subprocess.Popen(
         [sys.executable, "-m", "chatql.gql.cli", "serve", "--host", "127.0.0.1",
          "--port", str(port), "--log-level", "warning"], cwd=ROOT, env=env)
-    name = "chatql" if compiled else "chatql executor"
+    name = ("chatql" if compiled else "chatql executor") + ("" if metrics else " metrics off")
     server = Server(name, f"http://127.0.0.1:{port}/graphql", process)
     await wait_ready(server, "{ __typename }")
     return server
@@ -399,8 +403,13 @@ def _line(name: str, result: Load, width: int) -> str:
             f"p99 {result.p99:6.2f} ms")
 
 
+#: What each other chatql variant's ratio says: chatql ÷ the variant.
+VARIANT_RATIOS = {"chatql executor": "compiled / executor",
+                  "chatql metrics off": "metrics on / off"}
+
+
 async def measure(chatql: Server, peers: list[Server], sizes: Sizes, rounds: int,
-                  executor: Server | None = None) -> bool:
+                  variants: list[Server]) -> bool:
     depth = min(100_000, sizes.messages // 2)
     plans = await scenarios(chatql, peers, sizes.messages, depth)
     all_same = True
@@ -411,9 +420,8 @@ async def measure(chatql: Server, peers: list[Server], sizes: Sizes, rounds: int
                 for peer in peers}
         all_same = all_same and all(same.values())
         # One round loads every server in turn, so each meets the same spells of noise.
-        turns = [(chatql, plan.chatql), *((peer, plan.peers[peer.name]) for peer in peers)]
-        if executor is not None:
-            turns.append((executor, plan.chatql))
+        turns = [(chatql, plan.chatql), *((peer, plan.peers[peer.name]) for peer in peers),
+                 *((variant, plan.chatql) for variant in variants)]
         runs: dict[str, list[Load]] = {server.name: [] for server, _ in turns}
         for _ in range(rounds):
             for server, body in turns:
@@ -429,15 +437,16 @@ async def measure(chatql: Server, peers: list[Server], sizes: Sizes, rounds: int
             b = results[peer.name]
             print(f"    -> chatql / {peer.name} throughput = {a.rps / b.rps:.2f}  "
                   f"(p50 {a.p50 / b.p50:.2f}x, p99 {a.p99 / b.p99:.2f}x)")
-        if executor is not None:
-            c = results[executor.name]
-            print(f"    chatql, general executor only {c.rps:8,.0f} req/s  p50 {c.p50:6.2f} ms"
-                  f"  p99 {c.p99:6.2f} ms  -> compiled / executor = {a.rps / c.rps:.2f}")
+        for variant in variants:
+            c = results[variant.name]
+            print(f"    {variant.name} {c.rps:8,.0f} req/s  p50 {c.p50:6.2f} ms  p99 "
+                  f"{c.p99:6.2f} ms  -> {VARIANT_RATIOS[variant.name]} = {a.rps / c.rps:.2f}"
+                  f"  (p99 {a.p99 / c.p99:.2f}x)")
     return all_same
 
 
 async def run(base_url: str, quick: bool, rounds: int | None, seconds: float | None,
-              executor: bool = False) -> int:
+              executor: bool = False, metrics_off: bool = False) -> int:
     node = ensure_installed()
     if isinstance(node, str):
         print(f"peers: skipped ({node})")
@@ -470,8 +479,9 @@ async def run(base_url: str, quick: bool, rounds: int | None, seconds: float | N
         servers.append(await start_postgraphile4(url))
         if executor:
             servers.append(await start_chatql(url, compiled=False))
-        same = await measure(servers[0], servers[1:3], sizes, rounds,
-                             servers[3] if executor else None)
+        if metrics_off:
+            servers.append(await start_chatql(url, metrics=False))
+        same = await measure(servers[0], servers[1:3], sizes, rounds, servers[3:])
         print(f"peers: every answer carried the same rows: {same}")
         return 0 if same else 1
     finally:
@@ -490,6 +500,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, help="seconds of load per round")
     parser.add_argument("--executor", action="store_true",
                         help="also measure chatql with compiled reads turned off")
+    parser.add_argument("--metrics-off", action="store_true",
+                        help="also measure chatql with metrics turned off")
     args = parser.parse_args(argv)
     return asyncio.run(run(args.postgres_url, args.quick, args.rounds, args.seconds,
-                           args.executor))
+                           args.executor, args.metrics_off))
