@@ -18,7 +18,9 @@ the GraphQL layer gets its outcome from its status.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
 import sys
 import time
 import uuid
@@ -62,13 +64,34 @@ def current_record() -> RequestRecord | None:
     return _current.get()
 
 
+class _RequestIds:
+    """New request ids: 32 hex digits, a random half made once per process and a
+    counter — unique across processes and instances like a random id, without asking
+    the system for randomness on every request."""
+
+    def __init__(self) -> None:
+        self._pid = -1
+        self._prefix = ""
+        self._counter = itertools.count()
+
+    def next(self) -> str:
+        if os.getpid() != self._pid:  # a forked process makes its own half
+            self._pid = os.getpid()
+            self._prefix = uuid.uuid4().hex[:16]
+            self._counter = itertools.count()
+        return f"{self._prefix}{next(self._counter):016x}"
+
+
+_new_request_id = _RequestIds().next
+
+
 def _request_id(scope: Scope) -> str:
     for name, value in scope["headers"]:
         if name == b"x-request-id":
             if 0 < len(value) <= 128 and all(0x21 <= byte <= 0x7E for byte in value):
                 return str(value.decode("ascii"))
             break
-    return uuid.uuid4().hex
+    return _new_request_id()
 
 
 def _outcome_of(status: int) -> str:

@@ -58,6 +58,9 @@ async def test_json_request_lines_name_the_request_and_never_its_content(
             refused = await http.post("/graphql", json={"query": CREATE, "variables": {
                 "id": "x"}}, headers={"Authorization": "Bearer not-a-token"})
             assert refused.status_code == 401
+            # Made ids are unique: each request gets its own.
+            assert refused.headers["x-request-id"] != generated
+            assert len(refused.headers["x-request-id"]) == 32
     finally:
         server.send_signal(signal.SIGTERM)
         try:
@@ -84,3 +87,17 @@ async def test_json_request_lines_name_the_request_and_never_its_content(
     # Never a token, a secret or what was said, anywhere in the output.
     for secret in (token, JWT_SECRET, TEST_SECRET, SECRET_TEXT, "not-a-token"):
         assert secret not in output
+
+
+def test_made_request_ids_are_unique_within_and_across_processes() -> None:
+    import multiprocessing
+
+    from chatql.gql.request_log import _new_request_id
+
+    ours = [_new_request_id() for _ in range(1000)]
+    assert len(set(ours)) == 1000
+    assert all(len(made) == 32 and int(made, 16) >= 0 for made in ours)
+    # A forked process makes its own random half, so its ids never repeat ours.
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        theirs = pool.apply(_new_request_id)
+    assert theirs[:16] != ours[0][:16] and theirs not in ours
