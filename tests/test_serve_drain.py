@@ -2,10 +2,10 @@
 
 While a stream is live and a subscriber follows it, the server gets SIGTERM. From then
 on every readiness probe — over a connection kept alive from before, or a new one — is
-refused or answered 503 (the server's handler marks it draining at once; uvicorn
-serves on until its next tick, then stops listening), never 200; the subscriber's socket is closed; and once the
-process has exited the live stream is in the database, ended INTERRUPTED with every
-chunk the producer had been told was accepted.
+refused or answered 503 (the server's handler marks it draining at once; uvicorn serves
+on until its next tick, then stops listening), never 200; the subscriber's socket is
+closed; and once the process has exited the live stream is in the database, ended
+INTERRUPTED with every chunk the producer had been told was accepted.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -28,16 +27,9 @@ from chatql.store.db.database import Database
 from chatql.store.db.tables import messages
 from tests.conftest import TEST_SECRET, free_port
 from tests.gql.test_streams_ws import ALICE, CREATE, PUSH, START
+from tests.test_serve_workers import graphql_data
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-async def _data(http: httpx.AsyncClient, query: str, variables: dict[str, Any]) -> Any:
-    response = await http.post("/graphql", json={"query": query, "variables": variables},
-                               headers=ALICE)
-    body = response.json()
-    assert response.status_code == 200 and not body.get("errors"), body
-    return body["data"]
 
 
 async def _probe(http: httpx.AsyncClient) -> int | str:
@@ -68,10 +60,10 @@ async def test_after_sigterm_readyz_never_answers_200_and_the_live_stream_persis
                 assert server.poll() is None, "the server exited"
                 await asyncio.sleep(0.05)
             assert await _probe(kept) == 200
-            await _data(kept, CREATE, {"id": "draining"})
-            started = await _data(kept, START, {"input": {"chatId": "draining"}})
+            await graphql_data(kept, CREATE, {"id": "draining"})
+            started = await graphql_data(kept, START, {"input": {"chatId": "draining"}})
             stream_id = started["startStream"]["id"]
-            pushed = await _data(kept, PUSH, {"id": stream_id, "chunks": [
+            pushed = await graphql_data(kept, PUSH, {"id": stream_id, "chunks": [
                 {"messageId": "m", "type": "text", "props": {"content": "half an "},
                  "delta": True},
                 {"messageId": "m", "type": "text", "props": {"content": "answer"},

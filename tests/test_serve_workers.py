@@ -91,7 +91,8 @@ async def serve(database_url: str, broker_url: str, workers: int
         process.stderr.close()
 
 
-async def _data(http: httpx.AsyncClient, query: str, variables: dict[str, Any]) -> Any:
+async def graphql_data(http: httpx.AsyncClient, query: str, variables: dict[str, Any]) -> Any:
+    """The data of a request as alice that must succeed."""
     response = await http.post("/graphql", json={"query": query, "variables": variables},
                                headers=ALICE)
     body = response.json()
@@ -139,13 +140,13 @@ async def test_two_workers_serve_and_share_a_stream(database_url: str, redis_url
             assert len(clients) == 2, "each worker answered one of the connections"
             one, other = clients.values()
             chat = f"wk-{uuid.uuid4().hex[:10]}"
-            await _data(one, CREATE, {"id": chat})
-            sid = (await _data(one, START, {"input": {"chatId": chat}}))["startStream"]["id"]
+            await graphql_data(one, CREATE, {"id": chat})
+            sid = (await graphql_data(one, START, {"input": {"chatId": chat}}))["startStream"]["id"]
             # The stream started through one process is pushed to through the other.
-            pushed = await _data(other, PUSH, {"id": sid, "chunks": [
+            pushed = await graphql_data(other, PUSH, {"id": sid, "chunks": [
                 {"messageId": "m", "type": "text", "props": {"content": "from the other"}}]})
             assert pushed["pushChunks"]["accepted"] == 1
-            ended = (await _data(one, END, {"id": sid, "status": "COMPLETED"}))["endStream"]
+            ended = (await graphql_data(one, END, {"id": sid, "status": "COMPLETED"}))["endStream"]
             assert [m["props"] for m in ended["messages"]] == [{"content": "from the other"}]
         finally:
             for http in spare:

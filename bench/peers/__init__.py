@@ -45,9 +45,10 @@ rows as chatql's. With ``--executor`` another server, chatql with
 ``CHATQL_DISABLED_PLANS=reads`` (every document through the general GraphQL executor),
 takes part in the same alternating rounds, and the compiled ÷ executor ratio is printed
 too; with ``--metrics-off`` likewise chatql with ``CHATQL_METRICS=false``, and the ratio
-metrics on ÷ off (what counting requests for ``/metrics`` costs). Prints throughput (req/s), p50 and p99 latency of each server, chatql ÷
-PostGraphile 5 and chatql ÷ PostGraphile 4. Without ``node`` and ``npm``, or without
-Node 24's wheel, it prints why and measures nothing.
+metrics on ÷ off (what counting requests for ``/metrics`` costs). Prints throughput
+(req/s), p50 and p99 latency of each server, chatql ÷ PostGraphile 5 and chatql ÷
+PostGraphile 4. Without ``node`` and ``npm``, or without Node 24's wheel, it prints why
+and measures nothing.
 """
 
 from __future__ import annotations

@@ -117,7 +117,8 @@ async def test_websocket_operations_are_counted_by_name_and_outcome(
         op = await socket.start(PUSH, {"id": "no-such-stream", "chunks": [
             {"messageId": "m", "type": "text", "props": {"content": "a"}}]})
         refused = await socket.receive(op)
-        assert refused is not None and refused["errors"][0]["extensions"]["code"] == "STREAM_NOT_FOUND"
+        assert refused is not None
+        assert refused["errors"][0]["extensions"]["code"] == "STREAM_NOT_FOUND"
         assert await socket.receive(op) is None
         # A subscription (the chatStream plan) counts once, when it is stopped.
         view = await ChunkView.open(socket, "counted")
