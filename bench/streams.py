@@ -14,7 +14,9 @@ Prints, for K = 1, 10 and 100 subscribers:
   monotonic clock);
 - the same chunks/s and p99 of a third server, chatql with ``CHATQL_METRICS=false``
   (its own SQLite file), in the same alternating rounds: metrics on ÷ off is what
-  counting for ``/metrics`` costs on the stream path;
+  counting for ``/metrics`` costs on the stream path; with ``--tracing`` a fourth,
+  chatql exporting traces over OTLP/HTTP (to a stand-in collector in this process that
+  drops every batch), and tracing on ÷ off;
 
 then the server's RSS per idle subscriber and per 1 MiB of buffered stream, the
 ``endStream`` persist time of 10,000 messages divided by asyncpg
@@ -52,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import subprocess
@@ -622,7 +625,7 @@ async def persist_figures(messages: int,
 
 
 async def run(quick: bool, scale_only: bool = False, no_scale: bool = False,
-              rounds: int | None = None) -> None:
+              rounds: int | None = None, tracing: bool = False) -> None:
     sizes = {1: 500, 10: 200, 100: 50} if quick else {1: 20_000, 10: 5_000, 100: 1_000}
     paced = 30 if quick else 300
     tmp = tempfile.mkdtemp(prefix="chatql-bench-")
@@ -633,6 +636,15 @@ async def run(quick: bool, scale_only: bool = False, no_scale: bool = False,
     unmetered = await start_server("chatql", {
         **env, "CHATQL_DATABASE_URL": f"sqlite+aiosqlite:///{tmp}/unmetered.db",
         "CHATQL_METRICS": "false"})
+    stack = contextlib.ExitStack()
+    traced = None
+    if tracing:
+        from bench.operations import collector
+
+        traced = await start_server("chatql", {
+            **env, "CHATQL_DATABASE_URL": f"sqlite+aiosqlite:///{tmp}/traced.db",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": stack.enter_context(collector()),
+            "OTEL_BSP_SCHEDULE_DELAY": "500"})
     limits = httpx.Limits(max_keepalive_connections=4)
     try:
         async with httpx.AsyncClient(limits=limits, timeout=120) as http:
@@ -649,13 +661,16 @@ async def run(quick: bool, scale_only: bool = False, no_scale: bool = False,
             print(f"RSS per 1 MiB buffered stream: {per_mib / 2**20:,.2f} MiB ({mib} MiB pushed)")
             print(f"{'K':>4} {'chatql chunks/s':>16} {'bare chunks/s':>14} {'ratio':>6}"
                   f"   latency ms p50/p99 chatql | bare"
-                  f"   metrics off chunks/s, on/off ratio, p99 on/off")
+                  f"   metrics off chunks/s, on/off ratio, p99 on/off"
+                  + ("   tracing on/off ratio" if traced else ""))
             for k, n in sizes.items():
                 # Alternating rounds, best of each: the machine is shared and noise
                 # only ever makes a run slower.
                 found: dict[str, Figures] = {}
                 turns = [("on", ChatqlTarget, chatql), ("bare", BaselineTarget, baseline),
                          ("off", ChatqlTarget, unmetered)]
+                if traced is not None:
+                    turns.append(("traced", ChatqlTarget, traced))
                 for round_ in range(rounds or (1 if quick else 3)):
                     # Every other round runs backwards, so neither chatql server always
                     # runs right after the relay.
@@ -667,13 +682,17 @@ async def run(quick: bool, scale_only: bool = False, no_scale: bool = False,
                 print(f"{k:>4} {ours.rate:>16,.0f} {bare.rate:>14,.0f} "
                       f"{ours.rate / bare.rate:>6.2f}   {ours.p50:.2f}/{ours.p99:.2f} | "
                       f"{bare.p50:.2f}/{bare.p99:.2f}   {off.rate:,.0f}, "
-                      f"{ours.rate / off.rate:.2f}, {ours.p99 / off.p99:.2f}")
+                      f"{ours.rate / off.rate:.2f}, {ours.p99 / off.p99:.2f}"
+                      + (f"   {found['traced'].rate / ours.rate:.2f}" if traced else ""))
             if not no_scale:
                 await scale(chatql, baseline, http, quick)
     finally:
         stop_server(chatql)
         stop_server(baseline)
         stop_server(unmetered)
+        if traced is not None:
+            stop_server(traced)
+        stack.close()
     await persist(quick)
     await growth(quick)
 
@@ -808,6 +827,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="only the scale figure (N = 10, 1,000, 10,000 subscribers)")
     parser.add_argument("--no-scale", action="store_true",
                         help="every figure but the scale figure")
+    parser.add_argument("--tracing", action="store_true",
+                        help="also chatql exporting traces, in the subscriber figures")
     parser.add_argument("--serve", choices=["chatql", "baseline"], help=argparse.SUPPRESS)
     parser.add_argument("--scale-client", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -829,7 +850,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.two_instance:
         job = two_instances(args.quick)
     else:
-        job = run(args.quick, args.scale_only, args.no_scale, args.rounds)
+        job = run(args.quick, args.scale_only, args.no_scale, args.rounds, args.tracing)
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is not built for every platform

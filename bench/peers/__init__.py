@@ -1,7 +1,7 @@
 """Peer benchmark: chatql against PostGraphile 5 and PostGraphile 4 on the same Postgres rows.
 
     python -m bench.peers [--quick] [--postgres-url URL] [--rounds N] [--seconds S]
-                          [--executor] [--metrics-off]
+                          [--executor] [--metrics-off] [--tracing]
 
 Creates its own Postgres database (dropped afterwards), migrates it, bulk-loads one chat
 of 200,000 messages and 100,000 chats of one user (``--quick``: 2,000 and 500), then
@@ -45,7 +45,9 @@ rows as chatql's. With ``--executor`` another server, chatql with
 ``CHATQL_DISABLED_PLANS=reads`` (every document through the general GraphQL executor),
 takes part in the same alternating rounds, and the compiled ÷ executor ratio is printed
 too; with ``--metrics-off`` likewise chatql with ``CHATQL_METRICS=false``, and the ratio
-metrics on ÷ off (what counting requests for ``/metrics`` costs). Prints throughput
+metrics on ÷ off (what counting requests for ``/metrics`` costs); with ``--tracing``
+chatql exporting a trace per request over OTLP/HTTP (to a stand-in collector in this
+process that drops every batch), and the ratio tracing on ÷ off. Prints throughput
 (req/s), p50 and p99 latency of each server, chatql ÷ PostGraphile 5 and chatql ÷
 PostGraphile 4. Without ``node`` and ``npm``, or without Node 24's wheel, it prints why
 and measures nothing.
@@ -55,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib.util
 import os
 import shutil
@@ -254,16 +257,19 @@ async def wait_ready(server: Server, probe: str) -> None:
 
 
 async def start_chatql(database_url: str, *, compiled: bool = True,
-                       metrics: bool = True) -> Server:
+                       metrics: bool = True, traces_to: str | None = None) -> Server:
     port = free_port()
     env = {**os.environ, "CHATQL_DATABASE_URL": database_url, "CHATQL_SECRET": SECRET,
            "CHATQL_MIGRATE_ON_START": "false", "CHATQL_PLAYGROUND": "false",
            "CHATQL_AUTH": "dev", "CHATQL_DISABLED_PLANS": "" if compiled else "reads",
            "CHATQL_METRICS": "true" if metrics else "false"}
+    if traces_to is not None:
+        env.update({"OTEL_EXPORTER_OTLP_ENDPOINT": traces_to, "OTEL_BSP_SCHEDULE_DELAY": "500"})
     process = subprocess.Popen(
         [sys.executable, "-m", "chatql.gql.cli", "serve", "--host", "127.0.0.1",
          "--port", str(port), "--log-level", "warning"], cwd=ROOT, env=env)
-    name = ("chatql" if compiled else "chatql executor") + ("" if metrics else " metrics off")
+    name = (("chatql" if compiled else "chatql executor") + ("" if metrics else " metrics off")
+            + ("" if traces_to is None else " tracing"))
     server = Server(name, f"http://127.0.0.1:{port}/graphql", process)
     await wait_ready(server, "{ __typename }")
     return server
@@ -404,9 +410,11 @@ def _line(name: str, result: Load, width: int) -> str:
             f"p99 {result.p99:6.2f} ms")
 
 
-#: What each other chatql variant's ratio says: chatql ÷ the variant.
-VARIANT_RATIOS = {"chatql executor": "compiled / executor",
-                  "chatql metrics off": "metrics on / off"}
+#: What each other chatql variant's ratio says, and whether it is the variant ÷ chatql
+#: (True) rather than chatql ÷ the variant.
+VARIANT_RATIOS = {"chatql executor": ("compiled / executor", False),
+                  "chatql metrics off": ("metrics on / off", False),
+                  "chatql tracing": ("tracing on / off", True)}
 
 
 async def measure(chatql: Server, peers: list[Server], sizes: Sizes, rounds: int,
@@ -440,14 +448,17 @@ async def measure(chatql: Server, peers: list[Server], sizes: Sizes, rounds: int
                   f"(p50 {a.p50 / b.p50:.2f}x, p99 {a.p99 / b.p99:.2f}x)")
         for variant in variants:
             c = results[variant.name]
+            label, inverted = VARIANT_RATIOS[variant.name]
+            top, bottom = (c, a) if inverted else (a, c)
             print(f"    {variant.name} {c.rps:8,.0f} req/s  p50 {c.p50:6.2f} ms  p99 "
-                  f"{c.p99:6.2f} ms  -> {VARIANT_RATIOS[variant.name]} = {a.rps / c.rps:.2f}"
-                  f"  (p99 {a.p99 / c.p99:.2f}x)")
+                  f"{c.p99:6.2f} ms  -> {label} = {top.rps / bottom.rps:.2f}"
+                  f"  (p99 {top.p99 / bottom.p99:.2f}x)")
     return all_same
 
 
 async def run(base_url: str, quick: bool, rounds: int | None, seconds: float | None,
-              executor: bool = False, metrics_off: bool = False) -> int:
+              executor: bool = False, metrics_off: bool = False,
+              tracing: bool = False) -> int:
     node = ensure_installed()
     if isinstance(node, str):
         print(f"peers: skipped ({node})")
@@ -466,6 +477,7 @@ async def run(base_url: str, quick: bool, rounds: int | None, seconds: float | N
     )
     rounds = rounds or (1 if quick else 3)
     servers: list[Server] = []
+    stack = contextlib.ExitStack()
     try:
         await migrate_url(url)
         start = time.perf_counter()
@@ -482,12 +494,17 @@ async def run(base_url: str, quick: bool, rounds: int | None, seconds: float | N
             servers.append(await start_chatql(url, compiled=False))
         if metrics_off:
             servers.append(await start_chatql(url, metrics=False))
+        if tracing:
+            from bench.operations import collector
+
+            servers.append(await start_chatql(url, traces_to=stack.enter_context(collector())))
         same = await measure(servers[0], servers[1:3], sizes, rounds, servers[3:])
         print(f"peers: every answer carried the same rows: {same}")
         return 0 if same else 1
     finally:
         for server in servers:
             stop(server)
+        stack.close()
         await execute_on_server(base_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
@@ -503,6 +520,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="also measure chatql with compiled reads turned off")
     parser.add_argument("--metrics-off", action="store_true",
                         help="also measure chatql with metrics turned off")
+    parser.add_argument("--tracing", action="store_true",
+                        help="also measure chatql exporting traces (OTLP/HTTP)")
     args = parser.parse_args(argv)
     return asyncio.run(run(args.postgres_url, args.quick, args.rounds, args.seconds,
-                           args.executor, args.metrics_off))
+                           args.executor, args.metrics_off, args.tracing))

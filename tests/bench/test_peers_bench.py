@@ -1,5 +1,5 @@
 """``python -m bench.peers --quick`` runs chatql, PostGraphile 5 and PostGraphile 4 side by side
-(and chatql with metrics off, for the cost of metrics).
+(and chatql with metrics off and with tracing on, for what each costs).
 
 No timing is asserted (the figures depend on the machine); the run must install both
 peers, run PostGraphile 5 on Node 24, load every server, find the same rows in each
@@ -30,7 +30,7 @@ def test_quick_peer_bench_compares_with_postgraphile_5_and_4(postgres_url: str |
             pytest.fail("CI needs node and npm for the peer benchmark")
         pytest.skip("node and npm are not installed: the peer benchmark needs PostGraphile")
     done = subprocess.run(
-        [sys.executable, "-m", "bench.peers", "--quick", "--seconds", "0.5", "--metrics-off",
+        [sys.executable, "-m", "bench.peers", "--quick", "--seconds", "0.5", "--metrics-off", "--tracing",
          "--postgres-url", postgres_url],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
     )
@@ -51,3 +51,6 @@ def test_quick_peer_bench_compares_with_postgraphile_5_and_4(postgres_url: str |
     overheads = re.findall(r"^    chatql metrics off +[0-9,]+ req/s.*metrics on / off = ([0-9.]+)",
                            out, re.MULTILINE)
     assert len(overheads) == 4 and all(float(r) > 0 for r in overheads), out
+    traced = re.findall(r"^    chatql tracing +[0-9,]+ req/s.*tracing on / off = ([0-9.]+)",
+                        out, re.MULTILINE)
+    assert len(traced) == 4 and all(float(r) > 0 for r in traced), out

@@ -13,14 +13,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_streams_bench_quick_prints_all_figures() -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "bench.streams", "--quick"],
+        [sys.executable, "-m", "bench.streams", "--quick", "--tracing"],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )
     assert run.returncode == 0, run.stdout + run.stderr
     out = run.stdout
     rows = re.findall(r"^\s*(1|10|100)\s+([\d,]+)\s+([\d,]+)\s+([\d.]+)\s+"
                       r"([\d.]+)/([\d.]+) \| ([\d.]+)/([\d.]+)\s+([\d,]+), ([\d.]+), "
-                      r"([\d.]+)$", out, re.MULTILINE)
+                      r"([\d.]+)\s+([\d.]+)$", out, re.MULTILINE)
     assert [row[0] for row in rows] == ["1", "10", "100"], out
     for row in rows:
         ours, bare, off = (float(row[i].replace(",", "")) for i in (1, 2, 8))
@@ -28,6 +28,8 @@ def test_streams_bench_quick_prints_all_figures() -> None:
         assert abs(float(row[3]) - ours / bare) < 0.01 + 0.01 * ours / bare
         # chatql with metrics off took part in the same rounds: on ÷ off is printed.
         assert abs(float(row[9]) - ours / off) < 0.01 + 0.01 * ours / off
+        # So did chatql exporting traces: tracing on ÷ off is printed last.
+        assert float(row[11]) > 0
     assert re.search(r"RSS per idle subscriber: -?[\d.,]+ KiB .*bare relay -?[\d.,]+ KiB",
                      out), out
     assert re.search(r"RSS per 1 MiB buffered stream: -?[\d.,]+ MiB", out), out
