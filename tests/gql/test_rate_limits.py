@@ -60,6 +60,12 @@ async def test_a_flood_from_one_identity_is_limited_while_another_is_served(
 async def test_a_websocket_operation_beyond_the_limit_is_refused(settings: Settings) -> None:
     limits = limited(settings, "reads=1/minute;subscriptions=1")
     async with uvicorn_serving(create_app(limits)) as port:
+        # A chat of alice's, so a subscription to it stays open (one to a chat that is
+        # not there would end at once, and stop counting).
+        async with httpx.AsyncClient(timeout=30) as http:
+            made = await http.post(f"http://127.0.0.1:{port}/graphql", headers=ALICE,
+                                   json={"query": CREATE, "variables": {"id": "followed"}})
+            assert made.json()["data"]["createChat"]["id"] == "followed"
         async with connect(f"127.0.0.1:{port}", "graphql-transport-ws", ALICE) as ws:
             await ws.execute(READ)
             op = await ws.start(READ)
@@ -67,16 +73,16 @@ async def test_a_websocket_operation_beyond_the_limit_is_refused(settings: Setti
             assert message["type"] == "error"
             assert message["payload"][0]["extensions"]["code"] == "RATE_LIMITED"
             # One open subscription is allowed, the second is refused while it lasts.
-            first = await ws.start(CHAT_STREAM, {"chat": "nobody"})
-            second = await ws.start(CHAT_STREAM, {"chat": "nobody"})
+            first = await ws.start(CHAT_STREAM, {"chat": "followed"})
+            second = await ws.start(CHAT_STREAM, {"chat": "followed"})
             refused = await ws._inbox[second].get()
             assert refused["type"] == "error", refused
             assert refused["payload"][0]["extensions"]["code"] == "RATE_LIMITED"
             await ws.stop(first)
         # Closed, the subscription no longer counts.
         async with connect(f"127.0.0.1:{port}", "graphql-ws", ALICE) as legacy:
-            again = await legacy.start(CHAT_STREAM, {"chat": "nobody"})
-            third = await legacy.start(CHAT_STREAM, {"chat": "nobody"})
+            again = await legacy.start(CHAT_STREAM, {"chat": "followed"})
+            third = await legacy.start(CHAT_STREAM, {"chat": "followed"})
             message = await legacy._inbox[third].get()
             assert message["type"] == "error"
             assert message["payload"]["extensions"]["code"] == "RATE_LIMITED"
