@@ -85,6 +85,8 @@ export interface FollowerState {
   /** The person's message that started the stream (from `stream_start`), if any. */
   readonly input: MessageState | null;
   readonly status: StreamStatus;
+  /** What the agent said went wrong when it ended the stream as `failed` (null otherwise). */
+  readonly failure: string | null;
   readonly messages: MessagesView;
   /** The last `seq` applied (0 before any). */
   readonly seq: number;
@@ -106,8 +108,8 @@ export interface FollowerOptions {
 }
 
 const INITIAL: FollowerState = {
-  streamId: null, requestId: null, input: null, status: "idle", messages: EMPTY_VIEW, seq: 0,
-  connected: false, error: null,
+  streamId: null, requestId: null, input: null, status: "idle", failure: null, messages: EMPTY_VIEW,
+  seq: 0, connected: false, error: null,
 };
 
 /** The user's input message that `stream_start` carries in `props.input`. */
@@ -250,11 +252,11 @@ export class StreamFollower {
       // A stream this follower has not seen: its first chunk must be its stream_start
       // (seq 1) or the snapshot of a late join.
       if (!chunk.snapshot && chunk.fromSeq !== 1) {
-        this.set({ streamId: chunk.streamId, seq: 0, messages: EMPTY_VIEW, status: "live" });
+        this.set({ streamId: chunk.streamId, seq: 0, messages: EMPTY_VIEW, status: "live", failure: null });
         this.resync();
         return;
       }
-      this.state = { ...current, streamId: chunk.streamId, seq: 0, messages: EMPTY_VIEW, status: "live", requestId: null, input: null };
+      this.state = { ...current, streamId: chunk.streamId, seq: 0, messages: EMPTY_VIEW, status: "live", failure: null, requestId: null, input: null };
     } else if (!chunk.snapshot) {
       if (chunk.seq <= current.seq) return; // already applied (a replay)
       if (chunk.fromSeq !== current.seq + 1) {
@@ -262,19 +264,21 @@ export class StreamFollower {
         return;
       }
     }
-    let { messages, status, requestId, input } = this.state;
+    let { messages, status, failure, requestId, input } = this.state;
     if (event === "stream_start") {
       const props = chunk.props as { requestId?: unknown; input?: unknown } | null;
       requestId = typeof props?.requestId === "string" ? props.requestId : null;
       input = inputOf(props);
       status = "live";
+      failure = null;
     } else if (event === "stream_end") {
-      const props = chunk.props as { status?: unknown } | null;
+      const props = chunk.props as { status?: unknown; error?: unknown } | null;
       const ended = props?.status;
       status = ended === "interrupted" || ended === "failed" ? ended : "completed";
+      failure = status === "failed" && typeof props?.error === "string" && props.error ? props.error : null;
     } else {
       messages = applyChunk(messages, chunk);
     }
-    this.set({ messages, status, requestId, input, seq: Math.max(chunk.seq, sameStream ? current.seq : 0), connected: true, error: null });
+    this.set({ messages, status, failure, requestId, input, seq: Math.max(chunk.seq, sameStream ? current.seq : 0), connected: true, error: null });
   }
 }

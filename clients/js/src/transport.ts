@@ -161,7 +161,8 @@ export class ChatqlChatTransport<UI_MESSAGE extends UIMessage = UIMessage> imple
           }
           for (const chunk of mapper.update(state.messages)) c.enqueue(chunk);
           if (state.status !== "live" && state.status !== "idle") {
-            for (const chunk of mapper.end(state.status === "completed" ? "completed" : state.status)) c.enqueue(chunk);
+            // A failed reply says what the agent said went wrong, as /ai/chat does.
+            for (const chunk of mapper.end(state.status, state.failure ?? undefined)) c.enqueue(chunk);
             finish();
             c.close();
           }

@@ -121,6 +121,23 @@ describe("ChatqlChatTransport", () => {
     });
   });
 
+  it("a failed reply ends with the agent's own error text, as /ai/chat says it", async () => {
+    const chatId = await createChat();
+    const transport = new ChatqlChatTransport(client);
+    const q = question(unique("q"), "Weather on Mars?");
+    const stream = await transport.sendMessages({ trigger: "submit-message", chatId, messageId: undefined, messages: [q], abortSignal: undefined });
+    const replying = agent(chatId, q.id, async (writer) => {
+      writer.text("Checking ");
+      await writer.flush();
+      throw new Error("the weather service is down");
+    }).catch((error: unknown) => error);
+    const chunks: UIMessageChunk[] = [];
+    const reader = stream.getReader();
+    for (let next = await reader.read(); !next.done; next = await reader.read()) chunks.push(next.value);
+    expect(await replying).toBeInstanceOf(Error);
+    expect(chunks.slice(-2)).toEqual([{ type: "error", errorText: "the weather service is down" }, { type: "finish" }]);
+  });
+
   it("reconnectToStream joins a live reply (late join) and answers null when nothing is live", async () => {
     const chatId = await createChat();
     const transport = new ChatqlChatTransport(client);
