@@ -5,7 +5,7 @@ import { useEffect, useLayoutEffect, useRef, useState } from "react";
 import type { Place } from "../App";
 import { run, writeId } from "../api";
 import { downloadExport } from "../export";
-import { EditMessageDocument, RegenerateDocument, StartOverDocument, SwitchBranchDocument } from "../generated/operations";
+import { ChatDetailsDocument, EditMessageDocument, RegenerateDocument, StartOverDocument, SwitchBranchDocument } from "../generated/operations";
 import { useChatDetails, useThread, type ThreadMessage } from "../thread";
 import { ChatHeader } from "./ChatHeader";
 import { Composer } from "./Composer";
@@ -169,8 +169,10 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
       createdAt: new Date().toISOString(), siblings: null, answerStart: false, sending: true });
     setFocusId(null);
     atBottom.current = true;
-    if (chat.details && !chat.details.title) {
-      // The first message names the chat.
+    // The first message names the chat: a message sent before the chat's details have
+    // loaded reads them first, so a quick first message names its chat too.
+    const known = chat.details ?? (await run(client, ChatDetailsDocument, { id: chatId })).chat;
+    if (known && !known.title) {
       await client.request(UpdateChatDocument, { id: chatId, input: { title: content.replace(/\s+/g, " ").slice(0, 60) } });
       await chat.reload();
     }
