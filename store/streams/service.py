@@ -76,6 +76,20 @@ _FINISHED_KEPT = 256
 _CLOSED_IDS_KEPT = 100_000
 
 
+#: What the reply of a stream that wrote nothing says, by end status (a FAILED or
+#: INTERRUPTED end's own reason comes first).
+_EMPTY_REPLY = {
+    "COMPLETED": "The agent ended its reply without writing anything.",
+    "INTERRUPTED": "Stopped before the agent wrote anything.",
+    "FAILED": "The agent's reply failed before it wrote anything.",
+}
+
+
+def _empty_reply(stream_id: str, status: str, error: str | None) -> ChunkIn:
+    return ChunkIn(type="error", role="ASSISTANT", chunk_id=f"{stream_id}.empty",
+                   props={"content": (status != "COMPLETED" and error) or _EMPTY_REPLY[status]})
+
+
 def _byte_size(chunks: Sequence[ChunkIn]) -> int:
     size = _CHUNK_OVERHEAD * len(chunks)
     props = []
@@ -504,6 +518,12 @@ class StreamService:
         stream.end_error = error
         stream.info = replace(stream.info, status=status)
         async with stream.publish_lock:
+            # Every turn leaves a reply: a stream that wrote no message of its own gets
+            # an ``error`` message saying why, so its question is answered (no worker
+            # waits on it, Regenerate asks again) and the person sees what happened.
+            # Published like any chunk: subscribers hold what is persisted.
+            filler = (apply_chunks(stream.state, [_empty_reply(stream.info.id, status, error)])
+                      .events if not stream.state.messages else [])
             # Counted under the lock: a push that was publishing has finished.
             message_count = len(stream.state.messages) + (stream.user_input is not None)
             props: dict[str, Any] = {
@@ -516,7 +536,7 @@ class StreamService:
                 # Viewers show why the reply failed (the producer's own words).
                 props["error"] = error
             end = self._event(stream, props)
-            await self.backend.save(stream, [end])
+            await self.backend.save(stream, [*filler, end])
         return await self._persist(stream)
 
     async def _persist(self, stream: StreamBuffer) -> StreamResult:

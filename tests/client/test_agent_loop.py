@@ -131,6 +131,38 @@ async def _has_answers(person: ChatqlClient, chat_id: str, n: int) -> bool:
     return len(await answers_of(person, chat_id)) >= n
 
 
+async def test_an_answer_that_fails_before_writing_is_shown_and_can_be_regenerated(
+        make_kit: Callable[..., ChatqlClient], person: ChatqlClient) -> None:
+    """A handler that raises before its first word still answers the question (a FAILED
+    note with the error's text), so no worker waits on it forever and Regenerate asks
+    again under the next request id."""
+    calls = 0
+
+    async def handler(context: list[Message], s: StreamWriter) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("the model is down")
+        await s.text("Back up")
+
+    chat_id, question = await ask(person, "Are you there?")
+    async with workers(make_kit, handler):
+        await wait_for(lambda: _has_answers(person, chat_id, 1))
+        awaiting = [c async for c in person.chats({"awaitingReply": True,
+                                                   "assistantId": ASSISTANT})]
+        assert awaiting == []
+        await asyncio.sleep(0.5)  # a retry, if any, would have started by now
+        assert calls == 1
+        await person.regenerate(question)
+        await wait_for(lambda: _has_answers(person, chat_id, 2))
+    answers = await answers_of(person, chat_id)
+    assert [(m["type"], m["status"], m["requestId"]) for m in answers] == [
+        ("error", "FAILED", question), ("text", "COMPLETED", f"{question}.1")]
+    assert "the model is down" in answers[0]["props"]["content"]
+    # The failed note never reaches the model; the new answer is the active branch.
+    assert (await person.messages(chat_id))[-1]["props"]["content"] == "Back up"
+
+
 async def test_cancelling_the_loop_leaves_no_stream_open(
         make_kit: Callable[..., ChatqlClient], person: ChatqlClient) -> None:
     started = asyncio.Event()

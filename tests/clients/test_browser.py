@@ -122,7 +122,7 @@ def test_app_and_playground_in_chromium(chatql_serve: str, demo_agent: Path,
     )
     output = run.stdout + run.stderr + "\n--- demo agent ---\n" + demo_agent.read_text()
     assert run.returncode == 0, output
-    assert "# pass 8" in output and "# fail 0" in output, output
+    assert "# pass 9" in output and "# fail 0" in output, output
     shots = sorted(path.name for path in screenshots.glob("*.png"))
     for name in ("streaming", "answered", "edited", "version-1", "regenerated",
                  "regenerated-version-1", "search-hit", "started-over", "trash", "restored",

@@ -63,9 +63,12 @@ async def test_a_request_id_streamed_before_in_the_chat_is_conflict(settings: Se
         for _ in range(2):
             plain = await http.data(START, {"input": {"chatId": "c2"}})
             await http.data(END, {"id": plain["startStream"]["id"], "status": "COMPLETED"})
-        # A refused start wrote nothing: one answer in c1, none from the refused starts.
+        # A refused start wrote nothing: in c1 the answer and the stopped stream's note
+        # (a stream that wrote nothing still answers), none from the refused starts.
         rows = await http.messages("c1")
-        assert [m["props"] for m in rows] == [{"content": "answer"}]
+        assert [(m["type"], m["props"]) for m in rows] == [
+            ("text", {"content": "answer"}),
+            ("error", {"content": "Stopped before the agent wrote anything."})]
 
 
 async def test_a_start_refused_for_another_reason_leaves_the_request_id_free(

@@ -409,7 +409,10 @@ async def test_push_with_nul_is_invalid_argument_on_the_fast_path_too(
         assert await client.error_code(PUSH, {"id": sid, "chunks": [chunk]}) == (
             "INVALID_ARGUMENT")
     result = (await client.data(END, {"id": sid, "status": "COMPLETED"}))["endStream"]
-    assert result["messages"] == []
+    # Nothing of the refused pushes was kept: the stream's only message is the note
+    # that it wrote nothing.
+    assert [(m["type"], m["props"]) for m in result["messages"]] == [
+        ("error", {"content": "The agent ended its reply without writing anything."})]
 
 
 async def test_a_backslash_before_u0000_is_text_not_nul(client: GraphQLClient) -> None:
@@ -554,7 +557,7 @@ async def test_end_stream_after_a_restart_answers_from_the_stored_write(
         settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     """A retried endStream that only the database can answer returns what the first
     one did: a long stream (COPY on Postgres, in several batches) and the empty stream
-    after it."""
+    after it (whose only message is the note that it wrote nothing)."""
     monkeypatch.setattr(store_rows, "COPY_BATCH", 64)
     many = store_rows.COPY_THRESHOLD + 5
     async with running_app(settings) as app:
@@ -574,7 +577,7 @@ async def test_end_stream_after_a_restart_answers_from_the_stored_write(
         await client.http.aclose()
     assert len(written["endStream"]["messages"]) == many + 1
     assert len(written["endStream"]["resume"]) == 1
-    assert nothing["endStream"]["messages"] == []
+    assert [m["type"] for m in nothing["endStream"]["messages"]] == ["error"]
     async with running_app(settings) as app:
         client = AgentClient(httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
                                                base_url="http://chatql"))

@@ -117,6 +117,32 @@ test("stop mid-stream keeps the interrupted text; after a reload it comes from t
   }
 });
 
+test("a reply that fails before its first word shows why, live and after a reload", async () => {
+  const agent = producer();
+  const { ctx, failed } = await context(browser);
+  const page = await ctx.newPage();
+  try {
+    const streamId = await startChat(agent, id("fails"), "Failing answer");
+    await page.goto(`${base}/?chat=${id("fails")}`);
+    const log = page.getByRole("log");
+    await page.getByRole("button", { name: "Stop", exact: true }).waitFor();
+    const ended = await agent.send({ op: "end", streamId, status: "FAILED", error: "The model is down." });
+    assert.deepEqual(ended.data.endStream.messages.map((m) => [m.type, m.status]),
+      [["user_input", "FAILED"], ["error", "FAILED"]]);
+    await expectText(log, "The model is down.");
+    await expectText(log, "failed");
+    await page.reload();
+    await expectText(log, "The model is down.");
+    assert.equal(occurrences(await log.innerText(), "The model is down."), 1);
+    // The note answers the question: Regenerate is offered on it.
+    await page.getByRole("button", { name: "Regenerate", exact: true }).waitFor();
+    assert.deepEqual(failed, []);
+  } finally {
+    agent.close();
+    await ctx.close();
+  }
+});
+
 test("a page opened mid-stream and a page whose socket is cut end with exactly the persisted messages", async () => {
   const agent = producer();
   const first = await context(browser);

@@ -27,8 +27,8 @@ const operations = {
     }),
   push: ({ streamId, chunks }) =>
     gql("mutation($id: ID!, $chunks: [ChunkInput!]!) { pushChunks(streamId: $id, chunks: $chunks) { accepted lastSeq } }", { id: streamId, chunks }),
-  end: ({ streamId, status }) =>
-    gql("mutation($id: ID!, $status: StreamStatus!) { endStream(streamId: $id, status: $status) { messages { id type props status } } }", { id: streamId, status: status ?? "COMPLETED" }),
+  end: ({ streamId, status, error }) =>
+    gql("mutation($id: ID!, $status: StreamStatus!, $error: String) { endStream(streamId: $id, status: $status, error: $error) { messages { id type props status } } }", { id: streamId, status: status ?? "COMPLETED", error: error ?? null }),
 };
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -92,6 +92,10 @@ export function MessageView({ message, actions, focused }: { message: Shown; act
     case "text":
       body = <Markdown text={content} />;
       break;
+    case "error":
+      // Shown to the person, never read by the model (a failed or empty reply's note).
+      body = <p className="error-note">{content}</p>;
+      break;
     default:
       body = <pre>{message.type}: {textOf(props)}</pre>;
   }
