@@ -149,6 +149,61 @@ async def test_a_push_retried_after_a_lost_answer_stores_no_duplicate(
     assert (await person.messages(chat_id))[-1]["props"] == {"content": "Exactly once."}
 
 
+class RecordPushes(httpx.AsyncBaseTransport):
+    """Forwards every request; keeps the chunks of every pushChunks."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.pushes: list[list[dict[str, Any]]] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content or b"{}")
+        if "pushChunks" in body.get("query", ""):
+            self.pushes.append(body["variables"]["chunks"])
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_a_run_of_deltas_to_one_place_goes_as_one_chunk(
+        server_url: str, person: ChatqlClient) -> None:
+    chat_id, _ = await new_question(person)
+    transport = RecordPushes()
+    async with ChatqlClient(server_url, headers=AGENT, transport=transport) as kit, \
+            kit.stream(chat_id, flush_interval=60) as s:
+        for i in range(100):
+            await s.text(f"t{i} ")
+        await s.tool_call("c1", "lookup", '{"q":')
+        for piece in (' "os', 'lo"', "}"):
+            await s.tool_arguments("c1", piece)
+        await s.text("A", thread_id="side")
+        await s.text("B")  # another place: a new message, a new chunk
+        await s.text("C")
+        await s.flush()
+        await s.text("D")  # after the flush: sent is never grown again
+    sent = [(c.get("type"), c.get("deltaPath"), c.get("threadId"), c["props"])
+            for push in transport.pushes for c in push]
+    assert sent == [
+        ("text", None, None, {"content": "".join(f"t{i} " for i in range(100))}),
+        ("tool_call", None, None, {"id": "c1", "name": "lookup", "arguments": '{"q":'}),
+        ("tool_call", "arguments", None, {"arguments": ' "oslo"}'}),
+        ("text", None, "side", {"content": "A"}),
+        ("text", None, None, {"content": "BC"}),
+        ("text", None, None, {"content": "D"}),
+    ]
+    # Every chunk keeps its own id; the run's id is its first call's.
+    ids = [c["chunkId"] for push in transport.pushes for c in push]
+    assert ids == ["1", "101", "102", "105", "106", "108"]
+    stored = [(m["type"], m["threadId"], m["props"]) for m in await person.messages(chat_id)][1:]
+    assert stored == [
+        ("text", None, {"content": "".join(f"t{i} " for i in range(100))}),
+        ("tool_call", None, {"id": "c1", "name": "lookup", "arguments": '{"q": "oslo"}'}),
+        ("text", "side", {"content": "A"}),
+        ("text", None, {"content": "BCD"}),
+    ]
+
+
 class FailTwice(httpx.AsyncBaseTransport):
     """Answers the first two pushChunks with 503 without forwarding them."""
 

@@ -3,6 +3,8 @@
 ``async with client.stream(chat_id) as s:`` opens a stream (``startStream``); every call
 (``s.text``, ``s.tool_call`` …) turns into chunks that wait at most ``flush_interval``
 seconds, or until ``max_batch`` are waiting, before one ``pushChunks`` carries them all.
+Consecutive appends to the same place (a run of ``text`` tokens) wait as one chunk whose
+delta grows, so the service applies and publishes one change per run and batch.
 Each chunk's ``chunkId`` is its number in the stream, so a push retried after a lost
 answer is recognised by the service as already applied. Leaving the block ends the stream
 ``COMPLETED``; an exception ends it ``FAILED`` with the error's text (and propagates); a
@@ -102,6 +104,11 @@ class StreamWriter:
         self._ended = False
         self._exiting = False
         self._pending: list[dict[str, Any]] = []
+        #: Writer calls waiting (several deltas may share one pending chunk).
+        self._waiting = 0
+        #: The last pending chunk further deltas to the same place may join, with the
+        #: place: (message id, type, delta path, block, thread), and the prop they grow.
+        self._tail: tuple[tuple[Any, ...], str, dict[str, Any]] | None = None
         self._chunks = 0
         self._messages = 0
         self._seen: set[str] = set()
@@ -271,6 +278,7 @@ class StreamWriter:
         self._ended = True
         self.status = status
         self._pending.clear()
+        self._tail = None
 
     async def _quiet_background(self) -> None:
         if self._timer is not None:
@@ -294,12 +302,26 @@ class StreamWriter:
             self._stop_reported = self.stopped
             raise self._failure
 
-    async def _add(self, chunk: dict[str, Any]) -> None:
+    async def _add(self, chunk: dict[str, Any], grows: str | None = None) -> None:
+        """Queue ``chunk``. An append delta (``grows`` names the prop it appends to) to
+        the place the last waiting delta appends to joins that chunk instead: a run of
+        tokens goes out as one chunk of the batch, so the service applies, publishes and
+        stores one change where it would have handled one per token."""
         self._check()
         self._chunks += 1
-        chunk["chunkId"] = str(self._chunks)
-        self._pending.append(chunk)
-        if len(self._pending) >= self.max_batch:
+        self._waiting += 1
+        tail = self._tail
+        place = None
+        if grows is not None:
+            place = (chunk["messageId"], chunk["type"], chunk.get("deltaPath"),
+                     chunk.get("blockId"), chunk.get("threadId"))
+        if tail is not None and place == tail[0] and grows == tail[1]:
+            tail[2]["props"][grows] += chunk["props"][grows]
+        else:
+            chunk["chunkId"] = str(self._chunks)
+            self._pending.append(chunk)
+            self._tail = None if place is None else (place, grows, chunk)  # type: ignore[assignment]
+        if self._waiting >= self.max_batch:
             await self.flush()
         elif self._timer is None and not self._exiting:
             self._timer = asyncio.get_running_loop().call_later(self.flush_interval,
@@ -341,11 +363,15 @@ class StreamWriter:
             due = len(self._pending)
             while self._pending and (everything or due > 0):
                 batch = self._pending[:MAX_PUSH if everything else min(MAX_PUSH, due)]
+                # Cut: what is sent is never grown again; later calls start new chunks.
+                self._tail = None
+                self._waiting = len(self._pending) - len(batch)
                 try:
                     await self._push(batch)
                 except StreamStopped as exc:
                     self._failure = exc
                     self._pending.clear()
+                    self._tail = None
                     self._stop_reported = self._in_call > 0 or not self._exiting
                     raise
                 except ChatqlError:
@@ -397,10 +423,10 @@ class StreamWriter:
                 logger.warning("stream %s: heartbeat failed: %s", self.stream_id, exc)
                 self._last_push = time.monotonic()
 
-    async def _call(self, chunk: dict[str, Any]) -> None:
+    async def _call(self, chunk: dict[str, Any], grows: str | None = None) -> None:
         self._in_call += 1
         try:
-            await self._add(chunk)
+            await self._add(chunk, grows)
         finally:
             self._in_call -= 1
 
@@ -435,7 +461,7 @@ class StreamWriter:
         if message_id not in self._seen:
             self._seen.add(message_id)
             chunk["role"] = "ASSISTANT"
-        await self._call(self._place(chunk, block_id, thread_id))
+        await self._call(self._place(chunk, block_id, thread_id), "content")
 
     async def text(self, delta: str, message_id: str | None = None,
                    block_id: str | None = None, thread_id: str | None = None) -> None:
@@ -471,7 +497,7 @@ class StreamWriter:
         if not delta:
             return
         await self._call({"messageId": f"call.{call_id}", "type": "tool_call", "delta": True,
-                          "deltaPath": "arguments", "props": {"arguments": delta}})
+                          "deltaPath": "arguments", "props": {"arguments": delta}}, "arguments")
 
     async def tool_result(self, call_id: str, content: Any) -> None:
         """The tool's result: a ``TOOL`` message keeping the call's id."""
