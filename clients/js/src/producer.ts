@@ -3,7 +3,8 @@
  *
  * `startStream` opens a stream and answers a {@link StreamWriter}. Its calls queue chunks
  * that are pushed in batches (after `flushIntervalMs`, default 20 ms, or at `maxBatch`
- * chunks, default 256), one push at a time. Every chunk gets a chunk id numbered within
+ * calls, default 256), one push at a time; a run of appends to one place (text tokens,
+ * one call's argument pieces) waits as one chunk whose delta grows. Every chunk gets a chunk id numbered within
  * the stream, so a push retried after a lost answer (transport failures are retried with
  * backoff) is deduplicated by the server. When the person pressed Stop the server answers
  * `STREAM_CLOSED`: the writer's `signal` aborts (hand it to the model call) and its calls
@@ -122,6 +123,10 @@ export class StreamWriter {
   private readonly heartbeatMs: number;
   private readonly abort = new AbortController();
   private queue: ChunkInput[] = [];
+  /** Writer calls queued (a run of deltas shares one queued chunk). */
+  private waiting = 0;
+  /** The last queued chunk that further appends to the same place join, with its place. */
+  private tail: { readonly place: string; readonly grows: string; readonly props: Record<string, string> } | null = null;
   private counter = 0;
   private ids = 0;
   private sending: Promise<void> = Promise.resolve();
@@ -160,14 +165,14 @@ export class StreamWriter {
   text(delta: string, options: MessageOptions = {}): void {
     const messageId = options.messageId ?? (this.textId ??= this.nextId("text"));
     this.thinkingId = null;
-    this.push({ ...this.placement(options), type: "text", messageId, role: "ASSISTANT", props: { content: delta }, delta: true });
+    this.push({ ...this.placement(options), type: "text", messageId, role: "ASSISTANT", props: { content: delta }, delta: true }, "content");
   }
 
   /** Reasoning; consecutive calls grow one `thinking` message. */
   thinking(delta: string, options: MessageOptions = {}): void {
     const messageId = options.messageId ?? (this.thinkingId ??= this.nextId("thinking"));
     this.textId = null;
-    this.push({ ...this.placement(options), type: "thinking", messageId, role: "ASSISTANT", props: { content: delta }, delta: true });
+    this.push({ ...this.placement(options), type: "thinking", messageId, role: "ASSISTANT", props: { content: delta }, delta: true }, "content");
   }
 
   /** A tool call (`tool_call` with props `{id, name, arguments}`); arguments grow with {@link toolArguments}. */
@@ -180,7 +185,7 @@ export class StreamWriter {
   }
 
   toolArguments(callId: string, delta: string): void {
-    this.push({ type: "tool_call", messageId: `call:${callId}`, props: { arguments: delta }, delta: true, deltaPath: "arguments" });
+    this.push({ type: "tool_call", messageId: `call:${callId}`, props: { arguments: delta }, delta: true, deltaPath: "arguments" }, "arguments");
   }
 
   /** A tool's result (`TOOL` `tool_result` with props `{tool_call_id, content}`). */
@@ -263,12 +268,28 @@ export class StreamWriter {
     if (this.failure !== null) throw this.failure;
   }
 
-  private push(chunk: ChunkInput): void {
+  /**
+   * Queue `chunk`. An append delta (`grows` names the prop it appends to) to the place
+   * the last queued delta appends to joins that chunk: a run of tokens goes out as one
+   * chunk of the batch, one change for the service to apply, publish and store.
+   */
+  private push(chunk: ChunkInput, grows?: string): void {
     this.check();
     if (this.closed) throw new Error("the stream writer is closed");
     this.counter += 1;
-    this.queue.push({ ...chunk, chunkId: `${this.counter}` });
-    if (this.queue.length >= this.maxBatch) this.send();
+    this.waiting += 1;
+    const place = grows === undefined ? null
+      : JSON.stringify([chunk.messageId, chunk.type, chunk.deltaPath ?? null, chunk.blockId ?? null, chunk.threadId ?? null]);
+    const tail = this.tail;
+    const piece = grows === undefined ? undefined : (chunk.props as Record<string, string>)[grows];
+    if (tail !== null && place === tail.place && grows === tail.grows && piece !== undefined) {
+      tail.props[grows] += piece;
+    } else {
+      const props = grows === undefined ? chunk.props : { ...(chunk.props as Record<string, string>) };
+      this.queue.push({ ...chunk, props, chunkId: `${this.counter}` });
+      this.tail = place === null || grows === undefined ? null : { place, grows, props: props as Record<string, string> };
+    }
+    if (this.waiting >= this.maxBatch) this.send();
     else this.flushTimer ??= setTimeout(() => this.send(), this.flushIntervalMs);
   }
 
@@ -276,6 +297,9 @@ export class StreamWriter {
   private send(): void {
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flushTimer = null;
+    // Cut: what is handed over is never grown again.
+    this.tail = null;
+    this.waiting = 0;
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, this.maxBatch);
       this.sending = this.sending.then(() => this.pushBatch(batch));

@@ -64,11 +64,42 @@ it("heartbeats every 20 s when the server does not tell its idle timeout", async
 it("batches after the flush interval or at maxBatch, with chunk ids numbered in the stream", async () => {
   const server = fakeServer({ idleTimeout: 60 });
   const writer = await startStream(server.client, { chatId: "c1", maxBatch: 3 });
-  for (const delta of ["a", "b", "c", "d"]) writer.text(delta);
+  for (const n of [1, 2, 3, 4]) writer.message("card", { n });
   await vi.advanceTimersByTimeAsync(0);
   expect(server.pushes().map((batch) => batch.map((chunk) => chunk.chunkId))).toEqual([["1", "2", "3"]]);
   await vi.advanceTimersByTimeAsync(25);
   expect(server.pushes().map((batch) => batch.map((chunk) => chunk.chunkId))).toEqual([["1", "2", "3"], ["4"]]);
+  writer.close();
+});
+
+it("a run of appends to one place waits as one chunk; a sent chunk is never grown again", async () => {
+  const server = fakeServer({ idleTimeout: 60 });
+  const writer = await startStream(server.client, { chatId: "c1", maxBatch: 10 });
+  for (const token of ["Sun", "ny", " and"]) writer.text(token);
+  writer.toolCall("k", "lookup", "{");
+  for (const piece of ['"q"', ": 1", "}"]) writer.toolArguments("k", piece);
+  writer.text("A", { threadId: "side" });
+  writer.text("B");
+  writer.text("C");
+  await writer.flush();
+  writer.text("D");
+  await writer.flush();
+  const sent = server.pushes().flat().map((c) => {
+    const { chunkId, type, props, threadId } = c as { chunkId: string; type: string; props: unknown; threadId?: string };
+    return [chunkId, type, threadId ?? null, props];
+  });
+  expect(sent).toEqual([
+    ["1", "text", null, { content: "Sunny and" }],
+    ["4", "tool_call", null, { id: "k", name: "lookup", arguments: "{" }],
+    ["5", "tool_call", null, { arguments: '"q": 1}' }],
+    ["8", "text", "side", { content: "A" }],
+    ["9", "text", null, { content: "BC" }],
+    ["11", "text", null, { content: "D" }],
+  ]);
+  // Ten calls reach maxBatch whether or not their chunks joined.
+  for (let i = 0; i < 10; i += 1) writer.text(`${i}`);
+  await vi.advanceTimersByTimeAsync(0);
+  expect(server.pushes().at(-1)).toEqual([expect.objectContaining({ props: { content: "0123456789" } })]);
   writer.close();
 });
 
