@@ -1,9 +1,12 @@
 """Recognising the narrow documents the fast paths serve (``pushChunks``, ``chatStream``).
 
 A fast path only takes a document that is one operation of the expected type with one
-root field of the expected name whose selection is plain leaf fields (no fragments,
-directives, arguments or nested selections). Everything else returns None here and
-runs the ordinary way, where every limit and error applies. Documents are short (at
+root field of the expected name whose selection is plain leaf fields (no directives,
+arguments or nested selections). Fragments — named ones spread in, inline ones — are
+expanded first, as the executor collects fields: clients' generated documents share
+their selections as fragments, and are served by the same plan as the document written
+out. Everything else returns None here and runs the ordinary way, where every limit and
+error applies. Documents are short (at
 most :data:`MAX_FAST_DOCUMENT` characters), so a fast path never parses more than the
 ordinary path would.
 """
@@ -14,7 +17,18 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Container, Hashable
 from typing import Any, Generic, TypeVar
 
-from graphql import DocumentNode, FieldNode, GraphQLField, OperationDefinitionNode, OperationType
+from graphql import (
+    DocumentNode,
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
+    GraphQLField,
+    InlineFragmentNode,
+    OperationDefinitionNode,
+    OperationType,
+    SelectionNode,
+    SelectionSetNode,
+)
 from strawberry.resolvers import is_default_resolver
 
 __all__ = ["MAX_FAST_DOCUMENT", "PlanCache", "flat_root_field", "has_nul", "leaf_selections",
@@ -30,10 +44,13 @@ def sole_root_field(
     kind: OperationType,
     field_name: str,
 ) -> tuple[OperationDefinitionNode, FieldNode] | None:
-    """The operation and its only root field, when the document has exactly that shape."""
+    """The operation and its only root field, when the document has exactly that shape;
+    the root field's selections with every fragment expanded."""
     operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
-    if len(operations) != len(document.definitions):
-        return None  # fragments: the ordinary path handles them
+    fragments = {d.name.value: d for d in document.definitions
+                 if isinstance(d, FragmentDefinitionNode)}
+    if len(operations) + len(fragments) != len(document.definitions):
+        return None
     if operation_name is not None:
         operations = [o for o in operations if o.name and o.name.value == operation_name]
     if len(operations) != 1:
@@ -47,7 +64,72 @@ def sole_root_field(
     root = roots[0]
     if root.name.value != field_name or root.directives or root.selection_set is None:
         return None
+    if fragments or any(not isinstance(s, FieldNode) for s in root.selection_set.selections):
+        root = _expanded(root, fragments, ())  # type: ignore[assignment]
+        if root is None:
+            return None
     return operation, root
+
+
+def _expanded(field: FieldNode, fragments: dict[str, FragmentDefinitionNode],
+              within: tuple[str, ...]) -> FieldNode | None:
+    """``field`` with its selections' fragments expanded in place (fields in the order
+    the executor collects them; one field per response key, same-key selections merged),
+    or None for what only the executor may decide: a fragment with a directive.
+
+    A fragment's type condition is not checked: the document was validated, so every
+    fragment is possible where it is spread, and the plans only take fields whose type
+    is an object type, where a possible fragment always applies."""
+    if field.selection_set is None:
+        return field
+    fields: dict[str, FieldNode] = {}
+    for item in _collected(field.selection_set.selections, fragments, within):
+        if item is None:
+            return None
+        key = (item.alias or item.name).value
+        earlier = fields.get(key)
+        if earlier is not None:
+            if earlier.selection_set is None and item.selection_set is None:
+                continue  # the same leaf again (validation made it the same field)
+            if earlier.selection_set is None or item.selection_set is None:
+                return None
+            item = _with_selections(earlier, (*earlier.selection_set.selections,
+                                              *item.selection_set.selections))
+        expanded = _expanded(item, fragments, within)
+        if expanded is None:
+            return None
+        fields[key] = expanded
+    return _with_selections(field, tuple(fields.values()))
+
+
+def _collected(selections: Collection[SelectionNode],
+               fragments: dict[str, FragmentDefinitionNode],
+               within: tuple[str, ...]) -> list[FieldNode | None]:
+    out: list[FieldNode | None] = []
+    for selection in selections:
+        if isinstance(selection, FieldNode):
+            out.append(selection)
+            continue
+        if selection.directives:
+            return [None]
+        if isinstance(selection, InlineFragmentNode):
+            out.extend(_collected(selection.selection_set.selections, fragments, within))
+        elif isinstance(selection, FragmentSpreadNode):
+            name = selection.name.value
+            fragment = fragments.get(name)
+            if fragment is None or fragment.directives or name in within:
+                return [None]
+            out.extend(_collected(fragment.selection_set.selections, fragments,
+                                  (*within, name)))
+        else:
+            return [None]
+    return out
+
+
+def _with_selections(field: FieldNode, selections: tuple[SelectionNode, ...]) -> FieldNode:
+    return FieldNode(alias=field.alias, name=field.name, arguments=field.arguments,
+                     directives=field.directives, loc=field.loc,
+                     selection_set=SelectionSetNode(selections=selections))
 
 
 def leaf_selections(

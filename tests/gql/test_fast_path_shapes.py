@@ -52,3 +52,33 @@ def test_a_chunk_field_published_chunks_do_not_carry_runs_the_ordinary_way() -> 
     with_tokens = CHAT_STREAM.replace("fromSeq snapshot", "fromSeq snapshot tokens")
     assert plan_for(other, with_tokens, None, PlanCache(16)) is None
     assert plan_for(schema, CHAT_STREAM, None, PlanCache(16)) is not None
+
+
+def _client_document(name: str) -> str:
+    """An operation of ``@chatql/client`` as it sends it (the generated typed document,
+    its selections shared as fragments)."""
+    from tests.clients.node import JS_DIR
+
+    source = (JS_DIR / "src" / "generated" / "operations.ts").read_text()
+    start = source.index(f"export const {name}Document = new TypedDocumentString(`")
+    body = source[source.index("`", start) + 1:]
+    return body[:body.index("`")]
+
+
+def test_the_client_s_own_documents_take_the_plans() -> None:
+    """What the web app and every ``@chatql/client`` user send — the live stream, the
+    live chat list, a producer's push and an append — is served by its plan, not by the
+    executor (fragments are expanded as the executor would)."""
+    from chatql.gql.append_fastpath import append_plan_for
+    from chatql.gql.chat_events_fastpath import chat_events_plan_for
+    from chatql.gql.settings import Settings
+
+    assert plan_for(schema, _client_document("ChatStream"), None, PlanCache(4)) is not None
+    assert push_plan_for(schema, _client_document("PushChunks"), None, PlanCache(4)) is not None
+    settings = Settings()
+    assert append_plan_for(schema, _client_document("AppendMessages"), None, settings,
+                           PlanCache(4)) is not None
+    assert chat_events_plan_for(schema, _client_document("ChatEvents"), None, PlanCache(4),
+                                max_depth=settings.max_query_depth,
+                                max_aliases=settings.max_query_aliases,
+                                max_tokens=settings.max_query_tokens) is not None

@@ -290,6 +290,9 @@ def push_documents(seed: int) -> list[tuple[str, bool]]:
                   f" {{ {pick(rng, results, n == 0)} }} }}", True) for n in range(4)]
     documents.append(("mutation($s: ID!, $k: [ChunkInput!]!) { pushChunks(streamId: $s, "
                       "chunks: $k) { ...R } } fragment R on PushResult { accepted lastSeq }",
+                      True))
+    documents.append(("mutation($s: ID!, $k: [ChunkInput!]!) { pushChunks(streamId: $s, "
+                      "chunks: $k) { ... on PushResult { accepted } lastSeq @skip(if: false) } }",
                       False))
     return documents
 
@@ -370,7 +373,10 @@ def append_documents(seed: int) -> list[tuple[str, bool]]:
                  for n in range(4)]
     documents.append(("mutation($c: ID!, $a: String!, $m: [MessageInput!]!) { appendMessages("
                       "chatId: $c, appendId: $a, messages: $m) { ...R } } fragment R on "
-                      "AppendReceipt { chatId lastSequence }", False))
+                      "AppendReceipt { chatId lastSequence }", True))
+    documents.append(("mutation($c: ID!, $a: String!, $m: [MessageInput!]!) { appendMessages("
+                      "chatId: $c, appendId: $a, messages: $m) { ...R } } fragment R on "
+                      "AppendReceipt @skip(if: false) { chatId lastSequence }", False))
     return documents
 
 

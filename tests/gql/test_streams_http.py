@@ -346,8 +346,14 @@ async def test_push_fast_path_matches_ordinary_execution(client: GraphQLClient) 
       r: pushChunks(streamId: $id, chunks: $chunks) { n: accepted lastSeq __typename } }"""
     ordinary = """mutation($id: ID!, $chunks: [ChunkInput!]!) {
       r: pushChunks(streamId: $id, chunks: $chunks) { ...P } }
+      fragment P on PushResult { n: accepted lastSeq @include(if: true) __typename }"""
+    # A fragment is expanded as the executor would: the same plan as the written-out form.
+    spread = """mutation($id: ID!, $chunks: [ChunkInput!]!) {
+      r: pushChunks(streamId: $id, chunks: $chunks) { ...P ... on PushResult { n: accepted } } }
       fragment P on PushResult { n: accepted lastSeq __typename }"""
     assert push_plan_for(schema, aliased, None, PlanCache(16)) is not None
+    assert push_plan_for(schema, spread, None, PlanCache(16)).fields == push_plan_for(  # type: ignore[union-attr]
+        schema, aliased, None, PlanCache(16)).fields  # type: ignore[union-attr]
     assert push_plan_for(schema, ordinary, None, PlanCache(16)) is None
     sid = await start(client, "fast")
     one = [{"messageId": "m", "type": "text", "role": "ASSISTANT", "props": {"content": "a"},

@@ -385,6 +385,11 @@ async def test_caller_retry_after_database_recovers(settings: Settings) -> None:
 
 SLOW_STREAM = """subscription($chat: ID!) { chatStream(chatId: $chat) { ...C } }
 fragment C on Chunk {
+  streamId seq @include(if: true) chunkId messageId blockId threadId type role props delta
+  deltaPath deltaAction fromSeq snapshot }"""
+# The same selection as a client's generated document shares it (a named fragment).
+FRAGMENT_STREAM = """subscription($chat: ID!) { chatStream(chatId: $chat) { ...C } }
+fragment C on Chunk {
   streamId seq chunkId messageId blockId threadId type role props delta deltaPath deltaAction
   fromSeq snapshot }"""
 
@@ -400,6 +405,10 @@ async def test_fast_path_frames_equal_full_graphql_execution(settings: Settings,
 
     assert plan_for(schema, CHAT_STREAM, None, PlanCache(16)) is not None
     assert plan_for(schema, SLOW_STREAM, None, PlanCache(16)) is None
+    assert plan_for(schema, FRAGMENT_STREAM, None, PlanCache(16)).fields == tuple(  # type: ignore[union-attr]
+        (name, name) for name in ("streamId", "seq", "chunkId", "messageId", "blockId", "threadId",
+                                  "type", "role", "props", "delta", "deltaPath", "deltaAction",
+                                  "fromSeq", "snapshot"))
     async with serve(settings) as (server, app), connect(server, protocol, ALICE) as ws:
         http = Http(server)
         await http.data(CREATE, {"id": "same"})
