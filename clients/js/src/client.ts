@@ -237,7 +237,8 @@ export class ChatListStore extends Store<ChatListState> {
    * Keep the list current from `chatEvents` (same filter) instead of polling: a chat
    * that is gone is dropped at once, typing is tracked, and anything that can move a
    * chat between groups (created, renamed, new messages, RESYNC) refetches the loaded
-   * pages' first page in place — several events at once cost one refetch. Returns the
+   * pages' first page in place — several events at once cost one refetch; new messages
+   * in the chat already first in Today only swap its summary in. Returns the
    * function that stops following.
    */
   live(source: ChatEventSource = this.client.chatEvents()): () => void {
@@ -271,6 +272,19 @@ export class ChatListStore extends Store<ChatListState> {
             .filter((group) => group.chats.length > 0),
         });
         return;
+      case "MESSAGES": {
+        // New messages in the chat already at the top of Today: it stays there, so its
+        // summary is swapped in without a refetch (the common case — the person talking
+        // in their newest chat — costs the server nothing while the agent answers).
+        const [first] = this.getState().groups;
+        if (event.chat !== null && first?.key === "today" && first.chats[0]?.id === event.chatId) {
+          const chat = event.chat;
+          this.set({ groups: [{ ...first, chats: [chat, ...first.chats.slice(1)] }, ...this.getState().groups.slice(1)] });
+          return;
+        }
+        void this.refresh();
+        return;
+      }
       default:
         void this.refresh();
     }

@@ -51,6 +51,27 @@ const titles = (store: ChatListStore) => store.getState().groups.flatMap((g) => 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 describe("ChatListStore.live", () => {
+  it("new messages in the chat first in Today swap its summary in without a refetch", async () => {
+    const api = server();
+    api.chats = [summary("c1", "Newest"), summary("c2", "Older")];
+    const store = new ChatListStore(api.client);
+    await store.loadMore();
+    const events = new FakeEvents();
+    store.live(events);
+    const before = api.requests;
+    events.emit("MESSAGES", "c1", { ...summary("c1", "Newest"), lastMessageAt: "2026-01-01T00:00:05+00:00" });
+    for (let i = 0; i < 4; i += 1) await settle();
+    expect(api.requests).toBe(before);
+    expect(store.getState().groups[0]?.chats.map((c) => [c.id, c.lastMessageAt])).toEqual([
+      ["c1", "2026-01-01T00:00:05+00:00"], ["c2", null]]);
+    // Another chat's messages may move it: the first page is fetched again.
+    api.chats = [summary("c2", "Older"), summary("c1", "Newest")];
+    events.emit("MESSAGES", "c2", summary("c2", "Older"));
+    for (let i = 0; i < 4; i += 1) await settle();
+    expect(api.requests).toBe(before + 1);
+    expect(titles(store)).toEqual(["Older", "Newest"]);
+  });
+
   it("follows chatEvents with the list's filter instead of polling", async () => {
     const api = server();
     api.chats = [summary("c1", "Plans")];

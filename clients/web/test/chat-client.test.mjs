@@ -100,7 +100,7 @@ test("a person talks to the agent: new chat, Enter sends, the answer streams in 
     // rendered answer: the link opens safely, the HTML is never rendered.
     await question.getByRole("button", { name: /^Edit/ }).click();
     const editor = log.getByRole("textbox", { name: "Edit your message" });
-    await editor.fill(`Tell me about ZQ7${run} instead, see [the docs](https://example.org/docs) <b>raw</b>`);
+    await editor.fill(`Tell me about ZQ7${run} instead, see [the docs](https://example.org/docs) <b>raw</b> [unsafe](javascript:alert(1))`);
     await editor.press("Enter");
     await log.getByRole("article", { name: "You, user input" }).getByText(`ZQ7${run} instead`).waitFor();
     await question.getByRole("group", { name: "Versions" }).getByText("2 / 2").waitFor();
@@ -110,6 +110,8 @@ test("a person talks to the agent: new chat, Enter sends, the answer streams in 
     assert.equal(await link.getAttribute("target"), "_blank");
     assert.equal(await link.getAttribute("rel"), "noopener noreferrer");
     assert.equal(await answer.locator("b").count(), 0, "raw HTML is never rendered");
+    assert.match(await answer.innerText(), /<b>raw<\/b>/, "raw HTML shows as its text");
+    assert.equal(await answer.locator('a[href^="javascript"]').count(), 0, "no javascript: link");
     await snap(page, "edited");
     await question.getByRole("button", { name: "Previous version" }).click();
     await question.getByRole("group", { name: "Versions" }).getByText("1 / 2").waitFor();

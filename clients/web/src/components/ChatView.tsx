@@ -169,14 +169,38 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
       createdAt: new Date().toISOString(), siblings: null, answerStart: false, sending: true });
     setFocusId(null);
     atBottom.current = true;
-    // The first message names the chat: a message sent before the chat's details have
-    // loaded reads them first, so a quick first message names its chat too.
-    const known = chat.details ?? (await run(client, ChatDetailsDocument, { id: chatId })).chat;
-    if (known && !known.title) {
-      await client.request(UpdateChatDocument, { id: chatId, input: { title: content.replace(/\s+/g, " ").slice(0, 60) } });
-      await chat.reload();
-    }
+    setNaming(content);
   });
+  // The first message names the chat — once the answer's first words are on screen (or
+  // soon, when none comes), so naming never queues ahead of the agent's start. A message
+  // sent before the chat's details have loaded reads them first.
+  const [naming, setNaming] = useState<string | null>(null);
+  const answering = live !== null && live.messages.size > 0;
+  const details = useRef(chat);
+  details.current = chat;
+  useEffect(() => {
+    if (naming === null) return;
+    const name = () => {
+      setNaming(null);
+      void (async () => {
+        try {
+          const known = details.current.details ?? (await run(client, ChatDetailsDocument, { id: chatId })).chat;
+          if (known && !known.title) {
+            await client.request(UpdateChatDocument, { id: chatId, input: { title: naming.replace(/\s+/g, " ").slice(0, 60) } });
+            await details.current.reload();
+          }
+        } catch (error) {
+          setProblem((error as Error).message);
+        }
+      })();
+    };
+    if (answering) {
+      name();
+      return;
+    }
+    const timer = setTimeout(name, 1000);
+    return () => clearTimeout(timer);
+  }, [naming, answering, client, chatId]);
   // No answer started soon after a send: read the thread anyway (the question, stored).
   useEffect(() => {
     if (!sent || storedIds.has(sent.id) || streaming || pendingReload > 0) return;
