@@ -136,10 +136,17 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
     if (keep.current) {
       element.scrollTop = element.scrollHeight - keep.current.height + keep.current.top;
       keep.current = null;
-    } else if (atBottom.current && !focusId) {
-      element.scrollTop = element.scrollHeight;
+    } else if (atBottom.current && !focusId && pinning.current === 0) {
+      // Kept at the bottom just before the next frame is drawn: setting it here would
+      // make the browser lay the page out on every streamed delta.
+      pinning.current = requestAnimationFrame(() => {
+        pinning.current = 0;
+        if (atBottom.current) element.scrollTop = element.scrollHeight;
+      });
     }
   });
+  const pinning = useRef(0);
+  useEffect(() => () => cancelAnimationFrame(pinning.current), []);
   const trackBottom = () => {
     const element = scroller.current;
     if (element) atBottom.current = element.scrollHeight - element.scrollTop - element.clientHeight < 80;
