@@ -1,7 +1,7 @@
 import { useAui, useLocalRuntime, useRemoteThreadListRuntime, type ChatModelAdapter, type ThreadAssistantMessagePart, type ThreadHistoryAdapter } from "@assistant-ui/react";
 import { ChatqlClient } from "@chatql/client";
 import { ChatqlChatTransport } from "@chatql/client/ai-sdk";
-import { chatqlHistoryAdapter, chatqlThreadListAdapter } from "@chatql/client/assistant-ui";
+import { chatqlHistoryAdapter, chatqlThreadListAdapter, type ChatqlHistoryAdapter } from "@chatql/client/assistant-ui";
 import { readUIMessageStream, type UIMessage } from "ai";
 import { useMemo } from "react";
 
@@ -13,12 +13,26 @@ const threadList = chatqlThreadListAdapter(client, { assistantId: "demo" });
 
 type Aui = ReturnType<typeof useAui>;
 
-/** Each open thread's history: every branch of its chat; a person's message is stored with its parent. */
-function historyOf(aui: Aui): ThreadHistoryAdapter {
-  const adapters = new Map<string, ThreadHistoryAdapter>();
+/**
+ * Each open thread's history: every branch of its chat. A person's message is stored with
+ * its parent, an edited one as chatql's edit of the question it replaces (`editMessage`);
+ * `ask` is what a run does before following the reply.
+ */
+function historyOf(aui: Aui) {
+  const adapters = new Map<string, ChatqlHistoryAdapter>();
   const known = new Set<string>(); // ids chatql has (loaded or stored from here)
+  const asked = new Map<string, Promise<void>>(); // questions stored from here, not yet answered by a run
   const forChat = (chatId: string) => adapters.get(chatId) ?? adapters.set(chatId, chatqlHistoryAdapter(client, chatId)).get(chatId)!;
-  return {
+
+  /** The question an edit replaces: the thread still shows it where the new message goes. */
+  function editedQuestion(parentId: string | null, id: string): string | undefined {
+    const shown = aui.thread().getState().messages;
+    const at = parentId === null ? 0 : shown.findIndex((message) => message.id === parentId) + 1;
+    const there = at === 0 && parentId !== null ? undefined : shown[at];
+    return there !== undefined && there.role === "user" && there.id !== id ? there.id : undefined;
+  }
+
+  const history: ThreadHistoryAdapter = {
     async load() {
       const chatId = aui.threadListItem().getState().remoteId;
       if (chatId === undefined) return { messages: [] };
@@ -26,14 +40,36 @@ function historyOf(aui: Aui): ThreadHistoryAdapter {
       for (const item of repository.messages) known.add(item.message.id);
       return repository;
     },
-    async append(item) {
-      const { remoteId } = await aui.threadListItem().initialize();
-      // A reply streamed into this page has a local id; chatql's active leaf is its end.
-      const parentId = item.parentId !== null && known.has(item.parentId) ? item.parentId : null;
-      await forChat(remoteId).append({ ...item, parentId });
-      known.add(item.message.id);
+    append(item) {
+      if (item.message.role !== "user") return Promise.resolve(); // replies are the agent's stream
+      const source = editedQuestion(item.parentId, item.message.id);
+      const write = (async () => {
+        const { remoteId } = await aui.threadListItem().initialize();
+        if (source !== undefined) {
+          await forChat(remoteId).edit(item, source);
+        } else {
+          // A reply streamed into this page has a local id; chatql's active leaf is its end.
+          const parentId = item.parentId !== null && known.has(item.parentId) ? item.parentId : null;
+          await forChat(remoteId).append({ ...item, parentId });
+        }
+        known.add(item.message.id);
+      })();
+      asked.set(item.message.id, write);
+      return write;
     },
   };
+
+  /**
+   * Before a run answers the person's message `questionId`: a question just stored from
+   * here already awaits its answer; any other (Regenerate) is asked again (`regenerate`).
+   */
+  async function ask(chatId: string, questionId: string): Promise<void> {
+    const stored = asked.get(questionId);
+    asked.delete(questionId);
+    await (stored ?? forChat(chatId).regenerate(questionId));
+  }
+
+  return { history, ask };
 }
 
 /** UI message parts as assistant-ui message parts. */
@@ -52,16 +88,18 @@ function contentOf(message: UIMessage): ThreadAssistantMessagePart[] {
 /** One thread: history from chatql; a run reads the agent's reply over chatql's WebSocket. */
 function useChatqlThread() {
   const aui = useAui();
-  const history = useMemo(() => historyOf(aui), [aui]);
+  const { history, ask } = useMemo(() => historyOf(aui), [aui]);
   const model = useMemo<ChatModelAdapter>(() => ({
-    async *run({ abortSignal }) {
+    async *run({ messages, abortSignal }) {
       const { remoteId } = await aui.threadListItem().initialize();
-      // The history adapter stores the person's message; the transport only follows the
-      // reply that starts next (Stop aborts it, which stops the agent's stream).
+      // Follow first, then make sure the agent is asked: the transport reads the reply
+      // that starts next (Stop aborts it, which stops the agent's stream).
       const stream = await transport.sendMessages({ trigger: "regenerate-message", chatId: remoteId, messageId: undefined, messages: [], abortSignal });
+      const question = messages.at(-1);
+      if (question?.role === "user") await ask(remoteId, question.id);
       for await (const message of readUIMessageStream({ stream })) yield { content: contentOf(message) };
     },
-  }), [aui]);
+  }), [aui, ask]);
   return useLocalRuntime(model, { adapters: { history } });
 }
 
