@@ -147,6 +147,10 @@ test("assistant-ui: lists chats, opens one; Edit makes a ‹ 2 / 2 › branch th
     const title = (await gql(ASSISTANT_UI, "query($id: ID!) { chat(id: $id) { title } }", { id: chatId })).chat.title ?? "Untitled";
     const chats = page.locator('[aria-label="Chats"]');
     await chats.getByRole("button", { name: "New chat" }).waitFor();
+    const listed = (await gql(ASSISTANT_UI, '{ chats(first: 50, filter: {assistantId: "demo"}) { edges { node { id } } } }')).chats.edges.length;
+    assert.ok(listed >= 1);
+    await until(async () => (await chats.getByRole("button", { name: "Archive" }).count()) === listed, `${listed} chats listed`);
+    // Newest first: the use-chat page's chat is the one it wrote to last.
     await chats.getByRole("button", { name: title, exact: true }).first().click();
     const questions = page.locator('[aria-label="You"]');
     const answers = page.locator('[aria-label="Agent"]');
