@@ -13,7 +13,8 @@ real ``chatql serve`` on a fresh SQLite file — with the demo agent (``chatql-c
 --assistant demo``, its default identity) answering: the ``useChat`` page sends a
 message and streams the reply, Stop ends a reply (stored interrupted) and a reload
 mid-reply resumes it to the end; the assistant-ui page lists the person's chats, opens
-the ``useChat`` page's, edits its first question (``editMessage``: a "2 / 2" branch the
+the ``useChat`` page's (its sockets slowed, so each reply must be followed before the
+agent is asked), edits its first question (``editMessage``: a "2 / 2" branch the
 agent answers), regenerates that answer (``regenerate``: a second answer) and switches
 back to the first version. No page error, no chatql error answer, every other host
 blocked; screenshots under the test's temporary folder. One test, so CI installs and

@@ -49,9 +49,10 @@ async function until(check, what, ms = 20000, describe = async () => "") {
 }
 
 /** A page of one example: no identity headers of the browser's own (the page sends X-User-Id), every other host blocked. */
-async function openPage(browser, origin, path = "/") {
+async function openPage(browser, origin, { path = "/", socketDelayMs = 0 } = {}) {
   const { ctx, blocked, failed } = await context(browser, { headers: {}, origin });
   const page = await ctx.newPage();
+  if (socketDelayMs > 0) await page.routeWebSocket(/\/graphql$/, slowSockets(socketDelayMs));
   const errors = [];
   page.on("pageerror", (error) => errors.push(String(error)));
   await page.goto(`${origin}${path}`);
@@ -61,6 +62,32 @@ async function openPage(browser, origin, path = "/") {
     assert.deepEqual(blocked, [], `requests to other hosts on ${name}`);
   };
   return { ctx, page, clean };
+}
+
+/**
+ * A WebSocket route under which each of the page's sockets reaches chatql only after
+ * `ms` (a slow network): a reply must still be followed from its start, so the page may
+ * ask the agent only once it is listening.
+ */
+function slowSockets(ms) {
+  const pass = (code, reason) => (code === 1000 || (code >= 3000 && code < 5000) ? { code, reason } : {});
+  return (page) => {
+    let server = null;
+    let closed = false;
+    const early = [];
+    page.onMessage((message) => (server ? server.send(message) : early.push(message)));
+    page.onClose((code, reason) => {
+      closed = true;
+      server?.close(pass(code, reason));
+    });
+    setTimeout(() => {
+      if (closed) return;
+      server = page.connectToServer();
+      server.onMessage((message) => page.send(message));
+      server.onClose((code, reason) => page.close(pass(code, reason)));
+      for (const message of early.splice(0)) server.send(message);
+    }, ms);
+  };
 }
 
 let browser;
@@ -141,7 +168,9 @@ test("use-chat: a message's reply streams in; Stop ends it, stored as interrupte
 test("assistant-ui: lists chats, opens one; Edit makes a ‹ 2 / 2 › branch the agent answers, Regenerate a second answer", async () => {
   assert.ok(sharedChat, "the use-chat test made a chat");
   const { chatId, first } = sharedChat;
-  const { ctx, page, clean } = await openPage(browser, ASSISTANT_UI);
+  // Its sockets are slow to connect: the runs of Edit and Regenerate follow the chat
+  // before the agent is asked, or the reply would start before the page listens.
+  const { ctx, page, clean } = await openPage(browser, ASSISTANT_UI, { socketDelayMs: 1500 });
   try {
     // The list: alice's chats with the demo assistant, among them the use-chat page's.
     const title = (await gql(ASSISTANT_UI, "query($id: ID!) { chat(id: $id) { title } }", { id: chatId })).chat.title ?? "Untitled";

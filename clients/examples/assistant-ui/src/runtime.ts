@@ -2,7 +2,7 @@ import { useAui, useLocalRuntime, useRemoteThreadListRuntime, type ChatModelAdap
 import { ChatqlClient } from "@chatql/client";
 import { ChatqlChatTransport } from "@chatql/client/ai-sdk";
 import { chatqlHistoryAdapter, chatqlThreadListAdapter, type ChatqlHistoryAdapter } from "@chatql/client/assistant-ui";
-import { readUIMessageStream, type UIMessage } from "ai";
+import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { useMemo } from "react";
 
 const user = new URLSearchParams(location.search).get("user") ?? "alice";
@@ -13,6 +13,26 @@ const threadList = chatqlThreadListAdapter(client, { assistantId: "demo" });
 
 type Aui = ReturnType<typeof useAui>;
 
+// A run follows the chat's stream before the agent is asked to answer, so the reply's
+// start reaches the page live: a subscription made after the reply began would get it as
+// a snapshot, which the transport takes for an earlier reply. `connected()` resolves once
+// chatql's WebSocket is up (or has failed, which the run's follower then reports).
+let socketUp = false;
+const waiting = new Set<() => void>();
+const settle = () => {
+  for (const resolve of waiting) resolve();
+  waiting.clear();
+};
+client.socket().on("connected", () => {
+  socketUp = true;
+  settle();
+});
+client.socket().on("closed", () => {
+  socketUp = false;
+  settle();
+});
+const connected = () => (socketUp ? Promise.resolve() : new Promise<void>((resolve) => waiting.add(resolve)));
+
 /**
  * Each open thread's history: every branch of its chat. A person's message is stored with
  * its parent, an edited one as chatql's edit of the question it replaces (`editMessage`);
@@ -21,7 +41,8 @@ type Aui = ReturnType<typeof useAui>;
 function historyOf(aui: Aui) {
   const adapters = new Map<string, ChatqlHistoryAdapter>();
   const known = new Set<string>(); // ids chatql has (loaded or stored from here)
-  const asked = new Map<string, Promise<void>>(); // questions stored from here, not yet answered by a run
+  // Questions from this page: stored once their run follows the chat (`release`).
+  const asked = new Map<string, { release: () => void; write: Promise<void> }>();
   const forChat = (chatId: string) => adapters.get(chatId) ?? adapters.set(chatId, chatqlHistoryAdapter(client, chatId)).get(chatId)!;
 
   /** The question an edit replaces: the thread still shows it where the new message goes. */
@@ -43,7 +64,12 @@ function historyOf(aui: Aui) {
     append(item) {
       if (item.message.role !== "user") return Promise.resolve(); // replies are the agent's stream
       const source = editedQuestion(item.parentId, item.message.id);
+      let release!: () => void;
+      const followed = new Promise<void>((resolve) => {
+        release = resolve;
+      });
       const write = (async () => {
+        await followed;
         const { remoteId } = await aui.threadListItem().initialize();
         if (source !== undefined) {
           await forChat(remoteId).edit(item, source);
@@ -54,22 +80,30 @@ function historyOf(aui: Aui) {
         }
         known.add(item.message.id);
       })();
-      asked.set(item.message.id, write);
+      asked.set(item.message.id, { release, write });
       return write;
     },
   };
 
   /**
-   * Before a run answers the person's message `questionId`: a question just stored from
-   * here already awaits its answer; any other (Regenerate) is asked again (`regenerate`).
+   * Once a run follows the chat, asks for the answer to the person's message
+   * `questionId`: a question from this page is stored now (the agent answers a new
+   * question), any other (Regenerate) is asked again with `regenerate`.
    */
   async function ask(chatId: string, questionId: string): Promise<void> {
-    const stored = asked.get(questionId);
+    const question = asked.get(questionId);
     asked.delete(questionId);
-    await (stored ?? forChat(chatId).regenerate(questionId));
+    if (question === undefined) return forChat(chatId).regenerate(questionId);
+    question.release();
+    return question.write;
   }
 
-  return { history, ask };
+  /** Stores a question from this page even when its run could not follow the chat. */
+  function release(questionId: string): void {
+    asked.get(questionId)?.release();
+  }
+
+  return { history, ask, release };
 }
 
 /** UI message parts as assistant-ui message parts. */
@@ -88,18 +122,24 @@ function contentOf(message: UIMessage): ThreadAssistantMessagePart[] {
 /** One thread: history from chatql; a run reads the agent's reply over chatql's WebSocket. */
 function useChatqlThread() {
   const aui = useAui();
-  const { history, ask } = useMemo(() => historyOf(aui), [aui]);
+  const { history, ask, release } = useMemo(() => historyOf(aui), [aui]);
   const model = useMemo<ChatModelAdapter>(() => ({
     async *run({ messages, abortSignal }) {
-      const { remoteId } = await aui.threadListItem().initialize();
-      // Follow first, then make sure the agent is asked: the transport reads the reply
-      // that starts next (Stop aborts it, which stops the agent's stream).
-      const stream = await transport.sendMessages({ trigger: "regenerate-message", chatId: remoteId, messageId: undefined, messages: [], abortSignal });
-      const question = messages.at(-1);
-      if (question?.role === "user") await ask(remoteId, question.id);
+      const question = messages.at(-1)?.role === "user" ? messages.at(-1)?.id : undefined;
+      let stream: ReadableStream<UIMessageChunk>;
+      try {
+        const { remoteId } = await aui.threadListItem().initialize();
+        // Follow first, then ask the agent: the transport reads the reply that starts
+        // next (Stop aborts it, which stops the agent's stream).
+        stream = await transport.sendMessages({ trigger: "regenerate-message", chatId: remoteId, messageId: undefined, messages: [], abortSignal });
+        await connected();
+        if (question !== undefined) await ask(remoteId, question);
+      } finally {
+        if (question !== undefined) release(question);
+      }
       for await (const message of readUIMessageStream({ stream })) yield { content: contentOf(message) };
     },
-  }), [aui, ask]);
+  }), [aui, ask, release]);
   return useLocalRuntime(model, { adapters: { history } });
 }
 
