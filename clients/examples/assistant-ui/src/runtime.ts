@@ -36,7 +36,7 @@ const connected = () => (socketUp ? Promise.resolve() : new Promise<void>((resol
 /**
  * Each open thread's history: every branch of its chat. A person's message is stored with
  * its parent, an edited one as chatql's edit of the question it replaces (`editMessage`);
- * `ask` is what a run does before following the reply.
+ * `ask` is what a run does once it follows the chat.
  */
 function historyOf(aui: Aui) {
   const adapters = new Map<string, ChatqlHistoryAdapter>();
@@ -98,9 +98,11 @@ function historyOf(aui: Aui) {
     return question.write;
   }
 
-  /** Stores a question from this page even when its run could not follow the chat. */
+  /** Stores a question from this page even when its run could not follow the chat (a later Regenerate then asks again). */
   function release(questionId: string): void {
-    asked.get(questionId)?.release();
+    const question = asked.get(questionId);
+    asked.delete(questionId);
+    question?.release();
   }
 
   return { history, ask, release };
