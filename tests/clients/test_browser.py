@@ -24,6 +24,7 @@ Skipped without Node.js or Chromium, required under CI.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -83,14 +84,19 @@ DEMO_AGENT_HEADERS = {"X-User-Id": "demo-agent", "X-Tenant-Id": "acme", "X-Roles
 DEMO_PACE = 0.06
 
 
-@pytest.fixture
-def demo_agent(chatql_serve: str, tmp_path: Path) -> Iterator[Path]:
-    """``chatql-client demo`` answering assistant "demo" beside the server; yields its log."""
-    log = tmp_path / "demo-agent.log"
+@contextlib.contextmanager
+def demo_agent_process(url: str, log: Path,
+                       headers: dict[str, str] | None = None) -> Iterator[Path]:
+    """``chatql-client demo`` answering assistant "demo" of the server at ``url``.
+
+    ``headers`` (the agent's identity) left out, the demo uses its own default, as a
+    person running ``chatql-client demo --assistant demo`` beside ``make serve`` does.
+    Yields the log file.
+    """
     command = [str(Path(sys.executable).with_name("chatql-client")), "demo",
-               "--url", f"{chatql_serve}/graphql", "--assistant", "demo",
+               "--url", f"{url}/graphql", "--assistant", "demo",
                "--pace", str(DEMO_PACE), "--verbose"]
-    for name, value in DEMO_AGENT_HEADERS.items():
+    for name, value in (headers or {}).items():
         command += ["--header", f"{name}={value}"]
     env = {key: value for key, value in os.environ.items()
            if key not in ("OPENAI_BASE_URL", "OPENAI_API_KEY")}  # the offline model
@@ -107,6 +113,14 @@ def demo_agent(chatql_serve: str, tmp_path: Path) -> Iterator[Path]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+@pytest.fixture
+def demo_agent(chatql_serve: str, tmp_path: Path) -> Iterator[Path]:
+    """The demo agent beside the server, in the web app's tenant; yields its log."""
+    with demo_agent_process(chatql_serve, tmp_path / "demo-agent.log",
+                            DEMO_AGENT_HEADERS) as log:
+        yield log
 
 
 def test_app_and_playground_in_chromium(chatql_serve: str, demo_agent: Path,

@@ -1,22 +1,47 @@
-"""The example apps in ``clients/examples`` install from their lock files and build.
+"""The example apps in ``clients/examples`` install, build, and work in a browser.
 
 Each example (a ``useChat`` page, an assistant-ui page) depends on the local
 ``@chatql/client`` (``file:../../js``, installed as a copy, built by its ``prepare``
 script), so ``npm ci`` then ``npm run build`` (``tsc`` and ``vite build``) fails when the
 client's exports, its declarations or the pinned ``ai`` / ``@assistant-ui/react`` APIs the
-examples use drift apart. Skipped without Node.js, required under CI.
+examples use drift apart.
+
+The built pages then run in Debian's Chromium (``clients/examples/test/examples.test.mjs``,
+playwright-core through the web app's test helpers), each served by its own ``vite
+preview`` — the way the READMEs run them, its proxy sending ``/ai`` and ``/graphql`` to a
+real ``chatql serve`` on a fresh SQLite file — with the demo agent (``chatql-client demo
+--assistant demo``, its default identity) answering: the ``useChat`` page sends a
+message and streams the reply, Stop ends a reply (stored interrupted) and a reload
+mid-reply resumes it to the end; the assistant-ui page lists the person's chats, opens
+the ``useChat`` page's (its sockets slowed, so each reply must be followed before the
+agent is asked), edits its first question (``editMessage``: a "2 / 2" branch the
+agent answers), regenerates that answer (``regenerate``: a second answer) and switches
+back to the first version. No page error, no chatql error answer, every other host
+blocked; screenshots under the test's temporary folder. One test, so CI installs and
+builds the examples once. Skipped without Node.js or Chromium, required under CI.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.clients.node import ROOT, require_node
+from tests.clients.test_browser import (
+    WEB_DIR,
+    chatql_serve,  # noqa: F401  (a fixture)
+    chromium,
+    demo_agent_process,
+)
+from tests.conftest import free_port
 
 EXAMPLES = ROOT / "clients" / "examples"
 NAMES = ("use-chat", "assistant-ui")
@@ -31,8 +56,33 @@ def run(args: list[str], cwd: str) -> float:
     return time.monotonic() - started
 
 
+@contextlib.contextmanager
+def preview(folder: Path, chatql: str, log: Path) -> Iterator[str]:
+    """``vite preview`` of the built page, proxying to ``chatql``; yields its address."""
+    port = free_port()
+    vite = folder / "node_modules" / ".bin" / "vite"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [str(vite), "preview", "--host", "127.0.0.1", "--port", str(port), "--strictPort"],
+            cwd=folder, env={**os.environ, "CHATQL_URL": chatql, "NO_COLOR": "1"},
+            stdout=out, stderr=subprocess.STDOUT)
+        address = f"http://127.0.0.1:{port}"
+        try:
+            for _ in range(300):
+                with contextlib.suppress(httpx.HTTPError):
+                    if httpx.get(address, timeout=1).status_code == 200:
+                        break
+                assert process.poll() is None, log.read_text()
+                time.sleep(0.1)
+            yield address
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
 @pytest.mark.slow
-def test_examples_install_and_build() -> None:
+def test_examples_install_build_and_run_in_chromium(chatql_serve: str,  # noqa: F811
+                                                    tmp_path: Path) -> None:
     require_node()   # the client's `prepare` build uses clients/js's own TypeScript
     npm = shutil.which("npm")
     assert npm is not None
@@ -48,3 +98,34 @@ def test_examples_install_and_build() -> None:
         assert '<div id="root">' in page and scripts, f"{name} built no page"
         # The client came from this checkout, with its built output.
         assert (folder / "node_modules" / "@chatql" / "client" / "dist" / "index.js").is_file()
+
+    # The built pages in Chromium (playwright-core comes with clients/web's packages).
+    require_node(WEB_DIR)
+    browser = chromium()
+    screenshots = tmp_path / "screenshots"
+    screenshots.mkdir()
+    started = time.monotonic()
+    with contextlib.ExitStack() as stack:
+        agent = stack.enter_context(demo_agent_process(chatql_serve, tmp_path / "demo-agent.log"))
+        use_chat = stack.enter_context(
+            preview(EXAMPLES / "use-chat", chatql_serve, tmp_path / "use-chat.log"))
+        assistant_ui = stack.enter_context(
+            preview(EXAMPLES / "assistant-ui", chatql_serve, tmp_path / "assistant-ui.log"))
+        done = subprocess.run(
+            ["node", "--test", "--test-concurrency=1", "test/examples.test.mjs"],
+            cwd=EXAMPLES, capture_output=True, text=True, timeout=300,
+            env={**os.environ, "USE_CHAT_URL": use_chat, "ASSISTANT_UI_URL": assistant_ui,
+                 "CHROMIUM_PATH": browser, "SCREENSHOT_DIR": str(screenshots)},
+        )
+        # The agent's log without its request lines: what it answered, stopped or failed.
+        answers = [line for line in agent.read_text().splitlines() if "HTTP Request" not in line]
+        output = done.stdout + done.stderr + "\n--- demo agent ---\n" + "\n".join(answers[-100:])
+    print(f"browser flows {time.monotonic() - started:.1f} s")
+    assert done.returncode == 0, output
+    assert "# pass 2" in output and "# fail 0" in output, output
+    shots = sorted(path.name for path in screenshots.glob("*.png"))
+    for shot in ("use-chat-answered", "use-chat-stopped", "use-chat-resumed",
+                 "assistant-ui-opened", "assistant-ui-edited", "assistant-ui-regenerated",
+                 "assistant-ui-version-1"):
+        assert f"{shot}.png" in shots, shots
+    print(f"screenshots in {screenshots}: {', '.join(shots)}")

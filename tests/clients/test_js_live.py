@@ -5,7 +5,8 @@ Runs ``clients/js/test/live`` (Vitest): the npm ``graphql-sse`` client receives 
 resumes with ``afterSeq`` and ends with exactly the persisted messages; the AI SDK
 ``ChatTransport`` appends a person's message once and streams the reply as the real
 ``ai`` package reads it (abort stops the stream, a reload joins a live reply); the
-assistant-ui history shows an edited question as branches and the thread list pages,
+assistant-ui history shows an edited question as branches, stores an edit as
+``editMessage`` and a reload as ``regenerate`` by the page's ids, and the thread list pages,
 renames, archives and deletes; the stream writer fed a ``streamText`` stream stores
 the reply, fails on an error part and survives a lost push answer; the AI SDK's own
 ``DefaultChatTransport`` against ``POST /ai/chat`` stores the question, reads the reply
@@ -34,4 +35,4 @@ async def test_typescript_client_over_real_transports(settings: Settings) -> Non
         output, _ = await asyncio.wait_for(process.communicate(), 120)
     text = output.decode(errors="replace")
     assert process.returncode == 0, text
-    assert "13 passed" in text, text
+    assert "14 passed" in text, text

@@ -9,7 +9,10 @@
  *   so an edited question or a regenerated answer shows as assistant-ui branches; `append`
  *   stores a person's message after its parent. Replies are written by the agent's stream,
  *   so assistant messages are not appended from here. `withFormat` serves the AI SDK
- *   runtime (`useChatRuntime`) with `UIMessage`s.
+ *   runtime (`useChatRuntime`) with `UIMessage`s. Beside the adapter's own methods, `edit`
+ *   stores an edited question with chatql's `editMessage` and `regenerate` asks for a new
+ *   answer to a question (`regenerate`), for a runtime that knows which message a person
+ *   edited or reloaded.
  *
  * A turn is what one UI message shows: a person's message, or the run of messages an agent
  * wrote in reply (its id is the run's first message id, its parent the turn before).
@@ -25,7 +28,9 @@ import {
   ChatPageDocument,
   CreateChatDocument,
   DeleteChatDocument,
+  EditMessageDocument,
   MessageTreeDocument,
+  RegenerateDocument,
   UpdateChatDocument,
   type ChatSummaryFieldsFragment,
   type MessageFieldsFragment,
@@ -132,9 +137,30 @@ export interface HistoryOptions {
   readonly inputType?: string;
 }
 
+type HistoryItem = Parameters<ThreadHistoryAdapter["append"]>[0];
+
+/** A chat's history adapter with chatql's edit and regenerate (turn ids are assistant-ui's message ids). */
+export interface ChatqlHistoryAdapter extends ThreadHistoryAdapter {
+  /**
+   * Stores a person's edited question: `item.message` (a new message, the same parent as
+   * `sourceId`) becomes chatql's edited copy of the question `sourceId` (`editMessage`),
+   * its sibling and the chat's active leaf, so the agent answers it. Its chatql id is
+   * chatql's; later calls naming `item.message.id` are mapped to it.
+   */
+  edit(item: HistoryItem, sourceId: string): Promise<void>;
+  /** Asks for a new answer to the person's message `turnId` (`regenerate`): the next reply becomes a sibling of the earlier ones. */
+  regenerate(turnId: string): Promise<void>;
+}
+
+function personText(item: HistoryItem, what: string): string {
+  if (item.message.role !== "user") throw new Error(`${what} stores a person's message; this one's role is ${item.message.role}`);
+  return item.message.content.map((part) => (part.type === "text" ? part.text : "")).join("");
+}
+
 /** A `ThreadHistoryAdapter` for one chat. */
-export function chatqlHistoryAdapter(client: ChatqlClient, chatId: string, options: HistoryOptions = {}): ThreadHistoryAdapter {
-  // The last stored message of each turn: what a new message's chatql parent is.
+export function chatqlHistoryAdapter(client: ChatqlClient, chatId: string, options: HistoryOptions = {}): ChatqlHistoryAdapter {
+  // The last stored message of each turn: what a new message's chatql parent is (and, for
+  // a person's message, its chatql id: an edited copy's id is chatql's own).
   const lastOfTurn = new Map<string, string>();
 
   async function loadTree(): Promise<{ turns: Turn[]; headId: string | null }> {
@@ -197,8 +223,19 @@ export function chatqlHistoryAdapter(client: ChatqlClient, chatId: string, optio
     },
     async append(item) {
       if (item.message.role !== "user") return;
-      const text = item.message.content.map((part) => (part.type === "text" ? part.text : "")).join("");
-      await appendPerson(item.message.id, item.parentId, text);
+      await appendPerson(item.message.id, item.parentId, personText(item, "append"));
+    },
+    async edit(item, sourceId) {
+      const text = personText(item, "edit");
+      const data = await client.request(EditMessageDocument, {
+        id: lastOfTurn.get(sourceId) ?? sourceId,
+        input: { props: { content: text } },
+        appendId: `ui:${item.message.id}`,
+      });
+      lastOfTurn.set(item.message.id, data.editMessage.id);
+    },
+    async regenerate(turnId) {
+      await client.request(RegenerateDocument, { messageId: lastOfTurn.get(turnId) ?? turnId });
     },
     withFormat(format) {
       return {

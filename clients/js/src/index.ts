@@ -9,7 +9,7 @@ export {
   ChatsDocument, ChatPageDocument, ChatDocument, MessagesDocument, MessageTreeDocument,
   ChatEventsDocument, ChatStreamDocument, CreateChatDocument, UpdateChatDocument,
   DeleteChatDocument, AppendMessagesDocument, StartStreamDocument, PushChunksDocument,
-  EndStreamDocument, StopStreamDocument,
+  EndStreamDocument, StopStreamDocument, EditMessageDocument, RegenerateDocument,
   TypedDocumentString,
 } from "./generated/operations.js";
 export type {
@@ -23,6 +23,7 @@ export type {
   AppendMessagesMutationVariables, AppendMessagesMutation, StartStreamMutationVariables,
   StartStreamMutation, PushChunksMutationVariables, PushChunksMutation,
   EndStreamMutationVariables, EndStreamMutation, StopStreamMutationVariables,
-  StopStreamMutation,
+  StopStreamMutation, EditMessageMutationVariables, EditMessageMutation,
+  RegenerateMutationVariables, RegenerateMutation,
 } from "./generated/operations.js";
 export type * as Schema from "./generated/schema.js";

@@ -19,10 +19,12 @@ export function launch() {
  * A browser context acting as alice (the identity headers a proxy would set on the page
  * request) in which every request to another host is refused and recorded (`blocked`),
  * and so is every answer of chatql's own with an error status (`failed`: a missing
- * asset, a favicon, a refused request).
+ * asset, a favicon, a refused request). `headers: {}` sets no identity (a page that
+ * sends its own); `origin` is the one allowed host's address (default chatql's).
  */
-export async function context(browser) {
-  const ctx = await browser.newContext({ extraHTTPHeaders: ALICE, viewport: { width: 1280, height: 800 } });
+export async function context(browser, { headers = ALICE, origin = base } = {}) {
+  const host = new URL(origin).host;
+  const ctx = await browser.newContext({ extraHTTPHeaders: headers, viewport: { width: 1280, height: 800 } });
   const blocked = [];
   const failed = [];
   ctx.on("response", (response) => {

@@ -1,7 +1,8 @@
 import {
-  AssistantRuntimeProvider, BranchPickerPrimitive, ComposerPrimitive, MessagePrimitive, ThreadListItemPrimitive,
-  ThreadListPrimitive, ThreadPrimitive, type ToolCallMessagePartProps,
+  ActionBarPrimitive, AssistantRuntimeProvider, BranchPickerPrimitive, ComposerPrimitive, MessagePrimitive,
+  ThreadListItemPrimitive, ThreadListPrimitive, ThreadPrimitive, type ToolCallMessagePartProps,
 } from "@assistant-ui/react";
+import type { ReactNode } from "react";
 
 import { useChatqlRuntime } from "./runtime";
 
@@ -9,7 +10,7 @@ const Tool = ({ toolName, args, result }: ToolCallMessagePartProps) => (
   <pre>{toolName}({JSON.stringify(args)}){result === undefined ? " …" : ` → ${JSON.stringify(result)}`}</pre>
 );
 
-function Message({ who }: { who: string }) {
+function Message({ who, actions }: { who: string; actions: ReactNode }) {
   return (
     <MessagePrimitive.Root aria-label={who}>
       <strong>{who}</strong>
@@ -19,9 +20,22 @@ function Message({ who }: { who: string }) {
         <BranchPickerPrimitive.Number /> / <BranchPickerPrimitive.Count />
         <BranchPickerPrimitive.Next aria-label="Next branch">›</BranchPickerPrimitive.Next>
       </BranchPickerPrimitive.Root>
+      <ActionBarPrimitive.Root hideWhenRunning>{actions}</ActionBarPrimitive.Root>
     </MessagePrimitive.Root>
   );
 }
+
+// Edit writes the question again (chatql's editMessage, a new branch the agent answers);
+// Regenerate asks the agent for another answer (chatql's regenerate, a sibling answer).
+const UserMessage = () => <Message who="You" actions={<ActionBarPrimitive.Edit>Edit</ActionBarPrimitive.Edit>} />;
+const AssistantMessage = () => <Message who="Agent" actions={<ActionBarPrimitive.Reload>Regenerate</ActionBarPrimitive.Reload>} />;
+const EditComposer = () => (
+  <ComposerPrimitive.Root aria-label="Edit message">
+    <ComposerPrimitive.Input aria-label="Edited message" />
+    <ComposerPrimitive.Cancel>Cancel</ComposerPrimitive.Cancel>
+    <ComposerPrimitive.Send>Save</ComposerPrimitive.Send>
+  </ComposerPrimitive.Root>
+);
 
 export function App() {
   const runtime = useChatqlRuntime();
@@ -41,7 +55,9 @@ export function App() {
         </ThreadListPrimitive.Root>
         <ThreadPrimitive.Root style={{ flex: 1, maxWidth: 720 }}>
           <ThreadPrimitive.Viewport>
-            <ThreadPrimitive.Messages components={{ UserMessage: () => <Message who="You" />, AssistantMessage: () => <Message who="Agent" /> }} />
+            <ThreadPrimitive.Messages>
+              {({ message }) => (message.composer.isEditing ? <EditComposer /> : message.role === "user" ? <UserMessage /> : <AssistantMessage />)}
+            </ThreadPrimitive.Messages>
           </ThreadPrimitive.Viewport>
           <ComposerPrimitive.Root>
             <ComposerPrimitive.Input aria-label="Message" />

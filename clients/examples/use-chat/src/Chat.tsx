@@ -10,16 +10,18 @@ interface Props {
   headers: Record<string, string>;
   initial: UIMessage[];
   overWebSocket: boolean;
+  /** Whether to resume a reply still being written (the chat exists). */
+  resume: boolean;
 }
 
-export function Chat({ chatId, client, headers, initial, overWebSocket }: Props) {
+export function Chat({ chatId, client, headers, initial, overWebSocket, resume }: Props) {
   const [transport] = useState(() =>
     overWebSocket
       ? new ChatqlChatTransport(client)
       : new DefaultChatTransport({ api: "/ai/chat", headers, body: { assistantId: "demo" } }),
   );
   // resume: after a reload mid-reply, the reply goes on streaming into the page.
-  const { messages, sendMessage, status, stop, error } = useChat({ id: chatId, messages: initial, transport, resume: true });
+  const { messages, sendMessage, status, stop, error } = useChat({ id: chatId, messages: initial, transport, resume });
   const [input, setInput] = useState("");
   const busy = status === "submitted" || status === "streaming";
   // The AI SDK's stop() only closes this page's connection; stopStream stops the agent.

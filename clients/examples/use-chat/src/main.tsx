@@ -18,14 +18,17 @@ const client = new ChatqlClient({ url: new URL("/graphql", location.href).href, 
 
 // The chat so far (its active branch). /ai/chat creates a new chat on the first send;
 // the WebSocket transport appends to an existing one, so that variant creates it here.
+// A chat that is not there yet has no reply to resume (chatql answers 404 for it).
+let exists = true;
 const stored = await client.request(MessagesDocument, { chatId, last: 100 }).then(
   (data) => data.messages.edges.map((edge) => edge.node),
   async () => {
+    exists = false;
     if (overWebSocket) await client.request(CreateChatDocument, { input: { id: chatId, assistantId: "demo" } });
     return [];
   },
 );
 
 createRoot(document.getElementById("root") as HTMLElement).render(
-  <Chat chatId={chatId} client={client} headers={headers} initial={toUIMessages(stored)} overWebSocket={overWebSocket} />,
+  <Chat chatId={chatId} client={client} headers={headers} initial={toUIMessages(stored)} overWebSocket={overWebSocket} resume={exists} />,
 );

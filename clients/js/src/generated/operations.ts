@@ -87,6 +87,12 @@ export type CreateChatInput = {
   title?: string | null | undefined;
 };
 
+/** The edited content; fields left out are copied from the original. */
+export type EditMessageInput = {
+  metadata?: unknown;
+  props?: unknown;
+};
+
 /** A message to append; the service assigns id and sequence. */
 export type MessageInput = {
   assistantId?: string | null | undefined;
@@ -281,6 +287,22 @@ export type StopStreamMutationVariables = Exact<{
 
 
 export type StopStreamMutation = { stopStream: boolean };
+
+export type EditMessageMutationVariables = Exact<{
+  id: string;
+  input: EditMessageInput;
+  appendId: string;
+}>;
+
+
+export type EditMessageMutation = { editMessage: { id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, sequence: number, status: MessageStatus, createdAt: string, parentId: string | null } };
+
+export type RegenerateMutationVariables = Exact<{
+  messageId: string;
+}>;
+
+
+export type RegenerateMutation = { regenerate: { activeLeafId: string | null, id: string, title: string | null, assistantId: string, lastMessageAt: string | null, createdAt: string, status: ChatStatus } };
 
 export class TypedDocumentString<TResult, TVariables>
   extends String
@@ -595,3 +617,38 @@ export const StopStreamDocument = new TypedDocumentString(`
   stopStream(chatId: $chatId)
 }
     `) as unknown as TypedDocumentString<StopStreamMutation, StopStreamMutationVariables>;
+export const EditMessageDocument = new TypedDocumentString(`
+    mutation EditMessage($id: ID!, $input: EditMessageInput!, $appendId: String!) {
+  editMessage(id: $id, input: $input, appendId: $appendId) {
+    ...MessageFields
+  }
+}
+    fragment MessageFields on Message {
+  id
+  chatId
+  requestId
+  role
+  type
+  props
+  blockId
+  threadId
+  sequence
+  status
+  createdAt
+  parentId
+}`) as unknown as TypedDocumentString<EditMessageMutation, EditMessageMutationVariables>;
+export const RegenerateDocument = new TypedDocumentString(`
+    mutation Regenerate($messageId: ID!) {
+  regenerate(messageId: $messageId) {
+    ...ChatSummaryFields
+    activeLeafId
+  }
+}
+    fragment ChatSummaryFields on Chat {
+  id
+  title
+  assistantId
+  lastMessageAt
+  createdAt
+  status
+}`) as unknown as TypedDocumentString<RegenerateMutation, RegenerateMutationVariables>;
