@@ -52,10 +52,19 @@ export class ChatqlChatTransport<UI_MESSAGE extends UIMessage = UIMessage> imple
       throw new Error("sendMessages needs the person's message last");
     }
     // Follow first, so a reply that starts before the append's answer arrives is not missed;
-    // only streams that start from now on count (not the snapshot of an earlier reply).
+    // only streams that start from now on count (not the snapshot of an earlier reply) —
+    // and a stream that names this question as its parent (as chatql's agent loop does)
+    // counts even as a snapshot: on a slow socket the reply can begin, or end, before the
+    // subscription is in place.
+    const question = options.trigger === "submit-message" ? last?.id : undefined;
     const seenBefore = new Set<string>();
+    const answering = new Set<string>();
     const accept: Accept = (chunk) => {
-      if (chunk.snapshot) seenBefore.add(chunk.streamId);
+      if (chunk.snapshot && !answering.has(chunk.streamId) && !seenBefore.has(chunk.streamId)) {
+        const parent = eventOf(chunk) === "stream_start" ? (chunk.props as { parentId?: unknown } | null)?.parentId : undefined;
+        if (question !== undefined && parent === question) answering.add(chunk.streamId);
+        else seenBefore.add(chunk.streamId);
+      }
       return !seenBefore.has(chunk.streamId);
     };
     const reader = this.read(chatId, accept, abortSignal);

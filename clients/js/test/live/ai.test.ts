@@ -88,6 +88,29 @@ describe("ChatqlChatTransport", () => {
     expect((await stored(chatId)).filter((m) => m.role === "USER")).toHaveLength(1);
   });
 
+  it("on a slow socket, a reply that began before the subscription is still the answer", async () => {
+    // Every frame the page sends reaches chatql 400 ms late: the agent answers first.
+    class SlowSend extends WebSocket {
+      override send(data: unknown, ...rest: unknown[]): void {
+        setTimeout(() => (super.send as (...a: unknown[]) => void)(data, ...rest), 400);
+      }
+    }
+    const slow = new ChatqlClient({ url: `${base}/graphql`, headers: () => AGENT, webSocketImpl: SlowSend as unknown as typeof WebSocket });
+    const chatId = await createChat();
+    const q = question(unique("q"), "Quick one?");
+    const stream = await new ChatqlChatTransport(slow).sendMessages({ trigger: "submit-message", chatId, messageId: undefined, messages: [q], abortSignal: undefined });
+    const replying = agent(chatId, q.id, async (writer) => {
+      writer.text("Started before you listened, ");
+      await writer.flush();
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      writer.text("finished after.");
+    });
+    const { message } = await read(stream);
+    await replying;
+    expect(message?.parts).toMatchObject([{ type: "text", text: "Started before you listened, finished after." }]);
+    await slow.reset();
+  });
+
   it("abort stops the agent's stream (stopStream): the reply ends with abort and the writer sees StreamStopped", async () => {
     const chatId = await createChat();
     const transport = new ChatqlChatTransport(client);
