@@ -433,6 +433,10 @@ def event_documents(seed: int) -> list[str]:
         root = "list: chatEvents" if rng.random() < 0.3 else "chatEvents"
         documents.append(f"subscription($f: ChatFilter) {{ {root}(filter: $f) {{ {event} "
                          f"chat {{ {chat} }} }} }}")
+    # A client's generated document: named and inline fragments, one key selected twice.
+    documents.append("subscription($f: ChatFilter) { chatEvents(filter: $f) { ...E chat { id } } }"
+                     " fragment E on ChatEvent { type chatId chat { ...S } }"
+                     " fragment S on Chat { title ... on Chat { createdAt } }")
     return documents
 
 
@@ -541,6 +545,8 @@ async def test_chat_streams_answer_as_the_executor_does(settings: Settings,
     rng = random.Random(5)
     documents = [f"subscription($c: ID!) {{ {'s: ' if rng.random() < 0.4 else ''}chatStream("
                  f"chatId: $c) {{ {pick(rng, CHUNK_LEAVES, n == 0)} }} }}" for n in range(4)]
+    documents.append("subscription($c: ID!) { chatStream(chatId: $c) { ...K seq } }"
+                     " fragment K on Chunk { seq type props ... on Chunk { messageId } }")
     async with serve(settings) as (server, app):
         stream = await _stream(server, "cs1")
         before = served(app, "chat_stream")
