@@ -205,6 +205,7 @@ async def test_bad_usage_and_token_input_changes_nothing(
         assert await client.error_code(document, variables, headers) == "INVALID_ARGUMENT", (
             variables)
     assert await store_fingerprint(db) == before
-    # The stream is intact: nothing of the refused push went in, and it still ends.
+    # The stream is intact: nothing of the refused push went in, and it still ends (with
+    # the note that it wrote no reply).
     ended = await client.data(END, {"stream": "s1", "status": "COMPLETED", "usage": None}, bot)
-    assert [m["type"] for m in ended["endStream"]["messages"]] == ["user_input"]
+    assert [m["type"] for m in ended["endStream"]["messages"]] == ["user_input", "error"]
