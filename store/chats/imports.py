@@ -47,6 +47,7 @@ from chatql.store.chats.chat import (
     now,
 )
 from chatql.store.db.database import Database
+from chatql.store.db.partitions import message_chats
 from chatql.store.db.rows import document_rows, write_rows
 from chatql.store.db.tables import chat_imports, chats, messages, resume_records
 from chatql.store.errors import AppendConflict, Conflict, InvalidArgument, NotFound
@@ -360,7 +361,8 @@ async def _write_rows(conn: AsyncConnection, chat_id: str, parsed: ParsedChat) -
         ids = [row["id"] for row in parsed.messages]
         if len(set(ids)) != len(ids):
             raise InvalidArgument("message ids within one import must be distinct")
-        taken = (await conn.scalars(select(messages.c.id).where(messages.c.id.in_(ids)))).all()
+        taken = (await conn.scalars(
+            select(message_chats.c.id).where(message_chats.c.id.in_(ids)))).all()
         if taken:
             raise Conflict(f"message id {taken[0]!r} is already taken")
         leaf = await tree.link_rows(conn, chat_id, parsed.messages)

@@ -254,7 +254,7 @@ def _compile_branch_page(shape: BranchPageShape) -> PreparedStatement:
             named = messages.alias("named")
             where.append(select(named.c.id).where(named.c.id == end,
                                                   named.c.chat_id == chat).exists())
-        walk = tree.path_walk(first, where, floor=floor,
+        walk = tree.path_walk(first, where, chat=chat, floor=floor,
                               count=bindparam("count", type_=Integer()))
         steps: list[Any] = [walk.c.n > bindparam("skip", type_=Integer())]
         order: Any = walk.c.n
@@ -268,14 +268,14 @@ def _compile_branch_page(shape: BranchPageShape) -> PreparedStatement:
         # The end's row must be there (a named branch, or rows not in the archive).
         where.append(end_depth.is_not(None))
         first = tree.ancestor_at(end, upper, chat=chat).scalar_subquery()
-        walk = tree.path_walk(first, where, floor=floor)
+        walk = tree.path_walk(first, where, chat=chat, floor=floor)
         steps = []
         order = walk.c.n.desc()
     current = select(chats.c.active_leaf_id).where(chats.c.id == chat).scalar_subquery()
     query = (
         select(*(messages.c[name] for name in MESSAGE_COLUMNS), messages.c.depth,
                current.label("_leaf"))
-        .join(walk, messages.c.id == walk.c.id)
+        .join(walk, (messages.c.id == walk.c.id) & (messages.c.chat_id == chat))
         .where(*steps, *(messages.c[name] == bindparam(name, type_=String())
                          for name in shape.filters))
         .order_by(order)
