@@ -97,10 +97,18 @@ def _migrate(args: argparse.Namespace) -> int:
         sys.stderr.write(f"chatql migrate: {error}\n")
         return 2
 
+    async def report(table: str, batches: int) -> None:
+        # Converting a large database takes a while: say how far it got.
+        if not table:
+            sys.stderr.write("chatql migrate: swapping in the partitioned tables\n")
+        elif batches % 100 == 1:
+            sys.stderr.write(f"chatql migrate: {table}: {batches} batches copied\n")
+
     async def run() -> None:
         db = Database(args.database_url or settings.database_url)
         try:
-            await migrate(db, pg_partitions=count, convert=True, batch_rows=args.batch_rows)
+            await migrate(db, pg_partitions=count, convert=True, batch_rows=args.batch_rows,
+                          progress=report)
         finally:
             await db.dispose()
 

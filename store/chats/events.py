@@ -48,9 +48,8 @@ from chatql.store.chats.chat import now as service_now
 from chatql.store.chats.lists import ChatListFilter, awaiting_reply_ids
 from chatql.store.db import prepared
 from chatql.store.db.database import Database
-from chatql.store.db.replicas import reading_after, written_position
 from chatql.store.db.partitions import message_chats
-from chatql.store.db.tables import messages
+from chatql.store.db.replicas import reading_after, written_position
 from chatql.store.records import Chat, Identity
 from chatql.store.streams.backends import FanOut
 

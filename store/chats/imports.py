@@ -49,7 +49,7 @@ from chatql.store.chats.chat import (
 from chatql.store.db.database import Database
 from chatql.store.db.partitions import message_chats
 from chatql.store.db.rows import document_rows, write_rows
-from chatql.store.db.tables import chat_imports, chats, messages, resume_records
+from chatql.store.db.tables import chat_imports, chats, resume_records
 from chatql.store.errors import AppendConflict, Conflict, InvalidArgument, NotFound
 from chatql.store.ids import check_append_id, check_chat_id, check_message_id, new_id
 from chatql.store.jsonutil import canonical_digest

@@ -32,7 +32,8 @@ def alembic_config(connection: Any = None,
 async def migrate(db: Database, revision: str = "head", *,
                   pg_partitions: int = partitions.DEFAULT_PARTITIONS,
                   convert: bool = False,
-                  batch_rows: int = partitions.BATCH_ROWS) -> None:
+                  batch_rows: int = partitions.BATCH_ROWS,
+                  progress: partitions.Progress | None = None) -> None:
     """Upgrade ``db`` to ``revision``; safe to run from several instances at once.
 
     On Postgres a new database gets its per-chat tables hash-partitioned into
@@ -51,7 +52,8 @@ async def migrate(db: Database, revision: str = "head", *,
         async with db.engine.connect() as conn:
             current = await conn.run_sync(partitions.layout_partitions)
         if current == 0:
-            await partitions.convert(db, pg_partitions, batch_rows=batch_rows)
+            await partitions.convert(db, pg_partitions, batch_rows=batch_rows,
+                                     progress=progress)
 
 
 async def current_revision(db: Database) -> str | None:

@@ -37,7 +37,7 @@ by running it again.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Column, MetaData, String, Table, text
@@ -51,6 +51,7 @@ __all__ = [
     "DEFAULT_PARTITIONS",
     "MAX_PARTITIONS",
     "PER_CHAT_TABLES",
+    "Progress",
     "check_partitions",
     "convert",
     "convert_now",
@@ -194,11 +195,10 @@ def _prepare(sync: Connection, partitions: int, *, mirror: bool) -> None:
                     definition = f"PRIMARY KEY ({', '.join(_new_key(table, partitions))})"
                 sync.exec_driver_sql(
                     f"ALTER TABLE {twin} ADD CONSTRAINT {constraint}{_NEXT} {definition}")
-            for index, definition in _indexes(sync, name):
-                definition = re.sub(
-                    rf"^CREATE (UNIQUE )?INDEX {re.escape(index)} ON (ONLY )?(\S+\.)?{name} ",
-                    rf"CREATE \1INDEX {index}{_NEXT} ON {twin} ", definition)
-                sync.exec_driver_sql(definition)
+            for index_name, index_sql in _indexes(sync, name):
+                sync.exec_driver_sql(re.sub(
+                    rf"^CREATE (UNIQUE )?INDEX {re.escape(index_name)} ON (ONLY )?(\S+\.)?{name} ",
+                    rf"CREATE \1INDEX {index_name}{_NEXT} ON {twin} ", index_sql))
             if table is resume_records and partitions:
                 # Finding a record's chat from its id alone (the primary key starts
                 # with the chat): one probe of each partition's index.
@@ -303,8 +303,13 @@ def convert_now(sync: Connection, partitions: int) -> None:
     _swap(sync, partitions)
 
 
+#: Told how a conversion goes: ``(table, batches copied so far)`` after each batch of
+#: a table, and ``("", 0)`` just before the swap.
+Progress = Callable[[str, int], Awaitable[None]]
+
+
 async def convert(db: Database, partitions: int = DEFAULT_PARTITIONS, *,
-                  batch_rows: int = BATCH_ROWS) -> bool:
+                  batch_rows: int = BATCH_ROWS, progress: Progress | None = None) -> bool:
     """Convert a Postgres database's per-chat tables to ``partitions`` hash partitions
     (0: plain tables) while it stays in use, batch by batch (see the module docstring).
 
@@ -331,13 +336,17 @@ async def convert(db: Database, partitions: int = DEFAULT_PARTITIONS, *,
                 await conn.run_sync(lambda sync: _prepare(sync, partitions, mirror=True))
             for table in PER_CHAT_TABLES:
                 after: Sequence[Any] | None = None
+                batches = 0
                 while True:
                     async with db.engine.begin() as conn:
-                        after = await conn.run_sync(
-                            lambda sync, last=after, t=table: _copy_batch(
-                                sync, t, last, batch_rows))
+                        after = await conn.run_sync(_copy_batch, table, after, batch_rows)
+                    batches += 1
+                    if progress is not None:
+                        await progress(table.name, batches)
                     if after is None:
                         break
+            if progress is not None:
+                await progress("", 0)
             async with db.engine.begin() as conn:
                 await conn.run_sync(lambda sync: _swap(sync, partitions))
             return True

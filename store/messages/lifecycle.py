@@ -330,7 +330,8 @@ def _for_model(row: Any, hidden: list[str]) -> bool:
 
 
 async def _newest_turns(
-    conn: AsyncConnection, chat_id: str, leaf: str, *, floor: int, window: _Window, hidden: list[str]
+    conn: AsyncConnection, chat_id: str, leaf: str, *, floor: int, window: _Window,
+    hidden: list[str],
 ) -> list[list[Message]]:
     """Whole turns of the branch ending at ``leaf`` below depth ``floor``, newest first.
 

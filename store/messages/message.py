@@ -628,7 +628,8 @@ async def list_branch(
             if cursor is not None and cursor.leaf != end:
                 # Issued for another end of this list (the active leaf moved since):
                 # still good while its message lies on the branch.
-                on_branch: str | None = await conn.scalar(tree.ancestor_at(end, cursor.depth, chat=chat_id))
+                on_branch: str | None = await conn.scalar(
+                    tree.ancestor_at(end, cursor.depth, chat=chat_id))
                 if on_branch != cursor.id:
                     raise InvalidCursor("the cursor is not on this branch")
         floor = 0 if after is None else after.depth
