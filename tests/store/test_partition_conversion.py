@@ -40,8 +40,8 @@ AGENT = Identity(user_id="agent", tenant_id="acme", roles=frozenset({"agent"}))
 
 
 @pytest.fixture
-def plain_url() -> Iterator[str]:
-    """A database of its own, migrated with plain tables."""
+def fresh_postgres_url() -> Iterator[str]:
+    """The URL of an empty Postgres database of the test's own (not migrated)."""
     import os
 
     base = os.environ.get("CHATQL_TEST_POSTGRES_URL", DEFAULT_PG_URL)
@@ -60,8 +60,8 @@ def plain_url() -> Iterator[str]:
 
 
 @pytest.fixture
-async def plain(plain_url: str) -> AsyncIterator[Database]:
-    db = Database(plain_url)
+async def plain(fresh_postgres_url: str) -> AsyncIterator[Database]:
+    db = Database(fresh_postgres_url)
     await migrate(db, pg_partitions=0)
     try:
         yield db
@@ -165,12 +165,12 @@ async def test_conversion_in_batches_under_writes_loses_nothing(plain: Database)
 
 
 async def test_chatql_migrate_converts_and_rejects_bad_counts(
-        plain: Database, plain_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+        plain: Database, fresh_postgres_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     await fill(plain)
     before = await digests(plain)
-    assert cli.main(["migrate", "--database-url", plain_url, "--partitions", "-1"]) == 2
+    assert cli.main(["migrate", "--database-url", fresh_postgres_url, "--partitions", "-1"]) == 2
     assert "from 0 to 1024" in capsys.readouterr().err
-    assert cli.main(["migrate", "--database-url", plain_url, "--batch-rows", "0"]) == 2
+    assert cli.main(["migrate", "--database-url", fresh_postgres_url, "--batch-rows", "0"]) == 2
     assert "--batch-rows must be at least 1" in capsys.readouterr().err
     # A database with rows keeps plain tables through the server's own migration ...
     await migrate(plain, pg_partitions=8)
@@ -179,7 +179,7 @@ async def test_chatql_migrate_converts_and_rejects_bad_counts(
     # ... and `chatql migrate` converts it.
     await plain.dispose()
     assert await asyncio.to_thread(
-        cli.main, ["migrate", "--database-url", plain_url, "--partitions", "8",
+        cli.main, ["migrate", "--database-url", fresh_postgres_url, "--partitions", "8",
                    "--batch-rows", "10"]) == 0
     assert "swapping in the partitioned tables" in capsys.readouterr().err
     async with plain.read() as conn:
