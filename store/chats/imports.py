@@ -373,6 +373,13 @@ async def _write_rows(conn: AsyncConnection, chat_id: str, parsed: ParsedChat) -
         await conn.execute(update(chats).where(chats.c.id == chat_id)
                            .values(last_sequence=parsed.messages[-1]["sequence"]))
     if parsed.resume:
+        # Checked here, not only by a key: on hash-partitioned tables the primary key
+        # is (chat_id, id), which would let another chat's record keep the same id.
+        ids = [row["id"] for row in parsed.resume]
+        taken = (await conn.scalars(
+            select(resume_records.c.id).where(resume_records.c.id.in_(ids)))).all()
+        if taken or len(set(ids)) != len(ids):
+            raise Conflict(f"resume record id {(taken or ids)[0]!r} is already taken")
         await conn.execute(insert(resume_records), [{**row, "chat_id": chat_id}
                                                     for row in parsed.resume])
 

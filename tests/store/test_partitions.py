@@ -249,3 +249,20 @@ async def test_every_per_chat_statement_reads_one_partition(
             read = await _partitions_planned(db, sql, values_sent, mode)
             assert all(len(parts) <= 1 for parts in read.values()), f"{mode}\n{sql}\n{read}"
     assert checked >= 30, checked
+
+
+async def test_an_import_cannot_reuse_a_resume_record_id(db: Database) -> None:
+    """On partitioned tables the key is (chat_id, id): the import checks the ids."""
+    from chatql.store.chats.imports import import_chat
+
+    def document(chat: str) -> list[dict[str, Any]]:
+        return [{"kind": "chat", "id": chat, "assistantId": "helper"},
+                {"kind": "resume", "id": "step-1", "type": "llm", "status": "interrupted"}]
+
+    await import_chat(db, ALICE, format="CHATQL", document=document("first"),
+                      import_id="i1")
+    with pytest.raises(Conflict, match="step-1"):
+        await import_chat(db, ALICE, format="CHATQL", document=document("second"),
+                          import_id="i2")
+    assert await store_chats.get_chat(db, ALICE, "second") is None
+    assert [r.id for r in await resume_records(db, ALICE, "first")] == ["step-1"]
