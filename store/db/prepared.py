@@ -383,15 +383,18 @@ def chat_statement(db: Database, shape: ChatPageShape) -> PreparedStatement:
     if statement is None:
         who = _marked_identity(shape.privileged, shape.team)
         later = messages.alias("later")
+        chat = bindparam("chat", type_=String())
+        # The messages are matched on the chat slot itself, not on chats.id: equal, but
+        # only a value lets Postgres read one hash partition when planning.
         newest = select(func.max(later.c.sequence)).where(
-            later.c.chat_id == chats.c.id).scalar_subquery()
+            later.c.chat_id == chat).scalar_subquery()
         query = (
             select(*(chats.c[name] for name in CHAT_COLUMNS),
                    *(messages.c[name] for name in MESSAGE_COLUMNS))
             .select_from(chats)
-            .outerjoin(messages, and_(messages.c.chat_id == chats.c.id,
+            .outerjoin(messages, and_(messages.c.chat_id == chat,
                                       messages.c.sequence == newest))
-            .where(chats.c.id == bindparam("chat", type_=String()),
+            .where(chats.c.id == chat,
                    present(at=_NOW), access.can_read(who))
         )
         statement = db.statements[("chat_statement", shape)] = _compiled(query, shape.dialect)

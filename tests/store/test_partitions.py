@@ -29,8 +29,10 @@ from chatql.store.db.partitions import (
 )
 from chatql.store.db.prepared import (
     BranchPageShape,
+    ChatPageShape,
     MessagePageShape,
     branch_page_statement,
+    chat_statement,
     message_page_statement,
 )
 from chatql.store.db.tables import messages
@@ -215,6 +217,9 @@ async def test_every_per_chat_statement_reads_one_partition(
             await prepared.fetch(db, message_page_statement(db, shape), values)
     shape_b = BranchPageShape.of(db, ALICE, forward=False, branch=False, before=False,
                                  filters=())
+    await prepared.fetch(db, chat_statement(db, ChatPageShape.of(db, ALICE, after=False)),
+                         {"chat": "c", "user": ALICE.user_id, "tenant": ALICE.tenant_id,
+                          "team": None})
     await prepared.fetch(db, branch_page_statement(db, shape_b),
                          {**values, "floor": 0, "count": 11, "skip": 0})
     # Search within the chat, the message by id, edits, regenerate, the model's window.
