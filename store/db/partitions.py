@@ -71,6 +71,7 @@ PER_CHAT_TABLES: tuple[Table, ...] = (messages, append_receipts, resume_records,
 #: The partition key of every per-chat table.
 KEY = "chat_id"
 _NEXT = "__next"
+_RESUME_ID_INDEX = "ix_resume_records_id"
 # Any constant works; it only has to be the same for every instance.
 _CONVERSION_LOCK = 7_145_019_312
 
@@ -196,13 +197,15 @@ def _prepare(sync: Connection, partitions: int, *, mirror: bool) -> None:
                 sync.exec_driver_sql(
                     f"ALTER TABLE {twin} ADD CONSTRAINT {constraint}{_NEXT} {definition}")
             for index_name, index_sql in _indexes(sync, name):
+                if index_name == _RESUME_ID_INDEX:
+                    continue  # the partitioned layout's own, made below when needed
                 sync.exec_driver_sql(re.sub(
                     rf"^CREATE (UNIQUE )?INDEX {re.escape(index_name)} ON (ONLY )?(\S+\.)?{name} ",
                     rf"CREATE \1INDEX {index_name}{_NEXT} ON {twin} ", index_sql))
             if table is resume_records and partitions:
                 # Finding a record's chat from its id alone (the primary key starts
                 # with the chat): one probe of each partition's index.
-                sync.exec_driver_sql(f"CREATE INDEX ix_resume_records_id{_NEXT} ON {twin} (id)")
+                sync.exec_driver_sql(f"CREATE INDEX {_RESUME_ID_INDEX}{_NEXT} ON {twin} (id)")
             if table is messages and partitions:
                 sync.exec_driver_sql(
                     f"CREATE TABLE message_chats{_NEXT} (id VARCHAR(64) NOT NULL,"

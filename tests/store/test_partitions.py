@@ -271,3 +271,24 @@ async def test_an_import_cannot_reuse_a_resume_record_id(db: Database) -> None:
                           import_id="i2")
     assert await store_chats.get_chat(db, ALICE, "second") is None
     assert [r.id for r in await resume_records(db, ALICE, "first")] == ["step-1"]
+
+
+async def test_the_partitions_revision_goes_down_and_up_again(db: Database) -> None:
+    """Down: the per-chat tables become plain (rows kept); up with the conversion
+    (``chatql migrate``): the layout comes back, rows and all."""
+    from alembic import command
+
+    from chatql.store.db.migrate import alembic_config, migrate
+
+    layout = await _partitioned(db)
+    await store_chats.create_chat(db, ALICE, id="kept", assistant_id="helper")
+    await store_messages.append_messages(db, ALICE, "kept", "a", [
+        NewMessage(role="USER", type="user_input", props={"content": "still here"})])
+    for _ in range(2):  # the second time from a database that was converted before
+        async with db.engine.begin() as conn:
+            await conn.run_sync(lambda sync: command.downgrade(alembic_config(sync), "-1"))
+        assert await _partitioned(db) == 0
+        await migrate(db, pg_partitions=layout, convert=True)
+        assert await _partitioned(db) == layout
+        page = await store_messages.list_messages(db, ALICE, "kept", last=5)
+        assert [m.props for m in page.items] == [{"content": "still here"}]
