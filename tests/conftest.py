@@ -4,7 +4,9 @@ SQLite always runs. Postgres runs against ``CHATQL_TEST_POSTGRES_URL`` (default:
 local server at 127.0.0.1:5432, database ``test``); each test session creates its own
 fresh database there and drops it at the end, so runs never see each other's data.
 When the server cannot be reached the Postgres cases are skipped with the reason,
-unless ``CHATQL_REQUIRE_POSTGRES=1`` (as in CI), which turns that into a failure.
+unless ``CHATQL_REQUIRE_POSTGRES=1`` (as in CI), which turns that into a failure. That
+database has plain tables (``CHATQL_TEST_PG_PARTITIONS=N``: N hash partitions); the
+store tests also run on a second one, partitioned as a new database is.
 """
 
 from __future__ import annotations
@@ -71,8 +73,10 @@ def _session_postgres(partitions: int) -> Iterator[str | None]:
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str | None]:
-    """A fresh, migrated Postgres database with plain tables for this test session."""
-    yield from _session_postgres(0)
+    """A fresh, migrated Postgres database for this test session: plain tables, or as
+    many hash partitions as ``CHATQL_TEST_PG_PARTITIONS`` says (to run any suite on
+    partitioned tables)."""
+    yield from _session_postgres(int(os.environ.get("CHATQL_TEST_PG_PARTITIONS", "0")))
 
 
 @pytest.fixture(scope="session")
