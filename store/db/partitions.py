@@ -298,8 +298,12 @@ def convert_now(sync: Connection, partitions: int) -> None:
     """Convert the per-chat tables to ``partitions`` (0: plain) inside the caller's
     transaction, copying every row at once: for a new database (no rows), and for a
     downgrade."""
-    if layout_partitions(sync) == check_partitions(partitions):
+    current = layout_partitions(sync)
+    if current == check_partitions(partitions):
         return
+    if current and partitions:
+        raise ValueError(f"the per-chat tables already have {current} partitions;"
+                         " convert them to plain tables (0) first")
     _prepare(sync, partitions, mirror=False)
     for table in PER_CHAT_TABLES:
         _copy_batch(sync, table, None, 2**62)
@@ -335,6 +339,9 @@ async def convert(db: Database, partitions: int = DEFAULT_PARTITIONS, *,
                 current = await conn.run_sync(layout_partitions)
             if current == partitions:
                 return False
+            if current and partitions:
+                raise ValueError(f"the per-chat tables already have {current} partitions;"
+                                 " convert them to plain tables (0) first")
             async with db.engine.begin() as conn:
                 await conn.run_sync(lambda sync: _prepare(sync, partitions, mirror=True))
             for table in PER_CHAT_TABLES:

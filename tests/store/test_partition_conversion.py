@@ -185,3 +185,13 @@ async def test_chatql_migrate_converts_and_rejects_bad_counts(
     async with plain.read() as conn:
         assert await conn.run_sync(layout_partitions) == 8
     assert await digests(plain) == before
+
+
+async def test_a_partitioned_database_is_not_repartitioned(plain: Database) -> None:
+    assert await partitions.convert(plain, 4)
+    with pytest.raises(ValueError, match="already have 4 partitions"):
+        await partitions.convert(plain, 8)
+    # `chatql migrate` (and the server) leave a partitioned database as it is.
+    await migrate(plain, pg_partitions=8, convert=True)
+    async with plain.read() as conn:
+        assert await conn.run_sync(layout_partitions) == 4
