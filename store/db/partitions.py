@@ -115,12 +115,13 @@ def _columns(table: Table) -> list[str]:
     return [column.name for column in table.columns]
 
 
-def _old_key(table: Table) -> list[str]:
+def _plain_key(table: Table) -> list[str]:
     return [column.name for column in table.primary_key.columns]
 
 
-def _new_key(table: Table, partitions: int) -> list[str]:
-    key = _old_key(table)
+def _key(table: Table, partitions: int) -> list[str]:
+    """The primary key of ``table`` with ``partitions`` (0: plain tables)."""
+    key = _plain_key(table)
     return key if not partitions else [KEY, *(name for name in key if name != KEY)]
 
 
@@ -145,7 +146,7 @@ def _map_function(target: str) -> str:
 def _mirror_function(table: Table, partitions: int) -> str:
     name, twin = table.name, f"{table.name}{_NEXT}"
     columns = _columns(table)
-    key = _new_key(table, partitions)
+    key = _key(table, partitions)
     match = " AND ".join(f"{column} = OLD.{column}" for column in key)
     values = ", ".join(f"NEW.{column}" for column in columns)
     changes = ", ".join(f"{column} = EXCLUDED.{column}" for column in columns)
@@ -193,7 +194,7 @@ def _prepare(sync: Connection, partitions: int, *, mirror: bool) -> None:
                     f" FOR VALUES WITH (MODULUS {partitions}, REMAINDER {index})")
             for constraint, kind, definition in _constraints(sync, name):
                 if kind == "p":
-                    definition = f"PRIMARY KEY ({', '.join(_new_key(table, partitions))})"
+                    definition = f"PRIMARY KEY ({', '.join(_key(table, partitions))})"
                 sync.exec_driver_sql(
                     f"ALTER TABLE {twin} ADD CONSTRAINT {constraint}{_NEXT} {definition}")
             for index_name, index_sql in _indexes(sync, name):
@@ -224,11 +225,10 @@ def _prepare(sync: Connection, partitions: int, *, mirror: bool) -> None:
                 f" FOR EACH ROW EXECUTE FUNCTION chatql_mirror_{name}()")
 
 
-def _copy_batch(sync: Connection, table: Table, after: Sequence[Any] | None,
+def _copy_batch(sync: Connection, table: Table, key: list[str], after: Sequence[Any] | None,
                 rows: int) -> Sequence[Any] | None:
-    """Copy the next ``rows`` rows after key ``after`` into the twin; the last key
-    copied, or None when the table is done."""
-    key = _old_key(table)
+    """Copy the next ``rows`` rows after ``after`` (in the old table's primary key
+    ``key``) into the twin; the last key copied, or None when the table is done."""
     columns = ", ".join(_columns(table))
     order = ", ".join(key)
     params: dict[str, Any] = {}
@@ -306,7 +306,7 @@ def convert_now(sync: Connection, partitions: int) -> None:
                          " convert them to plain tables (0) first")
     _prepare(sync, partitions, mirror=False)
     for table in PER_CHAT_TABLES:
-        _copy_batch(sync, table, None, 2**62)
+        _copy_batch(sync, table, _key(table, current), None, 2**62)
     _swap(sync, partitions)
 
 
@@ -349,7 +349,9 @@ async def convert(db: Database, partitions: int = DEFAULT_PARTITIONS, *,
                 batches = 0
                 while True:
                     async with db.engine.begin() as conn:
-                        after = await conn.run_sync(_copy_batch, table, after, batch_rows)
+                        after = await conn.run_sync(_copy_batch, table,
+                                                    _key(table, current), after,
+                                                    batch_rows)
                     batches += 1
                     if progress is not None:
                         await progress(table.name, batches)
