@@ -17,6 +17,7 @@ from sqlalchemy.engine import make_url
 
 from chatql.store.db.database import Database, execute_on_server
 from chatql.store.db.migrate import migrate
+from chatql.store.db.partitions import DEFAULT_PARTITIONS
 
 __all__ = ["backends_parser", "cpu_seconds", "fresh_postgres", "fresh_sqlite", "run_backends",
            "timed"]
@@ -43,9 +44,10 @@ async def fresh_sqlite() -> AsyncIterator[tuple[Database, Path]]:
 
 
 @asynccontextmanager
-async def fresh_postgres(base: str) -> AsyncIterator[tuple[Database, str]]:
+async def fresh_postgres(base: str, *, pg_partitions: int = DEFAULT_PARTITIONS
+                         ) -> AsyncIterator[tuple[Database, str]]:
     """A new, migrated database on the server of ``base`` (dropped afterwards), and
-    its URL."""
+    its URL; its per-chat tables get ``pg_partitions`` hash partitions (0: plain)."""
     base = base.replace("postgresql://", "postgresql+asyncpg://", 1)
     name = f"chatql_bench_{uuid.uuid4().hex[:10]}"
     await execute_on_server(base, f'CREATE DATABASE "{name}"')
@@ -53,7 +55,7 @@ async def fresh_postgres(base: str) -> AsyncIterator[tuple[Database, str]]:
     try:
         db = Database(url)
         try:
-            await migrate(db)
+            await migrate(db, pg_partitions=pg_partitions)
             yield db, url
         finally:
             await db.dispose()

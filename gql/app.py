@@ -576,7 +576,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
         readiness.watch_signals()
         try:
             if settings.migrate_on_start:
-                await migrate(db)
+                # A database with rows is converted to partitions by `chatql migrate`
+                # (batch by batch), never while the server starts.
+                await migrate(db, pg_partitions=settings.pg_partitions)
             key = settings.secret.encode() if settings.secret else await load_or_create_secret(db)
             streams = StreamService(db, backend_from_url(settings.broker_url),
                                     idle_timeout=settings.stream_idle_timeout,

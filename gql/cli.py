@@ -85,11 +85,30 @@ def _migrate(args: argparse.Namespace) -> int:
     from chatql.gql.settings import Settings
     from chatql.store.db.database import Database
     from chatql.store.db.migrate import migrate
+    from chatql.store.db.partitions import check_partitions
+
+    settings = Settings.from_env()
+    count = settings.pg_partitions if args.partitions is None else args.partitions
+    try:
+        check_partitions(count)
+        if args.batch_rows < 1:
+            raise ValueError(f"--batch-rows must be at least 1, got {args.batch_rows}")
+    except ValueError as error:
+        sys.stderr.write(f"chatql migrate: {error}\n")
+        return 2
+
+    async def report(table: str, batches: int) -> None:
+        # Converting a large database takes a while: say how far it got.
+        if not table:
+            sys.stderr.write("chatql migrate: swapping in the partitioned tables\n")
+        elif batches % 100 == 1:
+            sys.stderr.write(f"chatql migrate: {table}: {batches} batches copied\n")
 
     async def run() -> None:
-        db = Database(args.database_url or Settings.from_env().database_url)
+        db = Database(args.database_url or settings.database_url)
         try:
-            await migrate(db)
+            await migrate(db, pg_partitions=count, convert=True, batch_rows=args.batch_rows,
+                          progress=report)
         finally:
             await db.dispose()
 
@@ -181,8 +200,15 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--workers", type=int, default=1,
                        help="worker processes (more than one needs CHATQL_BROKER_URL=redis://…)")
     serve.set_defaults(run=_serve)
-    migrate = commands.add_parser("migrate", help="apply database migrations")
+    migrate = commands.add_parser(
+        "migrate", help="apply database migrations; on Postgres also convert the per-chat"
+        " tables of an existing database to hash partitions, batch by batch")
     migrate.add_argument("--database-url", default=None, help="default: CHATQL_DATABASE_URL")
+    migrate.add_argument("--partitions", type=int, default=None,
+                         help="hash partitions on Postgres (default: CHATQL_PG_PARTITIONS,"
+                         " 16; 0 keeps plain tables)")
+    migrate.add_argument("--batch-rows", type=int, default=5_000,
+                         help="rows copied per transaction while converting")
     migrate.set_defaults(run=_migrate)
     export = commands.add_parser("export-schema", help="write the schema as GraphQL SDL")
     export.add_argument("-o", "--output", default="schema.graphql", help="'-' for stdout")

@@ -27,6 +27,10 @@ class Settings:
     #: Seconds a replica may hold WAL the primary wrote without replaying it before
     #: reads skip it (until it catches up).
     replica_max_lag: float = 5.0
+    #: Hash partitions by chat id of the per-chat tables on Postgres (0: plain tables),
+    #: used when the database is created or converted by ``chatql migrate``; a
+    #: database keeps the count it was given.
+    pg_partitions: int = 16
     #: Key for signing cursors; when empty a random key is kept in the database.
     secret: str = ""
     #: Serve the GraphiQL playground on GET /graphql from a browser.

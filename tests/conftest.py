@@ -4,7 +4,9 @@ SQLite always runs. Postgres runs against ``CHATQL_TEST_POSTGRES_URL`` (default:
 local server at 127.0.0.1:5432, database ``test``); each test session creates its own
 fresh database there and drops it at the end, so runs never see each other's data.
 When the server cannot be reached the Postgres cases are skipped with the reason,
-unless ``CHATQL_REQUIRE_POSTGRES=1`` (as in CI), which turns that into a failure.
+unless ``CHATQL_REQUIRE_POSTGRES=1`` (as in CI), which turns that into a failure. That
+database has plain tables (``CHATQL_TEST_PG_PARTITIONS=N``: N hash partitions); the
+store tests also run on a second one, partitioned as a new database is.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from chatql.gql.app import create_app
 from chatql.gql.settings import Settings
 from chatql.store.db.database import Database, execute_on_server
 from chatql.store.db.migrate import migrate
+from chatql.store.db.partitions import DEFAULT_PARTITIONS, layout_partitions
 from chatql.store.db.tables import metadata
 
 DEFAULT_PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
@@ -41,9 +44,9 @@ def _require_postgres() -> bool:
 
 
 
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str | None]:
-    """A fresh, migrated Postgres database for this test session (None: unavailable)."""
+def _session_postgres(partitions: int) -> Iterator[str | None]:
+    """A fresh Postgres database migrated with ``partitions`` hash partitions (0: plain
+    tables), dropped at the end (None: unavailable)."""
     base = os.environ.get("CHATQL_TEST_POSTGRES_URL", DEFAULT_PG_URL)
     base = base.replace("postgresql://", "postgresql+asyncpg://", 1)
     name = f"chatql_test_{uuid.uuid4().hex[:12]}"
@@ -58,7 +61,7 @@ def postgres_url() -> Iterator[str | None]:
 
     async def setup() -> None:
         db = Database(url)
-        await migrate(db)
+        await migrate(db, pg_partitions=partitions)
         await db.dispose()
 
     asyncio.run(setup())
@@ -66,6 +69,21 @@ def postgres_url() -> Iterator[str | None]:
         yield url
     finally:
         asyncio.run(execute_on_server(base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str | None]:
+    """A fresh, migrated Postgres database for this test session: plain tables, or as
+    many hash partitions as ``CHATQL_TEST_PG_PARTITIONS`` says (to run any suite on
+    partitioned tables)."""
+    yield from _session_postgres(int(os.environ.get("CHATQL_TEST_PG_PARTITIONS", "0")))
+
+
+@pytest.fixture(scope="session")
+def postgres_partitioned_url() -> Iterator[str | None]:
+    """The same with the per-chat tables hash-partitioned by chat id (the default layout
+    of a new database); the store tests run on it too."""
+    yield from _session_postgres(DEFAULT_PARTITIONS)
 
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -132,28 +150,38 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def fresh_database(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path,
+                   backend: str) -> str:
+    """The URL of an empty, migrated database of ``backend``: ``sqlite``, ``postgres``
+    (plain tables) or ``postgres-partitioned``."""
+    if backend == "sqlite":
+        path = tmp_path / "chatql.db"
+        shutil.copy(sqlite_template, path)
+        return f"sqlite+aiosqlite:///{path}"
+    fixture = "postgres_url" if backend == "postgres" else "postgres_partitioned_url"
+    url: str | None = request.getfixturevalue(fixture)
+    if url is None:
+        pytest.skip("Postgres is not reachable (set CHATQL_TEST_POSTGRES_URL or start it)")
+    tables = [table.name for table in metadata.sorted_tables]
+
+    async def truncate() -> None:
+        db = Database(url)
+        async with db.write() as conn:
+            if await conn.run_sync(layout_partitions):
+                tables.append("message_chats")
+            await conn.execute(text(f"TRUNCATE {', '.join(tables)} CASCADE"))
+        await db.dispose()
+
+    asyncio.run(truncate())
+    return url
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def database_url(
     request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path
 ) -> str:
     """The URL of an empty, migrated database of each backend."""
-    if request.param == "sqlite":
-        path = tmp_path / "chatql.db"
-        shutil.copy(sqlite_template, path)
-        return f"sqlite+aiosqlite:///{path}"
-    url: str | None = request.getfixturevalue("postgres_url")
-    if url is None:
-        pytest.skip("Postgres is not reachable (set CHATQL_TEST_POSTGRES_URL or start it)")
-    tables = ", ".join(table.name for table in metadata.sorted_tables)
-
-    async def truncate() -> None:
-        db = Database(url)
-        async with db.write() as conn:
-            await conn.execute(text(f"TRUNCATE {tables} CASCADE"))
-        await db.dispose()
-
-    asyncio.run(truncate())
-    return url
+    return fresh_database(request, tmp_path, sqlite_template, request.param)
 
 
 @pytest.fixture

@@ -48,8 +48,8 @@ from chatql.store.chats.chat import now as service_now
 from chatql.store.chats.lists import ChatListFilter, awaiting_reply_ids
 from chatql.store.db import prepared
 from chatql.store.db.database import Database
+from chatql.store.db.partitions import message_chats
 from chatql.store.db.replicas import reading_after, written_position
-from chatql.store.db.tables import messages
 from chatql.store.records import Chat, Identity
 from chatql.store.streams.backends import FanOut
 
@@ -153,7 +153,8 @@ async def load_chats(db: Database, chat_ids: Collection[str]) -> dict[str, Chat]
 async def chat_of_message(db: Database, message_id: str) -> str | None:
     """The id of the chat holding ``message_id``, or None."""
     async with db.read() as conn:
-        found = await conn.scalar(select(messages.c.chat_id).where(messages.c.id == message_id))
+        found = await conn.scalar(
+            select(message_chats.c.chat_id).where(message_chats.c.id == message_id))
     return None if found is None else str(found)
 
 

@@ -47,8 +47,9 @@ from chatql.store.chats.chat import (
     now,
 )
 from chatql.store.db.database import Database
+from chatql.store.db.partitions import message_chats
 from chatql.store.db.rows import document_rows, write_rows
-from chatql.store.db.tables import chat_imports, chats, messages, resume_records
+from chatql.store.db.tables import chat_imports, chats, resume_records
 from chatql.store.errors import AppendConflict, Conflict, InvalidArgument, NotFound
 from chatql.store.ids import check_append_id, check_chat_id, check_message_id, new_id
 from chatql.store.jsonutil import canonical_digest
@@ -360,7 +361,8 @@ async def _write_rows(conn: AsyncConnection, chat_id: str, parsed: ParsedChat) -
         ids = [row["id"] for row in parsed.messages]
         if len(set(ids)) != len(ids):
             raise InvalidArgument("message ids within one import must be distinct")
-        taken = (await conn.scalars(select(messages.c.id).where(messages.c.id.in_(ids)))).all()
+        taken = (await conn.scalars(
+            select(message_chats.c.id).where(message_chats.c.id.in_(ids)))).all()
         if taken:
             raise Conflict(f"message id {taken[0]!r} is already taken")
         leaf = await tree.link_rows(conn, chat_id, parsed.messages)
@@ -371,6 +373,13 @@ async def _write_rows(conn: AsyncConnection, chat_id: str, parsed: ParsedChat) -
         await conn.execute(update(chats).where(chats.c.id == chat_id)
                            .values(last_sequence=parsed.messages[-1]["sequence"]))
     if parsed.resume:
+        # Checked here, not only by a key: on hash-partitioned tables the primary key
+        # is (chat_id, id), which would let another chat's record keep the same id.
+        ids = [row["id"] for row in parsed.resume]
+        taken = (await conn.scalars(
+            select(resume_records.c.id).where(resume_records.c.id.in_(ids)))).all()
+        if taken or len(set(ids)) != len(ids):
+            raise Conflict(f"resume record id {(taken or ids)[0]!r} is already taken")
         await conn.execute(insert(resume_records), [{**row, "chat_id": chat_id}
                                                     for row in parsed.resume])
 

@@ -106,7 +106,8 @@ def awaiting_reply_clause() -> ColumnElement[bool]:
     """Chats awaiting a reply: the active leaf is a USER message (one primary-key
     probe) and no stream of the chat is live (one probe of the claims' index)."""
     return and_(
-        exists().where(messages.c.id == chats.c.active_leaf_id, messages.c.role == "USER"),
+        exists().where(messages.c.id == chats.c.active_leaf_id,
+                       messages.c.chat_id == chats.c.id, messages.c.role == "USER"),
         ~exists().where(stream_claims.c.chat_id == chats.c.id,
                         stream_claims.c.ended_at.is_(None)),
     )

@@ -254,7 +254,7 @@ def _compile_branch_page(shape: BranchPageShape) -> PreparedStatement:
             named = messages.alias("named")
             where.append(select(named.c.id).where(named.c.id == end,
                                                   named.c.chat_id == chat).exists())
-        walk = tree.path_walk(first, where, floor=floor,
+        walk = tree.path_walk(first, where, chat=chat, floor=floor,
                               count=bindparam("count", type_=Integer()))
         steps: list[Any] = [walk.c.n > bindparam("skip", type_=Integer())]
         order: Any = walk.c.n
@@ -268,14 +268,14 @@ def _compile_branch_page(shape: BranchPageShape) -> PreparedStatement:
         # The end's row must be there (a named branch, or rows not in the archive).
         where.append(end_depth.is_not(None))
         first = tree.ancestor_at(end, upper, chat=chat).scalar_subquery()
-        walk = tree.path_walk(first, where, floor=floor)
+        walk = tree.path_walk(first, where, chat=chat, floor=floor)
         steps = []
         order = walk.c.n.desc()
     current = select(chats.c.active_leaf_id).where(chats.c.id == chat).scalar_subquery()
     query = (
         select(*(messages.c[name] for name in MESSAGE_COLUMNS), messages.c.depth,
                current.label("_leaf"))
-        .join(walk, messages.c.id == walk.c.id)
+        .join(walk, (messages.c.id == walk.c.id) & (messages.c.chat_id == chat))
         .where(*steps, *(messages.c[name] == bindparam(name, type_=String())
                          for name in shape.filters))
         .order_by(order)
@@ -383,15 +383,18 @@ def chat_statement(db: Database, shape: ChatPageShape) -> PreparedStatement:
     if statement is None:
         who = _marked_identity(shape.privileged, shape.team)
         later = messages.alias("later")
+        chat = bindparam("chat", type_=String())
+        # The messages are matched on the chat slot itself, not on chats.id: equal, but
+        # only a value lets Postgres read one hash partition when planning.
         newest = select(func.max(later.c.sequence)).where(
-            later.c.chat_id == chats.c.id).scalar_subquery()
+            later.c.chat_id == chat).scalar_subquery()
         query = (
             select(*(chats.c[name] for name in CHAT_COLUMNS),
                    *(messages.c[name] for name in MESSAGE_COLUMNS))
             .select_from(chats)
-            .outerjoin(messages, and_(messages.c.chat_id == chats.c.id,
+            .outerjoin(messages, and_(messages.c.chat_id == chat,
                                       messages.c.sequence == newest))
-            .where(chats.c.id == bindparam("chat", type_=String()),
+            .where(chats.c.id == chat,
                    present(at=_NOW), access.can_read(who))
         )
         statement = db.statements[("chat_statement", shape)] = _compiled(query, shape.dialect)

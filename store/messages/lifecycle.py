@@ -191,7 +191,7 @@ async def model_context(
         if not include_thinking:
             hidden.append(THINKING_TYPE)
         turns = [] if leaf is None else await _newest_turns(
-            conn, leaf, floor=0 if row is None else int(row.depth),
+            conn, chat_id, leaf, floor=0 if row is None else int(row.depth),
             window=window, hidden=hidden,
         )
     context = [message for turn in reversed(turns) for message in turn]
@@ -257,7 +257,7 @@ async def _system_prompts(conn: AsyncConnection, chat_id: str, leaf: str) -> lis
     for row in rows:
         if row.type in MODEL_HIDDEN_TYPES or row.status == "FAILED":
             continue
-        if await conn.scalar(tree.ancestor_at(leaf, int(row.depth))) == row.id:
+        if await conn.scalar(tree.ancestor_at(leaf, int(row.depth), chat=chat_id)) == row.id:
             found.append(message_from_row(row))
     return found
 
@@ -314,7 +314,7 @@ async def _newest_boundary(conn: AsyncConnection, chat_id: str, leaf: str) -> An
             query = query.where(messages.c.sequence < before)
         rows = (await conn.execute(query)).all()
         for row in rows:
-            if await conn.scalar(tree.ancestor_at(leaf, int(row.depth))) == row.id:
+            if await conn.scalar(tree.ancestor_at(leaf, int(row.depth), chat=chat_id)) == row.id:
                 return row
         if len(rows) < _BOUNDARY_PROBE:
             return None
@@ -330,7 +330,8 @@ def _for_model(row: Any, hidden: list[str]) -> bool:
 
 
 async def _newest_turns(
-    conn: AsyncConnection, leaf: str, *, floor: int, window: _Window, hidden: list[str]
+    conn: AsyncConnection, chat_id: str, leaf: str, *, floor: int, window: _Window,
+    hidden: list[str],
 ) -> list[list[Message]]:
     """Whole turns of the branch ending at ``leaf`` below depth ``floor``, newest first.
 
@@ -348,7 +349,8 @@ async def _newest_turns(
         page = _MIN_PAGE
     start: str | None = leaf
     while start is not None:
-        rows = (await conn.execute(tree.path_query(start, count=page, floor=floor))).all()
+        rows = (await conn.execute(tree.path_query(start, chat=chat_id, count=page,
+                                                  floor=floor))).all()
         for row in rows:
             if not _for_model(row, hidden):
                 continue

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from chatql.store.chats import access
 from chatql.store.chats.chat import fetch_visible_chat, now, present
 from chatql.store.db.database import Database
+from chatql.store.db.partitions import message_chats
 from chatql.store.db.rows import record_from_mapping, write_chain
 from chatql.store.db.tables import chats, closed_chats, messages
 from chatql.store.errors import (
@@ -326,7 +327,8 @@ async def insert_chain(
         raise InvalidArgument("message ids within one batch must be distinct")
     if chosen:
         taken = (
-            await conn.scalars(select(messages.c.id).where(messages.c.id.in_(chosen)))
+            await conn.scalars(
+                select(message_chats.c.id).where(message_chats.c.id.in_(chosen)))
         ).all()
         if taken:
             raise Conflict(f"message id {taken[0]!r} is already taken")
@@ -393,14 +395,26 @@ async def append_messages(
     return receipt
 
 
+async def _chat_of(conn: AsyncConnection, message_id: str) -> str | None:
+    """The chat holding ``message_id`` (None: no such message). Statements then name
+    the chat too, so on hash-partitioned tables they read one partition."""
+    found = await conn.scalar(
+        select(message_chats.c.chat_id).where(message_chats.c.id == message_id))
+    return None if found is None else str(found)
+
+
 async def get_message(db: Database, who: Identity, message_id: str) -> Message | None:
     async with db.read() as conn:
+        chat_id = await _chat_of(conn, message_id)
+        if chat_id is None:
+            return None
         row = (
             await conn.execute(
                 select(messages)
                 .join(chats, chats.c.id == messages.c.chat_id)
                 .where(
                     messages.c.id == message_id,
+                    messages.c.chat_id == chat_id,
                     present(),
                     access.can_read(who),
                 )
@@ -428,14 +442,15 @@ async def update_message(
     changes: dict[str, Any] = {"props": props, "metadata": metadata, "status": status}
     changes = {key: value for key, value in changes.items() if value is not None}
     async with db.write() as conn:
-        chat_id = await conn.scalar(select(messages.c.chat_id).where(messages.c.id == message_id))
+        chat_id = await _chat_of(conn, message_id)
         if chat_id is None:
             raise NotFound(f"message {message_id!r} not found")
         try:
             await _lock_writable(conn, who, chat_id)
         except NotFound:
             raise NotFound(f"message {message_id!r} not found") from None
-        query = update(messages).where(messages.c.id == message_id)
+        query = update(messages).where(messages.c.id == message_id,
+                                       messages.c.chat_id == chat_id)
         row = (
             await conn.execute(query.values(**changes, updated_at=now()).returning(messages))
         ).one()
@@ -613,7 +628,8 @@ async def list_branch(
             if cursor is not None and cursor.leaf != end:
                 # Issued for another end of this list (the active leaf moved since):
                 # still good while its message lies on the branch.
-                on_branch: str | None = await conn.scalar(tree.ancestor_at(end, cursor.depth))
+                on_branch: str | None = await conn.scalar(
+                    tree.ancestor_at(end, cursor.depth, chat=chat_id))
                 if on_branch != cursor.id:
                     raise InvalidCursor("the cursor is not on this branch")
         floor = 0 if after is None else after.depth
@@ -625,9 +641,10 @@ async def list_branch(
                 rows: list[Row[Any]] = []
             else:
                 start: str | None = end if upper == end_depth else await conn.scalar(
-                    tree.ancestor_at(end, upper))
+                    tree.ancestor_at(end, upper, chat=chat_id))
                 assert start is not None
-                query = tree.path_query(start, count=None, floor=floor, newest_first=False)
+                query = tree.path_query(start, chat=chat_id, count=None, floor=floor,
+                                        newest_first=False)
                 rows = list((await conn.execute(query.where(*clauses).limit(size + 1))).all())
             more = len(rows) > size
             rows = rows[:size]
@@ -636,8 +653,8 @@ async def list_branch(
             start = end if before is None else before.id
             assert start is not None
             skip = 0 if before is None else 1
-            query = tree.path_query(start, count=None if clauses else size + 1 + skip,
-                                    floor=floor)
+            query = tree.path_query(start, chat=chat_id,
+                                    count=None if clauses else size + 1 + skip, floor=floor)
             if skip:
                 query = query.where(query.selected_columns._step > 1)
             rows = list((await conn.execute(query.where(*clauses).limit(size + 1))).all())
@@ -677,7 +694,9 @@ async def edit_message(
     digest = canonical_digest({"edit": message_id, "props": props, "metadata": metadata})
     async with db.write() as conn:
         original = (await conn.execute(
-            select(messages).where(messages.c.id == message_id))).first()
+            select(messages).where(messages.c.id == message_id,
+                                   messages.c.chat_id == await _chat_of(conn, message_id))
+        )).first()
         if original is None:
             raise NotFound(f"message {message_id!r} not found")
         chat_id = original.chat_id
@@ -705,7 +724,7 @@ async def edit_message(
         if fresh is not None:
             return fresh[0]
         row = (await conn.execute(select(messages).where(
-            messages.c.id == receipt.message_ids[0]))).first()
+            messages.c.id == receipt.message_ids[0], messages.c.chat_id == chat_id))).first()
         if row is None:
             raise NotFound(f"the message edit {append_id!r} wrote was deleted since")
         return message_from_row(row)
@@ -732,7 +751,9 @@ async def regenerate(db: Database, who: Identity, message_id: str) -> Chat:
     check_message_id(message_id)
     async with db.write() as conn:
         original = (await conn.execute(
-            select(messages.c.chat_id, messages.c.role).where(messages.c.id == message_id)
+            select(messages.c.chat_id, messages.c.role).where(
+                messages.c.id == message_id,
+                messages.c.chat_id == await _chat_of(conn, message_id))
         )).first()
         if original is None:
             raise NotFound(f"message {message_id!r} not found")

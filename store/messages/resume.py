@@ -245,7 +245,8 @@ async def update_resume(db: Database, who: Identity, record_id: str, *,
         except NotFound:
             raise NotFound(f"resume record {record_id!r} not found") from None
         row = (await conn.execute(
-            update(resume_table).where(resume_table.c.id == record_id)
+            update(resume_table).where(resume_table.c.id == record_id,
+                                       resume_table.c.chat_id == chat_id)
             .values(**changes).returning(resume_table)
         )).one()
     return resume_from_row(row)

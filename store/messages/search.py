@@ -29,11 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
-    ARRAY,
     ColumnElement,
-    Float,
     Select,
-    Text,
     column,
     func,
     literal,
@@ -41,6 +38,7 @@ from sqlalchemy import (
     select,
     table,
 )
+from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from chatql.store.chats import access
@@ -258,38 +256,41 @@ async def _document_frequencies(
     missing from that list is rarer than every word on it anyway). Small or never
     analysed tables are counted exactly, which is cheap there.
     """
-    estimate = await conn.scalar(
-        select(literal_column("reltuples")).select_from(table("pg_class"))
-        .where(literal_column("oid") == literal_column("'messages'::regclass"))
+    # The tables that hold the rows: ``messages`` itself, or its hash partitions (which
+    # autovacuum analyses; a partitioned table's own statistics are only kept by a
+    # manual ANALYZE).
+    leaves = (
+        "SELECT c.oid, c.relname, c.reltuples FROM pg_class c"
+        " WHERE c.relkind = 'r' AND (c.oid = to_regclass('messages') OR c.oid IN ("
+        "  SELECT inhrelid FROM pg_inherits WHERE inhparent = to_regclass('messages')))"
     )
+    estimate = await conn.scalar(sql_text(
+        f"SELECT sum(greatest(reltuples, 0)) FROM ({leaves}) AS leaves"))
     common: dict[str, float] = {}
     documents = 0
     if estimate is not None and estimate >= _EXACT_BELOW:
-        stats = (
-            await conn.execute(
-                select(
-                    literal_column("null_frac", Float()),
-                    literal_column("most_common_elems::text::text[]", ARRAY(Text())).label(
-                        "elems"),
-                    literal_column("most_common_elem_freqs", ARRAY(Float())).label("freqs"),
-                )
-                .select_from(table("pg_stats"))
-                .where(
-                    literal_column("schemaname") == func.current_schema(),
-                    literal_column("tablename") == "messages",
-                    literal_column("attname") == "search_vector",
-                )
-            )
-        ).first()
-        if stats is not None and stats.elems:
-            # Frequencies are fractions of the non-null (indexed) rows.
-            documents = int(float(estimate) * (1.0 - float(stats.null_frac or 0.0)))
-            wanted = set(terms)
-            common = {
-                elem: float(freq)
-                for elem, freq in zip(stats.elems, stats.freqs, strict=False)
-                if elem in wanted
-            }
+        stats = (await conn.execute(sql_text(
+            "SELECT leaves.reltuples, s.null_frac,"
+            " s.most_common_elems::text::text[] AS elems,"
+            " s.most_common_elem_freqs AS freqs"
+            f" FROM ({leaves}) AS leaves JOIN pg_stats s ON s.tablename = leaves.relname"
+            " WHERE s.schemaname = current_schema() AND s.attname = 'search_vector'"
+            " AND NOT s.inherited"
+        ))).all()
+        # Frequencies are fractions of each table's non-null (indexed) rows; over
+        # partitions, a word missing from one's list counts as absent there.
+        wanted = set(terms)
+        share: dict[str, float] = {}
+        for row in stats:
+            if not row.elems:
+                continue
+            indexed = max(float(row.reltuples), 0.0) * (1.0 - float(row.null_frac or 0.0))
+            documents += int(indexed)
+            for elem, freq in zip(row.elems, row.freqs, strict=False):
+                if elem in wanted:
+                    share[elem] = share.get(elem, 0.0) + float(freq) * indexed
+        if documents:
+            common = {elem: rows / documents for elem, rows in share.items()}
     cap = _COUNT_CAP if documents else None
     counted: dict[str, int] = {}
     rare = [term for term in terms if term not in common]
@@ -353,11 +354,13 @@ async def _windows(
     for hit in hits:
         window: list[Message] = []
         if hit.parent_id is not None:
-            rows = (await conn.execute(tree.path_query(hit.parent_id, count=size))).all()
+            rows = (await conn.execute(tree.path_query(hit.parent_id, chat=hit.chat_id,
+                                                      count=size))).all()
             window.extend(message_from_row(row) for row in reversed(rows))
         ids = await tree.newest_replies(conn, hit.chat_id, hit.id, size)
         if ids:
-            rows = (await conn.execute(select(messages).where(messages.c.id.in_(ids))
+            rows = (await conn.execute(select(messages).where(messages.c.chat_id == hit.chat_id,
+                                                              messages.c.id.in_(ids))
                                        .order_by(messages.c.sequence))).all()
             window.extend(message_from_row(row) for row in rows)
         windows.append(window)

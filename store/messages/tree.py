@@ -312,44 +312,46 @@ def chain_jump_depths(upto: int) -> list[int]:
     return jumps[:upto + 1]
 
 
-def ancestor_at(start_id: Any, depth: Any, *, chat: Any = None) -> Select[tuple[str]]:
+def ancestor_at(start_id: Any, depth: Any, *, chat: Any) -> Select[tuple[str]]:
     """The id of ``start_id``'s ancestor (or itself) at ``depth``: O(log) row reads.
 
-    ``start_id`` and ``depth`` may be values or SQL expressions; with ``chat`` the start
-    must be a message of that chat.
+    ``start_id``, ``depth`` and ``chat`` (the start's chat, which every message of its
+    tree shares) may be values or SQL expressions. Each step names the chat, so on
+    partitioned tables it reads one partition's primary key.
     """
     base = select(messages.c.id, messages.c.depth, messages.c.parent_id, messages.c.jump_id,
-                  messages.c.jump_depth).where(messages.c.id == start_id)
-    if chat is not None:
-        base = base.where(messages.c.chat_id == chat)
+                  messages.c.jump_depth).where(messages.c.id == start_id,
+                                               messages.c.chat_id == chat)
     climb = base.cte("climb", recursive=True)
     step = messages.alias("step")
     target = case((climb.c.jump_depth >= depth, climb.c.jump_id), else_=climb.c.parent_id)
     climb = climb.union_all(
         select(step.c.id, step.c.depth, step.c.parent_id, step.c.jump_id, step.c.jump_depth)
-        .where(step.c.id == target, climb.c.depth > depth)
+        .where(step.c.id == target, step.c.chat_id == chat, climb.c.depth > depth)
     )
     return select(climb.c.id).where(climb.c.depth == depth)
 
 
-def path_walk(start: Any, where: Sequence[Any] = (), *, floor: Any = 0,
+def path_walk(start: Any, where: Sequence[Any] = (), *, chat: Any, floor: Any = 0,
               count: Any = None) -> CTE:
     """The walk from ``start`` (an id or an expression giving one) up towards the root.
 
     Rows ``id``, ``parent_id``, ``depth`` and ``n`` (1 for the start), at most ``count``
     of them (None: no bound) and only those deeper than ``floor``; the walk stops
-    there, so its cost is the rows it returns, however deep the branch. ``where``
-    narrows the start row (its chat, the caller's access).
+    there, so its cost is the rows it returns, however deep the branch. ``chat`` is the
+    start's chat (every step names it, so on partitioned tables the walk stays in one
+    partition); ``where`` narrows the start row further (the caller's access).
     """
     base = select(messages.c.id, messages.c.parent_id, messages.c.depth,
                   literal(1).label("n")).where(messages.c.id == start,
+                                               messages.c.chat_id == chat,
                                                messages.c.depth > floor, *where)
     walk = base.cte("walk", recursive=True)
     up = messages.alias("up")
     # The floor is checked on the row already walked (its parent lies one level up):
     # a condition on ``up`` itself makes SQLite build a Bloom filter over the whole
     # table at every step.
-    clauses = [up.c.id == walk.c.parent_id, walk.c.depth > floor + 1]
+    clauses = [up.c.id == walk.c.parent_id, up.c.chat_id == chat, walk.c.depth > floor + 1]
     if count is not None:
         clauses.append(walk.c.n < count)
     return walk.union_all(
@@ -357,16 +359,16 @@ def path_walk(start: Any, where: Sequence[Any] = (), *, floor: Any = 0,
     )
 
 
-def path_query(start_id: str, *, count: int | None, floor: int = 0,
+def path_query(start_id: str, *, chat: str, count: int | None, floor: int = 0,
                newest_first: bool = True) -> Select[Any]:
     """Rows of the path from ``start_id`` up towards the root, newest first (see
     :func:`path_walk`). Callers add their filter and a LIMIT; the ``_step`` column
     numbers the rows from the start.
     """
-    walk = path_walk(start_id, floor=floor, count=count)
+    walk = path_walk(start_id, chat=chat, floor=floor, count=count)
     return (
         select(messages, walk.c.n.label("_step"))
-        .join(walk, messages.c.id == walk.c.id)
+        .join(walk, (messages.c.id == walk.c.id) & (messages.c.chat_id == chat))
         .order_by(walk.c.n if newest_first else walk.c.n.desc())
     )
 
@@ -394,7 +396,7 @@ async def newest_replies(conn: AsyncConnection, chat_id: str, message_id: str,
                          count: int) -> list[str]:
     """Up to ``count`` messages after ``message_id``, taking the newest reply each step."""
     down = select(messages.c.id, literal(0).label("n")).where(
-        messages.c.id == message_id).cte("down", recursive=True)
+        messages.c.id == message_id, messages.c.chat_id == chat_id).cte("down", recursive=True)
     child = messages.alias("child")
     newest_child = (
         select(child.c.id).where(child.c.chat_id == chat_id, child.c.parent_id == down.c.id)
@@ -431,7 +433,7 @@ async def _active_cut(conn: AsyncConnection, chat_id: str, tops: Sequence[Any]) 
     if active is None:
         return None
     for top in tops:
-        if await conn.scalar(ancestor_at(active, int(top.depth))) == top.id:
+        if await conn.scalar(ancestor_at(active, int(top.depth), chat=chat_id)) == top.id:
             return top
     return None
 

@@ -36,6 +36,7 @@ from chatql.store.chats import access
 from chatql.store.chats.chat import now
 from chatql.store.chats.usage import UsageIn, record_usage
 from chatql.store.db.database import Database
+from chatql.store.db.partitions import message_chats
 from chatql.store.db.tables import append_receipts, messages
 from chatql.store.errors import (
     ChatqlError,
@@ -283,7 +284,7 @@ class StreamService:
                 )
             )
             taken = user_input is not None and await conn.scalar(
-                select(messages.c.id).where(messages.c.id == user_input.id))
+                select(message_chats.c.id).where(message_chats.c.id == user_input.id))
             parent_found = parent_id is None or await conn.scalar(
                 select(messages.c.id).where(messages.c.id == parent_id,
                                             messages.c.chat_id == chat_id))

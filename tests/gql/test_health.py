@@ -14,6 +14,7 @@ from chatql.gql.app import create_app
 from chatql.gql.settings import Settings
 from chatql.store.db.database import Database
 from chatql.store.db.migrate import alembic_config, migrate
+from chatql.store.db.partitions import layout_partitions
 from tests.conftest import BACKENDS, on_backend, running_app, uvicorn_serving
 
 
@@ -42,12 +43,14 @@ async def test_not_ready_while_migrations_are_behind(settings: Settings) -> None
 
         command.downgrade(alembic_config(sync), "-1")
 
+    async with db.engine.connect() as conn:
+        layout = await conn.run_sync(layout_partitions) if db.is_postgres else 0
     try:
         async with db.engine.begin() as conn:
             await conn.run_sync(downgrade)
         alive, ready = await probe(settings)
     finally:
-        await migrate(db)
+        await migrate(db, pg_partitions=layout)
         await db.dispose()
     assert alive.status_code == 200
     assert ready.status_code == 503

@@ -8,6 +8,7 @@ SQLAlchemy statement with its values bound.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +17,14 @@ from sqlalchemy.sql import Executable
 from chatql.store.chats import chat as store_chats
 from chatql.store.db.database import Database
 from chatql.store.db.prepared import PreparedStatement, moment_argument
+
+
+def uses_index(plan: str, table: str, columns: str) -> bool:
+    """Whether ``plan`` reads ``table`` through its index on ``columns`` (joined by
+    ``_``): the index itself, or on a hash-partitioned table the partition's copy of it
+    (``<table>_p<n>_<columns>_idx``)."""
+    return re.search(rf"\b(ix_{table}_{columns}|{table}_p\d+_{columns}_idx)\b",
+                     plan) is not None
 
 
 def _prefix(db: Database) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from alembic.autogenerate import compare_metadata
@@ -18,12 +19,19 @@ from chatql.store.db.tables import metadata
 SEARCH_TABLES = ("message_search", "memory_search")
 SEARCH_COLUMNS = ("search_vector",)
 SEARCH_INDEXES = ("ix_messages_search_vector", "ix_memory_entries_search_vector")
+# So are the hash partitions of the per-chat tables on Postgres (each one a copy of its
+# table's definition) and ``message_chats``, a view or a table depending on the layout.
+PARTITION = re.compile(r"^(messages|append_receipts|resume_records|usage_records)_p\d+$")
 
 
 def _include_name(name: str | None, type_: str, parent_names: Any) -> bool:
-    if type_ == "table" and name is not None and name.startswith(SEARCH_TABLES):
+    if type_ == "table" and name is not None and (
+            name.startswith(SEARCH_TABLES) or PARTITION.match(name)
+            or name == "message_chats"):
         return False
-    return not (type_ == "index" and name in SEARCH_INDEXES)
+    # The partitioned layout's index finding a resume record's chat from its id (the
+    # plain layout's primary key does that).
+    return not (type_ == "index" and name in (*SEARCH_INDEXES, "ix_resume_records_id"))
 
 
 def _include_object(obj: Any, name: str | None, type_: str, reflected: bool,
