@@ -30,8 +30,8 @@ def test_quick_peer_bench_compares_with_postgraphile_5_and_4(postgres_url: str |
             pytest.fail("CI needs node and npm for the peer benchmark")
         pytest.skip("node and npm are not installed: the peer benchmark needs PostGraphile")
     done = subprocess.run(
-        [sys.executable, "-m", "bench.peers", "--quick", "--seconds", "0.5", "--metrics-off", "--tracing",
-         "--postgres-url", postgres_url],
+        [sys.executable, "-m", "bench.peers", "--quick", "--seconds", "0.5", "--metrics-off",
+         "--tracing", "--postgres-url", postgres_url],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
     )
     assert done.returncode == 0, done.stdout + done.stderr
