@@ -675,13 +675,15 @@ async def measure_http(url: str, sizes: Sizes) -> None:
 
 
 
-async def migrate_url(url: str) -> None:
+async def migrate_url(url: str, pg_partitions: int | None = None) -> None:
+    """Migrate the database at ``url``; ``pg_partitions`` overrides the per-chat tables'
+    partition count a new database gets (0: plain tables)."""
     from chatql.store.db.database import Database
     from chatql.store.db.migrate import migrate
 
     db = Database(url)
     try:
-        await migrate(db)
+        await (migrate(db) if pg_partitions is None else migrate(db, pg_partitions=pg_partitions))
     finally:
         await db.dispose()
 
