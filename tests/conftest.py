@@ -12,6 +12,7 @@ store tests also run on a second one, partitioned as a new database is.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -44,12 +45,13 @@ def _require_postgres() -> bool:
 
 
 
-def _session_postgres(partitions: int) -> Iterator[str | None]:
-    """A fresh Postgres database migrated with ``partitions`` hash partitions (0: plain
-    tables), dropped at the end (None: unavailable)."""
+@contextlib.contextmanager
+def empty_postgres(prefix: str = "chatql_test") -> Iterator[str | None]:
+    """The URL of a new, empty Postgres database (not migrated), dropped at the end;
+    None when Postgres is unreachable (a failure under ``CHATQL_REQUIRE_POSTGRES=1``)."""
     base = os.environ.get("CHATQL_TEST_POSTGRES_URL", DEFAULT_PG_URL)
     base = base.replace("postgresql://", "postgresql+asyncpg://", 1)
-    name = f"chatql_test_{uuid.uuid4().hex[:12]}"
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     try:
         asyncio.run(execute_on_server(base, f'CREATE DATABASE "{name}"'))
     except Exception as error:
@@ -57,7 +59,23 @@ def _session_postgres(partitions: int) -> Iterator[str | None]:
             pytest.fail(f"CHATQL_REQUIRE_POSTGRES=1 but Postgres at {base} failed: {error}")
         yield None
         return
-    url = make_url(base).set(database=name).render_as_string(hide_password=False)
+    try:
+        yield make_url(base).set(database=name).render_as_string(hide_password=False)
+    finally:
+        asyncio.run(execute_on_server(base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def _session_postgres(partitions: int) -> Iterator[str | None]:
+    """A fresh Postgres database migrated with ``partitions`` hash partitions (0: plain
+    tables), dropped at the end (None: unavailable)."""
+    with empty_postgres() as url:
+        if url is None:
+            yield None
+            return
+        yield from _migrated(url, partitions)
+
+
+def _migrated(url: str, partitions: int) -> Iterator[str]:
 
     async def setup() -> None:
         db = Database(url)
@@ -65,10 +83,7 @@ def _session_postgres(partitions: int) -> Iterator[str | None]:
         await db.dispose()
 
     asyncio.run(setup())
-    try:
-        yield url
-    finally:
-        asyncio.run(execute_on_server(base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    yield url
 
 
 @pytest.fixture(scope="session")

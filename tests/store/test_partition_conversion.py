@@ -12,18 +12,16 @@ either.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.engine import make_url
 
 from chatql.gql import cli
 from chatql.store.chats import chat as store_chats
 from chatql.store.chats.usage import UsageIn
 from chatql.store.db import partitions
-from chatql.store.db.database import Database, execute_on_server
+from chatql.store.db.database import Database
 from chatql.store.db.migrate import migrate
 from chatql.store.db.partitions import PER_CHAT_TABLES, layout_partitions
 from chatql.store.messages import message as store_messages
@@ -33,7 +31,7 @@ from chatql.store.messages.search import search_messages
 from chatql.store.records import Identity
 from chatql.store.streams import StreamService, backend_from_url
 from chatql.store.streams.reducer import ChunkIn
-from tests.conftest import DEFAULT_PG_URL, _require_postgres
+from tests.conftest import empty_postgres
 
 ALICE = Identity(user_id="alice", tenant_id="acme")
 AGENT = Identity(user_id="agent", tenant_id="acme", roles=frozenset({"agent"}))
@@ -42,21 +40,10 @@ AGENT = Identity(user_id="agent", tenant_id="acme", roles=frozenset({"agent"}))
 @pytest.fixture
 def fresh_postgres_url() -> Iterator[str]:
     """The URL of an empty Postgres database of the test's own (not migrated)."""
-    import os
-
-    base = os.environ.get("CHATQL_TEST_POSTGRES_URL", DEFAULT_PG_URL)
-    base = base.replace("postgresql://", "postgresql+asyncpg://", 1)
-    name = f"chatql_conv_{uuid.uuid4().hex[:12]}"
-    try:
-        asyncio.run(execute_on_server(base, f'CREATE DATABASE "{name}"'))
-    except Exception as error:
-        if _require_postgres():
-            pytest.fail(f"CHATQL_REQUIRE_POSTGRES=1 but Postgres at {base} failed: {error}")
-        pytest.skip("Postgres is not reachable (set CHATQL_TEST_POSTGRES_URL or start it)")
-    try:
-        yield make_url(base).set(database=name).render_as_string(hide_password=False)
-    finally:
-        asyncio.run(execute_on_server(base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    with empty_postgres("chatql_conv") as url:
+        if url is None:
+            pytest.skip("Postgres is not reachable (set CHATQL_TEST_POSTGRES_URL or start it)")
+        yield url
 
 
 @pytest.fixture
