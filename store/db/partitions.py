@@ -112,8 +112,15 @@ def layout_partitions(sync: Connection) -> int:
     return int(count or 0)
 
 
-def _columns(table: Table) -> list[str]:
-    return [column.name for column in table.columns]
+def _columns(sync: Connection, table: Table) -> list[str]:
+    """The columns the table has in the database now (not the ones the code declares:
+    a migration runs against the schema of its revision, and a later one may add
+    columns), but the generated ones, which are computed, never written."""
+    rows = sync.execute(text(
+        "SELECT attname FROM pg_attribute WHERE attrelid = CAST(:table AS regclass)"
+        " AND attnum > 0 AND NOT attisdropped AND attgenerated = '' ORDER BY attnum"),
+        {"table": table.name})
+    return [str(row[0]) for row in rows]
 
 
 def _plain_key(table: Table) -> list[str]:
@@ -164,9 +171,9 @@ _MAP_TRIGGERS = (
 )
 
 
-def _mirror_function(table: Table, partitions: int) -> str:
+def _mirror_function(sync: Connection, table: Table, partitions: int) -> str:
     name, twin = table.name, f"{table.name}{_NEXT}"
-    columns = _columns(table)
+    columns = _columns(sync, table)
     key = _key(table, partitions)
     match = " AND ".join(f"{column} = OLD.{column}" for column in key)
     values = ", ".join(f"NEW.{column}" for column in columns)
@@ -238,7 +245,7 @@ def _prepare(sync: Connection, partitions: int, *, mirror: bool) -> None:
                 for trigger in _MAP_TRIGGERS:
                     sync.exec_driver_sql(trigger.format(table=twin))
         if mirror:
-            sync.exec_driver_sql(_mirror_function(table, partitions))
+            sync.exec_driver_sql(_mirror_function(sync, table, partitions))
             sync.exec_driver_sql(f"DROP TRIGGER IF EXISTS chatql_mirror ON {name}")
             sync.exec_driver_sql(
                 f"CREATE TRIGGER chatql_mirror AFTER INSERT OR UPDATE OR DELETE ON {name}"
@@ -249,7 +256,7 @@ def _copy_batch(sync: Connection, table: Table, key: list[str], after: Sequence[
                 rows: int) -> Sequence[Any] | None:
     """Copy the next ``rows`` rows after ``after`` (in the old table's primary key
     ``key``) into the twin; the last key copied, or None when the table is done."""
-    columns = ", ".join(_columns(table))
+    columns = ", ".join(_columns(sync, table))
     order = ", ".join(key)
     params: dict[str, Any] = {}
     after_sql = upper_sql = ""

@@ -151,6 +151,25 @@ async def test_conversion_in_batches_under_writes_loses_nothing(plain: Database)
     assert await digests(db) == after
 
 
+async def test_conversion_copies_the_columns_the_database_has(plain: Database) -> None:
+    """The columns come from the database, not from the code's table definitions: a
+    column the code does not declare (a later revision's, read by an older one, or an
+    operator's own) is copied, and a column the code declares that this revision does
+    not have yet is not asked for."""
+    db = plain
+    await fill(db)
+    async with db.write() as conn:
+        await conn.exec_driver_sql("ALTER TABLE messages ADD COLUMN operator_note TEXT")
+        await conn.exec_driver_sql("UPDATE messages SET operator_note = 'kept ' || id")
+    before = await digests(db)
+    assert await partitions.convert(db, 16, batch_rows=9)
+    assert await digests(db) == before
+    async with db.read() as conn:
+        notes = (await conn.exec_driver_sql(
+            "SELECT count(*) FROM messages WHERE operator_note = 'kept ' || id")).scalar()
+    assert notes == before["messages"][0]
+
+
 async def test_chatql_migrate_converts_and_rejects_bad_counts(
         plain: Database, fresh_postgres_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     await fill(plain)
