@@ -26,6 +26,7 @@ from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.exceptions import ConnectionRejectionError
 from strawberry.http.parse_content_type import parse_content_type
+from strawberry.http.streaming import SSETransport
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 from strawberry.types.execution import ExecutionResult
 
@@ -400,12 +401,17 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
             return None
         relay = self.planner.sse_relay(context, request_data.query,
                                        request_data.operation_name, request_data.variables)
-        return None if relay is None else RelayedSubscription(relay)
+        if relay is None:
+            return None
+        relayed = RelayedSubscription(relay)
+        request.state.relayed_subscription = relayed
+        return relayed
 
-    def subscription_stream(self, request: Any, result: Any, transport: Any) -> Any:
-        if isinstance(result, RelayedSubscription):
-            return relayed_stream(result, transport)
-        return None
+    def subscription_stream(self, request: Any) -> Any:
+        relayed = getattr(request.state, "relayed_subscription", None)
+        if relayed is None:
+            return None
+        return relayed_stream(relayed, self.stream_transports[SSETransport.protocol])
 
     async def on_ws_connect(self, context: Context) -> Any:
         # The connection_init payload names the caller over WebSocket;

@@ -16,15 +16,13 @@ there before.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from functools import cached_property
 from typing import Any, TypeVar
 
-from graphql import GraphQLError, GraphQLSchema
+from graphql import GraphQLSchema
 from strawberry.asgi import ASGIWebSocketAdapter, GraphQL
 from strawberry.http.streaming import AsyncTextStream, HTTPStreamTransport
-from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
-    BaseGraphQLTransportWSHandler,
-)
 from strawberry.types import get_object_definition
 from strawberry.types.arguments import InputContext
 from websockets.protocol import State
@@ -32,7 +30,6 @@ from websockets.protocol import State
 __all__ = [
     "GraphQLViewHooks",
     "InputBuilder",
-    "TransportWSHandlerHooks",
     "UvicornFrameTransport",
     "build_input_with",
     "graphql_core_schema",
@@ -92,81 +89,45 @@ def build_input_with(input_type: type, builder: InputBuilder) -> None:
 
 
 class GraphQLViewHooks(GraphQL[ContextT, RootValueT]):
-    """Strawberry's ASGI view, with public names for the private steps chatql takes
-    part in: which streaming transport a request's headers ask for, and the stream a
-    subscription's result is written as."""
+    """Strawberry's ASGI view, with the two steps chatql takes part in: which streaming
+    transport a request's headers ask for, and the text stream a subscription's
+    response is written from.
+
+    Public API only: the view's ``protocols`` and ``stream_transport_classes_by_protocol``
+    (the transports it offers), each transport's ``accepts(accept)``, and
+    ``create_streaming_response``, the method Strawberry hands every streamed
+    response's text stream to (each integration overrides it)."""
 
     # As Strawberry's view declares it (its own declaration overrides the base's type).
     websocket_adapter_class = ASGIWebSocketAdapter
 
+    @cached_property
+    def stream_transports(self) -> dict[str, HTTPStreamTransport]:
+        """The streaming transports the view offers, by protocol (``sse``,
+        ``multipart-subscription``), in the order it tries them."""
+        return {cls.protocol: cls() for protocol in self.protocols
+                if (cls := self.stream_transport_classes_by_protocol.get(protocol))}
+
     def stream_transport_for(self, headers: Mapping[str, str]) -> HTTPStreamTransport | None:
-        """The streaming transport (graphql-sse, multipart) the view would answer a
-        request with these headers with; None for one plain JSON response.
+        """The streaming transport the view answers a request with these headers with;
+        None for one plain JSON response. Decided as the view decides it: the first
+        offered transport that accepts the request's ``Accept``. The HTTP lane answers
+        a request only when the view would have answered it with one JSON response."""
+        accept = next((value for key, value in headers.items() if key.lower() == "accept"), "")
+        return next((transport for transport in self.stream_transports.values()
+                     if transport.accepts(accept)), None)
 
-        Relies on ``AsyncBaseHTTPView._get_stream_transport_from_headers``, the step
-        the view itself takes when it reads a request: the HTTP lane answers a request
-        only when the view would have answered it with one JSON response, and asking
-        the view is the only way to decide exactly as it does.
-        """
-        return self._get_stream_transport_from_headers(headers)
-
-    def subscription_stream(self, request: Any, result: Any,
-                            transport: HTTPStreamTransport) -> AsyncTextStream | None:
-        """The text stream to send for a subscription's ``result`` over ``transport``;
-        None (as here) sends Strawberry's own. A subclass overrides it."""
+    def subscription_stream(self, request: Any) -> AsyncTextStream | None:
+        """The text stream to send for the subscription ``request`` streams; None (as
+        here) sends Strawberry's own. A subclass overrides it."""
         return None
 
-    def _stream_result(self, request: Any, result: Any,
-                       transport: HTTPStreamTransport) -> AsyncTextStream:
-        """Relies on ``AsyncBaseHTTPView._stream_result(request, result, transport)``:
-        the one step that turns what ``execute_operation`` returned for a streamed
-        subscription into the response's text stream. A relayed subscription (one
-        served from pre-serialised events, not an execution per event) is written by
-        :meth:`subscription_stream` instead; there is no public hook for it."""
-        stream = self.subscription_stream(request, result, transport)
-        if stream is None:
-            return super()._stream_result(request, result, transport)
-        return stream
-
-
-# -- Strawberry's graphql-transport-ws handler -----------------------------------------
-
-
-class TransportWSHandlerHooks(BaseGraphQLTransportWSHandler[ContextT, RootValueT]):
-    """Strawberry's ``graphql-transport-ws`` handler, with public names for the
-    internals chatql adjusts: which errors before execution close the socket, and the
-    connection-init timer it keeps."""
-
-    @staticmethod
-    def pre_execution_close_reason(error: GraphQLError) -> str | None:
-        """The close reason for an operation that failed before execution; None answers
-        the operation with an ``error`` message and keeps the socket. Strawberry's own
-        choice here (a subclass overrides it)."""
-        return BaseGraphQLTransportWSHandler._get_pre_execution_close_reason(error)
-
-    def _get_pre_execution_close_reason(self, error: GraphQLError) -> str | None:  # type: ignore[override]
-        """Relies on ``BaseGraphQLTransportWSHandler._get_pre_execution_close_reason``
-        (a static method Strawberry calls on the handler) deciding, for the first error
-        of an operation that failed before execution, whether the whole socket closes
-        (4400 with the returned reason) or only that operation is answered with an
-        ``error`` message; chatql keeps the socket for a syntax error. No public hook
-        decides it."""
-        return self.pre_execution_close_reason(error)
-
-    def release_init_timer(self) -> None:
-        """Forget the connection-init timer once the init has cancelled it.
-
-        Relies on ``BaseGraphQLTransportWSHandler.connection_init_timeout_task``: the
-        task that closes a socket with no ``connection_init`` in time, which Strawberry
-        cancels at the init but keeps referenced (with its ``CancelledError``,
-        traceback and frames) for the socket's lifetime — some objects per socket the
-        garbage collector walks, with thousands of sockets open. Its ``shutdown``
-        accepts None there. Call it right after the handler's own
-        ``handle_connection_init``.
-        """
-        timeout = self.connection_init_timeout_task
-        if timeout is not None and (timeout.cancelling() or timeout.cancelled()):
-            self.connection_init_timeout_task = None
+    async def create_streaming_response(self, request: Any,
+                                        stream: Callable[[], AsyncIterator[str]],
+                                        sub_response: Any, headers: Mapping[str, str]) -> Any:
+        own = self.subscription_stream(request)
+        return await super().create_streaming_response(
+            request, stream if own is None else own, sub_response, headers)
 
 
 # -- uvicorn's WebSocket connection ----------------------------------------------------
@@ -205,10 +166,12 @@ class UvicornFrameTransport:
 
     :meth:`writable` relies on the protocol's state as uvicorn keeps it: ``writable``
     (an ``asyncio.Event`` cleared while the transport is above its high-water mark),
-    ``handshake_complete``, ``close_sent``, ``disconnected``, ``initial_response``
-    (a denial response in progress), and its websockets ``conn`` (``state`` and
-    ``expect_continuation_frame``, a fragmented message being sent). While all say
-    the socket is open, idle between frames and below the high-water mark, bytes
+    ``disconnected``, and its websockets ``conn``, whose ``state`` is OPEN only from
+    the 101 response (so the handshake is done and no denial response is pending)
+    until uvicorn sends or fails a close (every close path of uvicorn's goes through
+    ``send_close`` or ``fail``, which leave OPEN). uvicorn sends each message whole
+    (``fin`` set), so no fragmented message is ever in progress between two of its
+    sends. While these say the socket is open and below the high-water mark, bytes
     written to the transport are exactly what uvicorn would write (server frames are
     not masked). The check is one method call, as cheap as the attribute reads it
     makes, since it runs for every run of frames to every socket.
@@ -223,11 +186,8 @@ class UvicornFrameTransport:
     def writable(self) -> bool:
         """Whether a frame may be written to the transport now."""
         protocol = self._protocol
-        return (protocol.writable.is_set() and protocol.handshake_complete
-                and not protocol.close_sent and not protocol.disconnected
-                and protocol.initial_response is None
+        return (protocol.writable.is_set() and not protocol.disconnected
                 and protocol.conn.state is State.OPEN
-                and not protocol.conn.expect_continuation_frame
                 and not self._transport.is_closing())
 
     def write(self, frames: bytes) -> bool:

@@ -80,7 +80,10 @@ from graphql import (
 )
 from strawberry.asgi import ASGIWebSocketAdapter
 from strawberry.http.exceptions import WebSocketDisconnected
-from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import Operation
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
+    BaseGraphQLTransportWSHandler,
+    Operation,
+)
 from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
 from strawberry.subscriptions.protocols.graphql_ws.types import CompleteMessage, ErrorMessage
 from strawberry.types.execution import ExecutionResult, PreExecutionError
@@ -88,7 +91,6 @@ from strawberry.types.execution import ExecutionResult, PreExecutionError
 from chatql.gql.context import Context
 from chatql.gql.document_shapes import MAX_FAST_DOCUMENT, PlanCache, flat_root_field
 from chatql.gql.library_adapters import (
-    TransportWSHandlerHooks,
     UvicornFrameTransport,
     graphql_core_schema,
     uvicorn_ws_protocol,
@@ -669,10 +671,18 @@ class ChatqlWebSocketAdapter(ASGIWebSocketAdapter):
         await super().close(code, fit_close_reason(reason))
 
 
-class ChatqlTransportWSHandler(OperationOutcomes, TransportWSHandlerHooks[Any, None]):
+class ChatqlTransportWSHandler(OperationOutcomes, BaseGraphQLTransportWSHandler[Any, None]):
     """``graphql-transport-ws`` with message checks, server pings and counted operations."""
 
     _ping_task: asyncio.Task[None] | None = None
+    #: The connection-init timer: this handler keeps its own, so that once the init
+    #: cancels it nothing of it (its CancelledError, traceback and frames) stays
+    #: referenced for the socket's lifetime, with thousands of sockets open.
+    _init_timer: asyncio.Task[None] | None = None
+
+    def on_request_accepted(self) -> None:
+        self._init_timer = asyncio.create_task(self.handle_connection_init_timeout())
+        self._init_timer.add_done_callback(_retrieve_outcome)
 
     async def send_message(self, message: Any) -> None:
         self.note_outcome(message)
@@ -692,10 +702,10 @@ class ChatqlTransportWSHandler(OperationOutcomes, TransportWSHandlerHooks[Any, N
         await super().handle_message(message)
 
     async def handle_connection_init(self, message: Any) -> None:
+        timer, self._init_timer = self._init_timer, None
+        if timer is not None:
+            timer.cancel()
         await super().handle_connection_init(message)
-        # Cancelled by the init: once it ends, nothing of its timer (its CancelledError,
-        # traceback and frames) should stay referenced for the socket's lifetime.
-        self.release_init_timer()
         view: Any = self.view
         if self.connection_acknowledged and view.keep_alive and self._ping_task is None:
             self._ping_task = asyncio.create_task(self._ping(view.keep_alive_interval))
@@ -730,26 +740,43 @@ class ChatqlTransportWSHandler(OperationOutcomes, TransportWSHandlerHooks[Any, N
                 await operation.send_operation_message({"id": operation.id,
                                                         "type": "complete"})
                 return
+            syntax_error = self._syntax_error(operation.query)
+            if syntax_error is not None:
+                # Answered with ``error``; the socket stays (the executor would close it).
+                await operation.send_initial_errors([syntax_error])
+                return
             await super().run_operation(operation)
         finally:
             if limit_class == "subscriptions":
                 view: Any = self.view
                 await view.subscription_closed(self.context.identity, "ws")
 
-    @staticmethod
-    def pre_execution_close_reason(error: GraphQLError) -> str | None:
-        # A document that does not parse is answered with ``error``; the socket stays.
-        if isinstance(error, GraphQLSyntaxError):
-            return None
-        reason: str | None = TransportWSHandlerHooks.pre_execution_close_reason(error)
-        return reason
+    def _syntax_error(self, query: str) -> GraphQLSyntaxError | None:
+        """Why ``query`` does not parse, as the executor would say it (the same parser
+        limits, the same error codes); None when it parses."""
+        max_tokens = self.view.planner.settings.max_query_tokens
+        try:
+            parse(query, max_lexical_tokens=max_tokens, max_comments=max_tokens)
+        except GraphQLSyntaxError as error:
+            self.schema.process_errors([error])
+            return error
+        return None
 
     async def shutdown(self) -> None:
-        if self._ping_task is not None:
-            self._ping_task.cancel()
-            with suppress(asyncio.CancelledError, Exception):
-                await self._ping_task
+        for task in (self._init_timer, self._ping_task):
+            if task is not None:
+                task.cancel()
+                with suppress(asyncio.CancelledError, Exception):
+                    await task
+        self._init_timer = None
         await super().shutdown()
+
+
+def _retrieve_outcome(task: asyncio.Task[Any]) -> None:
+    """Done callback: take a background task's error, so asyncio never reports it as
+    never retrieved (the task handles and logs its own)."""
+    if not task.cancelled():
+        task.exception()
 
 
 class ChatqlLegacyWSHandler(OperationOutcomes, BaseGraphQLWSHandler[Any, None]):

@@ -69,10 +69,13 @@ def compiled_positional_names(compiled: SQLCompiler) -> Sequence[str]:
     """The names of a compiled statement's bound parameters, in the order its
     positional placeholders (``?``, ``$1``…) take them; empty for a named paramstyle.
 
-    Public API: ``SQLCompiler.positiontup``, documented by SQLAlchemy for rendering a
-    compiled statement's parameters in order with ``Compiled.params``. The store
-    compiles its hottest reads to driver SQL once and binds each request's values by
-    these names.
+    Public API: ``Compiled.params`` (every bound parameter, by name),
+    ``SQLCompiler.construct_expanded_state(params)`` and its ``positional_parameters``
+    (the values in placeholder order): given each parameter's own name as its value,
+    the positional values are the names in order. The store compiles its hottest
+    reads to driver SQL once and binds each request's values by these names.
     """
-    return compiled.positiontup or ()
-
+    if not compiled.positional:
+        return ()
+    state = compiled.construct_expanded_state({name: name for name in compiled.params})
+    return tuple(state.positional_parameters)

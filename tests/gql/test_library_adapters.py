@@ -17,10 +17,8 @@ import httpx
 import pytest
 import strawberry
 from graphql import (
-    GraphQLError,
     GraphQLObjectType,
     GraphQLSchema,
-    GraphQLSyntaxError,
     execute,
     parse,
     validate,
@@ -36,12 +34,11 @@ from strawberry.subscriptions import (
 from strawberry.types import get_object_definition
 from strawberry.types.arguments import InputContext
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
 
 from chatql.gql.library_adapters import (
     GraphQLViewHooks,
-    TransportWSHandlerHooks,
     UvicornFrameTransport,
     build_input_with,
     graphql_core_schema,
@@ -209,17 +206,36 @@ def _view(cls: type[GraphQLViewHooks[Any, None]] = GraphQLViewHooks) -> Any:
                                                GRAPHQL_WS_PROTOCOL, GRAPHQL_SSE_PROTOCOL))
 
 
-def test_stream_transport_for_decides_as_the_view_does() -> None:
-    """Pins ``AsyncBaseHTTPView._get_stream_transport_from_headers``: Accept headers
-    asking for a stream give the enabled transport, anything else None."""
-    view = _view()
+ACCEPTS = [
+    {"accept": "text/event-stream"}, {"Accept": "text/event-stream"},
+    {"accept": "text/event-stream; charset=utf-8"}, {"ACCEPT": "Text/Event-Stream"},
+    {"accept": "application/json, text/event-stream;q=0.9"},
+    {"accept": "application/json"}, {"accept": "*/*"}, {"accept": ""}, {},
+    {"accept": "text/event-streamx"}, {"accept": "text/html,text/event-stream"},
+    {"accept": "multipart/mixed;subscriptionSpec=1.0,application/json"},
+    {"accept": "multipart/mixed;subscriptionSpec=\"1.0\";boundary=graphql"},
+    {"accept": "multipart/mixed;boundary=other;subscriptionSpec=1.0"},
+]
+
+
+@pytest.mark.parametrize("protocols", [
+    (GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL, GRAPHQL_SSE_PROTOCOL),
+    (GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_SSE_PROTOCOL, "multipart-subscription"),
+    (GRAPHQL_TRANSPORT_WS_PROTOCOL,),
+])
+def test_stream_transport_for_decides_as_the_view_does(protocols: tuple[str, ...]) -> None:
+    """Pins that the view's own decision (``AsyncBaseHTTPView``'s private
+    ``_get_stream_transport_from_headers``, which reads the request's Accept) is the
+    first offered transport whose public ``accepts`` takes it, for every transport the
+    view offers."""
+    view = GraphQLViewHooks(SCHEMA, subscription_protocols=protocols)
+    for headers in ACCEPTS:
+        own = view.stream_transport_for(headers)
+        strawberrys = view._get_stream_transport_from_headers(headers)
+        assert type(own) is type(strawberrys), (protocols, headers, own, strawberrys)
     sse = view.stream_transport_for({"accept": "text/event-stream"})
-    assert isinstance(sse, SSETransport), sse
-    assert view.stream_transport_for({"Accept": "text/event-stream"}) is sse
-    for headers in ({"accept": "application/json"}, {},
-                    # Not enabled on this view: no transport, one JSON response.
-                    {"accept": "multipart/mixed;subscriptionSpec=1.0,application/json"}):
-        assert view.stream_transport_for(headers) is None, headers
+    assert isinstance(sse, SSETransport) == (GRAPHQL_SSE_PROTOCOL in protocols)
+    assert view.stream_transport_for({"accept": "application/json"}) is None
 
 
 async def _sse_body(view: Any) -> str:
@@ -232,14 +248,15 @@ async def _sse_body(view: Any) -> str:
 
 
 async def test_subscription_stream_replaces_the_views_stream_when_it_answers() -> None:
-    """Pins ``AsyncBaseHTTPView._stream_result(request, result, transport)``: called
-    with a streamed subscription's result, what it returns is the response body."""
+    """Pins that Strawberry's view writes a streamed subscription's response through
+    ``create_streaming_response`` (the public method each integration overrides), once
+    per response, with the transport's headers."""
     seen: list[Any] = []
 
     class Custom(GraphQLViewHooks[Any, None]):
-        def subscription_stream(self, request: Any, result: Any,
-                                transport: Any) -> Any:
-            seen.append((result, transport))
+        def subscription_stream(self, request: Any) -> Any:
+            transport = self.stream_transports[SSETransport.protocol]
+            seen.append(request.url.path)
 
             async def stream() -> AsyncGenerator[str, None]:
                 yield transport.encode_event("next", '{"data":{"count":"relayed"}}')
@@ -250,9 +267,7 @@ async def test_subscription_stream_replaces_the_views_stream_when_it_answers() -
     body = await _sse_body(_view(Custom))
     assert '{"data":{"count":"relayed"}}' in body, body
     assert '"count":0' not in body
-    assert len(seen) == 1
-    assert isinstance(seen[0][0], AsyncIterator)
-    assert isinstance(seen[0][1], SSETransport)
+    assert seen == ["/graphql"]
 
 
 async def test_without_an_answer_the_views_own_stream_is_sent() -> None:
@@ -284,90 +299,6 @@ async def _transport_ws(url: str) -> ClientConnection:
     await ws.send(json.dumps({"type": "connection_init"}))
     assert (await _message(ws))["type"] == "connection_ack"
     return ws
-
-
-def _view_with_handler(handler: type[TransportWSHandlerHooks[Any, None]]) -> Any:
-    view = _view()
-    view.graphql_transport_ws_handler_class = handler
-    return view
-
-
-async def test_a_syntax_error_closes_the_socket_by_strawberrys_own_reason() -> None:
-    """Pins ``BaseGraphQLTransportWSHandler._get_pre_execution_close_reason`` as the
-    default: a document that does not parse closes the socket, 4400, with its message."""
-
-    class Plain(TransportWSHandlerHooks[Any, None]):
-        pass
-
-    async with served(_view_with_handler(Plain)) as url:
-        ws = await _transport_ws(url)
-        await ws.send(json.dumps({"type": "subscribe", "id": "1",
-                                  "payload": {"query": "{ hello "}}))
-        with pytest.raises(ConnectionClosed) as closed:
-            await asyncio.wait_for(ws.recv(), 10)
-        assert closed.value.rcvd is not None
-        assert closed.value.rcvd.code == 4400
-        assert closed.value.rcvd.reason.startswith("Syntax Error")
-
-
-async def test_pre_execution_close_reason_decides_whether_the_socket_closes() -> None:
-    """Pins that Strawberry consults ``_get_pre_execution_close_reason`` on the handler
-    for an operation that failed before execution: None answers it with ``error``."""
-    consulted: list[GraphQLError] = []
-
-    class KeepOpen(TransportWSHandlerHooks[Any, None]):
-        @staticmethod
-        def pre_execution_close_reason(error: GraphQLError) -> str | None:
-            consulted.append(error)
-            return None
-
-    async with served(_view_with_handler(KeepOpen)) as url:
-        ws = await _transport_ws(url)
-        await ws.send(json.dumps({"type": "subscribe", "id": "1",
-                                  "payload": {"query": "{ hello "}}))
-        message = await _message(ws)
-        assert (message["type"], message["id"]) == ("error", "1"), message
-        assert message["payload"][0]["message"].startswith("Syntax Error")
-        assert len(consulted) == 1 and isinstance(consulted[0], GraphQLSyntaxError)
-        await ws.send(json.dumps({"type": "subscribe", "id": "2",
-                                  "payload": {"query": "{ hello }"}}))
-        assert (await _message(ws))["payload"] == {"data": {"hello": "world"}}
-        await ws.close()
-
-
-async def test_release_init_timer_forgets_the_timer_the_init_cancelled() -> None:
-    """Pins ``BaseGraphQLTransportWSHandler.connection_init_timeout_task``: the init
-    cancels it (and keeps it referenced), and the handler's shutdown accepts None."""
-    states: list[tuple[str, Any]] = []
-
-    class Releasing(TransportWSHandlerHooks[Any, None]):
-        async def handle_connection_init(self, message: Any) -> None:
-            await super().handle_connection_init(message)
-            timer = self.connection_init_timeout_task
-            states.append(("after init", timer))
-            self.release_init_timer()
-            states.append(("released", self.connection_init_timeout_task))
-
-        async def shutdown(self) -> None:
-            await super().shutdown()
-            states.append(("shut down", None))
-
-    async with served(_view_with_handler(Releasing)) as url:
-        ws = await _transport_ws(url)
-        await ws.send(json.dumps({"type": "subscribe", "id": "1",
-                                  "payload": {"query": "subscription { count(to: 3) }"}}))
-        assert [(await _message(ws))["payload"]["data"]["count"] for _ in range(3)] == [0, 1, 2]
-        await ws.close()
-        for _ in range(500):
-            if states[-1][0] == "shut down":
-                break
-            await asyncio.sleep(0.01)
-    (_, timer), released, shut_down = states
-    assert isinstance(timer, asyncio.Task), (
-        "connection_init_timeout_task is no longer the init timer's task")
-    assert timer.cancelling() or timer.cancelled(), "the init no longer cancels the timer"
-    assert released == ("released", None)
-    assert shut_down == ("shut down", None)
 
 
 # -- uvicorn's WebSocket connection -----------------------------------------------------
@@ -426,10 +357,9 @@ async def test_uvicorn_ws_protocol_refuses_sockets_whose_frames_are_transformed(
 
 async def test_frames_written_to_the_transport_arrive_as_uvicorns_own() -> None:
     """Pins the protocol state :class:`UvicornFrameTransport` reads (``writable``,
-    ``handshake_complete``, ``close_sent``, ``disconnected``, ``initial_response``,
-    ``conn.state``, ``conn.expect_continuation_frame``, ``transport``): writable only
-    between the handshake and the close, not while flow control pauses writing, and
-    frames written directly reach the client like those uvicorn sends."""
+    ``disconnected``, ``conn.state``, ``transport``): writable only between the
+    handshake and the close, not while flow control pauses writing, and frames written
+    directly reach the client like those uvicorn sends."""
     states: dict[str, bool] = {}
     done = asyncio.Event()
 
@@ -491,3 +421,49 @@ async def test_a_socket_the_client_dropped_is_not_writable() -> None:
             ws.transport.abort()  # no close frame: the connection is simply lost
         await asyncio.wait_for(gone.wait(), 10)
     assert states == [True, False]
+
+
+async def test_a_socket_answered_with_a_denial_response_is_never_writable() -> None:
+    """Pins that websockets' ``conn.state`` is not OPEN while uvicorn sends a denial
+    response (the ASGI ``websocket.http.response`` extension) in place of the 101:
+    the frame writer needs no state of uvicorn's own for it."""
+    states: list[bool] = []
+
+    async def actions(scope: Any, receive: Any, send: Any) -> None:
+        await receive()
+        writer = UvicornFrameTransport(uvicorn_ws_protocol(send))
+        await send({"type": "websocket.http.response.start", "status": 403,
+                    "headers": [(b"content-type", b"text/plain")]})
+        states.append(writer.writable())
+        await send({"type": "websocket.http.response.body", "body": b"no"})
+        states.append(writer.writable())
+
+    async with served(_capturing_app(actions)) as url:
+        with pytest.raises(InvalidStatus) as refused:
+            await connect(url)
+    assert refused.value.response.status_code == 403
+    assert states == [False, False]
+
+
+async def test_a_socket_the_server_closed_is_not_writable_before_the_client_answers() -> None:
+    """Pins that the close uvicorn sends for the app moves ``conn.state`` out of OPEN at
+    once, while the client has not answered it yet."""
+    states: list[bool] = []
+    done = asyncio.Event()
+
+    async def actions(scope: Any, receive: Any, send: Any) -> None:
+        await receive()
+        writer = UvicornFrameTransport(uvicorn_ws_protocol(send))
+        await send({"type": "websocket.accept"})
+        states.append(writer.writable())
+        await send({"type": "websocket.close", "code": 4000})
+        states.append(writer.writable())
+        states.append(writer.write(text_frame(b"late")))
+        done.set()
+
+    async with served(_capturing_app(actions)) as url, connect(url) as ws:
+        with pytest.raises(ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), 10)
+        await asyncio.wait_for(done.wait(), 10)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 4000
+    assert states == [True, False, False]

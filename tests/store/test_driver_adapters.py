@@ -141,12 +141,13 @@ def _statement() -> Any:
 ])
 def test_compiled_positional_names_follow_the_placeholders(dialect: Any,
                                                            placeholder: str) -> None:
-    """Public API: ``SQLCompiler.positiontup``, the bound parameters' names in the
-    order of the statement's positional placeholders."""
+    """The bound parameters' names in the order of the statement's positional
+    placeholders, as SQLAlchemy itself orders them (``SQLCompiler.positiontup``)."""
     compiled = _statement().compile(dialect=dialect)
     assert isinstance(compiled, SQLCompiler)
     names = list(compiled_positional_names(compiled))
     assert names == ["second", "first", "second_again"], names
+    assert names == list(compiled.positiontup or ())
     assert compiled.string.count(placeholder) == len(names)
     assert [compiled.params[name] for name in names] == [None, None, 5]
 
