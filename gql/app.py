@@ -298,7 +298,7 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
         query, variables = data.get("query"), data.get("variables")
         extensions = data.get("extensions")
         operation_name = data.get("operationName")
-        if type(query) is not str or type(variables) is not dict or not (
+        if type(query) is not str or not (variables is None or type(variables) is dict) or not (
             extensions is None or type(extensions) is dict
         ) or not (operation_name is None or type(operation_name) is str):
             return False
@@ -312,13 +312,16 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
         limit_class = self.observe_operation(query, operation_name, identity)
         if self.limiter is not None:
             await self.limiter.check(identity, limit_class)
+        # Counted once: should the view run it after all, it is not counted again.
+        request.state.admitted = True
         context = Context(services=self._services_of(request), identity=identity,
                           request=request)
-        answered = await lane.run(context, query, operation_name, variables,
+        answered = await lane.run(context, query, operation_name, variables or {},
                                   nul_free=b"\\u0000" not in body)
         if answered is None:
             # Tried once: the view's resolver raises the kept refusal instead of writing
-            # again (gql/fast_lanes.py).
+            # again, and a declined read goes to the executor (gql/fast_lanes.py).
+            request.state.lane_declined = True
             return False
         content = orjson.dumps(answered)
         await send({
@@ -381,6 +384,8 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
         """Note each operation of the request and count it against the caller's limits
         (:class:`RateLimited` beyond them); an event stream's subscription is counted
         open until its response ends."""
+        if getattr(request.state, "admitted", False):
+            return
         identity = context.identity
         for data in request_data if isinstance(request_data, list) else [request_data]:
             limit_class = self.observe_operation(data.query, data.operation_name, identity)
@@ -442,8 +447,10 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
     async def execute_single(self, request: Any, request_adapter: Any, sub_response: Any,
                              context: Context, root_value: Any,
                              request_data: Any) -> Any:
-        # The app's registered plans first (gql/planner.py), then the executor.
-        if request_adapter.method == "POST" or self.allow_queries_via_get:
+        # The app's registered plans first (gql/planner.py), then the executor; a read
+        # a lane already declined goes straight to the executor.
+        if (request_adapter.method == "POST" or self.allow_queries_via_get) and not getattr(
+                request.state, "lane_declined", False):
             planned = await self.planner.execute(context, request_data.query,
                                                  request_data.operation_name,
                                                  request_data.variables)

@@ -27,6 +27,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from graphql import (
@@ -76,6 +77,7 @@ from chatql.store.db.prepared import (
     chat_after,
     chat_page_statement,
     chat_position,
+    chat_position_key,
     chat_reader,
     chat_statement,
     fetch,
@@ -98,6 +100,8 @@ _ID = MESSAGE_COLUMNS.index("id")
 _DEPTH = len(MESSAGE_COLUMNS)  # a branch-page row: the message, its depth, the active leaf
 _LEAF = _DEPTH + 1
 _SIGNED_CACHE_SIZE = 20_000
+#: What decides a message cursor on a page across branches, and what it signs.
+_sequence = itemgetter(_SEQUENCE)
 #: Longer documents are not worth a plan (and must not fill the cache).
 _MAX_DOCUMENT = 4_000
 _PAGE_ARGUMENTS = frozenset({"chatId", "filter", "first", "after", "last", "before", "branch",
@@ -626,7 +630,8 @@ class CompiledReads:
         else:
             page.reverse()
             has_previous, has_next = more or has_older, has_newer
-        cursors = self._cursors(signer, scope, page) if plan.needs_cursors else []
+        cursors = (self._cursors(signer, scope, page, _sequence, _sequence)
+                   if plan.needs_cursors else [])
         return page, cursors, has_next, has_previous
 
     async def _branch(self, plan: _PagePlan, context: Context, chat_id: str,
@@ -685,7 +690,10 @@ class CompiledReads:
             has_previous, has_next = more or after is not None, before is not None
         cursors: list[str] = []
         if plan.needs_cursors:
-            cursors = self._cursors(signer, scope, page, leaf)
+            # A message on a branch: its id, its depth and the branch's end.
+            cursors = self._cursors(signer, scope, page,
+                                    lambda row: (row[_ID], row[_DEPTH], leaf),
+                                    lambda row: [row[_ID], row[_DEPTH], leaf])
         return page, cursors, has_next, has_previous
 
     async def _chats(self, plan: _PagePlan, context: Context, arguments: dict[str, Any]
@@ -715,8 +723,8 @@ class CompiledReads:
             raise _Fallback  # the executor asks the neighbour question on its own
         has_previous = start is not None and bool(rows[0][len(CHAT_COLUMNS)])
         page = list(rows[:size])
-        encode = signer.encoder(scope)
-        cursors = [encode(chat_position(row)) for row in page] if plan.needs_cursors else []
+        cursors = (self._cursors(signer, scope, page, chat_position_key, chat_position)
+                   if plan.needs_cursors else [])
         return page, cursors, len(rows) > size, has_previous
 
     @staticmethod
@@ -733,9 +741,9 @@ class CompiledReads:
         return edge
 
     def _cursors(self, signer: Any, scope: str, page: list[Any],
-                 leaf: str | None = None) -> list[str]:
-        """The page's cursors (a sequence, or on a branch the message, its depth and the
-        branch's end); a page read again reuses the ones signed before."""
+                 key_of: Callable[[Any], Any], position_of: Callable[[Any], Any]) -> list[str]:
+        """The page's cursors, each signing ``position_of(row)`` (which ``key_of(row)``
+        decides); a page read again reuses the ones signed before."""
         cache = self._signed
         if signer is not self._signer or len(cache) > _SIGNED_CACHE_SIZE:
             cache.clear()
@@ -743,13 +751,12 @@ class CompiledReads:
         cursors = []
         encode = None
         for row in page:
-            key: tuple[Any, ...] = ((scope, row[_SEQUENCE]) if leaf is None
-                                    else (scope, row[_ID], row[_DEPTH], leaf))
+            key = (scope, key_of(row))
             cursor = cache.get(key)
             if cursor is None:
                 if encode is None:
                     encode = signer.encoder(scope)
-                cursor = cache[key] = encode(key[1] if leaf is None else list(key[1:]))
+                cursor = cache[key] = encode(position_of(row))
             cursors.append(cursor)
         return cursors
 

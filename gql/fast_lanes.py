@@ -1,15 +1,17 @@
-"""HTTP lanes: the hottest mutations, sent as plain POSTs, answered without the view.
+"""HTTP lanes: the hottest operations, sent as plain POSTs, answered without the view.
 
-A producer pushes thousands of chunks per stream and a chat appends every message;
-for both, the view's generic steps (request adapter, content negotiation, request
-data, result processing, Strawberry's argument conversion) cost about as much as the
-write itself. A lane answers one such request with the bytes and headers the view
-would send. Each lane names its root field and two functions: ``plan`` (the cached
-plan for a document, or None when the document is not one the lane serves) and
-``run`` (the ``{"data": …}`` of the operation, or None to leave it to the view).
+A producer pushes thousands of chunks per stream, a chat appends every message, and
+front ends read the same message pages and chat lists again and again; for each, the
+view's generic steps (request adapter, content negotiation, request data, result
+processing, Strawberry's argument conversion) cost a good part of the answer. A lane
+answers one such request with the bytes and headers the view would send. Each lane
+names its root fields and two functions: ``plan`` (the cached plan for a document, or
+None when the document is not one the lane serves) and ``run`` (the ``{"data": …}`` of
+the operation, or None to leave it to the view).
 
-Declining is always safe: the request then goes through the view unchanged. A write
-the lane *tried* and that failed is not tried again: ``run`` keeps the failure
+Declining is always safe: the request then goes through the view unchanged (a read the
+lane declined is not planned again there: the executor answers it). A write the lane
+*tried* and that failed is not tried again: ``run`` keeps the failure
 (:func:`keep_refusal`) and the ordinary resolver raises it (:func:`take_refusal`)
 instead of writing, so the caller sees exactly the ordinary error for the one attempt
 it made. A kept failure lives only as long as the request's view run
@@ -28,18 +30,20 @@ __all__ = ["Lane", "clear_refusals", "keep_refusal", "take_refusal"]
 
 @dataclass(frozen=True, slots=True)
 class Lane:
-    """A mutation a lane serves: its root field, how to plan and how to run it."""
+    """An operation a lane serves: the root fields it names, how to plan and how to
+    run it."""
 
-    field: str
+    #: The root fields: every request body this lane may serve names one of them.
+    fields: tuple[str, ...]
     #: ``plan(query, operation_name)``: the app's plan for the document, or None.
     plan: Callable[[str | None, str | None], object | None]
     #: ``run(context, query, operation_name, variables, nul_free=…)``.
     run: Callable[..., Awaitable[dict[str, Any] | None]]
 
-    @property
-    def marker(self) -> bytes:
-        """Bytes every request body this lane may serve contains."""
-        return self.field.encode()
+    def may_serve(self, body: bytes) -> bool:
+        """Whether ``body`` names one of the lane's root fields (a cheap look before
+        the body is parsed)."""
+        return any(name.encode() in body for name in self.fields)
 
 
 # The failure a lane met for this operation's write, with the field it was for (each

@@ -107,11 +107,12 @@ class Planner:
         self.append_plans: PlanCache[AppendPlan] = PlanCache(_APPEND_PLANS_KEPT)
         self.event_plans: PlanCache[ChatEventsPlan] = PlanCache(_EVENT_PLANS_KEPT)
         self.stream_plans: PlanCache[Any] = PlanCache(_STREAM_PLANS_KEPT)
-        #: The mutations a plain HTTP POST may take before the view (see
+        #: The operations a plain HTTP POST may take before the view (see
         #: gql/fast_lanes.py), with the plan each belongs to.
         self.lanes: tuple[tuple[str, Lane], ...] = (
-            ("push", Lane("pushChunks", self._push_plan, self.push)),
-            ("append", Lane("appendMessages", self._append_plan, self.append)),
+            ("push", Lane(("pushChunks",), self._push_plan, self.push)),
+            ("append", Lane(("appendMessages",), self._append_plan, self.append)),
+            ("reads", Lane(("messages", "chat"), self.reads.plan_for, self._read)),
         )
 
     # -- HTTP ---------------------------------------------------------------------------
@@ -119,27 +120,36 @@ class Planner:
     def may_take_lane(self, body: bytes) -> bool:
         """Whether a plain POST's body names a mutation a lane in use answers (a cheap
         look before the body is parsed)."""
-        return any(lane.marker in body for name, lane in self.lanes if name in self.enabled)
+        return any(lane.may_serve(body) for name, lane in self.lanes if name in self.enabled)
 
     def lane_for(self, body: bytes, query: str, operation_name: str | None) -> Lane | None:
         """The lane whose plan fits this plain POST's document, or None."""
         for name, lane in self.lanes:
-            if name in self.enabled and lane.marker in body:
-                return lane if lane.plan(query, operation_name) is not None else None
+            if name in self.enabled and lane.may_serve(body) and (
+                    lane.plan(query, operation_name) is not None):
+                return lane
         return None
 
     async def execute(self, context: Context, query: str | None,
                       operation_name: str | None,
                       variables: dict[str, Any] | None) -> dict[str, Any] | None:
-        """The ``data`` of one HTTP operation a plan answers inside the view, or None (the
-        executor's). Only reads: a mutation's plan has its one door before the view
-        (:meth:`lane_for`), and a mutation the lane declined is the executor's."""
+        """The ``data`` of one read a plan answers, or None (the executor's): for the
+        reads lane, and inside the view for a read no lane took (a GET, a batch). A
+        mutation's plan has its one door before the view (:meth:`lane_for`), and a
+        mutation the lane declined is the executor's."""
         if "reads" in self.enabled and query:
             data = await self.reads.execute(context, query, operation_name, variables)
             if data is not None:
                 self.served["reads"] += 1
                 return data
         return None
+
+    async def _read(self, context: Context, query: str | None, operation_name: str | None,
+                    variables: dict[str, Any] | None, *,
+                    nul_free: bool = False) -> dict[str, Any] | None:
+        """``{"data": …}`` of a read its plan answered before the view, or None."""
+        data = await self.execute(context, query, operation_name, variables)
+        return None if data is None else {"data": data}
 
     def _push_plan(self, query: str | None, operation_name: str | None) -> PushPlan | None:
         return push_plan_for(self.schema, query, operation_name, self.push_plans)

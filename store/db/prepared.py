@@ -61,6 +61,7 @@ __all__ = [
     "chat_after",
     "chat_page_statement",
     "chat_position",
+    "chat_position_key",
     "chat_reader",
     "chat_record",
     "chat_statement",
@@ -515,6 +516,12 @@ def chat_record(row: Sequence[Any]) -> Chat:
     :func:`store.chats.chat_from_row` reads it."""
     return Chat(**{name: read(row) for name, read in zip(_record_names, _record_readers,
                                                          strict=True)})
+
+
+def chat_position_key(row: Sequence[Any]) -> tuple[Any, str]:
+    """What decides :func:`chat_position` of a chat-list row: its activity time as the
+    driver gave it, and its id (cheaper than the position itself)."""
+    return row[_ACTIVITY], row[0]
 
 
 def chat_position(row: Sequence[Any]) -> list[Any]:
