@@ -27,6 +27,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any
 
@@ -100,6 +101,8 @@ _ID = MESSAGE_COLUMNS.index("id")
 _DEPTH = len(MESSAGE_COLUMNS)  # a branch-page row: the message, its depth, the active leaf
 _LEAF = _DEPTH + 1
 _SIGNED_CACHE_SIZE = 20_000
+#: Time outputs remembered per node field (see :func:`_column`).
+_INSTANTS_KEPT = 4096
 #: What decides a message cursor on a page across branches, and what it signs.
 _sequence = itemgetter(_SEQUENCE)
 #: Longer documents are not worth a plan (and must not fill the cache).
@@ -263,6 +266,10 @@ def _column(parent: GraphQLObjectType, name: str,
     unchanged = _UNCHANGED.get(leaf.name) if builtin else None
     # An enum has a handful of values: each one's output is worked out once.
     remembered: dict[Any, Any] | None = {} if isinstance(leaf, GraphQLEnumType) else None
+    # A UTC time's output is a function of the instant alone, and the same pages are
+    # read again and again: the scalar's serialiser runs once per instant while it is
+    # remembered.
+    instants: dict[datetime, Any] = {}
 
     def output(row: Any) -> Any:
         value = reader(row)
@@ -274,6 +281,12 @@ def _column(parent: GraphQLObjectType, name: str,
             raise _Fallback
         if remembered is not None and value in remembered:
             return remembered[value]
+        # Only UTC times: equal instants in other zones print differently.
+        instant = type(value) is datetime and value.tzinfo is UTC
+        if instant:
+            known = instants.get(value)
+            if known is not None:
+                return known
         try:
             coerced = coerce(value)
         except Exception:
@@ -282,6 +295,10 @@ def _column(parent: GraphQLObjectType, name: str,
             raise _Fallback
         if remembered is not None and len(remembered) < 64:
             remembered[value] = coerced
+        elif instant:
+            if len(instants) >= _INSTANTS_KEPT:
+                instants.clear()
+            instants[value] = coerced
         return coerced
 
     return output

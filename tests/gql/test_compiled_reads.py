@@ -599,3 +599,24 @@ async def test_a_walk_goes_on_compiled_after_the_active_leaf_moved(
     assert ours.content == theirs.content
     assert ours.json()["errors"][0]["extensions"]["code"] == "INVALID_CURSOR"
     assert answered == [True, True, False]
+
+
+def test_a_time_field_prints_each_instant_as_the_schema_does_in_its_own_zone() -> None:
+    """Times are printed by the schema's serialiser, remembered per UTC instant only:
+    the same instant in another zone prints with its own offset."""
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from chatql.gql.compiled_reads import _column
+    from chatql.gql.library_adapters import graphql_core_schema
+    from chatql.gql.schema import build_schema
+
+    schema = graphql_core_schema(build_schema(Settings()))
+    message = schema.type_map["Message"]
+    serialise = schema.type_map["DateTime"].serialize  # type: ignore[union-attr]
+    output = _column(message, "createdAt", lambda name: lambda row: row[0])  # type: ignore[arg-type]
+    utc = datetime(2026, 12, 5, 8, 0, 0, 123456, tzinfo=UTC)
+    east = utc.astimezone(timezone(timedelta(hours=2)))
+    assert utc == east
+    for value in (utc, utc, east, utc, east):
+        assert output((value,)) == serialise(value), value
+    assert output((east,)).endswith("+02:00") and output((utc,)).endswith("+00:00")
