@@ -33,8 +33,8 @@ class Lane:
     """An operation a lane serves: the root fields it names, how to plan and how to
     run it."""
 
-    #: The root fields: every request body this lane may serve names one of them.
-    fields: tuple[str, ...]
+    #: The root fields, as bytes: every request body this lane may serve names one.
+    fields: tuple[bytes, ...]
     #: ``plan(query, operation_name)``: the app's plan for the document, or None.
     plan: Callable[[str | None, str | None], object | None]
     #: ``run(context, query, operation_name, variables, nul_free=…)``.
@@ -43,7 +43,7 @@ class Lane:
     def may_serve(self, body: bytes) -> bool:
         """Whether ``body`` names one of the lane's root fields (a cheap look before
         the body is parsed)."""
-        return any(name.encode() in body for name in self.fields)
+        return any(name in body for name in self.fields)
 
 
 # The failure a lane met for this operation's write, with the field it was for (each

@@ -110,9 +110,9 @@ class Planner:
         #: The operations a plain HTTP POST may take before the view (see
         #: gql/fast_lanes.py), with the plan each belongs to.
         self.lanes: tuple[tuple[str, Lane], ...] = (
-            ("push", Lane(("pushChunks",), self._push_plan, self.push)),
-            ("append", Lane(("appendMessages",), self._append_plan, self.append)),
-            ("reads", Lane(("messages", "chat"), self.reads.plan_for, self._read)),
+            ("push", Lane((b"pushChunks",), self._push_plan, self.push)),
+            ("append", Lane((b"appendMessages",), self._append_plan, self.append)),
+            ("reads", Lane((b"messages", b"chat"), self.reads.plan_for, self._read)),
         )
 
     # -- HTTP ---------------------------------------------------------------------------
