@@ -27,7 +27,6 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any
 
@@ -70,22 +69,20 @@ from chatql.store.db.prepared import (
     CHAT_COLUMNS,
     FILTER_FIELDS,
     MESSAGE_COLUMNS,
+    Attribute,
     BranchPageShape,
     ChatPageShape,
     MessagePageShape,
     ancestor_statement,
     branch_page_statement,
     chat_after,
+    chat_attribute,
     chat_page_statement,
-    chat_position,
-    chat_position_key,
-    chat_reader,
+    chat_positions,
     chat_statement,
     fetch,
-    has_last_message,
-    last_message_reader,
+    message_attribute,
     message_page_statement,
-    message_reader,
 )
 from chatql.store.errors import ChatqlError
 from chatql.store.ids import check_chat_id, check_message_id
@@ -96,15 +93,11 @@ __all__ = ["CompiledReads"]
 logger = logging.getLogger("chatql")
 
 _PLAN_CACHE_SIZE = 512
-_SEQUENCE = MESSAGE_COLUMNS.index("sequence")
-_ID = MESSAGE_COLUMNS.index("id")
-_DEPTH = len(MESSAGE_COLUMNS)  # a branch-page row: the message, its depth, the active leaf
-_LEAF = _DEPTH + 1
 _SIGNED_CACHE_SIZE = 20_000
-#: Time outputs remembered per node field (see :func:`_column`).
-_INSTANTS_KEPT = 4096
-#: What decides a message cursor on a page across branches, and what it signs.
-_sequence = itemgetter(_SEQUENCE)
+#: Outputs remembered per node field whose output is a function of the column's value
+#: alone and which repeats across pages: times (see :func:`_bound`) and enums.
+_REMEMBERED = {"time": 4096, "enum": 64}
+_MISSING = object()
 #: Longer documents are not worth a plan (and must not fill the cache).
 _MAX_DOCUMENT = 4_000
 _PAGE_ARGUMENTS = frozenset({"chatId", "filter", "first", "after", "last", "before", "branch",
@@ -140,13 +133,46 @@ class _Fallback(Exception):
 
 @dataclass(frozen=True, slots=True)
 class _PagePlan:
-    kind: str  # the root field: "messages" or "chats"
+    kind: str  # the root field: "messages", "chats" or "chat"
     operation: OperationDefinitionNode
     root: _Shape  # ("__typename", name) or (key, None) for the page itself
     field: GraphQLField
     node: FieldNode
     connection: _Shape  # edges -> edge shape, pageInfo -> page-info shape
     needs_cursors: bool
+    #: The columns each row is read with (a chat's, then its newest message's).
+    columns: tuple[str, ...]
+    message_columns: tuple[str, ...] = ()
+    #: ``chat``: the chat object from its row.
+    chat: Callable[[Any], dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Column:
+    """A node field read from one column of a page row, coerced as the executor does."""
+
+    attribute: Attribute
+    coerce: Callable[[Any], Any]
+    nullable: bool
+    #: "str", "bool" or "int" for graphql-core's own String/ID, Boolean and Int, which
+    #: return such values unchanged; "time" or "enum" where outputs are remembered.
+    kind: str | None
+
+
+class _Projection:
+    """The columns a plan reads, gathered while it is compiled, in the table's order."""
+
+    def __init__(self, order: tuple[str, ...], always: tuple[str, ...]) -> None:
+        self._order = order
+        self._wanted = set(always)
+
+    def add(self, column: _Column) -> _Column:
+        if column.attribute.column is not None:
+            self._wanted.add(column.attribute.column)
+        return column
+
+    def columns(self) -> tuple[str, ...]:
+        return tuple(name for name in self._order if name in self._wanted)
 
 
 def _unwrap(kind: Any) -> tuple[Any, bool]:
@@ -239,69 +265,114 @@ def _leaf(parent: GraphQLObjectType, name: str) -> _Leaf:
     return python_name, leaf.coerce_output_value, nullable
 
 
-# Scalars whose output coercion returns these values unchanged (graphql-core's own
-# String, ID, Boolean and 32-bit Int): the coercer is skipped for them.
-_UNCHANGED: dict[str, Callable[[Any], bool]] = {
-    "String": lambda value: type(value) is str,
-    "ID": lambda value: type(value) is str,
-    "Boolean": lambda value: type(value) is bool,
-    "Int": lambda value: type(value) is int and -(2**31) <= value < 2**31,
-}
+#: Scalars whose output coercion returns values of one Python type unchanged
+#: (graphql-core's own String, ID, Boolean and 32-bit Int): the coercer is skipped for them.
+_UNCHANGED = {"String": "str", "ID": "str", "Boolean": "bool", "Int": "int"}
 
 
 def _column(parent: GraphQLObjectType, name: str,
-            reader_of: Callable[[str], Callable[[Any], Any] | None]) -> Callable[[Any], Any]:
-    """The node field ``name`` read from a page row and coerced as the executor does.
+            attribute_of: Callable[[str], Attribute | None]) -> _Column:
+    """The node field ``name``, read from a page row."""
+    python_name, coerce, nullable = _leaf(parent, name)
+    attribute = attribute_of(python_name)
+    if attribute is None:
+        raise _NoPlan
+    leaf, _ = _unwrap(parent.fields[name].type)
+    kind: str | None = None
+    if isinstance(leaf, GraphQLEnumType):
+        kind = "enum"
+    elif isinstance(leaf, GraphQLScalarType) and (
+            leaf.coerce_output_value is _BUILTIN_COERCERS.get(leaf.name)):
+        kind = None if attribute.convert is not None else _UNCHANGED.get(leaf.name)
+    elif attribute.time:
+        kind = "time"
+    return _Column(attribute, coerce, nullable, kind)
+
+
+def _bound(column: _Column, index: int) -> Callable[[Any], Any]:
+    """How the response's value of ``column`` is read from a row whose column is at
+    ``index``.
 
     Raises :class:`_Fallback` where the executor would report an error (a null in a
     non-null field, a value the scalar refuses).
     """
-    python_name, coerce, nullable = _leaf(parent, name)
-    reader = reader_of(python_name)
-    if reader is None:
-        raise _NoPlan
-    leaf, _ = _unwrap(parent.fields[name].type)
-    builtin = isinstance(leaf, GraphQLScalarType) and (
-        leaf.coerce_output_value is _BUILTIN_COERCERS.get(leaf.name))
-    unchanged = _UNCHANGED.get(leaf.name) if builtin else None
-    # An enum has a handful of values: each one's output is worked out once.
-    remembered: dict[Any, Any] | None = {} if isinstance(leaf, GraphQLEnumType) else None
-    # A UTC time's output is a function of the instant alone, and the same pages are
-    # read again and again: the scalar's serialiser runs once per instant while it is
-    # remembered.
-    instants: dict[datetime, Any] = {}
+    convert, coerce, nullable = column.attribute.convert, column.coerce, column.nullable
 
-    def output(row: Any) -> Any:
-        value = reader(row)
-        if unchanged is not None and unchanged(value):
-            return value
+    def output(raw: Any) -> Any:
+        value = raw if convert is None else convert(raw)
         if value is None:
             if nullable:
                 return None
             raise _Fallback
-        if remembered is not None and value in remembered:
-            return remembered[value]
-        # Only UTC times: equal instants in other zones print differently.
-        instant = type(value) is datetime and value.tzinfo is UTC
-        if instant:
-            known = instants.get(value)
-            if known is not None:
-                return known
         try:
             coerced = coerce(value)
         except Exception:
             raise _Fallback from None
         if coerced is None:
             raise _Fallback
-        if remembered is not None and len(remembered) < 64:
-            remembered[value] = coerced
-        elif instant:
-            if len(instants) >= _INSTANTS_KEPT:
-                instants.clear()
-            instants[value] = coerced
         return coerced
 
-    return output
+    if column.attribute.column is None:  # not stored: one value for every row
+        constant = output(column.attribute.constant)
+        return lambda row: constant
+    kind = column.kind
+    if kind == "str" or kind == "bool":
+        same = str if kind == "str" else bool
+
+        def plain(row: Any) -> Any:
+            value = row[index]
+            return value if type(value) is same else output(value)
+
+        return plain
+    if kind == "int":
+        def integer(row: Any) -> Any:
+            value = row[index]
+            if type(value) is int and -2_147_483_648 <= value <= 2_147_483_647:
+                return value
+            return output(value)
+
+        return integer
+    if kind in _REMEMBERED:
+        # An enum has a handful of values, and the same pages (so the same times) are
+        # read again and again: each value's output is worked out once while remembered.
+        # A time's output is a function of the stored instant alone (it is printed in
+        # UTC), so the driver's value is the key.
+        limit = _REMEMBERED[kind]
+        remembered: dict[Any, Any] = {}
+
+        def remembering(row: Any) -> Any:
+            raw = row[index]
+            known = remembered.get(raw, _MISSING)
+            if known is not _MISSING:
+                return known
+            coerced = output(raw)
+            if len(remembered) >= limit:
+                remembered.clear()
+            remembered[raw] = coerced
+            return coerced
+
+        return remembering
+    return lambda row: output(row[index])
+
+
+def _filler(shape: _Shape, columns: tuple[str, ...], offset: int = 0
+            ) -> Callable[[Any], dict[str, Any]]:
+    """A node object from a row whose ``columns`` start at ``offset``."""
+    parts: list[tuple[str, Callable[[Any], Any]]] = []
+    for key, what in shape:
+        if isinstance(what, str):  # __typename
+            parts.append((key, _constant(what)))
+        elif isinstance(what, _Column):
+            column = what.attribute.column
+            parts.append((key, _bound(what, -1 if column is None
+                                      else offset + columns.index(column))))
+        else:  # already bound (a chat's newest message)
+            parts.append((key, what))
+
+    def fill(row: Any) -> dict[str, Any]:
+        return {key: output(row) for key, output in parts}
+
+    return fill
 
 
 def _constant(value: str) -> Callable[[Any], str]:
@@ -327,8 +398,14 @@ def _object(parent: GraphQLObjectType, name: str, *, plain: bool = True,
     return kind
 
 
-_READERS: dict[str, Callable[[str], Callable[[Any], Any] | None]] = {
-    "messages": message_reader, "chats": chat_reader, "chat": chat_reader}
+_ATTRIBUTES: dict[str, Callable[[str], Attribute | None]] = {
+    "messages": message_attribute, "chats": chat_attribute, "chat": chat_attribute}
+#: Per root field: the table's columns, and those every row is read with (its cursor's).
+_PROJECTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "messages": (MESSAGE_COLUMNS, ("id", "sequence")),
+    "chats": (CHAT_COLUMNS, ("id", "activity_at")),
+    "chat": (CHAT_COLUMNS, ("id",)),
+}
 
 
 def _check_message_arguments(field_def: GraphQLField) -> None:
@@ -361,10 +438,13 @@ def _compile_chat(operation: OperationDefinitionNode, root: _Shape, field_def: G
     chat_type, nullable = _unwrap(field_def.type)
     if not nullable or not isinstance(chat_type, GraphQLObjectType):
         raise _NoPlan
+    chat_projection = _Projection(*_PROJECTIONS["chat"])
+    message_projection = _Projection(MESSAGE_COLUMNS, ("id",))
     shape: _Shape = []
+    last_messages: list[tuple[int, _Shape]] = []
     for key, (name, fields) in collector.fields(chat_type, nodes).items():
         if name == "__typename":
-            shape.append((key, _constant(chat_type.name)))
+            shape.append((key, chat_type.name))
         elif name == "lastMessage":
             last = chat_type.fields.get(name)
             strawberry_field = last.extensions.get("strawberry-definition") if last else None
@@ -377,20 +457,30 @@ def _compile_chat(operation: OperationDefinitionNode, root: _Shape, field_def: G
             for message_key, (message_name, _) in collector.fields(message_type,
                                                                    fields).items():
                 if message_name == "__typename":
-                    message.append((message_key, _constant(message_type.name)))
+                    message.append((message_key, message_type.name))
                 else:
-                    message.append((message_key, _column(message_type, message_name,
-                                                         last_message_reader)))
-            shape.append((key, _last_message(message)))
+                    message.append((message_key, message_projection.add(
+                        _column(message_type, message_name, message_attribute))))
+            last_messages.append((len(shape), message))
+            shape.append((key, None))
         else:
-            shape.append((key, _column(chat_type, name, chat_reader)))
+            shape.append((key, chat_projection.add(_column(chat_type, name, chat_attribute))))
+    columns = chat_projection.columns()
+    message_columns = message_projection.columns() if last_messages else ()
+    for at, message in last_messages:
+        shape[at] = (shape[at][0], _last_message(
+            _filler(message, message_columns, len(columns)), len(columns)))
     return _PagePlan(kind="chat", operation=operation, root=root, field=field_def,
-                     node=nodes[0], connection=shape, needs_cursors=False)
+                     node=nodes[0], connection=[], needs_cursors=False, columns=columns,
+                     message_columns=message_columns, chat=_filler(shape, columns))
 
 
-def _last_message(shape: _Shape) -> Callable[[Any], Any]:
+def _last_message(fill: Callable[[Any], dict[str, Any]],
+                  at: int) -> Callable[[Any], Any]:
+    """The newest message of a chat row, whose message columns start at ``at`` with its
+    id (null while the chat has no messages)."""
     def output(row: Any) -> Any:
-        return _fill(shape, row) if has_last_message(row) else None
+        return fill(row) if row[at] is not None else None
 
     return output
 
@@ -420,7 +510,7 @@ def _compile_page(schema: Any, document: DocumentNode,
         name = nodes[0].name.value
         if name == "__typename":
             root.append((key, query_type.name))
-        elif name in _READERS and page is None and len(nodes) == 1:
+        elif name in _ATTRIBUTES and page is None and len(nodes) == 1:
             page = (query_type.fields[name], nodes)
             root.append((key, None))
         else:
@@ -435,7 +525,8 @@ def _compile_page(schema: Any, document: DocumentNode,
         _check_message_arguments(field_def)
     else:
         _check_chat_list_arguments(field_def, nodes[0])
-    reader_of = _READERS[kind]
+    attribute_of = _ATTRIBUTES[kind]
+    projection = _Projection(*_PROJECTIONS[kind])
     connection_type, nullable = _unwrap(field_def.type)
     if nullable or not isinstance(connection_type, GraphQLObjectType):
         raise _NoPlan
@@ -463,10 +554,10 @@ def _compile_page(schema: Any, document: DocumentNode,
                     for node_key, (node_name, _) in collector.fields(node_type,
                                                                      edge_fields).items():
                         if node_name == "__typename":
-                            shape.append((node_key, _constant(node_type.name)))
+                            shape.append((node_key, node_type.name))
                         else:
-                            shape.append((node_key, _column(node_type, node_name,
-                                                            reader_of)))
+                            shape.append((node_key, projection.add(
+                                _column(node_type, node_name, attribute_of))))
                     edge.append((edge_key, ("node", shape)))
                 else:
                     raise _NoPlan
@@ -485,13 +576,16 @@ def _compile_page(schema: Any, document: DocumentNode,
             connection.append((key, ("pageInfo", info)))
         else:
             raise _NoPlan
+    # Every node shape known, the columns are too: the nodes are bound to them.
+    columns = projection.columns()
+    for at, (key, what) in enumerate(connection):
+        if not isinstance(what, str) and what[0] == "edges":
+            connection[at] = (key, ("edges", [
+                (edge_key, ("node", _filler(part[1], columns))
+                 if not isinstance(part, str) and part[0] == "node" else part)
+                for edge_key, part in what[1]]))
     return _PagePlan(kind=kind, operation=operation, root=root, field=field_def, node=nodes[0],
-                     connection=connection, needs_cursors=needs_cursors)
-
-
-def _fill(shape: _Shape, row: Any) -> dict[str, Any]:
-    """A node object from a page row."""
-    return {key: output(row) for key, output in shape}
+                     connection=connection, needs_cursors=needs_cursors, columns=columns)
 
 
 class CompiledReads:
@@ -589,12 +683,14 @@ class CompiledReads:
             raise _Fallback
         check_chat_id(chat_id)
         db, who = context.db, context.identity
-        statement = chat_statement(db, ChatPageShape.of(db, who, after=False))
+        statement = chat_statement(db, ChatPageShape.of(
+            db, who, after=False, columns=plan.columns, message_columns=plan.message_columns))
         rows = await fetch(db, statement, {"chat": chat_id, "user": who.user_id,
                                            "tenant": who.tenant_id, "team": who.team_id})
         if len(rows) != 1:
             raise _Fallback  # null chat: the executor answers it
-        return _fill(plan.connection, rows[0])
+        assert plan.chat is not None
+        return plan.chat(rows[0])
 
     async def _messages(self, plan: _PagePlan, context: Context, arguments: dict[str, Any]
                         ) -> tuple[list[Any], list[str], bool, bool]:
@@ -630,7 +726,7 @@ class CompiledReads:
         who = context.identity
         statement = message_page_statement(db, MessagePageShape.of(
             db, who, forward=forward, after=after is not None, before=before is not None,
-            filters=filters))
+            filters=filters, columns=plan.columns))
         values: dict[str, Any] = {"chat": chat_id, "user": who.user_id,
                                   "tenant": who.tenant_id, "team": who.team_id,
                                   "after": after, "before": before, "limit": size + 1}
@@ -647,8 +743,11 @@ class CompiledReads:
         else:
             page.reverse()
             has_previous, has_next = more or has_older, has_newer
-        cursors = (self._cursors(signer, scope, page, _sequence, _sequence)
-                   if plan.needs_cursors else [])
+        cursors: list[str] = []
+        if plan.needs_cursors:
+            # Across branches a message's cursor is its sequence.
+            sequence = itemgetter(plan.columns.index("sequence"))
+            cursors = self._cursors(signer, scope, page, sequence, sequence)
         return page, cursors, has_next, has_previous
 
     async def _branch(self, plan: _PagePlan, context: Context, chat_id: str,
@@ -671,7 +770,7 @@ class CompiledReads:
         db, who = context.db, context.identity
         statement = branch_page_statement(db, BranchPageShape.of(
             db, who, forward=forward, branch=branch is not None, before=before is not None,
-            filters=filters))
+            filters=filters, columns=plan.columns))
         floor = 0 if after is None else after[1]
         values: dict[str, Any] = {
             "chat": chat_id, "user": who.user_id, "tenant": who.tenant_id, "team": who.team_id,
@@ -689,7 +788,9 @@ class CompiledReads:
         rows = await fetch(db, statement, values)
         if not rows:
             raise _Fallback  # absent chat, empty page, archived rows: the executor's
-        leaf = branch if branch is not None else rows[0][_LEAF]
+        # A row: the message's columns, its depth, the chat's active leaf.
+        message_id, depth = plan.columns.index("id"), len(plan.columns)
+        leaf = branch if branch is not None else rows[0][depth + 1]
         for cursor in (after, before):
             if cursor is not None and cursor[2] != leaf:
                 # Issued for an earlier end of this list (the active leaf moved on since):
@@ -709,8 +810,8 @@ class CompiledReads:
         if plan.needs_cursors:
             # A message on a branch: its id, its depth and the branch's end.
             cursors = self._cursors(signer, scope, page,
-                                    lambda row: (row[_ID], row[_DEPTH], leaf),
-                                    lambda row: [row[_ID], row[_DEPTH], leaf])
+                                    lambda row: (row[message_id], row[depth], leaf),
+                                    lambda row: [row[message_id], row[depth], leaf])
         return page, cursors, has_next, has_previous
 
     async def _chats(self, plan: _PagePlan, context: Context, arguments: dict[str, Any]
@@ -730,7 +831,8 @@ class CompiledReads:
             raise _Fallback
         size = min(first or DEFAULT_CHAT_PAGE_SIZE, MAX_CHAT_PAGE_SIZE)
         db = context.db
-        statement = chat_page_statement(db, ChatPageShape.of(db, who, after=start is not None))
+        statement = chat_page_statement(db, ChatPageShape.of(db, who, after=start is not None,
+                                                             columns=plan.columns))
         values: dict[str, Any] = {"user": who.user_id, "tenant": who.tenant_id,
                                   "team": who.team_id, "limit": size + 1}
         if start is not None:
@@ -738,9 +840,9 @@ class CompiledReads:
         rows = await fetch(db, statement, values)
         if not rows:
             raise _Fallback  # the executor asks the neighbour question on its own
-        has_previous = start is not None and bool(rows[0][len(CHAT_COLUMNS)])
+        has_previous = start is not None and bool(rows[0][len(plan.columns)])
         page = list(rows[:size])
-        cursors = (self._cursors(signer, scope, page, chat_position_key, chat_position)
+        cursors = (self._cursors(signer, scope, page, *chat_positions(plan.columns))
                    if plan.needs_cursors else [])
         return page, cursors, len(rows) > size, has_previous
 
@@ -754,7 +856,7 @@ class CompiledReads:
             elif what[0] == "cursor":
                 edge[key] = cursors[index]
             else:
-                edge[key] = _fill(what[1], item)
+                edge[key] = what[1](item)
         return edge
 
     def _cursors(self, signer: Any, scope: str, page: list[Any],

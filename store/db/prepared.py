@@ -13,8 +13,10 @@ The caller's identity goes into the statement through marker values that are rep
 by the request's own when the statement runs, so the access rule is written once, in
 :mod:`store.access`, and never copied here.
 
-Rows come back as the driver gives them; :func:`message_reader` reads from one the
-values :func:`store.messages.message_from_row` would have put into a record.
+Each shape names the columns its statement returns: a caller that shows a few fields
+of each row asks for those only, and Postgres and the driver skip the rest. Rows come
+back as the driver gives them; :func:`message_attribute` says how a column's value
+becomes what :func:`store.messages.message_from_row` would have put into a record.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import (
@@ -52,6 +53,7 @@ from chatql.store.records import Chat, Identity
 __all__ = [
     "CHAT_COLUMNS",
     "MESSAGE_COLUMNS",
+    "Attribute",
     "BranchPageShape",
     "ChatPageShape",
     "MessagePageShape",
@@ -59,18 +61,15 @@ __all__ = [
     "ancestor_statement",
     "branch_page_statement",
     "chat_after",
+    "chat_attribute",
     "chat_page_statement",
-    "chat_position",
-    "chat_position_key",
-    "chat_reader",
+    "chat_positions",
     "chat_record",
     "chat_statement",
     "chats_by_id_statement",
     "fetch",
-    "has_last_message",
-    "last_message_reader",
+    "message_attribute",
     "message_page_statement",
-    "message_reader",
     "moment_argument",
 ]
 
@@ -86,7 +85,6 @@ CHAT_COLUMNS = (
     "team_id", "tenant_id", "deleted_at", "activity_at", "channel", "tags", "pinned",
     "expires_at", "archived_at", "active_leaf_id",
 )
-_ACTIVITY = CHAT_COLUMNS.index("activity_at")
 _JSON_COLUMNS = frozenset({"props", "metadata"})
 _TIME_COLUMNS = frozenset({"created_at", "updated_at", "last_message_at", "deleted_at",
                            "activity_at", "expires_at", "archived_at"})
@@ -114,12 +112,15 @@ class MessagePageShape:
     after: bool
     before: bool
     filters: tuple[str, ...]
+    #: The message columns each row returns, in :data:`MESSAGE_COLUMNS` order.
+    columns: tuple[str, ...] = MESSAGE_COLUMNS
 
     @classmethod
     def of(cls, db: Database, who: Identity, *, forward: bool, after: bool, before: bool,
-           filters: tuple[str, ...]) -> MessagePageShape:
+           filters: tuple[str, ...],
+           columns: tuple[str, ...] = MESSAGE_COLUMNS) -> MessagePageShape:
         return cls(db.dialect, who.is_admin or who.is_agent, bool(who.team_id), forward,
-                   after, before, filters)
+                   after, before, filters, columns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +140,7 @@ def message_page_statement(db: Database, shape: MessagePageShape) -> PreparedSta
     """The statement :func:`store.messages.list_messages` runs for a non-empty page.
 
     Named slots: ``chat``, ``user``, ``tenant``, ``team``, ``after``, ``before``,
-    ``limit``, ``now`` and one per filter field. Rows: :data:`MESSAGE_COLUMNS`, then whether
+    ``limit``, ``now`` and one per filter field. Rows: the shape's columns, then whether
     older and newer rows exist next to the cursors.
     """
     statement = db.statements.get(("message_page_statement", shape))
@@ -175,7 +176,7 @@ def _compile_message_page(shape: MessagePageShape) -> PreparedStatement:
         bounds.append(messages.c.sequence < before)
     order = messages.c.sequence.asc() if shape.forward else messages.c.sequence.desc()
     query = (
-        select(*(messages.c[name] for name in MESSAGE_COLUMNS), older.label("_older"),
+        select(*(messages.c[name] for name in shape.columns), older.label("_older"),
                newer.label("_newer"))
         .where(*bounds, visible)
         .order_by(order)
@@ -198,12 +199,15 @@ class BranchPageShape:
     #: A ``before`` cursor bounds the page.
     before: bool
     filters: tuple[str, ...]
+    #: The message columns each row returns, in :data:`MESSAGE_COLUMNS` order.
+    columns: tuple[str, ...] = MESSAGE_COLUMNS
 
     @classmethod
     def of(cls, db: Database, who: Identity, *, forward: bool, branch: bool, before: bool,
-           filters: tuple[str, ...]) -> BranchPageShape:
+           filters: tuple[str, ...],
+           columns: tuple[str, ...] = MESSAGE_COLUMNS) -> BranchPageShape:
         return cls(db.dialect, who.is_admin or who.is_agent, bool(who.team_id), forward,
-                   branch, before, filters)
+                   branch, before, filters, columns)
 
 
 
@@ -223,7 +227,7 @@ def branch_page_statement(db: Database, shape: BranchPageShape) -> PreparedState
     Named slots: ``chat``, ``user``, ``tenant``, ``team``, ``now``, ``branch``, ``floor``,
     ``limit``, one per filter field; backwards ``start``, ``count`` and ``skip``; forwards
     ``top`` and ``cap``. Rows, in walk order (newest first backwards, oldest first
-    forwards): :data:`MESSAGE_COLUMNS`, then the row's depth and the chat's active leaf.
+    forwards): the shape's columns, then the row's depth and the chat's active leaf.
     """
     statement = db.statements.get(("branch_page_statement", shape))
     if statement is None:
@@ -274,7 +278,7 @@ def _compile_branch_page(shape: BranchPageShape) -> PreparedStatement:
         order = walk.c.n.desc()
     current = select(chats.c.active_leaf_id).where(chats.c.id == chat).scalar_subquery()
     query = (
-        select(*(messages.c[name] for name in MESSAGE_COLUMNS), messages.c.depth,
+        select(*(messages.c[name] for name in shape.columns), messages.c.depth,
                current.label("_leaf"))
         .join(walk, (messages.c.id == walk.c.id) & (messages.c.chat_id == chat))
         .where(*steps, *(messages.c[name] == bindparam(name, type_=String())
@@ -329,10 +333,17 @@ class ChatPageShape:
     privileged: bool
     team: bool
     after: bool
+    #: The chat columns each row returns, in :data:`CHAT_COLUMNS` order.
+    columns: tuple[str, ...] = CHAT_COLUMNS
+    #: The message columns that follow them (:func:`chat_statement` only).
+    message_columns: tuple[str, ...] = MESSAGE_COLUMNS
 
     @classmethod
-    def of(cls, db: Database, who: Identity, *, after: bool) -> ChatPageShape:
-        return cls(db.dialect, who.is_admin or who.is_agent, bool(who.team_id), after)
+    def of(cls, db: Database, who: Identity, *, after: bool,
+           columns: tuple[str, ...] = CHAT_COLUMNS,
+           message_columns: tuple[str, ...] = MESSAGE_COLUMNS) -> ChatPageShape:
+        return cls(db.dialect, who.is_admin or who.is_agent, bool(who.team_id), after,
+                   columns, message_columns)
 
 
 
@@ -342,7 +353,7 @@ def chat_page_statement(db: Database, shape: ChatPageShape) -> PreparedStatement
 
     Named slots: ``user``, ``tenant``, ``team``, ``after_value`` and ``after_id`` (the
     cursor's position, see :func:`chat_after`), ``limit`` and ``now``. Rows:
-    :data:`CHAT_COLUMNS`, then (after a cursor) whether rows lie behind it.
+    the shape's columns, then (after a cursor) whether rows lie behind it.
     """
     statement = db.statements.get(("chat_page_statement", shape))
     if statement is None:
@@ -355,7 +366,7 @@ def _compile_chat_page(shape: ChatPageShape) -> PreparedStatement:
 
     who = _marked_identity(shape.privileged, shape.team)
     where = [present(at=_NOW), access.can_read(who), *ChatListFilter().clauses()]
-    base = select(*(chats.c[name] for name in CHAT_COLUMNS)).where(*where)
+    base = select(*(chats.c[name] for name in shape.columns)).where(*where)
     start = (_AFTER_VALUE, _AFTER_ID) if shape.after else None
     (query,) = _keyset_rows(base, "LAST_MESSAGE_AT", True, start, inclusive=False, limit=1)
     if start is not None:
@@ -377,7 +388,7 @@ def chat_statement(db: Database, shape: ChatPageShape) -> PreparedStatement:
     :func:`store.chat_lists.newest_messages` finds it (``after`` is unused).
 
     Named slots: ``chat``, ``user``, ``tenant``, ``team``, ``now``. One row when the chat is
-    visible: :data:`CHAT_COLUMNS`, then :data:`MESSAGE_COLUMNS` (all null while the chat
+    visible: the shape's chat columns, then its message columns (all null while the chat
     has no messages).
     """
     statement = db.statements.get(("chat_statement", shape))
@@ -390,8 +401,8 @@ def chat_statement(db: Database, shape: ChatPageShape) -> PreparedStatement:
         newest = select(func.max(later.c.sequence)).where(
             later.c.chat_id == chat).scalar_subquery()
         query = (
-            select(*(chats.c[name] for name in CHAT_COLUMNS),
-                   *(messages.c[name] for name in MESSAGE_COLUMNS))
+            select(*(chats.c[name] for name in shape.columns),
+                   *(messages.c[name] for name in shape.message_columns))
             .select_from(chats)
             .outerjoin(messages, and_(messages.c.chat_id == chat,
                                       messages.c.sequence == newest))
@@ -400,23 +411,6 @@ def chat_statement(db: Database, shape: ChatPageShape) -> PreparedStatement:
         )
         statement = db.statements[("chat_statement", shape)] = _compiled(query, shape.dialect)
     return statement
-
-
-def last_message_reader(name: str) -> Callable[[Sequence[Any]], Any] | None:
-    """Like :func:`message_reader`, for the message half of a :func:`chat_statement` row."""
-    offset = len(CHAT_COLUMNS)
-    if name == "tokens_estimated":
-        return lambda row: False
-    if name not in MESSAGE_COLUMNS:
-        return None
-    read = _reader(MESSAGE_COLUMNS, name)
-    assert read is not None
-    return lambda row: read(row[offset:])
-
-
-def has_last_message(row: Sequence[Any]) -> bool:
-    """Whether a :func:`chat_statement` row carries a message."""
-    return row[len(CHAT_COLUMNS)] is not None
 
 
 async def fetch(db: Database, statement: PreparedStatement,
@@ -455,36 +449,52 @@ def _document(value: Any) -> Any:
     return loads(value) if isinstance(value, str | bytes) else value
 
 
-def _reader(columns: tuple[str, ...], name: str) -> Callable[[Sequence[Any]], Any] | None:
-    if name not in columns:
-        return None
-    index = columns.index(name)
+def _tags(value: Any) -> list[Any]:
+    return list(_document(value) or [])
+
+
+@dataclass(frozen=True, slots=True)
+class Attribute:
+    """How a record attribute comes from a prepared row: the column it is stored in and
+    how the driver's value of that column becomes the record's (None: as given); or,
+    for an attribute that is not stored, its constant value."""
+
+    column: str | None
+    convert: Callable[[Any], Any] | None = None
+    constant: Any = None
+    #: A timestamp: the record's value is the instant the driver's value names, in UTC.
+    time: bool = False
+
+
+def _converter(name: str) -> Callable[[Any], Any] | None:
     if name in _JSON_COLUMNS:
-        return lambda row: _document(row[index])
+        return _document
     if name in _TIME_COLUMNS:
-        return lambda row: _moment(row[index])
+        return _moment
     if name in _BOOL_COLUMNS:
-        return lambda row: bool(row[index])  # SQLite answers 0/1
+        return bool  # SQLite answers 0/1
     if name == "tags":
-        return lambda row: list(_document(row[index]) or [])
-    return itemgetter(index)
+        return _tags
+    return None
 
 
-def message_reader(name: str) -> Callable[[Sequence[Any]], Any] | None:
-    """How a prepared-page row gives the :class:`store.records.Message` attribute ``name``.
+def _attribute(name: str) -> Attribute:
+    return Attribute(name, _converter(name), time=name in _TIME_COLUMNS)
 
-    The value is the one :func:`store.messages.message_from_row` would have put in the
-    record; None when ``name`` is not an attribute a prepared page reads.
-    """
+
+def message_attribute(name: str) -> Attribute | None:
+    """How a prepared message row gives the :class:`store.records.Message` attribute
+    ``name``: the value :func:`store.messages.message_from_row` would have put in the
+    record. None when ``name`` is not an attribute a prepared page reads."""
     if name == "tokens_estimated":
-        return lambda row: False  # stored messages carry reported counts only
-    return _reader(MESSAGE_COLUMNS, name)
+        return Attribute(None, constant=False)  # stored messages carry reported counts only
+    return _attribute(name) if name in MESSAGE_COLUMNS else None
 
 
-def chat_reader(name: str) -> Callable[[Sequence[Any]], Any] | None:
-    """How a prepared chat-list row gives the :class:`store.records.Chat` attribute
-    ``name`` (as :func:`store.chats.chat_from_row` would); None when it does not."""
-    return _reader(CHAT_COLUMNS, name)
+def chat_attribute(name: str) -> Attribute | None:
+    """How a prepared chat row gives the :class:`store.records.Chat` attribute ``name``
+    (as :func:`store.chats.chat_from_row` would); None when it does not."""
+    return _attribute(name) if name in CHAT_COLUMNS else None
 
 
 #: The columns :func:`chats_by_id_statement` returns, in this order: a whole chat record.
@@ -506,29 +516,32 @@ def chats_by_id_statement(db: Database, dialect: str) -> PreparedStatement:
     return statement
 
 
-_record_readers = tuple(_reader(CHAT_RECORD_COLUMNS, name) or itemgetter(index)
-                        for index, name in enumerate(CHAT_RECORD_COLUMNS))
-_record_names = CHAT_RECORD_COLUMNS
+_record_converters = tuple((name, _converter(name)) for name in CHAT_RECORD_COLUMNS)
 
 
 def chat_record(row: Sequence[Any]) -> Chat:
     """The :class:`store.records.Chat` a :func:`chats_by_id_statement` row holds, as
     :func:`store.chats.chat_from_row` reads it."""
-    return Chat(**{name: read(row) for name, read in zip(_record_names, _record_readers,
-                                                         strict=True)})
+    return Chat(**{name: value if convert is None else convert(value)
+                   for (name, convert), value in zip(_record_converters, row, strict=True)})
 
 
-def chat_position_key(row: Sequence[Any]) -> tuple[Any, str]:
-    """What decides :func:`chat_position` of a chat-list row: its activity time as the
-    driver gave it, and its id (cheaper than the position itself)."""
-    return row[_ACTIVITY], row[0]
+def chat_positions(columns: tuple[str, ...] = CHAT_COLUMNS
+                   ) -> tuple[Callable[[Sequence[Any]], Any], Callable[[Sequence[Any]], Any]]:
+    """For chat-list rows of ``columns`` (which hold ``id`` and ``activity_at``): what
+    the cursor of a row (newest activity first) encodes, and what decides it — the
+    activity time as the driver gave it and the id, cheaper than the position itself."""
+    activity, chat_id = columns.index("activity_at"), columns.index("id")
 
+    def key(row: Sequence[Any]) -> tuple[Any, str]:
+        return row[activity], row[chat_id]
 
-def chat_position(row: Sequence[Any]) -> list[Any]:
-    """What the cursor of a chat-list row (newest activity first) encodes."""
-    activity = _moment(row[_ACTIVITY])
-    assert activity is not None  # the column is NOT NULL
-    return [activity.isoformat(), row[0]]
+    def position(row: Sequence[Any]) -> list[Any]:
+        moment = _moment(row[activity])
+        assert moment is not None  # the column is NOT NULL
+        return [moment.isoformat(), row[chat_id]]
+
+    return key, position
 
 
 def moment_argument(moment: datetime, dialect: str) -> Any:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -601,22 +602,63 @@ async def test_a_walk_goes_on_compiled_after_the_active_leaf_moved(
     assert answered == [True, True, False]
 
 
-def test_a_time_field_prints_each_instant_as_the_schema_does_in_its_own_zone() -> None:
-    """Times are printed by the schema's serialiser, remembered per UTC instant only:
-    the same instant in another zone prints with its own offset."""
+def test_a_time_field_prints_the_stored_instant_in_utc_whatever_the_driver_gave() -> None:
+    """A time's output is remembered per value the driver gave; every spelling of one
+    instant (aware in any zone, naive UTC, SQLite's text) prints as the schema prints
+    that instant in UTC, and another instant prints as itself."""
     from datetime import UTC, datetime, timedelta, timezone
 
-    from chatql.gql.compiled_reads import _column
+    from chatql.gql.compiled_reads import _bound, _column
     from chatql.gql.library_adapters import graphql_core_schema
     from chatql.gql.schema import build_schema
+    from chatql.store.db.prepared import message_attribute
 
     schema = graphql_core_schema(build_schema(Settings()))
     message = schema.type_map["Message"]
     serialise = schema.type_map["DateTime"].serialize  # type: ignore[union-attr]
-    output = _column(message, "createdAt", lambda name: lambda row: row[0])  # type: ignore[arg-type]
+    output = _bound(_column(message, "createdAt", message_attribute), 0)  # type: ignore[arg-type]
     utc = datetime(2026, 12, 5, 8, 0, 0, 123456, tzinfo=UTC)
-    east = utc.astimezone(timezone(timedelta(hours=2)))
-    assert utc == east
-    for value in (utc, utc, east, utc, east):
-        assert output((value,)) == serialise(value), value
-    assert output((east,)).endswith("+02:00") and output((utc,)).endswith("+00:00")
+    spellings = (utc, utc.astimezone(timezone(timedelta(hours=2))), utc.replace(tzinfo=None),
+                 "2026-12-05 08:00:00.123456")
+    later = utc + timedelta(seconds=1)
+    for value in (*spellings, later, *spellings):
+        expected = serialise(later if value is later else utc)
+        assert output((value,)) == expected, value
+    assert output((spellings[1],)).endswith("+00:00")
+    assert output((later,)) != output((utc,))
+
+
+def test_a_compiled_read_asks_for_the_columns_it_shows_and_its_cursors() -> None:
+    """Postgres and the driver skip what no field shows: a plan's rows carry the columns
+    of its selected fields (every alias and fragment of them) and of its cursors."""
+    from chatql.gql.schema import build_schema
+    from chatql.store.db.prepared import (
+        BranchPageShape,
+        ChatPageShape,
+        branch_page_statement,
+        chat_statement,
+    )
+
+    settings = Settings()
+    reads = CompiledReads(build_schema(settings), settings)
+    page = reads.plan_for('{ messages(chatId: "c") { edges { node { createdAt ...F } } '
+                          'a: edges { node { p: props } } } } fragment F on Message { role }',
+                          None)
+    assert page is not None and page.columns == ("id", "sequence", "role", "props", "created_at")
+    chat_list = reads.plan_for("{ chats { edges { node { title } } } }", None)
+    assert chat_list is not None and chat_list.columns == ("id", "title", "activity_at")
+    chat = reads.plan_for('{ chat(id: "c") { tags lastMessage { status } } }', None)
+    assert chat is not None
+    assert (chat.columns, chat.message_columns) == (("id", "tags"), ("id", "status"))
+    bare = reads.plan_for('{ chat(id: "c") { title } }', None)
+    assert bare is not None and bare.message_columns == ()
+
+    db: Any = SimpleNamespace(dialect="postgresql", statements={})
+    shape = BranchPageShape.of(db, OWNER, forward=False, branch=False, before=False,
+                               filters=(), columns=page.columns)
+    selected = branch_page_statement(db, shape).sql.rsplit(" SELECT ", 1)[1]
+    assert selected.startswith("messages.id, messages.sequence, messages.role, messages.props, "
+                               "messages.created_at, messages.depth, ")
+    text = chat_statement(db, ChatPageShape.of(db, OWNER, after=False, columns=chat.columns,
+                                               message_columns=chat.message_columns)).sql
+    assert text.startswith("SELECT chats.id, chats.tags, messages.id AS id_1, messages.status \n")

@@ -27,7 +27,7 @@ from chatql.store.db.prepared import (
     MessagePageShape,
     chat_after,
     chat_page_statement,
-    chat_position,
+    chat_positions,
     fetch,
     message_page_statement,
 )
@@ -119,6 +119,7 @@ async def test_chat_lists_ask_what_list_chats_asks(seeded: Database, who: Identi
     assert [row[0] for row in rows[:4]] == [chat.id for chat in first.items]
     if not first.items:
         return
+    _, chat_position = chat_positions()
     assert [chat_position(row) for row in rows[:4]] == first.positions
     position = first.positions[-1]
     with captured(db) as statements:
