@@ -576,16 +576,42 @@ def _compile_page(schema: Any, document: DocumentNode,
             connection.append((key, ("pageInfo", info)))
         else:
             raise _NoPlan
-    # Every node shape known, the columns are too: the nodes are bound to them.
+    # Every node shape known, the columns are too: the edges are bound to them.
     columns = projection.columns()
     for at, (key, what) in enumerate(connection):
         if not isinstance(what, str) and what[0] == "edges":
-            connection[at] = (key, ("edges", [
-                (edge_key, ("node", _filler(part[1], columns))
-                 if not isinstance(part, str) and part[0] == "node" else part)
-                for edge_key, part in what[1]]))
+            connection[at] = (key, ("edges", _edges(what[1], columns)))
     return _PagePlan(kind=kind, operation=operation, root=root, field=field_def, node=nodes[0],
                      connection=connection, needs_cursors=needs_cursors, columns=columns)
+
+
+def _edges(shape: _Shape, columns: tuple[str, ...]
+           ) -> Callable[[list[Any], list[str]], list[dict[str, Any]]]:
+    """A page's edges from its rows and their cursors, for rows of ``columns``."""
+    parts: list[tuple[str, str, Any]] = []
+    for key, what in shape:
+        if isinstance(what, str):  # __typename
+            parts.append((key, "constant", what))
+        elif what[0] == "cursor":
+            parts.append((key, "cursor", None))
+        else:
+            parts.append((key, "node", _filler(what[1], columns)))
+    if [kind for _, kind, _ in parts] == ["cursor", "node"]:  # what most front ends ask
+        (cursor_key, _, _), (node_key, _, fill) = parts
+        return lambda page, cursors: [{cursor_key: cursor, node_key: fill(item)}
+                                      for item, cursor in zip(page, cursors, strict=True)]
+
+    def edges(page: list[Any], cursors: list[str]) -> list[dict[str, Any]]:
+        built = []
+        for index, item in enumerate(page):
+            edge: dict[str, Any] = {}
+            for key, kind, value in parts:
+                edge[key] = (value if kind == "constant" else cursors[index] if kind == "cursor"
+                             else value(item))
+            built.append(edge)
+        return built
+
+    return edges
 
 
 class CompiledReads:
@@ -668,8 +694,7 @@ class CompiledReads:
             if isinstance(what, str):
                 connection[key] = what
             elif what[0] == "edges":
-                connection[key] = [self._edge(what[1], item, cursors, index)
-                                   for index, item in enumerate(page)]
+                connection[key] = what[1](page, cursors)
             else:
                 connection[key] = {info_key: info if isinstance(info, str) else flags[info[1]]
                                    for info_key, info in what[1]}
@@ -845,19 +870,6 @@ class CompiledReads:
         cursors = (self._cursors(signer, scope, page, *chat_positions(plan.columns))
                    if plan.needs_cursors else [])
         return page, cursors, len(rows) > size, has_previous
-
-    @staticmethod
-    def _edge(shape: _Shape, item: Any, cursors: list[str],
-              index: int) -> dict[str, Any]:
-        edge: dict[str, Any] = {}
-        for key, what in shape:
-            if isinstance(what, str):
-                edge[key] = what
-            elif what[0] == "cursor":
-                edge[key] = cursors[index]
-            else:
-                edge[key] = what[1](item)
-        return edge
 
     def _cursors(self, signer: Any, scope: str, page: list[Any],
                  key_of: Callable[[Any], Any], position_of: Callable[[Any], Any]) -> list[str]:

@@ -446,7 +446,7 @@ def _moment(value: Any) -> datetime | None:
 
 
 def _document(value: Any) -> Any:
-    return loads(value) if isinstance(value, str | bytes) else value
+    return loads(value) if type(value) is str or isinstance(value, bytes) else value
 
 
 def _tags(value: Any) -> list[Any]:
