@@ -239,6 +239,10 @@ def _compile_branch_page(shape: BranchPageShape) -> PreparedStatement:
     from chatql.store.messages import tree
 
     who = _marked_identity(shape.privileged, shape.team)
+    # Unfiltered, the walk is as long as the page and carries the page's columns; a
+    # filtered walk may run the length of the branch, so it carries none and the rows
+    # that pass are looked up.
+    carried = () if shape.filters else shape.columns
     chat = bindparam("chat", type_=String())
     floor = bindparam("floor", type_=Integer())
     visible = [chats.c.id == chat, present(at=_NOW), access.can_read(who)]
@@ -260,7 +264,7 @@ def _compile_branch_page(shape: BranchPageShape) -> PreparedStatement:
             where.append(select(named.c.id).where(named.c.id == end,
                                                   named.c.chat_id == chat).exists())
         walk = tree.path_walk(first, where, chat=chat, floor=floor,
-                              count=bindparam("count", type_=Integer()))
+                              count=bindparam("count", type_=Integer()), carry=carried)
         steps: list[Any] = [walk.c.n > bindparam("skip", type_=Integer())]
         order: Any = walk.c.n
     else:
@@ -273,19 +277,21 @@ def _compile_branch_page(shape: BranchPageShape) -> PreparedStatement:
         # The end's row must be there (a named branch, or rows not in the archive).
         where.append(end_depth.is_not(None))
         first = tree.ancestor_at(end, upper, chat=chat).scalar_subquery()
-        walk = tree.path_walk(first, where, chat=chat, floor=floor)
+        walk = tree.path_walk(first, where, chat=chat, floor=floor, carry=carried)
         steps = []
         order = walk.c.n.desc()
     current = select(chats.c.active_leaf_id).where(chats.c.id == chat).scalar_subquery()
-    query = (
-        select(*(messages.c[name] for name in shape.columns), messages.c.depth,
-               current.label("_leaf"))
-        .join(walk, (messages.c.id == walk.c.id) & (messages.c.chat_id == chat))
-        .where(*steps, *(messages.c[name] == bindparam(name, type_=String())
-                         for name in shape.filters))
-        .order_by(order)
-        .limit(bindparam("limit", type_=Integer()))
-    )
+    if carried:
+        # The walk read each row's columns on its way: no second lookup per row.
+        query = select(*(walk.c[name] for name in shape.columns), walk.c.depth,
+                       current.label("_leaf"))
+    else:
+        query = (select(*(messages.c[name] for name in shape.columns), messages.c.depth,
+                        current.label("_leaf"))
+                 .join(walk, (messages.c.id == walk.c.id) & (messages.c.chat_id == chat))
+                 .where(*(messages.c[name] == bindparam(name, type_=String())
+                          for name in shape.filters)))
+    query = query.where(*steps).order_by(order).limit(bindparam("limit", type_=Integer()))
     return _compiled(query, shape.dialect)
 
 

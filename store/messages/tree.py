@@ -333,19 +333,21 @@ def ancestor_at(start_id: Any, depth: Any, *, chat: Any) -> Select[tuple[str]]:
 
 
 def path_walk(start: Any, where: Sequence[Any] = (), *, chat: Any, floor: Any = 0,
-              count: Any = None) -> CTE:
+              count: Any = None, carry: Sequence[str] = ()) -> CTE:
     """The walk from ``start`` (an id or an expression giving one) up towards the root.
 
-    Rows ``id``, ``parent_id``, ``depth`` and ``n`` (1 for the start), at most ``count``
-    of them (None: no bound) and only those deeper than ``floor``; the walk stops
-    there, so its cost is the rows it returns, however deep the branch. ``chat`` is the
-    start's chat (every step names it, so on partitioned tables the walk stays in one
-    partition); ``where`` narrows the start row further (the caller's access).
+    Rows ``id``, ``parent_id``, ``depth``, ``n`` (1 for the start) and the message
+    columns named in ``carry`` (read on the way, so a caller needs no second lookup
+    per row), at most ``count`` of them (None: no bound) and only those deeper than
+    ``floor``; the walk stops there, so its cost is the rows it returns, however deep
+    the branch. ``chat`` is the start's chat (every step names it, so on partitioned
+    tables the walk stays in one partition); ``where`` narrows the start row further
+    (the caller's access).
     """
+    carried = [name for name in carry if name not in _WALKED]
     base = select(messages.c.id, messages.c.parent_id, messages.c.depth,
-                  literal(1).label("n")).where(messages.c.id == start,
-                                               messages.c.chat_id == chat,
-                                               messages.c.depth > floor, *where)
+                  literal(1).label("n"), *(messages.c[name] for name in carried)).where(
+        messages.c.id == start, messages.c.chat_id == chat, messages.c.depth > floor, *where)
     walk = base.cte("walk", recursive=True)
     up = messages.alias("up")
     # The floor is checked on the row already walked (its parent lies one level up):
@@ -355,8 +357,13 @@ def path_walk(start: Any, where: Sequence[Any] = (), *, chat: Any, floor: Any = 
     if count is not None:
         clauses.append(walk.c.n < count)
     return walk.union_all(
-        select(up.c.id, up.c.parent_id, up.c.depth, walk.c.n + 1).where(*clauses)
+        select(up.c.id, up.c.parent_id, up.c.depth, walk.c.n + 1,
+               *(up.c[name] for name in carried)).where(*clauses)
     )
+
+
+#: The columns every :func:`path_walk` row has.
+_WALKED = frozenset({"id", "parent_id", "depth", "n"})
 
 
 def path_query(start_id: str, *, chat: str, count: int | None, floor: int = 0,

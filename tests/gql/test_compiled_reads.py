@@ -657,8 +657,10 @@ def test_a_compiled_read_asks_for_the_columns_it_shows_and_its_cursors() -> None
     shape = BranchPageShape.of(db, OWNER, forward=False, branch=False, before=False,
                                filters=(), columns=page.columns)
     selected = branch_page_statement(db, shape).sql.rsplit(" SELECT ", 1)[1]
-    assert selected.startswith("messages.id, messages.sequence, messages.role, messages.props, "
-                               "messages.created_at, messages.depth, ")
+    # The walk reads them on its way up the branch, and the page takes them from it.
+    assert selected.startswith("walk.id, walk.sequence, walk.role, walk.props, "
+                               "walk.created_at, walk.depth, ")
+    assert "up.props" in branch_page_statement(db, shape).sql
     text = chat_statement(db, ChatPageShape.of(db, OWNER, after=False, columns=chat.columns,
                                                message_columns=chat.message_columns)).sql
     assert text.startswith("SELECT chats.id, chats.tags, messages.id AS id_1, messages.status \n")
