@@ -417,7 +417,7 @@ async def measure_branches(url: str, sizes: Sizes, branchy: BranchyChat) -> None
             # The rejected design: no jump pointers, so a forward page walks the parent
             # links from the branch's leaf down to the page.
             query = tree.path_query(leaf, chat=BRANCHY_CHAT, count=None, floor=depth // 2,
-                                    newest_first=False)
+                                    newest_first=False, dialect=db.dialect)
             async with db.read() as conn:
                 rows = (await conn.execute(query.limit(PAGE + 1))).all()
             assert rows[0].id == branchy.id(branchy.path[depth // 2])
@@ -475,7 +475,8 @@ async def measure_deletes(url: str, sizes: Sizes) -> None:
         async with db.read() as conn:
             for n in (1, doomed[0] - 1, doomed[0] + 1, doomed[-1] + 1, middle + 7,
                       (middle + total) // 2, total):
-                assert await conn.scalar(tree.ancestor_at(leaf, new_depth(n), chat=LONG_CHAT)) == (
+                assert await conn.scalar(tree.ancestor_at(leaf, new_depth(n), chat=LONG_CHAT,
+                                                              dialect=conn.dialect.name)) == (
                     f"m{n:09d}"), n
         position = middle + DELETES + 1
         at = BranchPosition(id=f"m{position:09d}", depth=new_depth(position), leaf=leaf)

@@ -264,7 +264,8 @@ def _compile_branch_page(shape: BranchPageShape) -> PreparedStatement:
             where.append(select(named.c.id).where(named.c.id == end,
                                                   named.c.chat_id == chat).exists())
         walk = tree.path_walk(first, where, chat=chat, floor=floor,
-                              count=bindparam("count", type_=Integer()), carry=carried)
+                              count=bindparam("count", type_=Integer()), carry=carried,
+                              dialect=shape.dialect)
         steps: list[Any] = [walk.c.n > bindparam("skip", type_=Integer())]
         order: Any = walk.c.n
     else:
@@ -276,8 +277,10 @@ def _compile_branch_page(shape: BranchPageShape) -> PreparedStatement:
         upper = case((top < cap, top), else_=cap)
         # The end's row must be there (a named branch, or rows not in the archive).
         where.append(end_depth.is_not(None))
-        first = tree.ancestor_at(end, upper, chat=chat).scalar_subquery()
-        walk = tree.path_walk(first, where, chat=chat, floor=floor, carry=carried)
+        first = tree.ancestor_at(end, upper, chat=chat,
+                                 dialect=shape.dialect).scalar_subquery()
+        walk = tree.path_walk(first, where, chat=chat, floor=floor, carry=carried,
+                              dialect=shape.dialect)
         steps = []
         order = walk.c.n.desc()
     current = select(chats.c.active_leaf_id).where(chats.c.id == chat).scalar_subquery()
@@ -306,7 +309,7 @@ def ancestor_statement(db: Database, dialect: str) -> PreparedStatement:
 
         query = tree.ancestor_at(bindparam("start", type_=String()),
                                  bindparam("depth", type_=Integer()),
-                                 chat=bindparam("chat", type_=String()))
+                                 chat=bindparam("chat", type_=String()), dialect=dialect)
         statement = db.statements[("ancestor_statement", dialect)] = _compiled(query, dialect)
     return statement
 

@@ -257,7 +257,8 @@ async def _system_prompts(conn: AsyncConnection, chat_id: str, leaf: str) -> lis
     for row in rows:
         if row.type in MODEL_HIDDEN_TYPES or row.status == "FAILED":
             continue
-        if await conn.scalar(tree.ancestor_at(leaf, int(row.depth), chat=chat_id)) == row.id:
+        if await conn.scalar(tree.ancestor_at(leaf, int(row.depth), chat=chat_id,
+                                               dialect=conn.dialect.name)) == row.id:
             found.append(message_from_row(row))
     return found
 
@@ -314,7 +315,8 @@ async def _newest_boundary(conn: AsyncConnection, chat_id: str, leaf: str) -> An
             query = query.where(messages.c.sequence < before)
         rows = (await conn.execute(query)).all()
         for row in rows:
-            if await conn.scalar(tree.ancestor_at(leaf, int(row.depth), chat=chat_id)) == row.id:
+            if await conn.scalar(tree.ancestor_at(leaf, int(row.depth), chat=chat_id,
+                                               dialect=conn.dialect.name)) == row.id:
                 return row
         if len(rows) < _BOUNDARY_PROBE:
             return None
@@ -350,7 +352,7 @@ async def _newest_turns(
     start: str | None = leaf
     while start is not None:
         rows = (await conn.execute(tree.path_query(start, chat=chat_id, count=page,
-                                                  floor=floor))).all()
+                                                  floor=floor, dialect=conn.dialect.name))).all()
         for row in rows:
             if not _for_model(row, hidden):
                 continue

@@ -629,7 +629,8 @@ async def list_branch(
                 # Issued for another end of this list (the active leaf moved since):
                 # still good while its message lies on the branch.
                 on_branch: str | None = await conn.scalar(
-                    tree.ancestor_at(end, cursor.depth, chat=chat_id))
+                    tree.ancestor_at(end, cursor.depth, chat=chat_id,
+                                     dialect=conn.dialect.name))
                 if on_branch != cursor.id:
                     raise InvalidCursor("the cursor is not on this branch")
         floor = 0 if after is None else after.depth
@@ -641,10 +642,10 @@ async def list_branch(
                 rows: list[Row[Any]] = []
             else:
                 start: str | None = end if upper == end_depth else await conn.scalar(
-                    tree.ancestor_at(end, upper, chat=chat_id))
+                    tree.ancestor_at(end, upper, chat=chat_id, dialect=conn.dialect.name))
                 assert start is not None
                 query = tree.path_query(start, chat=chat_id, count=None, floor=floor,
-                                        newest_first=False)
+                                        newest_first=False, dialect=conn.dialect.name)
                 rows = list((await conn.execute(query.where(*clauses).limit(size + 1))).all())
             more = len(rows) > size
             rows = rows[:size]
@@ -654,7 +655,8 @@ async def list_branch(
             assert start is not None
             skip = 0 if before is None else 1
             query = tree.path_query(start, chat=chat_id,
-                                    count=None if clauses else size + 1 + skip, floor=floor)
+                                    count=None if clauses else size + 1 + skip, floor=floor,
+                                    dialect=conn.dialect.name)
             if skip:
                 query = query.where(query.selected_columns._step > 1)
             rows = list((await conn.execute(query.where(*clauses).limit(size + 1))).all())

@@ -355,7 +355,7 @@ async def _windows(
         window: list[Message] = []
         if hit.parent_id is not None:
             rows = (await conn.execute(tree.path_query(hit.parent_id, chat=hit.chat_id,
-                                                      count=size))).all()
+                                                      count=size, dialect=conn.dialect.name))).all()
             window.extend(message_from_row(row) for row in reversed(rows))
         ids = await tree.newest_replies(conn, hit.chat_id, hit.id, size)
         if ids:

@@ -56,7 +56,8 @@ async def test_an_existing_linear_chat_reads_as_before_after_the_migration(
                                  .where(chats.c.id == "empty")) is None
         # Jump pointers reach any ancestor: every 97th depth from the leaf.
         for depth in range(1, len(ids) + 1, 97):
-            assert await conn.scalar(tree.ancestor_at(ids[-1], depth, chat="old")) == ids[depth - 1]
+            assert await conn.scalar(tree.ancestor_at(ids[-1], depth, chat="old",
+                                                     dialect=conn.dialect.name)) == ids[depth - 1]
     assert [r.id for r in rows] == ids
     assert [r.parent_id for r in rows] == [None, *ids[:-1]]
     assert [r.depth for r in rows] == list(range(1, len(ids) + 1))
