@@ -37,7 +37,7 @@ from graphql import (
 )
 from graphql.language import Visitor, visit
 
-from chatql.gql.chat_events import announce_to
+from chatql.gql.chat_events import announce_append
 from chatql.gql.context import Context
 from chatql.gql.document_shapes import (
     MAX_FAST_DOCUMENT,
@@ -218,7 +218,7 @@ async def fast_append(schema: Any, context: Context, query: str | None,
         keep_refusal(_FIELD, error)
         return None
     try:
-        await announce_to(context, "MESSAGES", receipt.chat_id)
+        await announce_append(context, receipt)
     except Exception as error:
         keep_refusal(_FIELD, error)
         return None

@@ -14,10 +14,11 @@ from chatql.gql.types import Chat
 from chatql.store.chats import events as store_events
 from chatql.store.chats import lists as store_lists
 from chatql.store.errors import InvalidArgument
+from chatql.store.records import AppendReceipt
 from chatql.store.records import Chat as StoreChat
 
-__all__ = ["ChatEvent", "ChatEventSubscription", "ChatEventType", "announce", "announce_to",
-           "before_write", "before_write_of_message"]
+__all__ = ["ChatEvent", "ChatEventSubscription", "ChatEventType", "announce",
+           "announce_append", "announce_to", "before_write", "before_write_of_message"]
 
 
 async def announce(info: Info, type: store_events.ChatEventType, chat_id: str, *,
@@ -33,6 +34,15 @@ async def announce_to(context: Context, type: store_events.ChatEventType, chat_i
     if events is not None:
         tenant_id = before.tenant_id if before is not None else context.identity.tenant_id
         await events.publish(type, chat_id, tenant_id, before=before)
+
+
+async def announce_append(context: Context, receipt: AppendReceipt) -> None:
+    """Tell every live chat list about an append that just committed, with the chat as
+    it committed (so the lists need not read it again)."""
+    events = context.services.events
+    if events is not None:
+        await events.publish("MESSAGES", receipt.chat_id, context.identity.tenant_id,
+                             after=receipt.chat, sequence=receipt.last_sequence)
 
 
 async def before_write(info: Info, chat_id: str) -> StoreChat | None:

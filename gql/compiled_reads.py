@@ -145,6 +145,9 @@ class _PagePlan:
     message_columns: tuple[str, ...] = ()
     #: ``chat``: the chat object from its row.
     chat: Callable[[Any], dict[str, Any]] | None = None
+    #: What a row's cursor encodes and what decides it (``messages`` across branches:
+    #: the sequence; ``chats``: see :func:`chat_positions`).
+    positions: tuple[Callable[[Any], Any], Callable[[Any], Any]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -581,8 +584,14 @@ def _compile_page(schema: Any, document: DocumentNode,
     for at, (key, what) in enumerate(connection):
         if not isinstance(what, str) and what[0] == "edges":
             connection[at] = (key, ("edges", _edges(what[1], columns)))
+    if kind == "chats":
+        positions = chat_positions(columns)
+    else:
+        sequence = itemgetter(columns.index("sequence"))
+        positions = (sequence, sequence)
     return _PagePlan(kind=kind, operation=operation, root=root, field=field_def, node=nodes[0],
-                     connection=connection, needs_cursors=needs_cursors, columns=columns)
+                     connection=connection, needs_cursors=needs_cursors, columns=columns,
+                     positions=positions)
 
 
 def _edges(shape: _Shape, columns: tuple[str, ...]
@@ -770,9 +779,8 @@ class CompiledReads:
             has_previous, has_next = more or has_older, has_newer
         cursors: list[str] = []
         if plan.needs_cursors:
-            # Across branches a message's cursor is its sequence.
-            sequence = itemgetter(plan.columns.index("sequence"))
-            cursors = self._cursors(signer, scope, page, sequence, sequence)
+            assert plan.positions is not None  # across branches: the sequence
+            cursors = self._cursors(signer, scope, page, *plan.positions)
         return page, cursors, has_next, has_previous
 
     async def _branch(self, plan: _PagePlan, context: Context, chat_id: str,
@@ -867,7 +875,8 @@ class CompiledReads:
             raise _Fallback  # the executor asks the neighbour question on its own
         has_previous = start is not None and bool(rows[0][len(plan.columns)])
         page = list(rows[:size])
-        cursors = (self._cursors(signer, scope, page, *chat_positions(plan.columns))
+        assert plan.positions is not None
+        cursors = (self._cursors(signer, scope, page, *plan.positions)
                    if plan.needs_cursors else [])
         return page, cursors, len(rows) > size, has_previous
 

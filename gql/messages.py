@@ -8,7 +8,7 @@ from typing import cast
 import strawberry
 
 from chatql.gql.archive import bring_back
-from chatql.gql.chat_events import announce, before_write_of_message
+from chatql.gql.chat_events import announce, announce_append, before_write_of_message
 from chatql.gql.context import Info
 from chatql.gql.fast_lanes import take_refusal
 from chatql.gql.types import (
@@ -27,6 +27,7 @@ from chatql.store.errors import ChatArchived, InvalidArgument, InvalidCursor, No
 from chatql.store.ids import check_chat_id
 from chatql.store.messages import message as store_messages
 from chatql.store.messages import requests as store_requests
+from chatql.store.records import AppendReceipt as StoreAppendReceipt
 from chatql.store.records import BranchPosition, MessagePage, RequestPosition
 
 __all__ = ["MessageMutation", "MessageQuery", "message_connection"]
@@ -256,8 +257,8 @@ class MessageMutation:
         # MessageInput values arrive as the store's NewMessage (gql/types.py).
         batch = cast("list[store_messages.NewMessage]", messages)
 
-        async def append(stop_archived: bool) -> AppendReceipt:
-            return await store_messages.append_messages(  # type: ignore[return-value]
+        async def append(stop_archived: bool) -> StoreAppendReceipt:
+            return await store_messages.append_messages(
                 info.context.db,
                 info.context.identity,
                 str(chat_id),
@@ -274,8 +275,8 @@ class MessageMutation:
         except ChatArchived:
             await bring_back(info, str(chat_id))
             receipt = await append(False)
-        await announce(info, "MESSAGES", receipt.chat_id)
-        return receipt
+        await announce_append(info.context, receipt)
+        return receipt  # type: ignore[return-value]
 
     @strawberry.mutation(
         description="Write an edited copy of a message as its sibling and make it the active"

@@ -137,6 +137,9 @@ class AppendReceipt:
     message_ids: list[str]
     first_sequence: int
     last_sequence: int
+    #: The chat as this append committed it (its last sequence is ``last_sequence``);
+    #: None when the receipt is an earlier append's, or the write did not read it.
+    chat: Chat | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

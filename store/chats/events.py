@@ -7,8 +7,10 @@ event goes through the stream backend (:meth:`store.streams.backends.FanOut.publ
 so it reaches every instance, this one included; each instance runs one listener that
 takes the events in order and offers each to its local subscribers.
 
-Delivery decides at delivery time: the listener reads the chat's current row once
-(shared by every subscriber of the instance; :func:`load_chats`), and for each
+Delivery decides at delivery time with the chat as it is then: the listener reads the
+chat's current row once (shared by every subscriber of the instance;
+:func:`load_chats`) — or, for an append, takes the chat as the append committed it,
+carried in the event (see :class:`ChatEvents`) — and for each
 *audience* the event may concern — the subscribers with the same identity and
 :class:`store.chat_lists.ChatListFilter`; those that could read the chat now or before,
 or hold it, found without asking every other audience of the tenant — it applies the
@@ -78,6 +80,8 @@ CHAT_EVENT_TYPES: tuple[ChatEventType, ...] = (
 DEFAULT_EVENT_QUEUE_LIMIT = 256
 # At most this many events share one read of their chats.
 _BATCH = 500
+# The chats whose last delivered state the listener keeps, to order appends' states by.
+_KNOWN = 4096
 _GONE: frozenset[str] = frozenset({"DELETED", "PURGED"})
 _DATETIME_FIELDS = frozenset(f.name for f in dataclasses.fields(Chat) if "datetime" in str(f.type))
 
@@ -104,40 +108,56 @@ class _Published:
     #: The WAL position of the write announced (0 without read replicas): the read at
     #: delivery must see at least that much.
     position: int = 0
+    #: The chat as the write committed it, with its last sequence then (appends only).
+    after: Chat | None = None
+    sequence: int = 0
 
 
-def _chat_wire(chat: Chat) -> dict[str, Any]:
-    # metadata is content nobody filters on: it stays out of the before-image.
-    return {f.name: getattr(chat, f.name) for f in dataclasses.fields(Chat)
-            if f.name != "metadata"}
+_CHAT_FIELDS = tuple(f.name for f in dataclasses.fields(Chat))
+# metadata is content nobody filters on: it stays out of the before-image. Whether the
+# chat awaits a reply is worked out at delivery, for the subscribers that ask.
+_BEFORE_FIELDS = tuple(name for name in _CHAT_FIELDS
+                       if name not in ("metadata", "awaiting_reply"))
+_AFTER_FIELDS = tuple(name for name in _CHAT_FIELDS if name != "awaiting_reply")
+
+
+def _chat_wire(chat: Chat, fields: tuple[str, ...]) -> dict[str, Any]:
+    return {name: getattr(chat, name) for name in fields}
 
 
 def _chat_from_wire(data: dict[str, Any]) -> Chat:
-    known = {f.name for f in dataclasses.fields(Chat)}
-    values = {k: v for k, v in data.items() if k in known}
-    for name in _DATETIME_FIELDS & values.keys():
+    values: dict[str, Any] = {name: data.get(name) for name in _AFTER_FIELDS}
+    for name in _DATETIME_FIELDS:
         if values[name] is not None:
             values[name] = datetime.fromisoformat(values[name])
-    values["metadata"] = None
+    values["tags"] = values["tags"] or []
     return Chat(**values)
 
 
 def _encode(event: _Published) -> bytes:
-    return orjson.dumps({
+    data: dict[str, Any] = {
         "type": event.type, "chatId": event.chat_id, "tenantId": event.tenant_id,
         "at": event.at.isoformat(),
-        "before": None if event.before is None else _chat_wire(event.before),
-        **({"position": event.position} if event.position else {}),
-    })
+        "before": None if event.before is None else _chat_wire(event.before, _BEFORE_FIELDS),
+    }
+    if event.position:
+        data["position"] = event.position
+    if event.after is not None:
+        data["after"] = _chat_wire(event.after, _AFTER_FIELDS)
+        data["sequence"] = event.sequence
+    return orjson.dumps(data)
 
 
 def _decode(payload: bytes) -> _Published:
     data = orjson.loads(payload)
     before = data.get("before")
+    after = data.get("after")
     return _Published(type=data["type"], chat_id=data["chatId"], tenant_id=data["tenantId"],
                       at=datetime.fromisoformat(data["at"]),
                       before=None if before is None else _chat_from_wire(before),
-                      position=int(data.get("position") or 0))
+                      position=int(data.get("position") or 0),
+                      after=None if after is None else _chat_from_wire(after),
+                      sequence=int(data.get("sequence") or 0))
 
 
 async def load_chats(db: Database, chat_ids: Collection[str]) -> dict[str, Chat]:
@@ -147,7 +167,7 @@ async def load_chats(db: Database, chat_ids: Collection[str]) -> dict[str, Chat]
     SQLite file connections of its own (a pooled one costs a checkout, a transaction
     and a reset, several times the read itself). A statement on them outside a
     transaction reads what is committed when it runs, as the delivery-time rule needs."""
-    return await _read_chats(db, chat_ids)
+    return {chat_id: chat for chat_id, (_, chat) in (await _read_chats(db, chat_ids)).items()}
 
 
 async def chat_of_message(db: Database, message_id: str) -> str | None:
@@ -160,10 +180,12 @@ async def chat_of_message(db: Database, message_id: str) -> str | None:
 
 async def load_chat(db: Database, chat_id: str) -> Chat | None:
     """The chat as stored (deleted or not, whoever may read it), or None."""
-    return (await _read_chats(db, (chat_id,))).get(chat_id)
+    found = (await _read_chats(db, (chat_id,))).get(chat_id)
+    return None if found is None else found[1]
 
 
-async def _read_chats(db: Database, chat_ids: Collection[str]) -> dict[str, Chat]:
+async def _read_chats(db: Database, chat_ids: Collection[str]) -> dict[str, tuple[int, Chat]]:
+    """The chats as stored, by id, each with its last sequence."""
     ids = list(chat_ids)
     statement = prepared.chats_by_id_statement(db, db.dialect)
     reader = await db.sqlite_reader()
@@ -173,7 +195,7 @@ async def _read_chats(db: Database, chat_ids: Collection[str]) -> dict[str, Chat
     else:
         rows = await reader.rows(statement.sql, statement.arguments(
             {"ids": orjson.dumps(ids).decode()}), len(ids))
-    return {row[0]: prepared.chat_record(row) for row in rows}
+    return {row[0]: (row[-1], prepared.chat_record(row)) for row in rows}
 
 
 #: Hands one event to a subscriber's transport right away; False when it cannot now.
@@ -435,7 +457,16 @@ class _Tenant:
 
 
 class ChatEvents:
-    """Publishes chat events through the backend and delivers them to local subscribers."""
+    """Publishes chat events through the backend and delivers them to local subscribers.
+
+    An append's event carries the chat as the append committed it (read whole under
+    the chat's lock, with the append's end applied) and the chat's last sequence then.
+    Appends to one chat commit in sequence order but may be published out of it, so
+    the listener keeps the last state it delivered of each recent chat with its
+    sequence: an append's state newer than that one is delivered (and kept), an older
+    one gives way to it. Any other event, and an append to a chat the listener keeps
+    nothing of, reads the chat at delivery — a read at delivery sees every write
+    committed before it, so it is never older than a state an event carries."""
 
     def __init__(self, db: Database, backend: FanOut, *,
                  queue_limit: int = DEFAULT_EVENT_QUEUE_LIMIT) -> None:
@@ -444,6 +475,8 @@ class ChatEvents:
         self.queue_limit = queue_limit
         self._tenants: dict[str, _Tenant] = {}
         self._listener: asyncio.Task[None] | None = None
+        # Each recent chat's last delivered state and its last sequence then.
+        self._known: dict[str, tuple[int, Chat]] = {}
         #: Events this instance took from the backend and offered to its subscribers.
         self.received = 0
         #: Events taken from the backend, offered or waiting to be (for tests and metrics).
@@ -474,11 +507,15 @@ class ChatEvents:
         self._tenants.clear()
 
     async def publish(self, type: ChatEventType, chat_id: str, tenant_id: str, *,
-                      before: Chat | None = None) -> None:
-        """Announce a committed write. Never fails the write: a broker outage is logged."""
+                      before: Chat | None = None, after: Chat | None = None,
+                      sequence: int = 0) -> None:
+        """Announce a committed write. Never fails the write: a broker outage is logged.
+
+        ``after``: for an append, the chat as it committed, whose last sequence was
+        then ``sequence``."""
         event = _Published(type=type, chat_id=chat_id, tenant_id=tenant_id,
                            at=datetime.now(UTC), before=before,
-                           position=written_position())
+                           position=written_position(), after=after, sequence=sequence)
         try:
             await self.backend.publish_chat_event(_encode(event))
         except Exception as error:
@@ -562,19 +599,47 @@ class ChatEvents:
         for payload in batch:
             # An empty payload: the broker may have lost events; every list refetches.
             events.append(_decode(payload) if payload else None)
-        wanted = {e.chat_id for e in events
-                  if e is not None and e.type != "PURGED" and e.tenant_id in self._tenants}
+        known = self._known
+        if None in events:
+            known.clear()  # what was delivered before the loss orders nothing now
+        live = [e for e in events if e is not None and e.tenant_id in self._tenants]
+        purged = {e.chat_id for e in live if e.type == "PURGED"}
+        for chat_id in purged:
+            known.pop(chat_id, None)
+        wanted = {e.chat_id for e in live if e.type != "PURGED" and (
+            e.after is None or (e.chat_id not in known and e.chat_id not in purged))}
         # Read at delivery, once for every subscriber here: the chats as they are now
         # (on a read replica only one that has replayed every write announced).
-        position = max((e.position for e in events if e is not None), default=0)
-        with reading_after(position):
-            current = await load_chats(self.db, wanted) if wanted else {}
-            if current and self._follows_awaiting():
-                async with self.db.read() as conn:
-                    awaiting = await awaiting_reply_ids(conn, list(current))
-                current = {chat_id: dataclasses.replace(chat, awaiting_reply=chat_id in awaiting)
-                           for chat_id, chat in current.items()}
+        position = max((e.position for e in live), default=0)
+        if wanted:
+            with reading_after(position):
+                read = await _read_chats(self.db, wanted)
+            for chat_id in wanted:
+                known.pop(chat_id, None)
+                if chat_id in read:
+                    known[chat_id] = read[chat_id]
+        chats: list[Chat | None] = []
         for event in events:
+            chat = None
+            if (event is not None and event.tenant_id in self._tenants
+                    and event.chat_id not in purged):
+                state = known.get(event.chat_id)
+                if (event.chat_id not in wanted and event.after is not None
+                        and (state is None or event.sequence > state[0])):
+                    state = known[event.chat_id] = (event.sequence, event.after)
+                chat = None if state is None else state[1]
+            chats.append(chat)
+        while len(known) > _KNOWN:
+            del known[next(iter(known))]
+        if self._follows_awaiting() and any(chats):
+            ids = {chat.id for chat in chats if chat is not None}
+            with reading_after(position):
+                async with self.db.read() as conn:
+                    awaiting = await awaiting_reply_ids(conn, list(ids))
+            chats = [None if chat is None else
+                     dataclasses.replace(chat, awaiting_reply=chat.id in awaiting)
+                     for chat in chats]
+        for event, chat in zip(events, chats, strict=True):
             if event is None:
                 for every in self._tenants.values():
                     for subscriber in every.subscribers():
@@ -583,7 +648,6 @@ class ChatEvents:
             tenant = self._tenants.get(event.tenant_id)
             if tenant is None:
                 continue
-            chat = None if event.type == "PURGED" else current.get(event.chat_id)
             if chat is not None and chat.tenant_id != event.tenant_id:
                 continue
             sent = _Sent(event, chat)

@@ -511,7 +511,8 @@ CHAT_RECORD_COLUMNS = CHAT_COLUMNS
 
 def chats_by_id_statement(db: Database, dialect: str) -> PreparedStatement:
     """The chats whose ids are in the slot ``ids``, as stored (deleted or not, whoever may
-    read them): :data:`CHAT_RECORD_COLUMNS`. ``ids`` is a JSON array of the ids on SQLite
+    read them): :data:`CHAT_RECORD_COLUMNS`, then the chat's last sequence (which
+    orders the states of a chat). ``ids`` is a JSON array of the ids on SQLite
     and a list on Postgres, so one text serves any number of them."""
     statement = db.statements.get(("chats_by_id_statement", dialect))
     if statement is None:
@@ -520,7 +521,8 @@ def chats_by_id_statement(db: Database, dialect: str) -> PreparedStatement:
         else:
             listed = func.json_each(bindparam("ids", type_=String())).table_valued("value")
             wanted = chats.c.id.in_(select(listed.c.value))
-        query = select(*(chats.c[name] for name in CHAT_RECORD_COLUMNS)).where(wanted)
+        query = select(*(chats.c[name] for name in CHAT_RECORD_COLUMNS),
+                       chats.c.last_sequence).where(wanted)
         statement = db.statements[("chats_by_id_statement", dialect)] = _compiled(query, dialect)
     return statement
 
@@ -530,9 +532,9 @@ _record_converters = tuple((name, _converter(name)) for name in CHAT_RECORD_COLU
 
 def chat_record(row: Sequence[Any]) -> Chat:
     """The :class:`store.records.Chat` a :func:`chats_by_id_statement` row holds, as
-    :func:`store.chats.chat_from_row` reads it."""
+    :func:`store.chats.chat_from_row` reads it (columns after the record's are not its)."""
     return Chat(**{name: value if convert is None else convert(value)
-                   for (name, convert), value in zip(_record_converters, row, strict=True)})
+                   for (name, convert), value in zip(_record_converters, row, strict=False)})
 
 
 def chat_positions(columns: tuple[str, ...] = CHAT_COLUMNS

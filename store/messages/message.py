@@ -8,6 +8,7 @@ as the batch, so a batch is either wholly accepted with its receipt or not at al
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -17,9 +18,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from chatql.store.chats import access
-from chatql.store.chats.chat import fetch_visible_chat, now, present
+from chatql.store.chats.chat import chat_from_row, fetch_visible_chat, now, present
 from chatql.store.db.database import Database
 from chatql.store.db.partitions import message_chats
+from chatql.store.db.prepared import CHAT_COLUMNS
 from chatql.store.db.rows import record_from_mapping, write_chain
 from chatql.store.db.tables import chats, closed_chats, messages
 from chatql.store.errors import (
@@ -196,14 +198,20 @@ async def lock_chat_for_write(conn: AsyncConnection, who: Identity, chat_id: str
     return ChatEnd(int(row.last_sequence), row.active_leaf_id)
 
 
+_END_COLUMNS = (chats.c.last_sequence, chats.c.active_leaf_id)
+# An append reads the whole chat under its lock: the chat as the append commits it is
+# that row with the append's end, which the live chat lists are then sent.
+_APPEND_COLUMNS = (*(chats.c[name] for name in CHAT_COLUMNS), chats.c.last_sequence)
+
+
 async def _locked_chat(conn: AsyncConnection, who: Identity, chat_id: str, *,
                        stop_archived: bool,
                        joined: Callable[[Select[Any]], Select[Any]] | None = None,
-                       params: dict[str, Any] | None = None) -> Any:
+                       params: dict[str, Any] | None = None,
+                       columns: tuple[Any, ...] = _END_COLUMNS) -> Any:
     """The chat's row for :func:`lock_chat_for_write` (with what ``joined`` adds)."""
     try:
-        row = await access.require(conn, who, chat_id, "append",
-                                   columns=(chats.c.last_sequence, chats.c.active_leaf_id),
+        row = await access.require(conn, who, chat_id, "append", columns=columns,
                                    lock=True, stop_archived=stop_archived, joined=joined,
                                    params=params)
     except NotFound:
@@ -224,6 +232,8 @@ class AppendStart(NamedTuple):
     """What an append reads under the chat's lock before it writes."""
 
     end: ChatEnd
+    #: The chat as the lock read found it.
+    chat: Chat
     #: The receipt under the append id, or None (see store.receipts.receipted_write).
     earlier: Earlier | None
     #: The active leaf's and its jump target's links (see store.tree.chain_links).
@@ -254,15 +264,17 @@ async def _lock_for_append(conn: AsyncConnection, who: Identity, chat_id: str,
     if conn.dialect.name == "sqlite":
         row = await _locked_chat(conn, who, chat_id, stop_archived=stop_archived,
                                  joined=_append_state,
-                                 params={"b_receipt_append_id": append_id})
+                                 params={"b_receipt_append_id": append_id},
+                                 columns=_APPEND_COLUMNS)
         state = row
     else:
-        row = await _locked_chat(conn, who, chat_id, stop_archived=stop_archived)
+        row = await _locked_chat(conn, who, chat_id, stop_archived=stop_archived,
+                                 columns=_APPEND_COLUMNS)
         state = (await conn.execute(_APPEND_STATE, {
             "b_chat": chat_id, "b_receipt_append_id": append_id})).one()
     leaf = row.active_leaf_id
-    return AppendStart(ChatEnd(int(row.last_sequence), leaf), earlier_receipt(state),
-                       tree.leaf_links(state, leaf))
+    return AppendStart(ChatEnd(int(row.last_sequence), leaf), chat_from_row(row),
+                       earlier_receipt(state), tree.leaf_links(state, leaf))
 
 
 async def insert_messages(
@@ -385,14 +397,22 @@ async def append_messages(
                                              parent_id=leaf if parent_id is None else parent_id,
                                              explicit_parent=True, parent_rows=start.leaf)
 
-            receipt, _ = await receipted_write(
+            receipt, written = await receipted_write(
                 conn, chat_id=chat_id, append_id=append_id, digest=digest,
                 last_sequence=last_sequence, write=write, conflict="batch",
                 earlier=start.earlier)
     except IntegrityError:
         # Two inserts of one caller-chosen message id racing past the check above.
         raise Conflict("a message id in this batch is already taken") from None
-    return receipt
+    if not written:
+        return receipt
+    return dataclasses.replace(receipt, chat=chain_end(start.chat, written[-1]))
+
+
+def chain_end(chat: Chat, last: Message) -> Chat:
+    """``chat`` after :func:`insert_chain` wrote a chain ending with ``last``."""
+    return dataclasses.replace(chat, last_message_at=last.created_at,
+                               activity_at=last.created_at, active_leaf_id=last.id)
 
 
 async def _chat_of(conn: AsyncConnection, message_id: str) -> str | None:

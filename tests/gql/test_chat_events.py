@@ -315,21 +315,64 @@ async def test_edit_message_sends_messages_with_the_new_active_leaf(
         assert events[1]["chat"]["activeLeafId"] == edited != first
 
 
+WHOLE = """id title assistantId mode status public share sort lastMessageAt metadata createdAt
+  updatedAt createdBy updatedBy teamId tenantId tags pinned expiresAt archivedAt channel
+  activeLeafId"""
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["append-plan", "executor"])
+async def test_an_append_is_sent_with_the_chat_it_committed_and_no_read(
+        settings: Settings, fast: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sidebar gets the chat exactly as a read of it answers after the append, and
+    the listener does not read it: the append's event carries it (through either
+    broker, from the append plan and from the ordinary resolver)."""
+    reads: list[set[str]] = []
+    read = store_events._read_chats
+
+    async def counted(db: Any, chat_ids: Any) -> Any:
+        if chat_ids:  # not the warm-up read at start
+            reads.append(set(chat_ids))
+        return await read(db, chat_ids)
+
+    monkeypatch.setattr(store_events, "_read_chats", counted)
+    if not fast:
+        settings = dataclasses.replace(settings, disabled_plans=("append",))
+    async with serve(settings) as (server, app), \
+            connect(server, "graphql-transport-ws", ALICE) as ws:
+        op = await ws.start(f"subscription {{ chatEvents {{ type chatId chat {{ {WHOLE} }} }} }}")
+        await listening(app)
+        chat = await create(server, ALICE, title="whole", tags=["x", "y"], pinned=True,
+                            metadata={"k": [1, "v"]})
+        created = (await ws.receive(op) or {})["data"]["chatEvents"]
+        assert created["type"] == "CREATED" and reads == [{chat}]
+        for n in range(3):
+            await call(server, APPEND, {"chat": chat, "aid": f"w{n}"}, ALICE)
+            event = (await ws.receive(op) or {})["data"]["chatEvents"]
+            stored = (await call(server, f"query($id: ID!) {{ chat(id: $id) {{ {WHOLE} }} }}",
+                                 {"id": chat}, ALICE))["chat"]
+            assert (event["type"], event["chat"]) == ("MESSAGES", stored)
+        assert reads == [{chat}]
+        # Sent again, an append id is answered from its receipt: that event reads.
+        await call(server, APPEND, {"chat": chat, "aid": "w2"}, ALICE)
+        again = (await ws.receive(op) or {})["data"]["chatEvents"]
+        assert again["chat"] == stored and reads == [{chat}, {chat}]
+
+
 class Gate:
-    """Holds the events listener before its read of the chats, so that the writes made
-    meanwhile reach every subscriber at once when it opens."""
+    """Holds the events listener before it offers a batch to its subscribers, so that
+    the writes made meanwhile reach every subscriber at once when it opens."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.open = asyncio.Event()
         self.waiting = asyncio.Event()
-        load = store_events.load_chats
+        offer = store_events.ChatEvents._offer
 
-        async def gated(db: Any, chat_ids: Any) -> Any:
+        async def gated(events: Any, batch: Any) -> Any:
             self.waiting.set()
             await self.open.wait()
-            return await load(db, chat_ids)
+            return await offer(events, batch)
 
-        monkeypatch.setattr(store_events, "load_chats", gated)
+        monkeypatch.setattr(store_events.ChatEvents, "_offer", gated)
 
 
 async def overflow(server: str, app: Any, gate: Gate, chat: str) -> None:

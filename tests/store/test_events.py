@@ -20,7 +20,9 @@ from chatql.store.chats.events import ChatEvents, load_chat, load_chats
 from chatql.store.chats.lists import ChatListFilter
 from chatql.store.db.database import Database
 from chatql.store.db.tables import chats
-from chatql.store.records import Chat, Identity
+from chatql.store.messages import message as store_messages
+from chatql.store.messages.message import NewMessage
+from chatql.store.records import AppendReceipt, Chat, Identity
 from chatql.store.streams.backends.memory import MemoryBackend
 
 OWNER = Identity(user_id="alice", tenant_id="acme", team_id="red")
@@ -363,3 +365,96 @@ async def test_on_sqlite_a_small_batch_is_read_without_a_thread_and_a_busy_file_
         assert len(handed) == 2
     finally:
         reader.in_loop = in_loop
+
+
+async def _append(db: Database, chat_id: str, append_id: str) -> AppendReceipt:
+    return await store_messages.append_messages(
+        db, OWNER, chat_id, append_id,
+        [NewMessage(role="USER", type="text", props={"content": append_id})])
+
+
+async def test_an_append_published_out_of_order_never_sends_an_older_chat(
+        db: Database) -> None:
+    """Appends to one chat commit in sequence order but may be published out of it. The
+    chat an append committed is sent unless the listener already delivered a newer state
+    of the chat: then that one is sent again. A change read at delivery is never undone
+    by an append committed before it, and an append announced after its chat was
+    purged shows nothing."""
+    backend = MemoryBackend()
+    events = ChatEvents(db, backend)
+    await events.start()
+
+    async def appended(receipt: AppendReceipt) -> None:
+        assert receipt.chat is not None
+        await events.publish("MESSAGES", receipt.chat_id, OWNER.tenant_id,
+                             after=receipt.chat, sequence=receipt.last_sequence)
+
+    try:
+        chat = await store_chats.create_chat(db, OWNER, id="late", assistant_id="helper")
+        stream = events.subscribe(OWNER, ChatListFilter()).events()
+        await events.publish("CREATED", chat.id, OWNER.tenant_id)
+        assert (await asyncio.wait_for(anext(stream), 5)).chat == chat
+        first, second = await _append(db, chat.id, "a1"), await _append(db, chat.id, "a2")
+        assert second.chat == await load_chat(db, chat.id)
+        await appended(second)
+        await appended(first)
+        got = [await asyncio.wait_for(anext(stream), 5) for _ in range(2)]
+        assert [e.chat for e in got] == [second.chat] * 2
+        assert second.chat.active_leaf_id == second.message_ids[-1]
+
+        third = await _append(db, chat.id, "a3")
+        renamed = await store_chats.update_chat(db, OWNER, chat.id, {"title": "renamed"})
+        await events.publish("UPDATED", chat.id, OWNER.tenant_id)
+        await appended(third)
+        got = [await asyncio.wait_for(anext(stream), 5) for _ in range(2)]
+        assert [e.chat for e in got] == [await load_chat(db, chat.id)] * 2
+        assert got[1].chat is not None and got[1].chat.title == renamed.title == "renamed"
+        assert got[1].chat.active_leaf_id == third.message_ids[-1]
+
+        fourth = await _append(db, chat.id, "a4")
+        await store_chats.purge_chat(db, OWNER, chat.id)
+        await events.publish("PURGED", chat.id, OWNER.tenant_id, before=fourth.chat)
+        await appended(fourth)
+        marker = await store_chats.create_chat(db, OWNER, id="marker", assistant_id="helper")
+        await events.publish("CREATED", marker.id, OWNER.tenant_id)
+        got = [await asyncio.wait_for(anext(stream), 5) for _ in range(2)]
+        assert [(e.type, e.chat_id, e.chat) for e in got] == [
+            ("PURGED", "late", None), ("CREATED", "marker", marker)]
+    finally:
+        await events.close()
+        await backend.close()
+
+
+async def test_an_append_to_a_chat_the_listener_holds_nothing_of_reads_it(
+        db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chat an append carries is trusted only against a state the listener
+    delivered: the first event of a chat, and any after a loss, read it."""
+    reads: list[list[str]] = []
+    read = store_events._read_chats
+
+    async def counted(db: Database, chat_ids: Any) -> Any:
+        if chat_ids:
+            reads.append(sorted(chat_ids))
+        return await read(db, chat_ids)
+
+    monkeypatch.setattr(store_events, "_read_chats", counted)
+    backend = MemoryBackend()
+    events = ChatEvents(db, backend)
+    await events.start()
+    try:
+        chat = await store_chats.create_chat(db, OWNER, id="cold", assistant_id="helper")
+        stream = events.subscribe(OWNER, ChatListFilter()).events()
+        for n in range(3):
+            receipt = await _append(db, chat.id, f"c{n}")
+            if n == 2:  # the broker lost events: every list refetches, nothing is trusted
+                await backend.publish_chat_event(b"")
+                assert (await asyncio.wait_for(anext(stream), 5)).type == "RESYNC"
+            await events.publish("MESSAGES", chat.id, OWNER.tenant_id,
+                                 after=receipt.chat, sequence=receipt.last_sequence)
+            seen = await asyncio.wait_for(anext(stream), 5)
+            assert seen.chat == receipt.chat
+        assert reads == [["cold"], ["cold"]]
+        assert seen.chat == await load_chat(db, chat.id)
+    finally:
+        await events.close()
+        await backend.close()
