@@ -864,10 +864,10 @@ class CompiledReads:
             raise _Fallback
         size = min(first or DEFAULT_CHAT_PAGE_SIZE, MAX_CHAT_PAGE_SIZE)
         db = context.db
-        statement = chat_page_statement(db, ChatPageShape.of(db, who, after=start is not None,
-                                                             columns=plan.columns))
+        statement = chat_page_statement(db, ChatPageShape.of(
+            db, who, after=start is not None, columns=plan.columns, limit=size + 1))
         values: dict[str, Any] = {"user": who.user_id, "tenant": who.tenant_id,
-                                  "team": who.team_id, "limit": size + 1}
+                                  "team": who.team_id}
         if start is not None:
             values.update(chat_after(start, db.dialect))
         rows = await fetch(db, statement, values)

@@ -188,7 +188,7 @@ class ChatListFilter:
         if self.mode is not None:
             found.append(chats.c.mode == self.mode)
         elif not self.include_subagents:
-            found.append(chats.c.mode != SUBAGENT_MODE)
+            found.append(chats.c.mode != fixed(SUBAGENT_MODE))
         for tag in sorted(set(self.tags or ())):
             # A primary-key probe of chat_tags per candidate (or a semi-join the planner
             # picks when the tag is rare); the chat list keeps its keyset index order.
@@ -406,6 +406,15 @@ def _segments(order_by: str, descending: bool) -> list[_Segment]:
     return [untitled, titled] if descending else [titled, untitled]
 
 
+def fixed(value: str | int) -> Any:
+    """``value`` written into the statement's text, not sent as a parameter: a constant
+    of the chat list (the mode it leaves out, its page size). Postgres then plans the
+    statement knowing it, and a prepared one gets a generic plan as good as a custom
+    one instead of being planned again on every run (a custom plan of the chat list
+    costs about as much as running it)."""
+    return literal(value, literal_execute=True)
+
+
 def _keyset_rows(
     base: Select[Any],
     order_by: str,
@@ -451,7 +460,7 @@ def _keyset_rows(
                 column.desc() if descending else column.asc(),
                 chats.c.id.desc() if descending else chats.c.id.asc(),
             ]
-        statements.append(query.order_by(*ordering).limit(limit))
+        statements.append(query.order_by(*ordering).limit(fixed(limit)))
     return statements
 
 
@@ -460,7 +469,7 @@ async def _read_keyset(
 ) -> list[Any]:
     rows: list[Any] = []
     for statement in statements:
-        rows.extend((await conn.execute(statement.limit(limit - len(rows)))).all())
+        rows.extend((await conn.execute(statement.limit(fixed(limit - len(rows))))).all())
         if len(rows) >= limit:
             break
     return rows

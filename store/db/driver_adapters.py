@@ -21,7 +21,8 @@ from typing import Concatenate, ParamSpec, TypeVar
 import aiosqlite
 from sqlalchemy.sql.compiler import SQLCompiler
 
-__all__ = ["ThreadCallConnection", "compiled_positional_names", "daemon_sqlite_thread"]
+__all__ = ["ThreadCallConnection", "compiled_positional_names", "compiled_text",
+           "daemon_sqlite_thread"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -79,3 +80,22 @@ def compiled_positional_names(compiled: SQLCompiler) -> Sequence[str]:
         return ()
     state = compiled.construct_expanded_state({name: name for name in compiled.params})
     return tuple(state.positional_parameters)
+
+
+def compiled_text(compiled: SQLCompiler) -> tuple[str, Sequence[str]]:
+    """A compiled statement's driver SQL, with its literal-execute parameters written
+    in, and the names of its other bound parameters in placeholder order (as
+    :func:`compiled_positional_names`).
+
+    Public API: ``SQLCompiler.binds`` (each parameter's ``BindParameter``, whose
+    ``literal_execute`` marks one rendered into the text) and the expanded state's
+    ``statement``. A constant the planner sees as a value, not a parameter, is planned
+    with its statistics, and a prepared statement of such text gets a generic plan as
+    good as a custom one.
+    """
+    fixed = {name for name, bind in compiled.binds.items() if bind.literal_execute}
+    if not fixed:
+        return compiled.string, compiled_positional_names(compiled)
+    state = compiled.construct_expanded_state(
+        {name: value if name in fixed else name for name, value in compiled.params.items()})
+    return state.statement, tuple(state.positional_parameters) if compiled.positional else ()

@@ -44,7 +44,7 @@ from chatql.store.chats import access
 from chatql.store.chats import chat as store_chats
 from chatql.store.chats.chat import present
 from chatql.store.db.database import Database
-from chatql.store.db.driver_adapters import compiled_positional_names
+from chatql.store.db.driver_adapters import compiled_text
 from chatql.store.db.rows import RECORD_COLUMNS
 from chatql.store.db.tables import chats, messages
 from chatql.store.jsonutil import loads
@@ -321,7 +321,7 @@ def _compiled(query: Any, dialect_name: str) -> PreparedStatement:
     dialect = (postgresql.asyncpg.dialect()  # type: ignore[no-untyped-call]
                if dialect_name == "postgresql" else sqlite.aiosqlite.dialect())
     compiled = query.compile(dialect=dialect)
-    names = compiled_positional_names(compiled)
+    sql, names = compiled_text(compiled)
     slots: list[tuple[bool, Any]] = []
     for name in names:
         value = compiled.params[name]
@@ -331,7 +331,7 @@ def _compiled(query: Any, dialect_name: str) -> PreparedStatement:
             slots.append((True, name))  # one of the named slots above
         else:
             slots.append((False, value))
-    return PreparedStatement(sql=compiled.string, slots=tuple(slots))
+    return PreparedStatement(sql=sql, slots=tuple(slots))
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,13 +346,16 @@ class ChatPageShape:
     columns: tuple[str, ...] = CHAT_COLUMNS
     #: The message columns that follow them (:func:`chat_statement` only).
     message_columns: tuple[str, ...] = MESSAGE_COLUMNS
+    #: The rows a chat-list page reads, written into its text (0: the ``limit`` slot).
+    limit: int = 0
 
     @classmethod
     def of(cls, db: Database, who: Identity, *, after: bool,
            columns: tuple[str, ...] = CHAT_COLUMNS,
-           message_columns: tuple[str, ...] = MESSAGE_COLUMNS) -> ChatPageShape:
+           message_columns: tuple[str, ...] = MESSAGE_COLUMNS,
+           limit: int = 0) -> ChatPageShape:
         return cls(db.dialect, who.is_admin or who.is_agent, bool(who.team_id), after,
-                   columns, message_columns)
+                   columns, message_columns, limit)
 
 
 
@@ -361,7 +364,8 @@ def chat_page_statement(db: Database, shape: ChatPageShape) -> PreparedStatement
     its default order (newest activity first), without totals.
 
     Named slots: ``user``, ``tenant``, ``team``, ``after_value`` and ``after_id`` (the
-    cursor's position, see :func:`chat_after`), ``limit`` and ``now``. Rows:
+    cursor's position, see :func:`chat_after`), ``limit`` (unless the shape fixes it)
+    and ``now``. Rows:
     the shape's columns, then (after a cursor) whether rows lie behind it.
     """
     statement = db.statements.get(("chat_page_statement", shape))
@@ -371,7 +375,7 @@ def chat_page_statement(db: Database, shape: ChatPageShape) -> PreparedStatement
 
 
 def _compile_chat_page(shape: ChatPageShape) -> PreparedStatement:
-    from chatql.store.chats.lists import ChatListFilter, _keyset_rows
+    from chatql.store.chats.lists import ChatListFilter, _keyset_rows, fixed
 
     who = _marked_identity(shape.privileged, shape.team)
     where = [present(at=_NOW), access.can_read(who), *ChatListFilter().clauses()]
@@ -383,7 +387,8 @@ def _compile_chat_page(shape: ChatPageShape) -> PreparedStatement:
                                 start, inclusive=True, limit=1)
         behind = probe.correlate(None).scalar_subquery().is_not(None)
         query = query.add_columns(behind.label("_behind"))
-    return _compiled(query.limit(bindparam("limit", type_=Integer())), shape.dialect)
+    limit = fixed(shape.limit) if shape.limit else bindparam("limit", type_=Integer())
+    return _compiled(query.limit(limit), shape.dialect)
 
 
 def _marked_identity(privileged: bool, team: bool) -> Identity:
