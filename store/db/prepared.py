@@ -346,7 +346,8 @@ class ChatPageShape:
     columns: tuple[str, ...] = CHAT_COLUMNS
     #: The message columns that follow them (:func:`chat_statement` only).
     message_columns: tuple[str, ...] = MESSAGE_COLUMNS
-    #: The rows a chat-list page reads, written into its text (0: the ``limit`` slot).
+    #: The rows a chat-list page reads, written into its text (:func:`chat_page_statement`
+    #: only; a page's size is part of its shape, so Postgres plans it as a value).
     limit: int = 0
 
     @classmethod
@@ -364,8 +365,8 @@ def chat_page_statement(db: Database, shape: ChatPageShape) -> PreparedStatement
     its default order (newest activity first), without totals.
 
     Named slots: ``user``, ``tenant``, ``team``, ``after_value`` and ``after_id`` (the
-    cursor's position, see :func:`chat_after`), ``limit`` (unless the shape fixes it)
-    and ``now``. Rows:
+    cursor's position, see :func:`chat_after`) and ``now``; the page size is the
+    shape's ``limit``. Rows:
     the shape's columns, then (after a cursor) whether rows lie behind it.
     """
     statement = db.statements.get(("chat_page_statement", shape))
@@ -387,8 +388,9 @@ def _compile_chat_page(shape: ChatPageShape) -> PreparedStatement:
                                 start, inclusive=True, limit=1)
         behind = probe.correlate(None).scalar_subquery().is_not(None)
         query = query.add_columns(behind.label("_behind"))
-    limit = fixed(shape.limit) if shape.limit else bindparam("limit", type_=Integer())
-    return _compiled(query.limit(limit), shape.dialect)
+    if shape.limit <= 0:
+        raise ValueError("a chat-list page's shape needs its limit")
+    return _compiled(query.limit(fixed(shape.limit)), shape.dialect)
 
 
 def _marked_identity(privileged: bool, team: bool) -> Identity:

@@ -114,8 +114,10 @@ async def test_chat_lists_ask_what_list_chats_asks(seeded: Database, who: Identi
         first = await chat_lists.list_chats(db, who, first=4, with_totals=False)
     page_of_five = chat_page_statement(db, ChatPageShape.of(db, who, after=False, limit=5))
     assert tail(page_of_five.sql, "chats") == tail(statements[0], "chats")
-    # The page size is written into both texts (so Postgres plans it as a value).
+    # The page size and the mode left out are written into both texts (so Postgres
+    # plans them as values).
     assert "LIMIT 5" in statements[0]
+    assert "mode != 'subagent'" in statements[0]
     values = {"user": who.user_id, "tenant": who.tenant_id, "team": who.team_id}
     rows = await fetch(db, page_of_five, values)
     assert [row[0] for row in rows[:4]] == [chat.id for chat in first.items]
