@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install install-test install-dev install-kit serve demo test lint docs schema js-install js-test assets
+.PHONY: install install-test install-dev install-kit install-docs serve demo test lint docs reference schema js-install js-test assets
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,8 +32,14 @@ $(VENV)/.kit: clients/python/pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e clients/python
 	touch $@
 
+# The documentation site's tools alone (`make docs`): the docs extra, no test tools.
+$(VENV)/.docs: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
+	touch $@
+
 install: $(VENV)/.runtime
 install-kit: $(VENV)/.kit
+install-docs: $(VENV)/.docs
 install-test: $(VENV)/.test
 install-dev: $(VENV)/.dev
 
@@ -54,8 +60,8 @@ test: install-test js-test docs
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 # The documentation site, built strictly (a broken link or a missing page fails).
-docs: install-test
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
+docs: install-docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(VENV)/site
 
 # Front-end packages: installed with `npm ci` when Node.js is there (CI requires it).
 NPM_DIRS := clients/js clients/web
@@ -86,10 +92,23 @@ endif
 assets: js-install
 	cd clients/web && npm run build
 
+# The site's generated reference (commit the result; the test suite fails when it drifts):
+# schema.graphql, the GraphQL schema's pages written from it, and the TypeScript client's
+# pages written by TypeDoc from its sources (which needs Node.js).
+reference: schema install-docs js-install
+	$(BIN)/python docs/reference/_generate_schema.py
+ifeq ($(HAVE_NPM),yes)
+	cd clients/js && npm run --silent docs:reference
+else
+	@echo "Node.js is not installed: the TypeScript reference (docs/reference/ts) is not rewritten" >&2
+	@exit 1
+endif
+
 # mypy reads modules from paths, not through the editable install's import hook: it is
 # shown the installed layout (chatql/gql, chatql/store) as links to the two folders.
 lint: install-dev
-	$(BIN)/ruff check store gql tests bench clients/python
+	$(BIN)/ruff check store gql tests bench clients/python docs/reference
+	$(BIN)/lint-imports --no-cache
 	mkdir -p $(VENV)/mypy-path/chatql
 	ln -sfn $(CURDIR)/gql $(VENV)/mypy-path/chatql/gql
 	ln -sfn $(CURDIR)/store $(VENV)/mypy-path/chatql/store

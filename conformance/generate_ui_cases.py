@@ -4,7 +4,7 @@ Run from the repository root: ``.venv/bin/python conformance/generate_ui_cases.p
 Each case is one reply's chunks exactly as subscribers receive them (made by the real
 reducer from a producer's batches, framed by ``stream_start``/``stream_end``; a late join
 gets the snapshot instead of the chunks before it), the UI message chunks the service's
-``POST /ai/chat`` mapper (``gql.ui_stream.UIMessageStream``) sends for them, and the final
+``POST /ai/chat`` mapper (``gql.transport.ui_stream.UIMessageStream``) sends for them, and the final
 UI message parts both front ends must end up with. The Python test fails when the file
 drifts from what this script writes; the TypeScript test maps the same chunks with the
 client's mapper and reads both chunk lists with the AI SDK into the same parts.
@@ -21,7 +21,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from chatql.gql.ui_stream import UIMessageStream  # noqa: E402
+from chatql.gql.transport.ui_stream import UIMessageStream  # noqa: E402
 from chatql.store.streams.reducer import (  # noqa: E402
     ChunkEvent,
     ChunkIn,

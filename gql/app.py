@@ -30,36 +30,37 @@ from strawberry.http.streaming import SSETransport
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 from strawberry.types.execution import ExecutionResult
 
-from chatql.gql.ai_chat import resume_reply, send_messages
 from chatql.gql.auth import (
     CREDENTIAL_KEYS,
     ConfigurationError,
     authenticator_for,
     identity_from_credentials,
 )
-from chatql.gql.bodylimit import BodyLimitMiddleware, error_body
 from chatql.gql.context import Context, Services
-from chatql.gql.export import export_endpoint
 from chatql.gql.fast_lanes import clear_refusals
-from chatql.gql.health import Readiness
 from chatql.gql.library_adapters import GraphQLViewHooks
-from chatql.gql.metrics import Metrics, MetricsFeed, process_metrics
-from chatql.gql.operations import classify
-from chatql.gql.persisted_queries import PersistedQueries, PersistedQueryError
-from chatql.gql.planner import Planner
-from chatql.gql.rate_limits import RateLimited, RateLimiter, parse_rate_limits
-from chatql.gql.request_log import RequestObserver, configure_json_logs, current_record
-from chatql.gql.schema import build_schema
+from chatql.gql.ops.health import Readiness
+from chatql.gql.ops.logs import request_logger_ready
+from chatql.gql.ops.metrics import Metrics, MetricsFeed, process_metrics
+from chatql.gql.ops.operations import classify
+from chatql.gql.ops.persisted_queries import PersistedQueries, PersistedQueryError
+from chatql.gql.ops.rate_limits import RateLimited, RateLimiter, parse_rate_limits
+from chatql.gql.ops.request_log import RequestObserver, current_record
+from chatql.gql.ops.tracing import instrument_engine, start_tracing, traced, tracing_enabled
+from chatql.gql.plans.planner import Planner
+from chatql.gql.schema.root import build_schema
 from chatql.gql.settings import Settings
-from chatql.gql.sse import (
+from chatql.gql.transport.ai_chat import resume_reply, send_messages
+from chatql.gql.transport.bodylimit import BodyLimitMiddleware, error_body
+from chatql.gql.transport.export import export_endpoint
+from chatql.gql.transport.sse import (
     GRAPHQL_SSE_PROTOCOL,
     RelayedSubscription,
     execute_plain_http,
     relayed_stream,
 )
-from chatql.gql.tracing import instrument_engine, start_tracing, traced, tracing_enabled
-from chatql.gql.web import page_response, web_routes
-from chatql.gql.websocket import (
+from chatql.gql.transport.web import page_response, web_routes
+from chatql.gql.transport.websocket import (
     ChatqlLegacyWSHandler,
     ChatqlTransportWSHandler,
     ChatqlWebSocketAdapter,
@@ -154,7 +155,7 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
         )
         self._services_of = services_of
         self._settings = settings
-        #: The app's registered fast plans (gql/planner.py): every transport asks it.
+        #: The app's registered fast plans (gql/plans/planner.py): every transport asks it.
         self.planner = Planner(schema, settings)
         self._plain_json_cache: dict[tuple[bytes, bytes | None], bool] = {}
         #: Subscribers by transport, counted when metrics are on.
@@ -352,7 +353,7 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
         return known
 
     async def render_graphql_ide(self, request: Request) -> Response:
-        # GraphiQL bundled with chatql (gql/web.py): no CDN, dev identity headers offered.
+        # GraphiQL bundled with chatql (gql/transport/web.py): no CDN, dev identity headers offered.
         return page_response("playground.html", self._settings, request)
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> Context:
@@ -399,7 +400,7 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
     def _relayed(self, request: Any, request_adapter: Any, request_data: Any, context: Context,
                  *_args: Any, **_kwargs: Any) -> RelayedSubscription | None:
         """A ``chatEvents`` subscription POSTed for Server-Sent Events, relayed the
-        fast way (see gql/chat_events_fastpath.py); None: the ordinary way runs it."""
+        fast way (see gql/plans/chat_events.py); None: the ordinary way runs it."""
         if (request_adapter.method != "POST" or isinstance(request_data, list)
                 or getattr(request_data, "protocol", None) != "sse"
                 or request_data.extensions):
@@ -447,7 +448,7 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
     async def execute_single(self, request: Any, request_adapter: Any, sub_response: Any,
                              context: Context, root_value: Any,
                              request_data: Any) -> Any:
-        # The app's registered plans first (gql/planner.py), then the executor; a read
+        # The app's registered plans first (gql/plans/planner.py), then the executor; a read
         # a lane already declined goes straight to the executor.
         if (request_adapter.method == "POST" or self.allow_queries_via_get) and not getattr(
                 request.state, "lane_declined", False):
@@ -456,7 +457,7 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
                                                  request_data.variables)
             if planned is not None:
                 return ExecutionResult(data=planned, errors=None)
-        # Subscriptions run over WebSocket or SSE only (see gql/sse.py).
+        # Subscriptions run over WebSocket or SSE only (see gql/transport/sse.py).
         return await execute_plain_http(self, request_adapter.method, context, root_value,
                                         request_data)
 
@@ -578,7 +579,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
     if tracing:
         start_tracing()
     if settings.log_format == "json":
-        configure_json_logs()
+        request_logger_ready("json")
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -659,8 +660,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             # id, metrics and log line, which see every answer below (fast lanes,
             # refusals, limits).
             *([Middleware(traced_middleware)] if tracing else []),
-            Middleware(RequestObserver, metrics=metrics,
-                       log_json=settings.log_format == "json"),
+            Middleware(RequestObserver, metrics=metrics),
             # Then: preflights are answered before anything reads the body.
             Middleware(
                 CORSMiddleware,

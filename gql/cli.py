@@ -1,5 +1,5 @@
 """The ``chatql`` command: ``serve``, ``migrate``, ``export-schema``, ``export`` and
-``import``.
+``import`` (:data:`DESCRIPTION` is what ``chatql --help`` says of it).
 
 ``export`` and ``import`` talk to the database directly (``CHATQL_DATABASE_URL`` or
 ``--database-url``), as an operator: ``export`` reads any chat by its id, whatever its
@@ -19,7 +19,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main"]
+__all__ = ["DESCRIPTION", "main"]
+
+DESCRIPTION = """\
+The chat of record for AI agents: a GraphQL service for chats, messages and live agent
+streams.
+
+'chatql serve' runs the server (the web app at /, GraphQL at /graphql). 'export' and
+'import' talk to the database directly (CHATQL_DATABASE_URL or --database-url), as an
+operator: 'export' reads any chat by its id, whatever its tenant (--tenant only narrows),
+'import' makes --user of --tenant the new chat's owner. Expected failures print one line
+on stderr and exit with status 1. Configuration is read from CHATQL_* variables.
+"""
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -51,15 +62,65 @@ def _serve(args: argparse.Namespace) -> int:
         # the folder is fresh for each run (stale files would add old counts).
         metrics_dir = tempfile.mkdtemp(prefix="chatql-metrics-")
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    logging = _logging_for(settings, args.log_level)
+    if logging is None:
+        return 2
+    _say_where(settings, args)
     try:
-        _run_uvicorn(uvicorn, args, settings, loop)
+        _run_uvicorn(uvicorn, args, settings, loop, logging)
     finally:
         if metrics_dir is not None:
             shutil.rmtree(metrics_dir, ignore_errors=True)
     return 0
 
 
-def _run_uvicorn(uvicorn: Any, args: argparse.Namespace, settings: Any, loop: str) -> None:
+def _logging_for(settings: Any, level: str) -> dict[str, Any] | None:
+    """The logging of the served process, applied here too (so the start line is in
+    the same format); None, with the reason on stderr, for a format that cannot be."""
+    import logging.config
+
+    from chatql.gql.ops.logs import log_config
+
+    try:
+        config = log_config(settings.log_format, level)
+    except ValueError as error:
+        sys.stderr.write(f"chatql serve: {error}\n")
+        return None
+    logging.config.dictConfig(config)
+    return config
+
+
+def _say_where(settings: Any, args: argparse.Namespace) -> None:
+    """One line at start: where to open it, which database, which auth mode, which
+    broker — what a newcomer needs to tell a server from another."""
+    import logging
+    from importlib.metadata import PackageNotFoundError, version
+
+    from sqlalchemy.engine import make_url
+
+    from chatql.gql.ops.logs import SERVICE_LOGGER
+
+    try:
+        database = make_url(settings.database_url).render_as_string(hide_password=True)
+    except Exception:  # an unparsable URL fails at start with its own error
+        database = "(unparsable CHATQL_DATABASE_URL)"
+    try:
+        broker = make_url(settings.broker_url).render_as_string(hide_password=True)
+    except Exception:
+        broker = settings.broker_url.split("@")[-1]
+    try:
+        release = version("chatql")
+    except PackageNotFoundError:  # pragma: no cover - run from a checkout without install
+        release = "(not installed)"
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    logging.getLogger(SERVICE_LOGGER).info(
+        "chatql %s serving http://%s:%s/ (GraphQL at /graphql): database %s, auth %s,"
+        " streams %s, %s worker(s)", release, host, args.port, database,
+        settings.auth, broker, args.workers)
+
+
+def _run_uvicorn(uvicorn: Any, args: argparse.Namespace, settings: Any, loop: str,
+                 log_config: dict[str, Any]) -> None:
     uvicorn.run(
         "chatql.gql.app:create_app",
         factory=True,
@@ -75,8 +136,10 @@ def _run_uvicorn(uvicorn: Any, args: argparse.Namespace, settings: Any, loop: st
         # A WebSocket message is held to the same limit as an HTTP request body.
         ws_max_size=settings.max_body_bytes,
         log_level=args.log_level,
-        # CHATQL_LOG_FORMAT=json writes its own line per request.
-        access_log=settings.log_format != "json",
+        # Every line in CHATQL_LOG_FORMAT; chatql writes the request lines itself, from
+        # a thread (gql/ops/logs.py), so uvicorn's access line is off.
+        log_config=log_config,
+        access_log=False,
         timeout_graceful_shutdown=30,
     )
 
@@ -176,7 +239,7 @@ def _import_chat(args: argparse.Namespace) -> int:
 def schema_sdl() -> str:
     from strawberry.printer import print_schema
 
-    from chatql.gql.schema import build_schema
+    from chatql.gql.schema.root import build_schema
 
     return print_schema(build_schema()) + "\n"
 
@@ -191,12 +254,16 @@ def _export_schema(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="chatql", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="chatql", description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the GraphQL server")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--log-level", default="info")
+    serve.add_argument("--log-level", default="info",
+                       choices=["critical", "error", "warning", "info", "debug", "trace"],
+                       help="the level of every line, request lines included (info)")
     serve.add_argument("--workers", type=int, default=1,
                        help="worker processes (more than one needs CHATQL_BROKER_URL=redis://…)")
     serve.set_defaults(run=_serve)

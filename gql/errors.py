@@ -61,7 +61,7 @@ def _classify(error: GraphQLError) -> tuple[str, str | None]:
     if isinstance(error, QueryTooComplex) or isinstance(original, QueryTooComplex):
         return "QUERY_TOO_COMPLEX", None
     if isinstance(error, GraphQLSyntaxError) and error.message.endswith("Parsing aborted."):
-        # graphql-core's parser limits (token, comment and nesting budgets, gql/limits.py).
+        # graphql-core's parser limits (token, comment and nesting budgets, gql/ops/limits.py).
         return "QUERY_TOO_COMPLEX", None
     if original is None:
         # Parse, validation and variable-coercion errors written by graphql-core.
@@ -82,7 +82,7 @@ class ChatqlSchema(Schema):
     """A Strawberry schema that gives every error its ``extensions.code``."""
 
     #: The converters of the inputs built without Strawberry's generic conversion, by
-    #: type name (set by ``build_schema``; see gql/inputs.py).
+    #: type name (set by ``build_schema``; see gql/schema/inputs.py).
     inputs: dict[str, Any]
 
     def process_errors(

@@ -1,7 +1,7 @@
 """Peer benchmark: chatql against PostGraphile 5 and PostGraphile 4 on the same Postgres rows.
 
     python -m bench.peers [--quick] [--postgres-url URL] [--rounds N] [--seconds S]
-                          [--executor] [--metrics-off] [--tracing]
+                          [--executor] [--metrics-off] [--tracing] [--request-log]
 
 Creates its own Postgres database (dropped afterwards), migrates it, bulk-loads one chat
 of 200,000 messages and 100,000 chats of one user (``--quick``: 2,000 and 500), then
@@ -47,7 +47,10 @@ takes part in the same alternating rounds, and the compiled ÷ executor ratio is
 too; with ``--metrics-off`` likewise chatql with ``CHATQL_METRICS=false``, and the ratio
 metrics on ÷ off (what counting requests for ``/metrics`` costs); with ``--tracing``
 chatql exporting a trace per request over OTLP/HTTP (to a stand-in collector in this
-process that drops every batch), and the ratio tracing on ÷ off. Prints throughput
+process that drops every batch), and the ratio tracing on ÷ off; with ``--request-log``
+chatql as ``chatql serve`` runs by default, writing a request line per request (text, to
+a file), and the ratio request log on ÷ off (the other chatql servers run with
+``--log-level warning``, which writes none). Prints throughput
 (req/s), p50 and p99 latency of each server, chatql ÷ PostGraphile 5 and chatql ÷
 PostGraphile 4. Without ``node`` and ``npm``, or without Node 24's wheel, it prints why
 and measures nothing.
@@ -63,6 +66,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -257,7 +261,8 @@ async def wait_ready(server: Server, probe: str) -> None:
 
 
 async def start_chatql(database_url: str, *, compiled: bool = True,
-                       metrics: bool = True, traces_to: str | None = None) -> Server:
+                       metrics: bool = True, traces_to: str | None = None,
+                       log_to: Path | None = None) -> Server:
     port = free_port()
     env = {**os.environ, "CHATQL_DATABASE_URL": database_url, "CHATQL_SECRET": SECRET,
            "CHATQL_MIGRATE_ON_START": "false", "CHATQL_PLAYGROUND": "false",
@@ -265,11 +270,17 @@ async def start_chatql(database_url: str, *, compiled: bool = True,
            "CHATQL_METRICS": "true" if metrics else "false"}
     if traces_to is not None:
         env.update({"OTEL_EXPORTER_OTLP_ENDPOINT": traces_to, "OTEL_BSP_SCHEDULE_DELAY": "500"})
+    # The request log, when measured, goes to a file: a real write per line, as to a
+    # pipe or a journal.
+    log = None if log_to is None else log_to.open("ab")
     process = subprocess.Popen(
         [sys.executable, "-m", "chatql.gql.cli", "serve", "--host", "127.0.0.1",
-         "--port", str(port), "--log-level", "warning"], cwd=ROOT, env=env)
+         "--port", str(port), "--log-level", "warning" if log is None else "info"],
+        cwd=ROOT, env=env, stderr=log)
+    if log is not None:
+        log.close()
     name = (("chatql" if compiled else "chatql executor") + ("" if metrics else " metrics off")
-            + ("" if traces_to is None else " tracing"))
+            + ("" if traces_to is None else " tracing") + ("" if log is None else " request log"))
     server = Server(name, f"http://127.0.0.1:{port}/graphql", process)
     await wait_ready(server, "{ __typename }")
     return server
@@ -372,7 +383,7 @@ def best(runs: list[Load]) -> Load:
 
 async def scenarios(chatql: Server, peers: list[Server], messages: int,
                     depth: int) -> list[Scenario]:
-    from chatql.gql.messages import _branch_scope
+    from chatql.gql.schema.messages import _branch_scope
     from chatql.store.cursors import CursorSigner
     from chatql.store.messages.message import MessageFilter
 
@@ -414,7 +425,8 @@ def _line(name: str, result: Load, width: int) -> str:
 #: (True) rather than chatql ÷ the variant.
 VARIANT_RATIOS = {"chatql executor": ("compiled / executor", False),
                   "chatql metrics off": ("metrics on / off", False),
-                  "chatql tracing": ("tracing on / off", True)}
+                  "chatql tracing": ("tracing on / off", True),
+                  "chatql request log": ("request log on / off", True)}
 
 
 async def measure(chatql: Server, peers: list[Server], sizes: Sizes, rounds: int,
@@ -458,7 +470,7 @@ async def measure(chatql: Server, peers: list[Server], sizes: Sizes, rounds: int
 
 async def run(base_url: str, quick: bool, rounds: int | None, seconds: float | None,
               executor: bool = False, metrics_off: bool = False,
-              tracing: bool = False) -> int:
+              tracing: bool = False, request_log: bool = False) -> int:
     node = ensure_installed()
     if isinstance(node, str):
         print(f"peers: skipped ({node})")
@@ -501,6 +513,9 @@ async def run(base_url: str, quick: bool, rounds: int | None, seconds: float | N
             from bench.operations import collector
 
             servers.append(await start_chatql(url, traces_to=stack.enter_context(collector())))
+        if request_log:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            servers.append(await start_chatql(url, log_to=folder / "requests.log"))
         same = await measure(servers[0], servers[1:3], sizes, rounds, servers[3:])
         print(f"peers: every answer carried the same rows: {same}")
         return 0 if same else 1
@@ -525,6 +540,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="also measure chatql with metrics turned off")
     parser.add_argument("--tracing", action="store_true",
                         help="also measure chatql exporting traces (OTLP/HTTP)")
+    parser.add_argument("--request-log", action="store_true",
+                        help="also measure chatql writing its default request log")
     args = parser.parse_args(argv)
     return asyncio.run(run(args.postgres_url, args.quick, args.rounds, args.seconds,
-                           args.executor, args.metrics_off, args.tracing))
+                           args.executor, args.metrics_off, args.tracing, args.request_log))

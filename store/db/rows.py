@@ -20,14 +20,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from itertools import islice
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from chatql.store import jsonutil
 from chatql.store.db.tables import messages
-from chatql.store.messages.tree import Link
 from chatql.store.records import Message
 
 __all__ = [
@@ -36,6 +35,7 @@ __all__ = [
     "COPY_THRESHOLD",
     "MESSAGE_COLUMNS",
     "RECORD_COLUMNS",
+    "Link",
     "MessageRow",
     "chain_rows",
     "document_rows",
@@ -77,6 +77,24 @@ COPY_BATCH = 2_000
 MessageRow = tuple[Any, ...]
 
 _TREE = MESSAGE_COLUMNS.index("parent_id")
+
+
+class Link(NamedTuple):
+    """A message's place in the tree (the tree columns of its row).
+
+    A named tuple: bulk writes make one per message, at a fraction of a frozen
+    dataclass's construction cost.
+    """
+
+    id: str
+    parent_id: str | None
+    depth: int
+    jump_id: str
+    jump_depth: int
+
+    def columns(self) -> dict[str, Any]:
+        return {"parent_id": self.parent_id, "depth": self.depth,
+                "jump_id": self.jump_id, "jump_depth": self.jump_depth}
 
 
 _paused = 0

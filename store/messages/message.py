@@ -21,7 +21,6 @@ from chatql.store.chats import access
 from chatql.store.chats.chat import chat_from_row, fetch_visible_chat, now, present
 from chatql.store.db.database import Database
 from chatql.store.db.partitions import message_chats
-from chatql.store.db.prepared import CHAT_COLUMNS
 from chatql.store.db.rows import record_from_mapping, write_chain
 from chatql.store.db.tables import chats, closed_chats, messages
 from chatql.store.errors import (
@@ -42,6 +41,7 @@ from chatql.store.messages.receipts import (
     earlier_receipt_joined,
     receipted_write,
 )
+from chatql.store.prepared import CHAT_COLUMNS
 from chatql.store.records import AppendReceipt, BranchPosition, Chat, Identity, Message, MessagePage
 
 __all__ = [

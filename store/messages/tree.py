@@ -23,7 +23,7 @@ indexed read per forward page.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqlalchemy import (
     CTE,
@@ -39,6 +39,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from chatql.store.db.rows import Link
 from chatql.store.db.tables import chats, messages
 from chatql.store.errors import NotFound
 
@@ -60,24 +61,6 @@ __all__ = [
     "set_active_leaf",
     "sibling_ids",
 ]
-
-
-class Link(NamedTuple):
-    """A message's place in the tree (the tree columns of its row).
-
-    A named tuple: bulk writes make one per message, at a fraction of a frozen
-    dataclass's construction cost.
-    """
-
-    id: str
-    parent_id: str | None
-    depth: int
-    jump_id: str
-    jump_depth: int
-
-    def columns(self) -> dict[str, Any]:
-        return {"parent_id": self.parent_id, "depth": self.depth,
-                "jump_id": self.jump_id, "jump_depth": self.jump_depth}
 
 
 _JUMP = messages.alias("jump")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from chatql.gql.web import STATIC_DIR
+from chatql.gql.transport.web import STATIC_DIR
 from tests.clients.node import ROOT
 
 # The same inputs, in the same way, as clients/web/scripts/stamp.mjs.

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from chatql.gql.settings import Settings
-from chatql.gql.websocket import FrameWriter
+from chatql.gql.transport.websocket import FrameWriter
 from chatql.store.chats import events as store_events
 from tests.conftest import BACKENDS, on_backend
 from tests.gql.test_sse import SSEStream

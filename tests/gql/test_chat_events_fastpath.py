@@ -17,9 +17,9 @@ import pytest
 import websockets
 from sqlalchemy import update
 
-from chatql.gql import chat_events_fastpath
 from chatql.gql.document_shapes import PlanCache
-from chatql.gql.schema import build_schema
+from chatql.gql.plans import chat_events as chat_events_fastpath
+from chatql.gql.schema.root import build_schema
 from chatql.gql.settings import Settings
 from chatql.store.db.tables import chats
 from tests.conftest import BACKENDS, on_backend

@@ -26,8 +26,8 @@ from hypothesis import settings as settings_
 from hypothesis import strategies as st
 from sqlalchemy import update
 
-from chatql.gql.compiled_reads import CompiledReads
-from chatql.gql.messages import _branch_scope, _cursor_scope
+from chatql.gql.plans.compiled_reads import CompiledReads
+from chatql.gql.schema.messages import _branch_scope, _cursor_scope
 from chatql.gql.settings import Settings
 from chatql.store.chats import chat as store_chats
 from chatql.store.cursors import CursorSigner
@@ -608,10 +608,10 @@ def test_a_time_field_prints_the_stored_instant_in_utc_whatever_the_driver_gave(
     that instant in UTC, and another instant prints as itself."""
     from datetime import UTC, datetime, timedelta, timezone
 
-    from chatql.gql.compiled_reads import _bound, _column
     from chatql.gql.library_adapters import graphql_core_schema
-    from chatql.gql.schema import build_schema
-    from chatql.store.db.prepared import message_attribute
+    from chatql.gql.plans.compiled_reads import _bound, _column
+    from chatql.gql.schema.root import build_schema
+    from chatql.store.prepared import message_attribute
 
     schema = graphql_core_schema(build_schema(Settings()))
     message = schema.type_map["Message"]
@@ -631,8 +631,8 @@ def test_a_time_field_prints_the_stored_instant_in_utc_whatever_the_driver_gave(
 def test_a_compiled_read_asks_for_the_columns_it_shows_and_its_cursors() -> None:
     """Postgres and the driver skip what no field shows: a plan's rows carry the columns
     of its selected fields (every alias and fragment of them) and of its cursors."""
-    from chatql.gql.schema import build_schema
-    from chatql.store.db.prepared import (
+    from chatql.gql.schema.root import build_schema
+    from chatql.store.prepared import (
         BranchPageShape,
         ChatPageShape,
         branch_page_statement,

@@ -10,7 +10,7 @@ from typing import Any
 import strawberry
 from strawberry.scalars import JSON
 
-from chatql.gql.execution import LeafFastPathExecutionContext
+from chatql.gql.schema.execution import LeafFastPathExecutionContext
 
 
 @strawberry.enum

@@ -13,9 +13,9 @@ from typing import Any
 from graphql import GraphQLSchema, extend_schema, parse
 
 from chatql.gql.document_shapes import PlanCache
-from chatql.gql.push_fastpath import push_plan_for
-from chatql.gql.schema import build_schema
-from chatql.gql.websocket import plan_for
+from chatql.gql.plans.push import push_plan_for
+from chatql.gql.schema.root import build_schema
+from chatql.gql.transport.websocket import plan_for
 from tests.gql.wsclient import CHAT_STREAM
 
 #: A schema as an app builds it, for the plans these tests make themselves.
@@ -69,8 +69,8 @@ def test_the_client_s_own_documents_take_the_plans() -> None:
     """What the web app and every ``@chatql/client`` user send — the live stream, the
     live chat list, a producer's push and an append — is served by its plan, not by the
     executor (fragments are expanded as the executor would)."""
-    from chatql.gql.append_fastpath import append_plan_for
-    from chatql.gql.chat_events_fastpath import chat_events_plan_for
+    from chatql.gql.plans.append import append_plan_for
+    from chatql.gql.plans.chat_events import chat_events_plan_for
     from chatql.gql.settings import Settings
 
     assert plan_for(schema, _client_document("ChatStream"), None, PlanCache(4)) is not None

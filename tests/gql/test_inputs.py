@@ -1,4 +1,4 @@
-"""gql/inputs.py: one conversion per input type, read from the schema."""
+"""gql/schema/inputs.py: one conversion per input type, read from the schema."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from graphql import build_schema as graphql_schema
 
-from chatql.gql.inputs import InputConverter
-from chatql.gql.schema import build_schema
+from chatql.gql.schema.inputs import InputConverter
+from chatql.gql.schema.root import build_schema
 from chatql.store.messages.message import NewMessage
 from chatql.store.streams.reducer import ChunkIn
 

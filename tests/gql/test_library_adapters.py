@@ -44,9 +44,9 @@ from chatql.gql.library_adapters import (
     graphql_core_schema,
     uvicorn_ws_protocol,
 )
-from chatql.gql.schema import build_schema
-from chatql.gql.streams import ChunkInput, chunk_from_input
-from chatql.gql.websocket import text_frame
+from chatql.gql.schema.root import build_schema
+from chatql.gql.schema.streams import ChunkInput, chunk_from_input
+from chatql.gql.transport.websocket import text_frame
 from tests.conftest import uvicorn_serving
 
 # -- a small schema ------------------------------------------------------------------
@@ -190,7 +190,7 @@ def test_build_input_with_refuses_what_it_cannot_do_honestly() -> None:
 
 
 def test_chatqls_schema_builds_chunk_inputs_with_chunk_from_input() -> None:
-    # gql/schema.py sets it, explicitly, when it builds a schema (gql/streams.py, where
+    # gql/schema/root.py sets it, explicitly, when it builds a schema (gql/schema/streams.py, where
     # the type is declared, changes nothing of Strawberry's: see test_private_names.py).
     built = build_schema()
     definition = get_object_definition(ChunkInput, strict=True)

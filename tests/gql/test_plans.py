@@ -1,6 +1,6 @@
 """The differential harness: every registered plan answers as the general executor does.
 
-For each plan in ``gql/planner.py``'s ``PLANS`` and each transport it runs on, generated
+For each plan in ``gql/plans/planner.py``'s ``PLANS`` and each transport it runs on, generated
 documents — aliases, ``__typename``, fragments, variables and literals, documents that
 fail — are sent to one live server twice: with the plan in use, and with it switched
 off (the executor alone). The two answers must be the same bytes, on both databases and
@@ -25,8 +25,8 @@ import pytest
 import websockets
 from graphql import GraphQLEnumType, GraphQLObjectType, GraphQLScalarType, get_named_type
 
-from chatql.gql.planner import PLANS
-from chatql.gql.schema import build_schema
+from chatql.gql.plans.planner import PLANS
+from chatql.gql.schema.root import build_schema
 from chatql.gql.settings import Settings
 from tests.conftest import BACKENDS, on_backend
 from tests.gql.test_chat_events import listening

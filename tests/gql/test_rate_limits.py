@@ -112,7 +112,7 @@ def test_a_malformed_setting_stops_the_server(rules: str, settings: Settings) ->
 
 
 def test_the_documented_example_parses() -> None:
-    from chatql.gql.rate_limits import parse_rate_limits
+    from chatql.gql.ops.rate_limits import parse_rate_limits
 
     rules = parse_rate_limits("pushes=200/second;writes=30/second;reads=100/second;"
                               "subscriptions=20")

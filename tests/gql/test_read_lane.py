@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from chatql.gql.app import GraphQLEndpoint
-from chatql.gql.compiled_reads import CompiledReads
+from chatql.gql.plans.compiled_reads import CompiledReads
 from tests.conftest import GraphQLClient
 from tests.gql.test_append_lane import ALICE, Answer, body, new_chat, post_raw
 

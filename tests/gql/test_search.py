@@ -225,7 +225,7 @@ async def test_user_text_never_breaks_the_query(client: GraphQLClient, query: st
 
 
 async def test_nul_in_query_is_invalid_argument(client: GraphQLClient) -> None:
-    # NUL is refused in every string the API takes (gql/limits.py): Postgres cannot
+    # NUL is refused in every string the API takes (gql/ops/limits.py): Postgres cannot
     # hold it, and both backends answer alike.
     await create(client, "c1")
     body = await client.execute(SEARCH, {"query": "\u0000x"})

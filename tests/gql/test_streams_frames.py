@@ -18,8 +18,8 @@ import pytest
 import websockets
 from websockets.frames import Frame, Opcode
 
-from chatql.gql import websocket as gws
 from chatql.gql.settings import Settings
+from chatql.gql.transport import websocket as gws
 from tests.client_reducer import client_apply
 from tests.conftest import BACKENDS, on_backend
 from tests.gql.test_streams_ws import (

@@ -337,8 +337,8 @@ async def test_a_large_stream_persists_in_one_write_with_exact_sequences(
 
 
 async def test_push_fast_path_matches_ordinary_execution(client: GraphQLClient) -> None:
-    from chatql.gql.push_fastpath import push_plan_for
-    from chatql.gql.schema import build_schema
+    from chatql.gql.plans.push import push_plan_for
+    from chatql.gql.schema.root import build_schema
 
     schema = build_schema()
 

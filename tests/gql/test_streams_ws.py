@@ -397,10 +397,10 @@ fragment C on Chunk {
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_fast_path_frames_equal_full_graphql_execution(settings: Settings,
                                                              protocol: str) -> None:
-    from chatql.gql.schema import build_schema
+    from chatql.gql.schema.root import build_schema
 
     schema = build_schema()
-    from chatql.gql.websocket import plan_for
+    from chatql.gql.transport.websocket import plan_for
     from tests.gql.wsclient import CHAT_STREAM
 
     assert plan_for(schema, CHAT_STREAM, None, PlanCache(16)) is not None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chatql.gql.ui_stream import UIMessageStream
+from chatql.gql.transport.ui_stream import UIMessageStream
 from chatql.store.streams.reducer import ChunkEvent
 
 

@@ -21,7 +21,7 @@ from tests.gql.test_streams_ws import serve
 
 IDENTITY = {"X-User-Id": "alice", "X-Tenant-Id": "acme"}
 HTTP_ONLY = {"starlette.middleware.cors", "starlette.middleware.exceptions",
-             "starlette.routing", "starlette._exception_handler", "chatql.gql.bodylimit"}
+             "starlette.routing", "starlette._exception_handler", "chatql.gql.transport.bodylimit"}
 SOCKETS = 4
 
 

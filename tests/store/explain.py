@@ -1,7 +1,7 @@
 """What the database plans for a statement the product runs: EXPLAIN on both backends.
 
-``plan_of`` runs a prepared statement (:mod:`store.db.prepared`) the way
-:func:`store.db.prepared.fetch` does, prefixed with ``EXPLAIN`` (``EXPLAIN QUERY PLAN``
+``plan_of`` runs a prepared statement (:mod:`store.prepared`) the way
+:func:`store.prepared.fetch` does, prefixed with ``EXPLAIN`` (``EXPLAIN QUERY PLAN``
 on SQLite), and returns the plan as one text; ``plan_of_query`` does the same for a
 SQLAlchemy statement with its values bound.
 """
@@ -16,7 +16,7 @@ from sqlalchemy.sql import Executable
 
 from chatql.store.chats import chat as store_chats
 from chatql.store.db.database import Database
-from chatql.store.db.prepared import PreparedStatement, moment_argument
+from chatql.store.prepared import PreparedStatement, moment_argument
 
 
 def uses_index(plan: str, table: str, columns: str) -> bool:

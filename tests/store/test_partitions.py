@@ -18,8 +18,8 @@ import pytest
 from sqlalchemy import event, insert, select, text
 from sqlalchemy.exc import IntegrityError
 
+from chatql.store import prepared
 from chatql.store.chats import chat as store_chats
-from chatql.store.db import prepared
 from chatql.store.db.database import Database
 from chatql.store.db.partitions import (
     DEFAULT_PARTITIONS,
@@ -27,7 +27,13 @@ from chatql.store.db.partitions import (
     layout_partitions,
     message_chats,
 )
-from chatql.store.db.prepared import (
+from chatql.store.db.tables import messages
+from chatql.store.errors import Conflict
+from chatql.store.messages import lifecycle, search
+from chatql.store.messages import message as store_messages
+from chatql.store.messages.message import NewMessage
+from chatql.store.messages.resume import StepIn, resume_records, update_resume
+from chatql.store.prepared import (
     BranchPageShape,
     ChatPageShape,
     MessagePageShape,
@@ -35,12 +41,6 @@ from chatql.store.db.prepared import (
     chat_statement,
     message_page_statement,
 )
-from chatql.store.db.tables import messages
-from chatql.store.errors import Conflict
-from chatql.store.messages import lifecycle, search
-from chatql.store.messages import message as store_messages
-from chatql.store.messages.message import NewMessage
-from chatql.store.messages.resume import StepIn, resume_records, update_resume
 from chatql.store.records import Identity
 from chatql.store.streams import StreamService, backend_from_url
 from chatql.store.streams.reducer import ChunkIn

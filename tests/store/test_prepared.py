@@ -20,7 +20,9 @@ from sqlalchemy import event
 from chatql.store.chats import chat as chats
 from chatql.store.chats import lists as chat_lists
 from chatql.store.db.database import Database
-from chatql.store.db.prepared import (
+from chatql.store.messages import message as messages
+from chatql.store.messages.message import MessageFilter, NewMessage
+from chatql.store.prepared import (
     CHAT_COLUMNS,
     MESSAGE_COLUMNS,
     ChatPageShape,
@@ -31,8 +33,6 @@ from chatql.store.db.prepared import (
     fetch,
     message_page_statement,
 )
-from chatql.store.messages import message as messages
-from chatql.store.messages.message import MessageFilter, NewMessage
 from chatql.store.records import Identity
 
 OWNER = Identity(user_id="alice", tenant_id="acme", team_id="red")

@@ -12,9 +12,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from chatql.gql.auth import identity_from_credentials
-from chatql.gql.bodylimit import error_body
 from chatql.gql.context import Services
 from chatql.gql.errors import code_for
+from chatql.gql.transport.bodylimit import error_body
 from chatql.store.chats import export as store_export
 from chatql.store.errors import ChatqlError, Unauthenticated
 

@@ -26,7 +26,7 @@ from chatql.gql.settings import Settings
 
 __all__ = ["STATIC_DIR", "page_response", "web_routes"]
 
-STATIC_DIR = Path(__file__).resolve().parent / "static"
+STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 _PLACEHOLDER = "<!--chatql-config-->"
 _IDENTITY_HEADERS = ("X-User-Id", "X-Team-Id", "X-Tenant-Id", "X-Roles")
 

@@ -16,7 +16,7 @@ from strawberry.dataloader import DataLoader
 from strawberry.types.nodes import SelectedField
 
 from chatql.gql.context import Info
-from chatql.gql.types import (
+from chatql.gql.schema.types import (
     Chat,
     ChatOrderField,
     ChatStatus,

@@ -15,12 +15,12 @@ from typing import Any, cast
 import strawberry
 from strawberry.scalars import JSON
 
-from chatql.gql.archive import bring_back
 from chatql.gql.context import Info
 from chatql.gql.fast_lanes import take_refusal
-from chatql.gql.inputs import converted_by_schema
-from chatql.gql.types import Message, MessageInput, Role, StreamStatus
-from chatql.gql.usage import UsageInput
+from chatql.gql.schema.archive import bring_back
+from chatql.gql.schema.inputs import converted_by_schema
+from chatql.gql.schema.types import Message, MessageInput, Role, StreamStatus
+from chatql.gql.schema.usage import UsageInput
 from chatql.store.chats.chat import get_chat
 from chatql.store.errors import InvalidArgument, NotFound
 from chatql.store.ids import check_chat_id
@@ -164,7 +164,7 @@ class ChunkInput:
 
 
 #: Strawberry builds ``ChunkInput`` values as the store's ``ChunkIn`` with the schema's
-#: converter (gql/inputs.py): the resolvers receive ``ChunkIn``; ``gql/schema.py`` sets
+#: converter (gql/schema/inputs.py): the resolvers receive ``ChunkIn``; ``gql/schema/root.py`` sets
 #: the hook when it builds a schema.
 chunk_from_input = converted_by_schema("ChunkInput")
 
@@ -248,7 +248,7 @@ class StreamMutation:
             request_id=input.request_id,
             assistant_id=input.assistant_id,
             stream_id=None if input.stream_id is None else str(input.stream_id),
-            # MessageInput values arrive as the store's NewMessage (gql/types.py).
+            # MessageInput values arrive as the store's NewMessage (gql/schema/types.py).
             user_input=cast("NewMessage | None", input.input),
             parent_id=None if input.parent_id is None else str(input.parent_id),
         )

@@ -6,10 +6,10 @@ from typing import Annotated
 
 import strawberry
 
-from chatql.gql.archive import bring_back
-from chatql.gql.chat_events import announce
 from chatql.gql.context import Info
-from chatql.gql.types import Message
+from chatql.gql.schema.archive import bring_back
+from chatql.gql.schema.chat_events import announce
+from chatql.gql.schema.types import Message
 from chatql.store.messages import lifecycle as store_lifecycle
 
 __all__ = ["LifecycleMutation", "LifecycleQuery"]

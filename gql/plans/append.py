@@ -6,7 +6,7 @@ the store. Here an ``appendMessages`` document is parsed and validated (with the
 service's document limits) once per distinct text, then cached; each request's
 arguments — from its variables or from literals in the document, read once when the
 plan is made — are converted by the ``MessageInput`` converter the resolver uses too
-(gql/inputs.py, read from the schema when the plan is made) and handed straight to the
+(gql/schema/inputs.py, read from the schema when the plan is made) and handed straight to the
 store, so a field added to ``MessageInput`` is converted here as everywhere.
 
 Anything unusual — another operation, fragments, directives, variables with
@@ -37,7 +37,6 @@ from graphql import (
 )
 from graphql.language import Visitor, visit
 
-from chatql.gql.chat_events import announce_append
 from chatql.gql.context import Context
 from chatql.gql.document_shapes import (
     MAX_FAST_DOCUMENT,
@@ -45,9 +44,10 @@ from chatql.gql.document_shapes import (
     flat_root_field,
 )
 from chatql.gql.fast_lanes import clear_refusals, keep_refusal
-from chatql.gql.inputs import InputConverter
 from chatql.gql.library_adapters import graphql_core_schema
-from chatql.gql.limits import limit_rules
+from chatql.gql.ops.limits import limit_rules
+from chatql.gql.schema.chat_events import announce_append
+from chatql.gql.schema.inputs import InputConverter
 from chatql.store.errors import ChatArchived
 from chatql.store.messages import message as store_messages
 

@@ -5,11 +5,12 @@
 one) and echoes it in the response, times the request to its last byte, and then:
 
 - adds the GraphQL requests to ``chatql_requests_total`` and
-  ``chatql_request_duration_seconds`` (see gql/metrics.py);
-- with ``CHATQL_LOG_FORMAT=json``, writes one JSON line on the ``chatql.requests``
-  logger: ``requestId``, ``method``, ``path``, ``status``, ``operation``, ``user``,
-  ``tenant``, ``durationMs`` and ``outcome``. Nothing else of the request is logged —
-  no headers (so no tokens), no variables or documents (so no message content).
+  ``chatql_request_duration_seconds`` (see gql/ops/metrics.py);
+- when the ``chatql.requests`` logger takes ``INFO`` lines, writes one line there (in
+  the log format, from a thread: see :mod:`gql.ops.logs`) with ``requestId``,
+  ``client``, ``method``, ``path``, ``status``, ``operation``, ``user``, ``tenant``,
+  ``durationMs`` and ``outcome``. Nothing else of the request is logged — no headers
+  (so no tokens), no variables or documents (so no message content).
 
 The layers below fill the :class:`RequestRecord` of the request (:func:`current_record`)
 as they learn the operation, the caller and the outcome; a response that never reached
@@ -21,22 +22,20 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import sys
 import time
 import uuid
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from chatql.gql.metrics import Metrics
+from chatql.gql.ops.logs import REQUEST_LOGGER
+from chatql.gql.ops.metrics import Metrics
 
-__all__ = ["REQUEST_LOGGER", "RequestObserver", "RequestRecord", "configure_json_logs",
-           "current_record"]
+__all__ = ["RequestObserver", "RequestRecord", "current_record"]
 
-REQUEST_LOGGER = "chatql.requests"
 _request_logger = logging.getLogger(REQUEST_LOGGER)
 
 _STATUS_OUTCOMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "FORBIDDEN",
@@ -100,34 +99,13 @@ def _outcome_of(status: int) -> str:
     return _STATUS_OUTCOMES.get(status, "INTERNAL" if status >= 500 else "INVALID_ARGUMENT")
 
 
-class _JsonLines(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        fields = getattr(record, "fields", None)
-        if isinstance(fields, dict):
-            return orjson.dumps(fields).decode()
-        return orjson.dumps({"level": record.levelname, "logger": record.name,
-                             "message": record.getMessage()}).decode()
-
-
-def configure_json_logs() -> None:
-    """Send request lines, one JSON object each, to stderr (once per process)."""
-    if any(isinstance(handler.formatter, _JsonLines) for handler in _request_logger.handlers):
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_JsonLines())
-    _request_logger.addHandler(handler)
-    _request_logger.setLevel(logging.INFO)
-    _request_logger.propagate = False
-
-
 class RequestObserver:
     """The outermost HTTP layer: request ids, request metrics and request logs."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics | None, log_json: bool,
+    def __init__(self, app: ASGIApp, metrics: Metrics | None,
                  graphql_path: str = "/graphql") -> None:
         self.app = app
         self.metrics = metrics
-        self.log_json = log_json
         self.graphql_path = graphql_path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -150,6 +128,10 @@ class RequestObserver:
 
         try:
             await self.app(scope, receive, observed_send)
+        except ClientDisconnect:
+            # The client went away while its body was being read: there is no one to
+            # answer, and nothing went wrong on this side (nginx's 499).
+            status, record.outcome = 499, "CLIENT_CLOSED"
         finally:
             _current.reset(token)
             self._observe(scope, record, status, time.perf_counter() - started)
@@ -162,9 +144,11 @@ class RequestObserver:
         graphql = scope["path"] == self.graphql_path
         if graphql and self.metrics is not None and (record.operation or status >= 400):
             self.metrics.observe_request(record.operation or "unknown", outcome, seconds)
-        if self.log_json:
+        if _request_logger.isEnabledFor(logging.INFO):
+            client = scope.get("client")
             fields: dict[str, Any] = {
                 "requestId": record.request_id,
+                "client": f"{client[0]}:{client[1]}" if client else None,
                 "method": scope["method"],
                 "path": scope["path"],
                 "status": status,

@@ -4,7 +4,7 @@ Executing ``pushChunks`` the ordinary way spends most of its time in graphql-cor
 generic variable coercion and Strawberry's argument conversion, not in the stream.
 Here a ``pushChunks`` document is parsed and validated against the schema once per
 distinct text (then cached); each request's ``chunks`` variable is converted by the
-``ChunkInput`` converter the resolver uses too (gql/inputs.py, read from the schema
+``ChunkInput`` converter the resolver uses too (gql/schema/inputs.py, read from the schema
 when the plan is made) and handed straight to the stream service, so a field added to
 ``ChunkInput`` is converted here as everywhere.
 
@@ -41,8 +41,8 @@ from chatql.gql.document_shapes import (
     has_nul,
 )
 from chatql.gql.fast_lanes import clear_refusals, keep_refusal
-from chatql.gql.inputs import InputConverter
 from chatql.gql.library_adapters import graphql_core_schema
+from chatql.gql.schema.inputs import InputConverter
 from chatql.store.errors import ChatqlError
 from chatql.store.streams.reducer import ChunkIn
 

@@ -15,7 +15,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from chatql.gql.context import Info
-from chatql.gql.inputs import converted_by_schema
+from chatql.gql.schema.inputs import converted_by_schema
 from chatql.store.messages.message import MessageFilter as StoreMessageFilter
 
 __all__ = [
@@ -243,7 +243,9 @@ class Chat:
 
     @strawberry.field(description="The chat's recorded model usage and message token sum.")
     async def usage(self, info: Info) -> Usage:
-        from chatql.gql.usage import chat_usage_loader  # gql.usage imports this module
+        from chatql.gql.schema.usage import (
+            chat_usage_loader,  # gql.schema.usage imports this module
+        )
 
         totals = await chat_usage_loader(info).load(str(self.id))
         return totals  # type: ignore[return-value]
@@ -260,7 +262,9 @@ class Chat:
         branch: strawberry.ID | None = None,
         all_branches: bool = False,
     ) -> MessageConnection:
-        from chatql.gql.messages import message_connection  # gql.messages imports this module
+        from chatql.gql.schema.messages import (
+            message_connection,  # gql.schema.messages imports this module
+        )
 
         return await message_connection(
             info, str(self.id), filter=filter, first=first, after=after, last=last,
@@ -269,7 +273,7 @@ class Chat:
 
     @strawberry.field(description="The newest message, or null while the chat has none.")
     async def last_message(self, info: Info) -> Message | None:
-        from chatql.gql.chat_lists import last_message_loader  # batched per request
+        from chatql.gql.schema.chat_lists import last_message_loader  # batched per request
 
         message = await last_message_loader(info).load(str(self.id))
         return message  # type: ignore[return-value]
@@ -360,8 +364,8 @@ class MessageInput:
 
 
 #: Strawberry builds ``MessageInput`` values as the store's ``NewMessage`` with the
-#: schema's converter (gql/inputs.py): the resolvers receive ``NewMessage``;
-#: ``gql/schema.py`` sets the hook when it builds a schema.
+#: schema's converter (gql/schema/inputs.py): the resolvers receive ``NewMessage``;
+#: ``gql/schema/root.py`` sets the hook when it builds a schema.
 message_from_input = converted_by_schema("MessageInput")
 
 

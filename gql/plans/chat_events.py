@@ -15,7 +15,7 @@ document the ordinary way.
 The events service queues one event object per published event and outcome to every
 subscriber it reaches (:mod:`store.events` decides access and the filter at delivery,
 once per identity and filter), so the frame text is cached per event object and plan
-and shared by all of them. Both WebSocket protocols take this path (``gql/websocket.py``),
+and shared by all of them. Both WebSocket protocols take this path (``gql/transport/websocket.py``),
 and so does Server-Sent Events (``graphql-sse``, ``gql/app.py``). Anything else —
 fragments, directives, other root fields, variables that do not coerce, a filter the
 resolver refuses, an events service that is not running — runs the ordinary way, so
@@ -56,7 +56,6 @@ from graphql.pyutils import Undefined
 from strawberry.schema.schema import validate_document
 from strawberry.types.arguments import convert_arguments
 
-from chatql.gql.chat_events import ChatEvent
 from chatql.gql.context import Context
 from chatql.gql.document_shapes import (
     MAX_FAST_DOCUMENT,
@@ -66,7 +65,8 @@ from chatql.gql.document_shapes import (
     sole_root_field,
 )
 from chatql.gql.library_adapters import graphql_core_schema
-from chatql.gql.limits import limit_rules
+from chatql.gql.ops.limits import limit_rules
+from chatql.gql.schema.chat_events import ChatEvent
 from chatql.store.chats import events as store_events
 from chatql.store.chats.lists import ChatListFilter
 

@@ -8,9 +8,9 @@ from enum import StrEnum
 
 import strawberry
 
-from chatql.gql.chat_lists import ChatFilter
 from chatql.gql.context import Context, Info
-from chatql.gql.types import Chat
+from chatql.gql.schema.chat_lists import ChatFilter
+from chatql.gql.schema.types import Chat
 from chatql.store.chats import events as store_events
 from chatql.store.chats import lists as store_lists
 from chatql.store.errors import InvalidArgument

@@ -7,9 +7,9 @@ from enum import StrEnum
 import strawberry
 from strawberry.scalars import JSON
 
-from chatql.gql.chat_events import announce
 from chatql.gql.context import Info
-from chatql.gql.types import Chat
+from chatql.gql.schema.chat_events import announce
+from chatql.gql.schema.types import Chat
 from chatql.store.chats import imports as store_imports
 from chatql.store.ids import new_id
 

@@ -33,7 +33,7 @@ from strawberry.subscriptions import GRAPHQL_SSE_PROTOCOL
 from strawberry.types.execution import ExecutionResult
 from strawberry.types.graphql import OperationType
 
-from chatql.gql.chat_events_fastpath import ChatEventsRelay
+from chatql.gql.plans.chat_events import ChatEventsRelay
 
 __all__ = ["GRAPHQL_SSE_PROTOCOL", "SUBSCRIPTION_OVER_HTTP", "RelayedSubscription",
            "execute_plain_http", "relayed_stream"]

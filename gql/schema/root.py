@@ -9,30 +9,30 @@ from __future__ import annotations
 from strawberry.extensions import ValidationCache
 from strawberry.tools import merge_types
 
-from chatql.gql.archive import ArchiveMutation
-from chatql.gql.chat_events import ChatEventSubscription
-from chatql.gql.chat_lists import ChatListQuery
-from chatql.gql.chats import ChatMutation, ChatQuery
 from chatql.gql.errors import ChatqlSchema
-from chatql.gql.execution import LeafFastPathExecutionContext
-from chatql.gql.imports import ImportMutation
-from chatql.gql.inputs import InputConverter
 from chatql.gql.library_adapters import build_input_with
-from chatql.gql.lifecycle import LifecycleMutation, LifecycleQuery
-from chatql.gql.limits import DocumentParserCache, QueryLimits
-from chatql.gql.memory import MemoryMutation, MemoryQuery
-from chatql.gql.messages import MessageMutation, MessageQuery
-from chatql.gql.search import SearchQuery
-from chatql.gql.settings import Settings
-from chatql.gql.streams import (
+from chatql.gql.ops.limits import DocumentParserCache, QueryLimits
+from chatql.gql.schema.archive import ArchiveMutation
+from chatql.gql.schema.chat_events import ChatEventSubscription
+from chatql.gql.schema.chat_lists import ChatListQuery
+from chatql.gql.schema.chats import ChatMutation, ChatQuery
+from chatql.gql.schema.execution import LeafFastPathExecutionContext
+from chatql.gql.schema.imports import ImportMutation
+from chatql.gql.schema.inputs import InputConverter
+from chatql.gql.schema.lifecycle import LifecycleMutation, LifecycleQuery
+from chatql.gql.schema.memory import MemoryMutation, MemoryQuery
+from chatql.gql.schema.messages import MessageMutation, MessageQuery
+from chatql.gql.schema.search import SearchQuery
+from chatql.gql.schema.streams import (
     ChunkInput,
     StreamMutation,
     StreamQuery,
     StreamSubscription,
     chunk_from_input,
 )
-from chatql.gql.types import MessageInput, message_from_input
-from chatql.gql.usage import UsageQuery
+from chatql.gql.schema.types import MessageInput, message_from_input
+from chatql.gql.schema.usage import UsageQuery
+from chatql.gql.settings import Settings
 from chatql.store.messages.message import NewMessage
 from chatql.store.streams.reducer import ChunkIn
 
@@ -56,7 +56,7 @@ def build_schema(settings: Settings | None = None) -> ChatqlSchema:
     """The executable schema for an app with ``settings`` (default: the defaults)."""
     limits = settings or Settings()
     # The two inputs sent by the thousand (chunks, appended messages) are built by the
-    # schema's own converters (gql/inputs.py) rather than Strawberry's generic
+    # schema's own converters (gql/schema/inputs.py) rather than Strawberry's generic
     # conversion; the hooks are set before the schema is built, which also builds input
     # defaults with them.
     build_input_with(ChunkInput, chunk_from_input)

@@ -7,11 +7,11 @@ from typing import cast
 
 import strawberry
 
-from chatql.gql.archive import bring_back
-from chatql.gql.chat_events import announce, announce_append, before_write_of_message
 from chatql.gql.context import Info
 from chatql.gql.fast_lanes import take_refusal
-from chatql.gql.types import (
+from chatql.gql.schema.archive import bring_back
+from chatql.gql.schema.chat_events import announce, announce_append, before_write_of_message
+from chatql.gql.schema.types import (
     AppendReceipt,
     Chat,
     EditMessageInput,
@@ -254,7 +254,7 @@ class MessageMutation:
         refused = take_refusal("appendMessages")
         if refused is not None:  # the fast path tried this very append: not twice
             raise refused
-        # MessageInput values arrive as the store's NewMessage (gql/types.py).
+        # MessageInput values arrive as the store's NewMessage (gql/schema/types.py).
         batch = cast("list[store_messages.NewMessage]", messages)
 
         async def append(stop_archived: bool) -> StoreAppendReceipt:

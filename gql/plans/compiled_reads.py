@@ -56,16 +56,19 @@ from graphql import (
 from graphql.execution.values import get_argument_values, get_variable_values
 from strawberry.schema.schema import validate_document
 
-from chatql.gql.chat_lists import _cursor_scope as chat_list_scope
 from chatql.gql.context import Context
 from chatql.gql.document_shapes import PlanCache, has_nul, plain_attribute
 from chatql.gql.library_adapters import graphql_core_schema
-from chatql.gql.limits import limit_rules
-from chatql.gql.messages import _branch_scope, _cursor_scope
+from chatql.gql.ops.limits import limit_rules
+from chatql.gql.schema.chat_lists import _cursor_scope as chat_list_scope
+from chatql.gql.schema.messages import _branch_scope, _cursor_scope
 from chatql.gql.settings import Settings
 from chatql.store.chats.lists import DEFAULT_CHAT_PAGE_SIZE, MAX_CHAT_PAGE_SIZE, ChatListFilter
 from chatql.store.chats.lists import _parse_position as parse_position
-from chatql.store.db.prepared import (
+from chatql.store.errors import ChatqlError
+from chatql.store.ids import check_chat_id, check_message_id
+from chatql.store.messages.message import DEFAULT_PAGE_SIZE, MessageFilter, check_page_size
+from chatql.store.prepared import (
     CHAT_COLUMNS,
     FILTER_FIELDS,
     MESSAGE_COLUMNS,
@@ -84,9 +87,6 @@ from chatql.store.db.prepared import (
     message_attribute,
     message_page_statement,
 )
-from chatql.store.errors import ChatqlError
-from chatql.store.ids import check_chat_id, check_message_id
-from chatql.store.messages.message import DEFAULT_PAGE_SIZE, MessageFilter, check_page_size
 
 __all__ = ["CompiledReads"]
 

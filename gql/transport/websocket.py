@@ -26,8 +26,8 @@
   document, shared by every subscriber that sent it, and sent as a text frame.
   Anything else — fragments, directives, other root fields, any error, a chat the
   caller may not read — goes the ordinary way, so errors look as they always do.
-  ``pushChunks`` takes the fast path of ``gql/push_fastpath.py`` here too, and
-  ``chatEvents`` the one of ``gql/chat_events_fastpath.py``.
+  ``pushChunks`` takes the fast path of ``gql/plans/push.py`` here too, and
+  ``chatEvents`` the one of ``gql/plans/chat_events.py``.
 - **Frames written once, straight to the socket.** Server frames are not masked, so
   the frames of one run of chunks (one operation id, one document) are the same bytes
   for every subscriber: they are built once and written to each uvicorn
@@ -95,9 +95,9 @@ from chatql.gql.library_adapters import (
     graphql_core_schema,
     uvicorn_ws_protocol,
 )
-from chatql.gql.operations import classify
-from chatql.gql.persisted_queries import PersistedQueryError
-from chatql.gql.rate_limits import RateLimited
+from chatql.gql.ops.operations import classify
+from chatql.gql.ops.persisted_queries import PersistedQueryError
+from chatql.gql.ops.rate_limits import RateLimited
 from chatql.store.chats.chat import get_chat
 from chatql.store.db.database import Database
 from chatql.store.errors import ChatqlError

@@ -8,7 +8,7 @@ from datetime import datetime
 import strawberry
 
 from chatql.gql.context import Info
-from chatql.gql.types import PageInfo
+from chatql.gql.schema.types import PageInfo
 from chatql.store import memory as store_memory
 
 __all__ = ["MemoryMutation", "MemoryQuery"]

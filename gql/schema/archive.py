@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import strawberry
 
-from chatql.gql.chat_events import announce
 from chatql.gql.context import Info
-from chatql.gql.types import Chat
+from chatql.gql.schema.chat_events import announce
+from chatql.gql.schema.types import Chat
 from chatql.store.chats import archive as store_archive
 from chatql.store.errors import InvalidArgument
 

@@ -13,7 +13,7 @@ transport as it stands (``new DefaultChatTransport({api: '<chatql>/ai/chat'})``)
   ``regenerate-message`` makes the question the chat's active leaf again (the earlier
   answers stay as its siblings). Either way the answer is the agent's reply as a UI
   message stream over SSE (header ``x-vercel-ai-ui-message-stream: v1``), see
-  :mod:`chatql.gql.ui_stream`. The reply is whatever stream the agent starts for the
+  :mod:`chatql.gql.transport.ui_stream`. The reply is whatever stream the agent starts for the
   question (the agent loop claims it); when none starts within
   ``CHATQL_AGENT_REPLY_TIMEOUT`` seconds the stream says so with an ``error`` chunk.
 - ``GET /ai/chat/{id}/stream`` resumes a live reply after a reload: the reply so far
@@ -35,10 +35,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from chatql.gql.auth import identity_from_credentials
-from chatql.gql.bodylimit import error_body
 from chatql.gql.context import Services
 from chatql.gql.errors import code_for
-from chatql.gql.ui_stream import UIChunk, UIMessageStream
+from chatql.gql.transport.bodylimit import error_body
+from chatql.gql.transport.ui_stream import UIChunk, UIMessageStream
 from chatql.store.chats.chat import create_chat, get_chat
 from chatql.store.errors import ChatqlError, Conflict, InvalidArgument, NotFound
 from chatql.store.ids import check_append_id, check_chat_id, check_message_id

@@ -14,7 +14,7 @@ Every transport asks the :class:`Planner` the app owns:
 - HTTP: :meth:`Planner.lane_for` for the mutations (a plain POST answered before the
   view's request machinery), :meth:`Planner.execute` inside the view for the reads;
 - Server-Sent Events: :meth:`Planner.sse_relay`;
-- WebSocket, both subprotocols: :meth:`Planner.serve_socket` (see gql/websocket.py).
+- WebSocket, both subprotocols: :meth:`Planner.serve_socket` (see gql/transport/websocket.py).
 
 A plan that does not fit a request returns None and the executor answers, so an error
 always looks as the executor makes it. A plan can be switched off by name with
@@ -31,19 +31,19 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from chatql.gql.append_fastpath import AppendPlan, append_plan_for, fast_append
 from chatql.gql.auth import ConfigurationError
-from chatql.gql.chat_events_fastpath import (
+from chatql.gql.context import Context
+from chatql.gql.document_shapes import PlanCache
+from chatql.gql.fast_lanes import Lane
+from chatql.gql.plans.append import AppendPlan, append_plan_for, fast_append
+from chatql.gql.plans.chat_events import (
     ChatEventsPlan,
     ChatEventsRelay,
     chat_events_relay,
     serve_chat_events,
 )
-from chatql.gql.compiled_reads import CompiledReads
-from chatql.gql.context import Context
-from chatql.gql.document_shapes import PlanCache
-from chatql.gql.fast_lanes import Lane
-from chatql.gql.push_fastpath import PushPlan, fast_push, push_plan_for
+from chatql.gql.plans.compiled_reads import CompiledReads
+from chatql.gql.plans.push import PushPlan, fast_push, push_plan_for
 from chatql.gql.settings import Settings
 
 __all__ = ["PLANS", "Planner", "RegisteredPlan"]

@@ -1,0 +1,8 @@
+"""The fast plans: documents sent so often that they are answered without the executor.
+
+``planner`` is the one registry and the one door the transports ask; each other module
+is a plan for one root field (``compiled_reads`` for message pages, the chat list and a
+chat; ``append``, ``push`` and ``chat_events``). A plan is built from the schema when a
+document is first seen, and declines whatever it was not built for, which the executor
+then answers. Plans sit above the schema and below the transports.
+"""
