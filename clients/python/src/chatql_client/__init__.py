@@ -16,6 +16,7 @@ from chatql_client.client import ChatqlClient
 from chatql_client.errors import (
     ChatqlError,
     ChatqlTransportError,
+    NoAnswer,
     StreamEndedError,
     StreamStopped,
 )
@@ -23,4 +24,5 @@ from chatql_client.sync import SyncChatqlClient
 from chatql_client.writer import StreamWriter
 
 __all__ = ["AgentLoop", "ChatqlClient", "ChatqlError", "ChatqlTransportError", "Handler",
-           "StreamEndedError", "StreamStopped", "StreamWriter", "SyncChatqlClient"]
+           "NoAnswer", "StreamEndedError", "StreamStopped", "StreamWriter",
+           "SyncChatqlClient"]

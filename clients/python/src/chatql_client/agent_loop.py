@@ -30,6 +30,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import WebSocketException
 from websockets.typing import Subprotocol
 
+from chatql_client.documents import ACTIVE_LEAF, ANSWERS, AWAITED_LEAF, CHAT_EVENTS
 from chatql_client.errors import ChatqlError, ChatqlTransportError, StreamStopped
 from chatql_client.types import Message
 
@@ -44,13 +45,6 @@ logger = logging.getLogger("chatql_client")
 #: ``handler(context, s)``: the model's context (messages, oldest first) and the writer.
 Handler = Callable[[list[Message], "StreamWriter"], Awaitable[Any]]
 
-EVENTS = "subscription($f: ChatFilter) { chatEvents(filter: $f) { type chatId } }"
-LEAF = ("query($id: ID!) { chat(id: $id) { id assistantId activeLeafId "
-        "messages(last: 1) { edges { node { id role sequence } } } } }")
-ACTIVE_LEAF = "query($id: ID!) { chat(id: $id) { activeLeafId } }"
-ANSWERS = ("query($c: ID!, $before: String) { messages(chatId: $c, allBranches: true, "
-           "last: 100, before: $before) { edges { node { parentId sequence } } "
-           "pageInfo { hasPreviousPage startCursor } } }")
 #: Codes that mean another worker has (or had) this question: skip it.
 TAKEN = ("CONFLICT", "STREAM_ACTIVE")
 
@@ -84,7 +78,12 @@ class AgentLoop:
         self.answered: list[str] = []
 
     async def run(self) -> None:
-        """Serve until cancelled; reconnects with backoff when the service goes away."""
+        """Serve until cancelled; reconnects with backoff when the service goes away.
+
+        Logs (INFO, on the ``chatql_client`` logger) at start the line of
+        :meth:`describe`: an agent whose identity is in another tenant than the chats it
+        should answer sees none of them, and would otherwise look dead."""
+        logger.info("%s", self.describe())
         delay = self.reconnect_delay
         try:
             while True:
@@ -103,6 +102,13 @@ class AgentLoop:
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
 
+    def describe(self) -> str:
+        """One line: the service, the assistant answered and the identity it acts as."""
+        identity = self.client.identity
+        return (f"chatql agent loop: answering assistant {self.assistant_id!r} at "
+                f"{self.client.url} as {identity}; it sees only the chats of tenant "
+                f"{identity.tenant_id or '?'!r}")
+
     # ---- events ----------------------------------------------------------------------
 
     async def _follow(self) -> None:
@@ -116,7 +122,7 @@ class AgentLoop:
                     break
                 await self._ping(ws, message)
             await ws.send(json.dumps({"id": "events", "type": "subscribe", "payload": {
-                "query": EVENTS, "variables": {"f": {"assistantId": self.assistant_id}}}}))
+                "query": CHAT_EVENTS, "variables": {"f": {"assistantId": self.assistant_id}}}}))
             await self._catch_up()
             loop = asyncio.get_running_loop()
             relist_at = loop.time() + self.relist_interval
@@ -188,7 +194,7 @@ class AgentLoop:
 
     async def _question(self, chat_id: str) -> dict[str, Any] | None:
         """The USER message the chat awaits an answer to, or None."""
-        chat = (await self.client.execute(LEAF, {"id": chat_id}))["chat"]
+        chat = (await self.client.execute(AWAITED_LEAF, {"id": chat_id}))["chat"]
         if chat is None or chat["assistantId"] != self.assistant_id:
             return None
         edges = chat["messages"]["edges"]

@@ -53,6 +53,10 @@ def main(argv: list[str] | None = None) -> int:
         headers = dict(DEV_IDENTITY)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(message)s")
+    # The kit's own INFO lines are shown either way: the line saying which server,
+    # assistant and identity (user, tenant) the agent serves — a tenant other than the
+    # chats' leaves the agent silent — and reconnects.
+    logging.getLogger("chatql_client").setLevel(logging.INFO)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(run_demo(args.url, args.assistant, headers=headers, token=args.token,
                              pace=args.pace, concurrency=args.concurrency))

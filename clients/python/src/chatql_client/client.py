@@ -10,15 +10,20 @@ chunks a ``chunkId``, chats and memory entries an id chosen here.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import json
 import random
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 import httpx
 
-from chatql_client.errors import ChatqlError, ChatqlTransportError
+from chatql_client import documents
+from chatql_client.documents import CHAT_FIELDS, MESSAGE_FIELDS
+from chatql_client.errors import ChatqlError, ChatqlTransportError, NoAnswer
 from chatql_client.types import (
     AppendReceipt,
     Chat,
@@ -30,17 +35,79 @@ from chatql_client.types import (
     SearchHit,
 )
 
-__all__ = ["CHAT_FIELDS", "MESSAGE_FIELDS", "ChatqlClient"]
+__all__ = ["CHAT_FIELDS", "MESSAGE_FIELDS", "Attempt", "CallerIdentity", "ChatqlClient"]
 
-MESSAGE_FIELDS = ("id chatId requestId role type props blockId threadId assistantId sequence "
-                  "status metadata tokens parentId createdAt")
-CHAT_FIELDS = ("id title assistantId mode status channel lastMessageAt activeLeafId metadata "
-               "createdAt createdBy")
-MEMORY_FIELDS = "id scope content pinned subject createdAt updatedAt"
+#: One try at a request, for :meth:`ChatqlClient.with_retries`: the answer's ``data``, or
+#: :class:`~chatql_client.errors.NoAnswer` (retried) or
+#: :class:`~chatql_client.errors.ChatqlError` (retried when its code is listed).
+Attempt = Callable[[], Awaitable[dict[str, Any]]]
 
 
-class _NoAnswer(Exception):
-    """One attempt got no usable answer (transport failure or 5xx): worth retrying."""
+@dataclass(frozen=True)
+class CallerIdentity:
+    """Who the service will take a client for, as far as the client can tell.
+
+    ``source`` is ``"headers"`` (the ``X-User-Id``, ``X-Tenant-Id``, ``X-Team-Id`` and
+    ``X-Roles`` headers a service in ``dev`` auth mode trusts; one left out is the
+    service's default there: user ``dev``, tenant ``default``) or ``"token"`` (the bearer
+    token's ``sub``, ``tenant_id``, ``team_id`` and ``roles`` claims, read here without
+    verifying the token; None when it cannot be read). ``defaults`` names what was left
+    to the service's defaults or could not be read.
+    """
+
+    user_id: str | None
+    tenant_id: str | None
+    team_id: str | None = None
+    roles: tuple[str, ...] = ()
+    source: str = "headers"
+    defaults: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        text = f"user {self.user_id or '?'!r} in tenant {self.tenant_id or '?'!r}"
+        if self.team_id:
+            text += f", team {self.team_id!r}"
+        details = [f"roles: {','.join(self.roles) or 'none'}",
+                   "from the X-* identity headers" if self.source == "headers"
+                   else "from the bearer token, unverified", *self.defaults]
+        return f"{text} ({'; '.join(details)})"
+
+
+def _roles(value: Any) -> tuple[str, ...]:
+    parts = value.split(",") if isinstance(value, str) else value
+    if not isinstance(parts, list | tuple):
+        return ()
+    return tuple(part.strip() for part in parts if isinstance(part, str) and part.strip())
+
+
+def _text(value: Any) -> str | None:
+    return value.strip() or None if isinstance(value, str) else None
+
+
+def _identity_of(headers: Mapping[str, str]) -> CallerIdentity:
+    values = {name.lower(): value for name, value in headers.items()}
+    authorization = values.get("authorization", "")
+    scheme, _, token = authorization.strip().partition(" ")
+    if authorization and scheme.lower() == "bearer":
+        claims: Any = None
+        try:
+            payload = token.strip().split(".")[1]
+            claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        except (IndexError, ValueError, binascii.Error):
+            pass
+        if not isinstance(claims, dict):
+            return CallerIdentity(None, None, source="token",
+                                  defaults=("the bearer token is not a readable JWT",))
+        return CallerIdentity(_text(claims.get("sub")), _text(claims.get("tenant_id")),
+                              _text(claims.get("team_id")), _roles(claims.get("roles")),
+                              source="token")
+    user, tenant = _text(values.get("x-user-id")), _text(values.get("x-tenant-id"))
+    defaults = []
+    if user is None:
+        defaults.append("no X-User-Id header: the service's default user")
+    if tenant is None:
+        defaults.append("no X-Tenant-Id header: the service's default tenant")
+    return CallerIdentity(user or "dev", tenant or "default", _text(values.get("x-team-id")),
+                          _roles(values.get("x-roles", "")), "headers", tuple(defaults))
 
 
 class ChatqlClient:
@@ -78,6 +145,12 @@ class ChatqlClient:
         await self._http.aclose()
 
     @property
+    def identity(self) -> CallerIdentity:
+        """Who the service will take this client for (read from ``headers`` or the bearer
+        token; a service only ever sees the chats of the caller's tenant)."""
+        return _identity_of(self.headers)
+
+    @property
     def ws_url(self) -> str:
         """The WebSocket address of the same endpoint."""
         if self.url.startswith("https://"):
@@ -87,17 +160,35 @@ class ChatqlClient:
         return self.url
 
     # ---- the wire ------------------------------------------------------------------
+    #
+    # ``execute`` is what almost every call needs. A caller that must decide per attempt
+    # (the stream writer's start, which checks whether a lost attempt opened the stream)
+    # builds on the three pieces under it: ``encode_request``, ``post_once`` and
+    # ``with_retries``.
 
-    async def _attempt(self, body: bytes) -> dict[str, Any]:
-        """One POST: the answer's ``data``; ChatqlError for a GraphQL error, _NoAnswer
-        when there was no usable answer."""
+    @staticmethod
+    def encode_request(query: str, variables: Mapping[str, Any] | None = None) -> bytes:
+        """The HTTP body of one GraphQL request. Encode a request once and send these
+        bytes on every attempt, so that a retry is the very same request."""
+        return json.dumps({"query": query, "variables": dict(variables or {})},
+                          separators=(",", ":"), ensure_ascii=False).encode()
+
+    async def post_once(self, body: bytes) -> dict[str, Any]:
+        """One POST of ``body`` (from :meth:`encode_request`), never retried: the answer's
+        ``data``.
+
+        Raises :class:`~chatql_client.errors.ChatqlError` when the service answered a
+        GraphQL error (or an answer that is not GraphQL), and
+        :class:`~chatql_client.errors.NoAnswer` when there was no usable answer (a
+        transport failure or a 5xx) — what :meth:`with_retries` tries again.
+        Counts in :attr:`requests_sent`."""
         self.requests_sent += 1
         try:
             response = await self._http.post(self.url, content=body)
         except httpx.TransportError as exc:
-            raise _NoAnswer(f"{type(exc).__name__}: {exc}") from exc
+            raise NoAnswer(f"{type(exc).__name__}: {exc}") from exc
         if response.status_code >= 500:
-            raise _NoAnswer(f"HTTP {response.status_code}: {response.text[:200]}")
+            raise NoAnswer(f"HTTP {response.status_code}: {response.text[:200]}")
         try:
             answer = response.json()
         except ValueError:
@@ -112,13 +203,21 @@ class ChatqlClient:
                               f"HTTP_{response.status_code}")
         return cast(dict[str, Any], answer["data"])
 
-    async def _retrying(self, attempt: Callable[[], Awaitable[dict[str, Any]]],
-                        retry_codes: tuple[str, ...] = ()) -> dict[str, Any]:
+    async def with_retries(self, attempt: Attempt,
+                           retry_codes: tuple[str, ...] = ()) -> dict[str, Any]:
+        """``await attempt()`` until it answers; its ``data``.
+
+        After :class:`~chatql_client.errors.NoAnswer`, or a
+        :class:`~chatql_client.errors.ChatqlError` whose code is in ``retry_codes``, the
+        attempt is made again after a jittered backoff (``retry_backoff`` seconds,
+        doubling, at most 5), up to ``max_retries`` more times; then the last ChatqlError
+        is raised, or :class:`~chatql_client.errors.ChatqlTransportError` when the last
+        attempt got no answer. Any other exception propagates at once."""
         delay = self.retry_backoff
         for tries in range(self.max_retries + 1):
             try:
                 return await attempt()
-            except _NoAnswer as exc:
+            except NoAnswer as exc:
                 failure: Exception = exc
             except ChatqlError as exc:
                 if exc.code not in retry_codes:
@@ -133,22 +232,17 @@ class ChatqlClient:
         raise ChatqlTransportError(f"{self.url}: no answer after {self.max_retries + 1} "
                                    f"attempts ({failure})") from failure
 
-    @staticmethod
-    def _body(query: str, variables: Mapping[str, Any] | None) -> bytes:
-        return json.dumps({"query": query, "variables": dict(variables or {})},
-                          separators=(",", ":"), ensure_ascii=False).encode()
-
     async def execute(self, query: str, variables: Mapping[str, Any] | None = None, *,
                       retry: bool = True, retry_codes: tuple[str, ...] = ()) -> dict[str, Any]:
         """Run one GraphQL document; its ``data``. Retries requests that got no answer
         (``retry=False``: one attempt) and the GraphQL error codes in ``retry_codes``."""
-        body = self._body(query, variables)
+        body = self.encode_request(query, variables)
         if not retry:
             try:
-                return await self._attempt(body)
-            except _NoAnswer as exc:
+                return await self.post_once(body)
+            except NoAnswer as exc:
                 raise ChatqlTransportError(f"{self.url}: {exc}") from exc
-        return await self._retrying(lambda: self._attempt(body), retry_codes)
+        return await self.with_retries(lambda: self.post_once(body), retry_codes)
 
     # ---- chats -----------------------------------------------------------------------
 
@@ -162,10 +256,8 @@ class ChatqlClient:
         chat_id = chat_id or uuid.uuid4().hex
         payload = {"assistantId": assistant_id, "id": chat_id, "title": title,
                    "channel": channel, "metadata": metadata, **fields}
-        query = (f"mutation($input: CreateChatInput!) {{ createChat(input: $input) "
-                 f"{{ {CHAT_FIELDS} }} }}")
         try:
-            data = await self.execute(query, {"input": payload})
+            data = await self.execute(documents.CREATE_CHAT, {"input": payload})
         except ChatqlError as exc:
             # A retry of a create whose answer was lost finds the chat there: with an id
             # made here, that chat can only be this call's own.
@@ -178,8 +270,7 @@ class ChatqlClient:
         return cast(Chat, data["createChat"])
 
     async def chat(self, chat_id: str) -> Chat | None:
-        data = await self.execute(f"query($id: ID!) {{ chat(id: $id) {{ {CHAT_FIELDS} }} }}",
-                                  {"id": chat_id})
+        data = await self.execute(documents.CHAT, {"id": chat_id})
         return cast("Chat | None", data["chat"])
 
     async def chat_for(self, assistant_id: str, channel: str,
@@ -187,18 +278,14 @@ class ChatqlClient:
         """The chat of this assistant with the caller (or ``subject``) on ``channel``,
         created on first use."""
         data = await self.execute(
-            f"mutation($a: String!, $c: String!, $s: String) {{ chatFor(assistantId: $a, "
-            f"channel: $c, subject: $s) {{ {CHAT_FIELDS} }} }}",
-            {"a": assistant_id, "c": channel, "s": subject})
+            documents.CHAT_FOR, {"a": assistant_id, "c": channel, "s": subject})
         return cast(Chat, data["chatFor"])
 
     async def chats_page(self, filter: Mapping[str, Any] | None = None, *, first: int = 50,
                          after: str | None = None) -> ChatPage:
         """One page of the chats the caller may read (``filter``: a ``ChatFilter``)."""
         data = await self.execute(
-            f"query($f: ChatFilter, $first: Int, $after: String) {{ chats(filter: $f, "
-            f"first: $first, after: $after) {{ edges {{ node {{ {CHAT_FIELDS} }} }} "
-            f"pageInfo {{ hasNextPage endCursor }} }} }}",
+            documents.CHATS,
             {"f": dict(filter) if filter else None, "first": first, "after": after})
         connection = data["chats"]
         return {"chats": [edge["node"] for edge in connection["edges"]],
@@ -225,9 +312,7 @@ class ChatqlClient:
         """Append a batch atomically. ``append_id`` makes a re-send harmless (one is made
         here when not given, so this call's own retries are)."""
         data = await self.execute(
-            "mutation($c: ID!, $a: String!, $m: [MessageInput!]!, $p: ID) { appendMessages("
-            "chatId: $c, appendId: $a, messages: $m, parentId: $p) { chatId appendId "
-            "messageIds firstSequence lastSequence } }",
+            documents.APPEND_MESSAGES,
             {"c": chat_id, "a": append_id or uuid.uuid4().hex,
              "m": [dict(message) for message in messages], "p": parent_id})
         return cast(AppendReceipt, data["appendMessages"])
@@ -246,9 +331,7 @@ class ChatqlClient:
         """The newest ``last`` messages along the active branch (or ``branch``; every
         branch with ``all_branches``), oldest first."""
         data = await self.execute(
-            f"query($c: ID!, $last: Int, $b: ID, $all: Boolean!) {{ messages(chatId: $c, "
-            f"last: $last, branch: $b, allBranches: $all) {{ edges {{ node "
-            f"{{ {MESSAGE_FIELDS} }} }} }} }}",
+            documents.MESSAGES,
             {"c": chat_id, "last": last, "b": branch, "all": all_branches})
         return [edge["node"] for edge in data["messages"]["edges"]]
 
@@ -257,9 +340,7 @@ class ChatqlClient:
                             memory_scopes: Sequence[str] | None = None) -> list[Message]:
         """What the agent should send its model (see the service's ``modelContext``)."""
         data = await self.execute(
-            f"query($c: ID!, $l: Int, $t: Int, $th: Boolean, $ms: [String!]) {{ modelContext("
-            f"chatId: $c, limit: $l, maxTokens: $t, includeThinking: $th, memoryScopes: $ms) "
-            f"{{ {MESSAGE_FIELDS} }} }}",
+            documents.MODEL_CONTEXT,
             {"c": chat_id, "l": limit, "t": max_tokens, "th": include_thinking,
              "ms": list(memory_scopes) if memory_scopes is not None else None})
         return cast(list[Message], data["modelContext"])
@@ -268,10 +349,7 @@ class ChatqlClient:
                      assistant_id: str | None = None, window: int = 2) -> list[SearchHit]:
         """Full-text search over the messages the caller may read, best match first."""
         data = await self.execute(
-            f"query($q: String!, $f: Int, $c: ID, $a: String, $w: Int) {{ searchMessages("
-            f"query: $q, first: $f, chatId: $c, assistantId: $a, window: $w) {{ score "
-            f"message {{ {MESSAGE_FIELDS} }} chat {{ {CHAT_FIELDS} }} "
-            f"window {{ {MESSAGE_FIELDS} }} }} }}",
+            documents.SEARCH_MESSAGES,
             {"q": query, "f": first, "c": chat_id, "a": assistant_id, "w": window})
         return cast(list[SearchHit], data["searchMessages"])
 
@@ -283,7 +361,7 @@ class ChatqlClient:
         """Remember something about the caller (or ``subject``); ``write_id`` (made here
         when not given) makes retries return the same entry."""
         data = await self.execute(
-            f"mutation($i: WriteMemoryInput!) {{ writeMemory(input: $i) {{ {MEMORY_FIELDS} }} }}",
+            documents.WRITE_MEMORY,
             {"i": {"scope": scope, "content": content, "pinned": pinned, "subject": subject,
                    "writeId": write_id or uuid.uuid4().hex}})
         return cast(MemoryEntry, data["writeMemory"])
@@ -291,31 +369,26 @@ class ChatqlClient:
     async def recent_memory(self, scopes: Sequence[str] = ("_global",), *, limit: int = 20,
                             subject: str | None = None) -> list[MemoryEntry]:
         data = await self.execute(
-            f"query($s: [String!]!, $l: Int, $sub: String) {{ recentMemory(scopes: $s, "
-            f"limit: $l, subject: $sub) {{ {MEMORY_FIELDS} }} }}",
+            documents.RECENT_MEMORY,
             {"s": list(scopes), "l": limit, "sub": subject})
         return cast(list[MemoryEntry], data["recentMemory"])
 
     async def search_memory(self, query: str, scopes: Sequence[str] = ("_global",), *,
                             first: int = 20, subject: str | None = None) -> list[MemoryHit]:
         data = await self.execute(
-            f"query($q: String!, $s: [String!]!, $f: Int, $sub: String) {{ searchMemory("
-            f"query: $q, scopes: $s, first: $f, subject: $sub) {{ score entry "
-            f"{{ {MEMORY_FIELDS} }} }} }}",
+            documents.SEARCH_MEMORY,
             {"q": query, "s": list(scopes), "f": first, "sub": subject})
         return cast(list[MemoryHit], data["searchMemory"])
 
     async def update_memory(self, entry_id: str, *, content: str | None = None,
                             pinned: bool | None = None) -> MemoryEntry:
         data = await self.execute(
-            f"mutation($id: ID!, $i: UpdateMemoryInput!) {{ updateMemory(id: $id, input: $i) "
-            f"{{ {MEMORY_FIELDS} }} }}",
+            documents.UPDATE_MEMORY,
             {"id": entry_id, "i": {"content": content, "pinned": pinned}})
         return cast(MemoryEntry, data["updateMemory"])
 
     async def delete_memory(self, entry_id: str) -> bool:
-        data = await self.execute("mutation($id: ID!) { deleteMemory(id: $id) }",
-                                  {"id": entry_id})
+        data = await self.execute(documents.DELETE_MEMORY, {"id": entry_id})
         return bool(data["deleteMemory"])
 
     # ---- streams ---------------------------------------------------------------------
@@ -334,16 +407,13 @@ class ChatqlClient:
 
     async def stop_stream(self, chat_id: str) -> bool:
         """Stop the chat's active stream (the Stop button); False when none is active."""
-        data = await self.execute("mutation($c: ID!) { stopStream(chatId: $c) }",
-                                  {"c": chat_id})
+        data = await self.execute(documents.STOP_STREAM, {"c": chat_id})
         return bool(data["stopStream"])
 
     async def regenerate(self, message_id: str) -> Chat:
         """Make that USER message the chat's active leaf again, so the chat awaits a new
         answer (earlier answers stay as its siblings)."""
-        data = await self.execute(
-            f"mutation($id: ID!) {{ regenerate(messageId: $id) {{ {CHAT_FIELDS} }} }}",
-            {"id": message_id})
+        data = await self.execute(documents.REGENERATE, {"id": message_id})
         return cast(Chat, data["regenerate"])
 
     async def serve(self, assistant_id: str, handler: Handler, **options: Any) -> None:

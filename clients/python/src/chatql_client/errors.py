@@ -5,6 +5,9 @@
      └── StreamStopped          the person pressed Stop (the service answered STREAM_CLOSED)
     ChatqlTransportError        the service could not be reached, or answered 5xx, after
                                 every retry
+    NoAnswer                    one attempt got no usable answer (what
+                                ``ChatqlClient.post_once`` raises and
+                                ``ChatqlClient.with_retries`` retries)
     StreamEndedError            a writer call after its stream ended
 """
 
@@ -13,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ChatqlError", "ChatqlTransportError", "StreamEndedError", "StreamStopped"]
+__all__ = ["ChatqlError", "ChatqlTransportError", "NoAnswer", "StreamEndedError",
+           "StreamStopped"]
 
 
 class ChatqlError(Exception):
@@ -43,6 +47,14 @@ class StreamStopped(ChatqlError):
 
 class ChatqlTransportError(Exception):
     """The request did not get an answer (network failure or a 5xx) after every retry."""
+
+
+class NoAnswer(Exception):
+    """One attempt got no usable answer (a transport failure or a 5xx): worth retrying.
+
+    Raised by :meth:`~chatql_client.client.ChatqlClient.post_once`; never escapes the
+    client's retrying calls, which raise :class:`ChatqlTransportError` once every retry
+    got none."""
 
 
 class StreamEndedError(RuntimeError):

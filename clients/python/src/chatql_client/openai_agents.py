@@ -47,6 +47,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from chatql_client.adapters import _jsonable
+from chatql_client.documents import SESSION_DELETE_MESSAGES, SESSION_PAGE, SESSION_START_OVER
 
 if TYPE_CHECKING:
     from chatql_client.client import ChatqlClient
@@ -56,13 +57,6 @@ __all__ = ["ChatqlSession", "item_to_message", "message_to_item"]
 ITEM_KEY = "openai_item"
 _PAGE = 100
 _APPEND_BATCH = 100
-_PAGE_QUERY = (
-    "query($c: ID!, $last: Int, $before: String) { messages(chatId: $c, last: $last, "
-    "before: $before) { edges { node { id role type props metadata status } } "
-    "pageInfo { hasPreviousPage startCursor } } }"
-)
-_DELETE = "mutation($c: ID!, $ids: [ID!]!) { deleteMessages(chatId: $c, ids: $ids) }"
-_START_OVER = "mutation($c: ID!) { startOver(chatId: $c) { id } }"
 
 
 def _text_of(content: Any) -> Any:
@@ -157,7 +151,7 @@ class ChatqlSession:
         """The active branch's messages, newest first, down to the newest boundary."""
         before: str | None = None
         while True:
-            data = await self.client.execute(_PAGE_QUERY, {"c": self.chat_id, "last": _PAGE,
+            data = await self.client.execute(SESSION_PAGE, {"c": self.chat_id, "last": _PAGE,
                                                            "before": before})
             page = data["messages"]
             for edge in reversed(page["edges"]):
@@ -207,10 +201,11 @@ class ChatqlSession:
                 continue
             item = message_to_item(message)
             if item is not None:
-                await self.client.execute(_DELETE, {"c": self.chat_id, "ids": [message["id"]]})
+                await self.client.execute(SESSION_DELETE_MESSAGES,
+                                          {"c": self.chat_id, "ids": [message["id"]]})
                 return item
         return None
 
     async def clear_session(self) -> None:
         """Start over: a boundary hides everything before it from the agent, not from people."""
-        await self.client.execute(_START_OVER, {"c": self.chat_id})
+        await self.client.execute(SESSION_START_OVER, {"c": self.chat_id})

@@ -39,6 +39,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
+from chatql_client.documents import END_STREAM, PUSH_CHUNKS, RECORD_STEP, START_STREAM
 from chatql_client.errors import ChatqlError, StreamEndedError, StreamStopped
 from chatql_client.types import StreamResult
 
@@ -55,16 +56,6 @@ MAX_PUSH = 1000
 DEFAULT_IDLE_TIMEOUT = 60.0
 #: The longest error text sent with a FAILED end.
 MAX_ERROR_TEXT = 2000
-
-START = ("mutation($i: StartStreamInput!) { startStream(input: $i) "
-         "{ id chatId requestId status idleTimeout } }")
-PUSH = ("mutation($id: ID!, $chunks: [ChunkInput!]!) { pushChunks(streamId: $id, "
-        "chunks: $chunks) { accepted duplicates lastSeq } }")
-STEP = "mutation($id: ID!, $step: StepInput!) { recordStep(streamId: $id, step: $step) }"
-END = ("mutation($id: ID!, $status: StreamStatus!, $error: String, $usage: UsageInput) "
-       "{ endStream(streamId: $id, status: $status, error: $error, usage: $usage) "
-       "{ stream { id chatId requestId status } messages { id role type props blockId "
-       "threadId status parentId sequence } } }")
 
 
 def _input_message(value: str | Mapping[str, Any]) -> dict[str, Any]:
@@ -144,30 +135,30 @@ class StreamWriter:
         if self.input is not None:
             payload["input"] = _input_message(self.input)
         client = self.client
-        body = client._body(START, {"i": payload})
+        body = client.encode_request(START_STREAM, {"i": payload})
         lost = False
 
         async def attempt() -> dict[str, Any]:
             nonlocal lost
             try:
-                return await client._attempt(body)
+                return await client.post_once(body)
             except ChatqlError as exc:
                 if not (lost and exc.code in ("STREAM_ACTIVE", "CONFLICT")):
                     raise
                 # An earlier attempt whose answer was lost may have opened this very
                 # stream: a heartbeat to its id succeeds only then.
                 try:
-                    await client._attempt(client._body(PUSH, {"id": self.stream_id,
-                                                              "chunks": []}))
+                    await client.post_once(client.encode_request(
+                        PUSH_CHUNKS, {"id": self.stream_id, "chunks": []}))
                 except ChatqlError:
                     raise exc from None
                 return {"startStream": {"id": self.stream_id, "idleTimeout": None}}
-            except Exception:
+            except Exception:  # NoAnswer: this attempt may have opened the stream
                 lost = True
                 raise
 
         try:
-            data = await client._retrying(attempt)
+            data = await client.with_retries(attempt)
         except asyncio.CancelledError:
             # The start may have reached the service: end what it may have opened, so a
             # worker stopped mid-claim leaves no stream to time out.
@@ -218,8 +209,9 @@ class StreamWriter:
     async def _abandon(self) -> None:
         async def end() -> None:
             try:
-                await self.client.execute(END, {"id": self.stream_id, "status": "INTERRUPTED",
-                                                "error": None, "usage": None})
+                await self.client.execute(END_STREAM, {
+                    "id": self.stream_id, "status": "INTERRUPTED", "error": None,
+                    "usage": None})
             except Exception as failure:  # not opened after all (NOT_FOUND), or unreachable
                 logger.debug("stream %s: abandoned start: %s", self.stream_id, failure)
 
@@ -265,7 +257,7 @@ class StreamWriter:
 
     async def _end(self, status: str, error: str | None = None) -> None:
         try:
-            data = await self.client.execute(END, {
+            data = await self.client.execute(END_STREAM, {
                 "id": self.stream_id, "status": status, "error": error, "usage": self._usage},
                 retry_codes=("PERSIST_FAILED",))
         except StreamStopped:
@@ -385,9 +377,9 @@ class StreamWriter:
                                                                     self._on_timer)
 
     async def _push(self, chunks: list[dict[str, Any]]) -> None:
-        client = self.client
-        body = client._body(PUSH, {"id": self.stream_id, "chunks": chunks})
-        await client._retrying(lambda: client._attempt(body))
+        # Encoded once and retried as such: a push whose answer was lost is sent again
+        # with the same chunk ids, which the service recognises as already applied.
+        await self.client.execute(PUSH_CHUNKS, {"id": self.stream_id, "chunks": chunks})
         self._last_push = time.monotonic()
 
     def _interrupt_owner(self) -> None:
@@ -550,7 +542,7 @@ class StreamWriter:
         self._in_call += 1
         try:
             await self.flush()
-            await self.client.execute(STEP, {"id": self.stream_id, "step": dict(step)})
+            await self.client.execute(RECORD_STEP, {"id": self.stream_id, "step": dict(step)})
         except StreamStopped as exc:
             self._failure = exc
             raise
