@@ -13,7 +13,8 @@
  * not say), so the timeout measures a vanished producer, not a slow tool.
  *
  * `withStream` wraps a function: the stream ends `COMPLETED` when it returns, `FAILED`
- * with the error's text when it throws.
+ * with the error's text when it throws. Both take the person's message the stream answers
+ * as `input`: a `MessageInput`, or a string (a `USER` `user_input` with that content).
  */
 
 import { ChatqlError, type ChatqlClient } from "./client.js";
@@ -41,8 +42,12 @@ export interface StartStreamOptions {
   readonly assistantId?: string;
   /** The message the reply answers (default: the chat's active leaf). */
   readonly parentId?: string;
-  /** A person's message stored with the stream's start. */
-  readonly input?: MessageInput;
+  /**
+   * The person's message the stream answers, stored with the stream's start: a
+   * {@link MessageInput}, or a string, which becomes a `USER` `user_input` message with
+   * props `{ content }` (as in the Python kit).
+   */
+  readonly input?: string | MessageInput;
   readonly flushIntervalMs?: number;
   readonly maxBatch?: number;
   /** Attempts for one push on transport failures (default 5). */
@@ -82,12 +87,18 @@ async function openStream(client: ChatqlClient, input: Record<string, unknown>):
   return data.startStream;
 }
 
+/** The stream's input message: a string is the person's `user_input` with that content. */
+function inputMessage(value: string | MessageInput): MessageInput {
+  return typeof value === "string" ? { role: "USER", type: "user_input", props: { content: value } } : value;
+}
+
 /** Open a stream in a chat and answer its writer. */
 export async function startStream(client: ChatqlClient, options: StartStreamOptions): Promise<StreamWriter> {
   const input: Record<string, unknown> = { chatId: options.chatId };
-  for (const key of ["requestId", "assistantId", "parentId", "input"] as const) {
+  for (const key of ["requestId", "assistantId", "parentId"] as const) {
     if (options[key] !== undefined) input[key] = options[key];
   }
+  if (options.input !== undefined) input.input = inputMessage(options.input);
   const stream = await openStream(client, input);
   const idle = typeof stream.idleTimeout === "number" && stream.idleTimeout > 0 ? stream.idleTimeout : null;
   return new StreamWriter(client, stream.id, {
@@ -99,6 +110,8 @@ export async function startStream(client: ChatqlClient, options: StartStreamOpti
 /**
  * Run `work` with a new stream's writer: `COMPLETED` when it returns, `FAILED` when it
  * throws (the error is thrown on); a stop ends the stream on the server's side.
+ * `options.input`, the person's message the stream answers, may be a string: it becomes
+ * a `USER` `user_input` message with props `{ content }`, as in the Python kit.
  */
 export async function withStream<T>(client: ChatqlClient, options: StartStreamOptions, work: (writer: StreamWriter) => Promise<T>): Promise<T> {
   const writer = await startStream(client, options);

@@ -4,7 +4,7 @@
 import { afterEach, beforeEach, expect, it, vi } from "vitest";
 
 import { ChatqlClient } from "../src/client.js";
-import { StreamStopped, startStream } from "../src/producer.js";
+import { StreamStopped, startStream, withStream } from "../src/producer.js";
 
 interface Call { query: string; variables: Record<string, unknown> }
 
@@ -114,4 +114,15 @@ it("a stop (STREAM_CLOSED) aborts the writer's signal and its calls throw Stream
   await expect(writer.flush()).rejects.toBeInstanceOf(StreamStopped);
   expect(writer.signal.aborted).toBe(true);
   expect(() => writer.text("more")).toThrow(StreamStopped);
+});
+
+it("withStream takes a string input as the person's user_input, as the Python kit does", async () => {
+  const server = fakeServer({ idleTimeout: 60 });
+  await withStream(server.client, { chatId: "c1", input: "What's the weather?" }, async (writer) => writer.text("Sunny"));
+  const message = { role: "USER" as const, type: "user_input", props: { content: "What's the weather?" } };
+  const starts = () => server.calls.filter((c) => c.query.includes("startStream")).map((c) => c.variables.input);
+  expect(starts()).toEqual([{ chatId: "c1", input: message }]);
+  // A MessageInput is sent as given.
+  await withStream(server.client, { chatId: "c1", input: { ...message, id: "q1" } }, async () => undefined);
+  expect(starts().at(-1)).toEqual({ chatId: "c1", input: { ...message, id: "q1" } });
 });
