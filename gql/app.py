@@ -37,7 +37,6 @@ from chatql.gql.auth import (
     identity_from_credentials,
 )
 from chatql.gql.context import Context, Services
-from chatql.gql.fast_lanes import clear_refusals
 from chatql.gql.library_adapters import GraphQLViewHooks
 from chatql.gql.ops.health import Readiness
 from chatql.gql.ops.logs import request_logger_ready
@@ -173,9 +172,13 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
         try:
             if self.persisted is not None:
                 request = await self._with_persisted_documents(request)
-            if scope["method"] == "POST" and await self._lane(request, send):
-                return
-            response = await self.run(request)
+            declined = None
+            if scope["method"] == "POST":
+                declined = await self._lane(request, send)
+                if declined is True:
+                    return
+            response = await (self.run(request, context=declined)
+                              if isinstance(declined, Context) else self.run(request))
         except _AuthFailed as failure:
             response = _unauthenticated(failure)
         except HTTPException as error:
@@ -184,9 +187,6 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
             response = _rate_limited(error)
         except PersistedQueryError as error:
             response = _not_persisted(error)
-        finally:
-            # A failure a lane kept is the view's to raise in this run only.
-            clear_refusals()
         try:
             await response(scope, receive, send)
         finally:
@@ -265,7 +265,7 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
         if self.limiter is not None:
             await self.limiter.close_subscription(identity)
 
-    async def _lane(self, request: Request, send: Send) -> bool:
+    async def _lane(self, request: Request, send: Send) -> bool | Context:
         """Answer a plain POST of a lane's mutation without Strawberry's request machinery.
 
         A producer sends thousands of ``pushChunks`` per stream and a chat appends every
@@ -274,9 +274,10 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
         gql/fast_lanes.py). Only a request the view would execute as one plain HTTP
         operation is answered here, with the same bytes and headers it would send;
         anything else — another content type or a streaming ``Accept``, a body that is
-        not a JSON object with a lane's plan, a caller without a valid identity, a write
-        the fast path cannot take — returns False and goes through the view as before
-        (the body read here stays cached on ``request``).
+        not a JSON object with a lane's plan, a caller without a valid identity — returns
+        False and goes through the view as before (the body read here stays cached on
+        ``request``). True: answered. A context: the lane's plan declined it after it was
+        counted, and the view runs it on the executor with that context.
         """
         content_type = accept = None
         for name, value in request.scope["headers"]:
@@ -314,16 +315,15 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
         if self.limiter is not None:
             await self.limiter.check(identity, limit_class)
         # Counted once: should the view run it after all, it is not counted again.
-        request.state.admitted = True
         context = Context(services=self._services_of(request), identity=identity,
                           request=request)
         answered = await lane.run(context, query, operation_name, variables or {},
                                   nul_free=b"\\u0000" not in body)
         if answered is None:
-            # Tried once: the view's resolver raises the kept refusal instead of writing
-            # again, and a declined read goes to the executor (gql/fast_lanes.py).
-            request.state.lane_declined = True
-            return False
+            # Declined before anything was written: the view runs it on the executor,
+            # with this context, neither counted nor planned again (gql/fast_lanes.py).
+            context.planned = True
+            return context
         content = orjson.dumps(answered)
         await send({
             "type": "http.response.start",
@@ -334,7 +334,8 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
         await send({"type": "http.response.body", "body": content})
         record = current_record()
         if record is not None:
-            record.outcome = "ok"
+            errors = answered.get("errors")
+            record.outcome = "ok" if not errors else str(errors[0]["extensions"]["code"])
         return True
 
     def _plain_json(self, content_type: bytes, accept: bytes | None) -> bool:
@@ -366,14 +367,14 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
             # Decided later: HTTP refuses before executing (the GraphiQL page itself
             # needs no identity); a WebSocket may still authenticate in connection_init.
             auth_error = str(error)
-        request.state.auth_error = auth_error
-        return Context(services=services, identity=identity, request=request, response=response)
+        return Context(services=services, identity=identity, request=request, response=response,
+                       auth_error=auth_error)
 
     async def execute_operation(self, request: Any, *args: Any, **kwargs: Any) -> Any:
         # The single door from HTTP into the schema: no identity, no execution.
-        auth_error = getattr(request.state, "auth_error", None)
-        if auth_error is not None:
-            raise _AuthFailed(auth_error)
+        context: Context = kwargs["context"] if "context" in kwargs else args[2]
+        if context.auth_error is not None:
+            raise _AuthFailed(context.auth_error)
         await self._admit(request, *args, **kwargs)
         relayed = self._relayed(request, *args, **kwargs)
         if relayed is not None:
@@ -385,7 +386,7 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
         """Note each operation of the request and count it against the caller's limits
         (:class:`RateLimited` beyond them); an event stream's subscription is counted
         open until its response ends."""
-        if getattr(request.state, "admitted", False):
+        if context.planned:
             return
         identity = context.identity
         for data in request_data if isinstance(request_data, list) else [request_data]:
@@ -423,14 +424,13 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
         # The connection_init payload names the caller over WebSocket;
         # the handshake headers stand in only when the payload names no one.
         params = context.connection_params or {}
-        request = context.request
         if any(str(key).lower() in CREDENTIAL_KEYS for key in params):
             try:
                 context.identity = identity_from_credentials(self._settings, params)
             except Unauthenticated:
                 raise ConnectionRejectionError({"message": "invalid credentials"}) from None
             context.name_caller()
-        elif request is not None and getattr(request.state, "auth_error", None) is not None:
+        elif context.auth_error is not None:
             raise ConnectionRejectionError({"message": "missing credentials"})
         return await super().on_ws_connect(context)
 
@@ -450,8 +450,8 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
                              request_data: Any) -> Any:
         # The app's registered plans first (gql/plans/planner.py), then the executor; a read
         # a lane already declined goes straight to the executor.
-        if (request_adapter.method == "POST" or self.allow_queries_via_get) and not getattr(
-                request.state, "lane_declined", False):
+        if (request_adapter.method == "POST" or self.allow_queries_via_get) and not (
+                context.planned):
             planned = await self.planner.execute(context, request_data.query,
                                                  request_data.operation_name,
                                                  request_data.variables)

@@ -48,6 +48,12 @@ class Context:
     connection_params: dict[str, Any] | None = None
     #: Per-request DataLoaders, created on first use.
     loaders: dict[str, Any] = field(default_factory=dict)
+    #: Why the request's credentials were refused, if they were: HTTP refuses before
+    #: executing; a WebSocket may still name its caller in ``connection_init``.
+    auth_error: str | None = None
+    #: An HTTP operation the plans already had: counted against the caller's limits and
+    #: declined by its plan, so the view runs it on the executor without either again.
+    planned: bool = False
 
     def __post_init__(self) -> None:
         self.name_caller()

@@ -12,14 +12,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from graphql import GraphQLError, GraphQLSyntaxError
+from graphql import FieldNode, GraphQLError, GraphQLSyntaxError
 from strawberry import Schema
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types import ExecutionContext
 
 from chatql.store import errors as store_errors
 
-__all__ = ["CODES", "ChatqlSchema", "QueryTooComplex", "code_for"]
+__all__ = ["CODES", "ChatqlSchema", "QueryTooComplex", "code_for", "failed_root_field"]
 
 logger = logging.getLogger("chatql")
 
@@ -101,3 +101,17 @@ class ChatqlSchema(Schema):
                 # What the agent needs to consolidate and retry.
                 extensions.update(error.original_error.extensions())
             error.extensions = extensions
+
+
+def failed_root_field(schema: Schema, field: FieldNode, error: Exception) -> dict[str, Any]:
+    """The answer the executor gives when the non-null root ``field`` raised ``error``:
+    ``{"data": null, "errors": [...]}`` with the error located at the field, coded
+    (and, if unexpected, logged) by :meth:`ChatqlSchema.process_errors`.
+
+    A plan that already tried a write answers its failure with this, so the write is
+    never tried a second time by the executor and the caller sees the same error.
+    """
+    located = GraphQLError(str(error), nodes=[field],
+                           path=[(field.alias or field.name).value], original_error=error)
+    schema.process_errors([located])
+    return {"data": None, "errors": [located.formatted]}

@@ -9,23 +9,20 @@ names its root fields and two functions: ``plan`` (the cached plan for a documen
 None when the document is not one the lane serves) and ``run`` (the ``{"data": …}`` of
 the operation, or None to leave it to the view).
 
-Declining is always safe: the request then goes through the view unchanged (a read the
-lane declined is not planned again there: the executor answers it). A write the lane
-*tried* and that failed is not tried again: ``run`` keeps the failure
-(:func:`keep_refusal`) and the ordinary resolver raises it (:func:`take_refusal`)
-instead of writing, so the caller sees exactly the ordinary error for the one attempt
-it made. A kept failure lives only as long as the request's view run
-(:func:`clear_refusals`).
+Declining is always safe: the request then goes through the view with the lane's own
+context, marked :attr:`~gql.context.Context.planned`, so the view neither counts it
+against the caller's limits again nor offers it to the plans again: the executor
+answers it. A write the lane *tried* is never declined afterwards: its failure is the
+lane's answer, the error the executor would give (:func:`gql.errors.failed_root_field`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Lane", "clear_refusals", "keep_refusal", "take_refusal"]
+__all__ = ["Lane"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,31 +41,3 @@ class Lane:
         """Whether ``body`` names one of the lane's root fields (a cheap look before
         the body is parsed)."""
         return any(name in body for name in self.fields)
-
-
-# The failure a lane met for this operation's write, with the field it was for (each
-# request runs in its own task, which holds its own copy of the variable).
-_refusal: ContextVar[tuple[str, BaseException] | None] = ContextVar("chatql_lane_refusal",
-                                                                   default=None)
-
-
-def keep_refusal(field: str, error: BaseException) -> None:
-    """Keep ``error`` for the ordinary ``field`` resolver of this operation."""
-    _refusal.set((field, error))
-
-
-def take_refusal(field: str) -> BaseException | None:
-    """The failure a lane met for this operation's ``field`` write, once."""
-    kept = _refusal.get()
-    if kept is None or kept[0] != field:
-        return None
-    _refusal.set(None)
-    return kept[1]
-
-
-def clear_refusals(field: str | None = None) -> None:
-    """Forget the failure kept for ``field`` (a run starts afresh), or any failure
-    (the view has answered)."""
-    kept = _refusal.get()
-    if kept is not None and (field is None or kept[0] == field):
-        _refusal.set(None)

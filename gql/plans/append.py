@@ -12,11 +12,11 @@ store, so a field added to ``MessageInput`` is converted here as everywhere.
 Anything unusual — another operation, fragments, directives, variables with
 defaults or left out, a value of an unexpected type, NUL anywhere — returns None
 before anything is written and the request runs the ordinary way. Once the store was
-called, a failure is never followed by a second attempt: it is kept for the operation
-(:func:`gql.fast_lanes.keep_refusal`) and the ordinary resolver raises it, so the
-caller sees exactly the ordinary error for the one attempt it made. The only
-exception is a chat whose messages are in the archive: the store refuses it before
-writing, and the ordinary path brings the chat back and appends.
+called, a failure is never followed by a second attempt: it is answered here with the
+error the executor would give (:func:`gql.errors.failed_root_field`), for the one
+attempt the caller made. The only exception is a chat whose messages are in the
+archive: the store refuses it before writing, and the ordinary path brings the chat
+back and appends.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphql import (
+    FieldNode,
     GraphQLError,
     NonNullTypeNode,
     OperationType,
@@ -43,7 +44,7 @@ from chatql.gql.document_shapes import (
     PlanCache,
     flat_root_field,
 )
-from chatql.gql.fast_lanes import clear_refusals, keep_refusal
+from chatql.gql.errors import failed_root_field
 from chatql.gql.library_adapters import graphql_core_schema
 from chatql.gql.ops.limits import limit_rules
 from chatql.gql.schema.chat_events import announce_append
@@ -72,6 +73,8 @@ class Argument:
 @dataclass(frozen=True, slots=True)
 class AppendPlan:
     response_key: str
+    #: The root field, where a refused append's error is located.
+    field: FieldNode
     fields: tuple[tuple[str, str], ...]
     arguments: dict[str, Argument]
     #: ``MessageInput`` values to ``NewMessage``, read from the schema the plan was made
@@ -129,7 +132,7 @@ def _plan(query: str, operation_name: str | None, schema: Any,
         converter = InputConverter(schema, "MessageInput", store_messages.NewMessage)
     except TypeError:  # a MessageInput field with nowhere to go: the resolver says so
         return None
-    return AppendPlan(response_key=(root.alias or root.name).value, fields=fields,
+    return AppendPlan(response_key=(root.alias or root.name).value, field=root, fields=fields,
                       arguments=arguments, messages=converter)
 
 
@@ -182,7 +185,6 @@ async def fast_append(schema: Any, context: Context, query: str | None,
     it ``\\u0000``, so a request body without that escape has none); without it the
     ordinary path, which refuses NUL, answers.
     """
-    clear_refusals(_FIELD)
     services = context.services
     if not nul_free:
         return None
@@ -215,13 +217,11 @@ async def fast_append(schema: Any, context: Context, query: str | None,
     except ChatArchived:
         return None  # nothing written: the ordinary path brings the chat back first
     except Exception as error:
-        keep_refusal(_FIELD, error)
-        return None
+        return failed_root_field(schema, plan.field, error)
     try:
         await announce_append(context, receipt)
     except Exception as error:
-        keep_refusal(_FIELD, error)
-        return None
+        return failed_root_field(schema, plan.field, error)
     values = {"chatId": receipt.chat_id, "appendId": receipt.append_id,
               "digest": receipt.digest, "messageIds": receipt.message_ids,
               "firstSequence": receipt.first_sequence, "lastSequence": receipt.last_sequence,

@@ -9,12 +9,11 @@ when the plan is made) and handed straight to the stream service, so a field add
 ``ChunkInput`` is converted here as everywhere.
 
 Anything unusual — another operation, fragments, directives, literal chunks, a value
-of an unexpected type, or any error from the stream service — returns None and the
-request runs the ordinary way. A push the stream service refused is never run twice:
-the error is kept for the operation (:func:`gql.fast_lanes.keep_refusal`) and the
-ordinary ``pushChunks`` resolver raises it instead of pushing again, so the caller sees exactly
-the ordinary error for the attempt it made (a holder that lost its lease must not
-apply the batch on a second try behind the caller's back).
+of an unexpected type — returns None before anything is pushed, and the request runs
+the ordinary way. A push the stream service refused is answered here with the error the
+executor would give (:func:`gql.errors.failed_root_field`), never run a second time: a
+holder that lost its lease must not apply the batch on a second try behind the caller's
+back.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from typing import Any
 
 import orjson
 from graphql import (
+    FieldNode,
     GraphQLError,
     OperationType,
     StringValueNode,
@@ -40,7 +40,7 @@ from chatql.gql.document_shapes import (
     flat_root_field,
     has_nul,
 )
-from chatql.gql.fast_lanes import clear_refusals, keep_refusal
+from chatql.gql.errors import failed_root_field
 from chatql.gql.library_adapters import graphql_core_schema
 from chatql.gql.schema.inputs import InputConverter
 from chatql.store.errors import ChatqlError
@@ -54,6 +54,8 @@ _RESULT_FIELDS = frozenset({"accepted", "duplicates", "lastSeq", "__typename"})
 @dataclass(frozen=True, slots=True)
 class PushPlan:
     response_key: str
+    #: The root field, where a refused push's error is located.
+    field: FieldNode
     fields: tuple[tuple[str, str], ...]
     stream_id: ValueNode
     chunks_variable: str
@@ -87,6 +89,7 @@ def _plan(query: str, operation_name: str | None, schema: Any) -> PushPlan | Non
         return None
     return PushPlan(
         response_key=(root.alias or root.name).value,
+        field=root,
         fields=fields,
         stream_id=stream_id,
         chunks_variable=chunks.name.value,
@@ -128,7 +131,6 @@ async def fast_push(schema: Any, context: Context, query: str | None,
     ``nul_free``: the caller knows that no string in ``variables`` holds NUL (JSON can
     only spell it ``\\u0000``, so a request body without that escape has none).
     """
-    clear_refusals("pushChunks")
     plan = push_plan_for(schema, query, operation_name, plans)
     streams = context.services.streams
     if plan is None or streams is None:
@@ -157,8 +159,7 @@ async def fast_push(schema: Any, context: Context, query: str | None,
     try:
         result = await streams.push_chunks(context.identity, stream_id, chunks)
     except ChatqlError as error:
-        keep_refusal("pushChunks", error)
-        return None
+        return failed_root_field(schema, plan.field, error)
     values = {"accepted": result.accepted, "duplicates": result.duplicates,
               "lastSeq": result.last_seq, "__typename": "PushResult"}
     return {"data": {plan.response_key: {key: values[name] for key, name in plan.fields}}}

@@ -8,7 +8,6 @@ from typing import cast
 import strawberry
 
 from chatql.gql.context import Info
-from chatql.gql.fast_lanes import take_refusal
 from chatql.gql.schema.archive import bring_back
 from chatql.gql.schema.chat_events import announce, announce_append, before_write_of_message
 from chatql.gql.schema.types import (
@@ -251,9 +250,6 @@ class MessageMutation:
         messages: list[MessageInput],
         parent_id: strawberry.ID | None = None,
     ) -> AppendReceipt:
-        refused = take_refusal("appendMessages")
-        if refused is not None:  # the fast path tried this very append: not twice
-            raise refused
         # MessageInput values arrive as the store's NewMessage (gql/schema/types.py).
         batch = cast("list[store_messages.NewMessage]", messages)
 

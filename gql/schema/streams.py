@@ -16,7 +16,6 @@ import strawberry
 from strawberry.scalars import JSON
 
 from chatql.gql.context import Info
-from chatql.gql.fast_lanes import take_refusal
 from chatql.gql.schema.archive import bring_back
 from chatql.gql.schema.inputs import converted_by_schema
 from chatql.gql.schema.types import Message, MessageInput, Role, StreamStatus
@@ -259,9 +258,6 @@ class StreamMutation:
                          " stores nothing.")
     async def push_chunks(self, info: Info, stream_id: strawberry.ID,
                           chunks: list[ChunkInput]) -> PushResult:
-        refused = take_refusal("pushChunks")
-        if refused is not None:  # the fast path tried this very push: not twice
-            raise refused
         # ChunkInput values arrive as the store's ChunkIn (see chunk_from_input).
         batch = cast("list[ChunkIn]", chunks)
         result = await _streams(info).push_chunks(info.context.identity, str(stream_id), batch)

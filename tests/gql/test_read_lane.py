@@ -35,9 +35,9 @@ class Views:
         self.views = self.reads = 0
         run, execute = GraphQLEndpoint.run, CompiledReads.execute
 
-        async def counted_run(endpoint: GraphQLEndpoint, *args: Any) -> Any:
+        async def counted_run(endpoint: GraphQLEndpoint, *args: Any, **kwargs: Any) -> Any:
             self.views += 1
-            return await run(endpoint, *args)
+            return await run(endpoint, *args, **kwargs)
 
         async def counted_execute(reads: CompiledReads, *args: Any) -> Any:
             self.reads += 1

@@ -480,9 +480,10 @@ async def _no_lane(*args: Any) -> bool:
     return False
 
 
-async def test_a_push_refused_on_the_lane_is_answered_by_the_view_and_not_pushed_twice(
+async def test_a_push_refused_on_the_lane_is_answered_there_as_the_view_would_and_once(
     client: GraphQLClient, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from chatql.gql.app import GraphQLEndpoint
     from chatql.store.streams import StreamService
 
     sid = await start(client, "refused")
@@ -496,10 +497,17 @@ async def test_a_push_refused_on_the_lane_is_answered_by_the_view_and_not_pushed
         return await push_chunks(self, *args)
 
     monkeypatch.setattr(StreamService, "push_chunks", counted)
-    status, headers, body = await post_raw(client, push_body(sid, "text onto a list"))
+    lane = await post_raw(client, push_body(sid, "text onto a list"))
+    status, headers, body = lane
     assert status == 200 and headers["content-type"] == "application/json"
     assert b'"INVALID_DELTA"' in body
     assert len(pushes) == 1
+    # The executor's answer to the same refused push, byte for byte.
+    with monkeypatch.context() as patch:
+        patch.setattr(GraphQLEndpoint, "_lane", _no_lane)
+        assert await post_raw(client, push_body(sid, "text onto a list")) == lane
+    assert len(pushes) == 2
+    pushes.clear()
     # A chunk the fast path does not convert is pushed once, the ordinary way.
     pushes.clear()
     odd = await client.execute(PUSH, {"id": sid, "chunks": [

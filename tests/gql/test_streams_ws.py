@@ -428,3 +428,41 @@ async def test_fast_path_frames_equal_full_graphql_execution(settings: Settings,
             slow.append(payload["data"]["chatStream"])
         assert slow == fast.chunks
         assert [c["role"] for c in fast.chunks] == [None, None, None, "TOOL", None]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_a_push_refused_over_a_socket_is_the_executors_answer_and_pushed_once(
+    settings: Settings, protocol: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from chatql.store.streams import StreamService
+
+    pushes: list[object] = []
+    push_chunks = StreamService.push_chunks
+
+    async def counted(self: StreamService, *args: Any) -> Any:
+        pushes.append(args)
+        return await push_chunks(self, *args)
+
+    monkeypatch.setattr(StreamService, "push_chunks", counted)
+    payloads = []
+    for disabled in ((), ("push",)):
+        async with serve(dataclasses.replace(settings, disabled_plans=disabled)) as (
+                server, app):
+            http = Http(server)
+            chat = f"refused-{len(payloads)}"
+            await http.data(CREATE, {"id": chat})
+            sid = (await http.data(START, {"input": {"chatId": chat}}))["startStream"]["id"]
+            await http.data(PUSH, {"id": sid, "chunks": [
+                {"messageId": "m", "type": "text", "props": {"content": ["a list"]}}]})
+            pushes.clear()
+            served = app.state.planner.served["push"]
+            async with connect(server, protocol, ALICE) as ws:
+                op = await ws.start(PUSH, {"id": sid, "chunks": [delta("m", "onto a list")]})
+                payloads.append(await ws.receive(op))
+                assert await ws.receive(op) is None
+            # Tried once, by the plan when it is on, by the executor when it is off.
+            assert len(pushes) == 1
+            assert (app.state.planner.served["push"] > served) == (not disabled)
+    refused, executed = payloads
+    assert refused is not None and refused["errors"][0]["extensions"]["code"] == "INVALID_DELTA"
+    assert refused == executed
