@@ -21,6 +21,7 @@ becomes what :func:`store.messages.message_from_row` would have put into a recor
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,7 +29,9 @@ from typing import Any
 
 from sqlalchemy import (
     ARRAY,
+    JSON,
     BigInteger,
+    Boolean,
     Integer,
     String,
     and_,
@@ -46,7 +49,7 @@ from chatql.store.chats.chat import present
 from chatql.store.db.database import Database
 from chatql.store.db.driver_adapters import compiled_text
 from chatql.store.db.rows import RECORD_COLUMNS
-from chatql.store.db.tables import chats, messages
+from chatql.store.db.tables import UTCDateTime, chats, columns_of_type, messages
 from chatql.store.jsonutil import loads
 from chatql.store.records import Chat, Identity
 
@@ -78,17 +81,15 @@ FILTER_FIELDS = ("request_id", "role", "block_id", "thread_id", "type")
 #: The message columns a prepared page returns, in this order, before the two flags.
 MESSAGE_COLUMNS = RECORD_COLUMNS
 #: The chat columns a prepared chat read returns, in this order, before any flag: every
-#: attribute of a :class:`store.records.Chat`.
-CHAT_COLUMNS = (
-    "id", "title", "assistant_id", "mode", "status", "public", "share", "sort",
-    "last_message_at", "metadata", "created_at", "updated_at", "created_by", "updated_by",
-    "team_id", "tenant_id", "deleted_at", "activity_at", "channel", "tags", "pinned",
-    "expires_at", "archived_at", "active_leaf_id",
-)
-_JSON_COLUMNS = frozenset({"props", "metadata"})
-_TIME_COLUMNS = frozenset({"created_at", "updated_at", "last_message_at", "deleted_at",
-                           "activity_at", "expires_at", "archived_at"})
-_BOOL_COLUMNS = frozenset({"public", "pinned"})
+#: attribute of a :class:`store.records.Chat` that is a column of the table, in the
+#: record's field order (as ``RECORD_COLUMNS`` is for messages).
+CHAT_COLUMNS: tuple[str, ...] = tuple(
+    field.name for field in dataclasses.fields(Chat) if field.name in chats.c)
+# How the driver's values are decoded, read from the tables' column types (SQLite
+# answers JSON as text, times as naive text, booleans as 0/1).
+_JSON_COLUMNS = columns_of_type(chats, messages, kind=JSON)
+_TIME_COLUMNS = columns_of_type(chats, messages, kind=UTCDateTime)
+_BOOL_COLUMNS = columns_of_type(chats, messages, kind=Boolean)
 
 # Marker values standing in for the caller's identity while a statement is compiled.
 _USER = "\x00prepared:user"
@@ -483,14 +484,14 @@ class Attribute:
 
 
 def _converter(name: str) -> Callable[[Any], Any] | None:
+    if name == "tags":  # a JSON list, never null in a record
+        return _tags
     if name in _JSON_COLUMNS:
         return _document
     if name in _TIME_COLUMNS:
         return _moment
     if name in _BOOL_COLUMNS:
         return bool  # SQLite answers 0/1
-    if name == "tags":
-        return _tags
     return None
 
 

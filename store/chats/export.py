@@ -20,12 +20,12 @@ from functools import partial
 from typing import Any
 
 import orjson
-from sqlalchemy import select
+from sqlalchemy import JSON, select
 
 from chatql.store import prepared
 from chatql.store.chats.chat import get_chat
 from chatql.store.db.database import Database
-from chatql.store.db.tables import chats, resume_records
+from chatql.store.db.tables import UTCDateTime, chats, columns_of_type, messages, resume_records
 from chatql.store.errors import NotFound
 from chatql.store.ids import check_chat_id
 from chatql.store.messages.resume import resume_from_row
@@ -65,17 +65,25 @@ def _time(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat(timespec="microseconds")
 
 
+#: The message columns a line carries after ``kind``, in the line's order (the export
+#: format: a new column is added here, at the end, or it is not exported).
+_LINE_COLUMNS = ("id", "sequence", "request_id", "role", "type", "props", "block_id",
+                 "thread_id", "assistant_id", "status", "metadata", "created_at",
+                 "updated_at", "parent_id", "tokens")
+
+
+def _camel(column: str) -> str:
+    head, *rest = column.split("_")
+    return head + "".join(word.capitalize() for word in rest)
+
+
 #: A message line's fields after ``kind``, in order: (JSON name, column). One list
 #: serves the reference encoder (:func:`message_line`) and the page reader.
-_MESSAGE_FIELDS: tuple[tuple[str, str], ...] = (
-    ("id", "id"), ("sequence", "sequence"), ("requestId", "request_id"), ("role", "role"),
-    ("type", "type"), ("props", "props"), ("blockId", "block_id"),
-    ("threadId", "thread_id"), ("assistantId", "assistant_id"), ("status", "status"),
-    ("metadata", "metadata"), ("createdAt", "created_at"), ("updatedAt", "updated_at"),
-    ("parentId", "parent_id"), ("tokens", "tokens"),
-)
-_TIME_COLUMNS = frozenset({"created_at", "updated_at"})
-_JSON_COLUMNS = frozenset({"props", "metadata"})
+_MESSAGE_FIELDS: tuple[tuple[str, str], ...] = tuple(
+    (_camel(column), column) for column in _LINE_COLUMNS)
+# How each column is read as the line's text, from the table's column types.
+_TIME_COLUMNS = columns_of_type(messages, kind=UTCDateTime)
+_JSON_COLUMNS = columns_of_type(messages, kind=JSON)
 
 
 def _column(column: str, dialect: str) -> str:

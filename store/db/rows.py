@@ -46,12 +46,9 @@ __all__ = [
     "write_rows",
 ]
 
-#: Every column a message row has, in the order of a row tuple (and of COPY).
-MESSAGE_COLUMNS: tuple[str, ...] = (
-    "id", "chat_id", "sequence", "request_id", "role", "type", "props", "block_id",
-    "thread_id", "assistant_id", "status", "metadata", "created_at", "updated_at",
-    "tokens", "parent_id", "depth", "jump_id", "jump_depth",
-)
+#: Every column a message row has, in the order of a row tuple (and of COPY): the
+#: table's own columns in the table's order.
+MESSAGE_COLUMNS: tuple[str, ...] = tuple(column.name for column in messages.c)
 #: The columns a :class:`~store.records.Message` is read from, in the record's field
 #: order: every field of the record that is a column of the table. Reads (pages,
 #: prepared statements, :func:`record_from_mapping`) take this one list, so a column

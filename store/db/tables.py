@@ -37,6 +37,7 @@ __all__ = [
     "chat_tags",
     "chats",
     "closed_chats",
+    "columns_of_type",
     "memory_entries",
     "memory_scopes",
     "messages",
@@ -76,6 +77,14 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 
 JSONDocument = JSON().with_variant(JSONB(), "postgresql")
+
+
+def columns_of_type(*tables: Table, kind: type[Any]) -> frozenset[str]:
+    """The names of the columns of ``tables`` stored as ``kind`` (``JSON``,
+    :class:`UTCDateTime`, ``Boolean`` …): what a reader of raw driver rows must decode,
+    read from the tables so a column added to one is decoded everywhere."""
+    return frozenset(column.name for table in tables for column in table.c
+                     if isinstance(column.type, kind))
 
 metadata = MetaData(
     naming_convention={
