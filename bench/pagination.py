@@ -557,7 +557,7 @@ def server_app() -> Any:
     from starlette.routing import Route
 
     from chatql.gql.app import create_app
-    from chatql.gql.schema.messages import _branch_scope
+    from chatql.gql.schema.pages import _branch_scope
     from chatql.gql.settings import Settings
     from chatql.store.messages import message as store_messages
     from chatql.store.records import BranchPosition, Identity
@@ -627,7 +627,7 @@ async def throughput(base: str, path: str, body: dict[str, Any], headers: dict[s
 
 
 async def measure_http(url: str, sizes: Sizes) -> None:
-    from chatql.gql.schema.messages import _branch_scope
+    from chatql.gql.schema.pages import _branch_scope
     from chatql.store.cursors import CursorSigner
     from chatql.store.messages.message import MessageFilter
 

@@ -383,7 +383,7 @@ def best(runs: list[Load]) -> Load:
 
 async def scenarios(chatql: Server, peers: list[Server], messages: int,
                     depth: int) -> list[Scenario]:
-    from chatql.gql.schema.messages import _branch_scope
+    from chatql.gql.schema.pages import _branch_scope
     from chatql.store.cursors import CursorSigner
     from chatql.store.messages.message import MessageFilter
 

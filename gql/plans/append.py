@@ -47,7 +47,7 @@ from chatql.gql.document_shapes import (
 from chatql.gql.errors import failed_root_field
 from chatql.gql.library_adapters import graphql_core_schema
 from chatql.gql.ops.limits import limit_rules
-from chatql.gql.schema.chat_events import announce_append
+from chatql.gql.schema.announce import announce_append
 from chatql.gql.schema.inputs import InputConverter
 from chatql.store.errors import ChatArchived
 from chatql.store.messages import message as store_messages

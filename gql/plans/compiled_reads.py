@@ -61,7 +61,7 @@ from chatql.gql.document_shapes import PlanCache, has_nul, plain_attribute
 from chatql.gql.library_adapters import graphql_core_schema
 from chatql.gql.ops.limits import limit_rules
 from chatql.gql.schema.chat_lists import _cursor_scope as chat_list_scope
-from chatql.gql.schema.messages import _branch_scope, _cursor_scope
+from chatql.gql.schema.pages import _branch_scope, _cursor_scope
 from chatql.gql.settings import Settings
 from chatql.store.chats.lists import DEFAULT_CHAT_PAGE_SIZE, MAX_CHAT_PAGE_SIZE, ChatListFilter
 from chatql.store.chats.lists import _parse_position as parse_position

@@ -6,12 +6,12 @@ from __future__ import annotations
 import strawberry
 
 from chatql.gql.context import Info
-from chatql.gql.schema.chat_events import announce
-from chatql.gql.schema.types import Chat
+from chatql.gql.schema.announce import announce
+from chatql.gql.schema.chat_type import Chat
 from chatql.store.chats import archive as store_archive
 from chatql.store.errors import InvalidArgument
 
-__all__ = ["ArchiveMutation", "bring_back"]
+__all__ = ["ArchiveMutation"]
 
 
 def _archive(info: Info) -> store_archive.ChatArchive:
@@ -19,17 +19,6 @@ def _archive(info: Info) -> store_archive.ChatArchive:
     if archive is None:  # pragma: no cover - create_app always makes one
         raise InvalidArgument("no archive is configured")
     return archive
-
-
-async def bring_back(info: Info, chat_id: str) -> bool:
-    """Restore ``chat_id`` from the archive when it is there (one key probe when not)."""
-    services = info.context.services
-    if services.archive is None or not await store_archive.is_archived(services.db, chat_id):
-        return False
-    await store_archive.restore_archive(services.db, services.archive, info.context.identity,
-                                        chat_id)
-    await announce(info, "UPDATED", chat_id)
-    return True
 
 
 @strawberry.type

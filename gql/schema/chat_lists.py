@@ -12,12 +12,11 @@ from datetime import datetime
 from typing import Any
 
 import strawberry
-from strawberry.dataloader import DataLoader
 from strawberry.types.nodes import SelectedField
 
 from chatql.gql.context import Info
+from chatql.gql.schema.chat_type import Chat
 from chatql.gql.schema.types import (
-    Chat,
     ChatOrderField,
     ChatStatus,
     PageInfo,
@@ -26,7 +25,7 @@ from chatql.gql.schema.types import (
     Weekday,
 )
 from chatql.store.chats import lists as store_lists
-from chatql.store.records import Identity, Message
+from chatql.store.records import Identity
 
 __all__ = [
     "ChatConnection",
@@ -34,10 +33,8 @@ __all__ = [
     "ChatFilter",
     "ChatGroup",
     "ChatListQuery",
-    "last_message_loader",
 ]
 
-_LAST_MESSAGE = "last_message"
 
 
 @strawberry.input(description="Narrows a chat list; every field given must match.")
@@ -148,22 +145,6 @@ def _asks_for(info: Info, names: set[str]) -> bool:
             else:  # fragment spreads and inline fragments: look inside
                 pending.append(child)
     return False
-
-
-def last_message_loader(info: Info) -> DataLoader[str, Message | None]:
-    """This request's loader of each chat's newest message (one query per batch)."""
-    loaders = info.context.loaders
-    loader: DataLoader[str, Message | None] | None = loaders.get(_LAST_MESSAGE)
-    if loader is None:
-        db, who = info.context.db, info.context.identity
-
-        async def load(chat_ids: list[str]) -> list[Message | None]:
-            found = await store_lists.newest_messages(db, who, chat_ids)
-            return [found.get(chat_id) for chat_id in chat_ids]
-
-        loader = DataLoader(load_fn=load)
-        loaders[_LAST_MESSAGE] = loader
-    return loader
 
 
 @strawberry.type

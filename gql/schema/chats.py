@@ -7,8 +7,9 @@ from datetime import timedelta
 import strawberry
 
 from chatql.gql.context import Info
-from chatql.gql.schema.chat_events import announce, before_write
-from chatql.gql.schema.types import Chat, CreateChatInput, UpdateChatInput
+from chatql.gql.schema.announce import announce, before_write
+from chatql.gql.schema.chat_type import Chat
+from chatql.gql.schema.types import CreateChatInput, UpdateChatInput
 from chatql.store.chats import chat as store_chats
 from chatql.store.errors import InvalidArgument
 from chatql.store.ids import check_chat_id

@@ -8,8 +8,8 @@ import strawberry
 from strawberry.scalars import JSON
 
 from chatql.gql.context import Info
-from chatql.gql.schema.chat_events import announce
-from chatql.gql.schema.types import Chat
+from chatql.gql.schema.announce import announce
+from chatql.gql.schema.chat_type import Chat
 from chatql.store.chats import imports as store_imports
 from chatql.store.ids import new_id
 

@@ -7,8 +7,7 @@ from typing import Annotated
 import strawberry
 
 from chatql.gql.context import Info
-from chatql.gql.schema.archive import bring_back
-from chatql.gql.schema.chat_events import announce
+from chatql.gql.schema.announce import announce, bring_back
 from chatql.gql.schema.types import Message
 from chatql.store.messages import lifecycle as store_lifecycle
 

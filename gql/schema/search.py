@@ -5,7 +5,8 @@ from __future__ import annotations
 import strawberry
 
 from chatql.gql.context import Info
-from chatql.gql.schema.types import Chat, Message
+from chatql.gql.schema.chat_type import Chat
+from chatql.gql.schema.types import Message
 from chatql.store.messages import search as store_search
 
 __all__ = ["SearchHit", "SearchQuery"]

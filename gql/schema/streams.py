@@ -16,7 +16,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from chatql.gql.context import Info
-from chatql.gql.schema.archive import bring_back
+from chatql.gql.schema.announce import bring_back
 from chatql.gql.schema.inputs import converted_by_schema
 from chatql.gql.schema.types import Message, MessageInput, Role, StreamStatus
 from chatql.gql.schema.usage import UsageInput

@@ -6,15 +6,12 @@ from datetime import datetime
 from enum import StrEnum
 
 import strawberry
-from strawberry.dataloader import DataLoader
 
 from chatql.gql.context import Info
 from chatql.store.chats import usage as store_usage
-from chatql.store.records import UsageTotals
 
-__all__ = ["UsageGroup", "UsageInput", "UsageQuery", "UsageRow", "chat_usage_loader"]
+__all__ = ["UsageGroup", "UsageInput", "UsageQuery", "UsageRow"]
 
-_CHAT_USAGE = "chat_usage"
 
 
 @strawberry.enum(description="How the usage report groups its rows.")
@@ -43,23 +40,6 @@ class UsageInput:
     def to_store(self) -> store_usage.UsageIn:
         return store_usage.UsageIn(prompt_tokens=self.prompt_tokens,
                                    completion_tokens=self.completion_tokens, model=self.model)
-
-
-def chat_usage_loader(info: Info) -> DataLoader[str, UsageTotals]:
-    """This request's loader of chats' usage (two queries per batch of chats)."""
-    loaders = info.context.loaders
-    loader: DataLoader[str, UsageTotals] | None = loaders.get(_CHAT_USAGE)
-    if loader is None:
-        db = info.context.db
-
-        async def load(chat_ids: list[str]) -> list[UsageTotals]:
-            # Only chats the caller has already been shown reach Chat.usage.
-            found = await store_usage.chat_usage(db, chat_ids)
-            return [found[chat_id] for chat_id in chat_ids]
-
-        loader = DataLoader(load_fn=load)
-        loaders[_CHAT_USAGE] = loader
-    return loader
 
 
 @strawberry.type

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from sqlalchemy import update
 
 from chatql.gql.plans.compiled_reads import CompiledReads
-from chatql.gql.schema.messages import _branch_scope, _cursor_scope
+from chatql.gql.schema.pages import _branch_scope, _cursor_scope
 from chatql.gql.settings import Settings
 from chatql.store.chats import chat as store_chats
 from chatql.store.cursors import CursorSigner
