@@ -7,8 +7,9 @@ that expects JSON never meets a plain-text line. ``chatql serve --log-level`` se
 level of all of them: at ``warning`` no request line is made at all.
 
 Request lines are the one kind written on every request. Formatting a line and writing it
-to a pipe costs more than a small read costs to answer, so the event loop only hands the
-line's fields to a queue (:class:`BackgroundHandler`); a thread formats and writes them.
+to a pipe costs more than a small read costs to answer, so the event loop only hands each
+record to a queue (:class:`BackgroundHandler`); a thread formats and writes them, in
+order, and a pipe that nobody drains blocks that thread, never the server.
 """
 
 from __future__ import annotations
@@ -71,10 +72,18 @@ class BackgroundHandler(QueueHandler):
     write happen in the thread. Records are queued as they are (not pre-formatted, as
     :class:`~logging.handlers.QueueHandler` would do in the caller). A forked worker
     starts its own thread on its first record; lines still queued at exit are written.
+    While stderr takes nothing (a pipe nobody reads), up to :attr:`MAX_QUEUED` records
+    wait; beyond that they are dropped and counted, and the server goes on.
     """
 
+    #: Records held while the writer cannot write (a stuck pipe); past this many, new
+    #: records are dropped and counted (:attr:`dropped`) rather than held without bound.
+    MAX_QUEUED = 100_000
+
     def __init__(self, format: str = "text") -> None:
-        super().__init__(queue.SimpleQueue())
+        super().__init__(queue.Queue(self.MAX_QUEUED))
+        #: Records dropped because the queue was full.
+        self.dropped = 0
         self._target = logging.StreamHandler(sys.stderr)
         self._target.setFormatter(JsonLines() if format == "json" else TextLines())
         self._listener: QueueListener | None = None
@@ -86,7 +95,10 @@ class BackgroundHandler(QueueHandler):
     def emit(self, record: logging.LogRecord) -> None:
         if self._pid != os.getpid():
             self._start()
-        self.enqueue(record)
+        try:
+            self.queue.put_nowait(record)
+        except queue.Full:
+            self.dropped += 1
 
     def _start(self) -> None:
         self._pid = os.getpid()
@@ -107,29 +119,24 @@ def log_config(log_format: str, level: str = "info") -> dict[str, Any]:
     chatql's, all in ``log_format`` at ``level``.
 
     uvicorn's own access line is left off (``chatql serve`` turns it off): chatql writes
-    its request line instead, in the same format as the rest, from a thread.
+    its request line instead, in the same format as the rest. Every line is written by
+    one :class:`BackgroundHandler`.
     """
     if log_format not in FORMATS:
         raise ValueError(f"CHATQL_LOG_FORMAT must be text or json, got {log_format!r}")
     level = level.upper()
-    formatter = ({"()": JsonLines} if log_format == "json" else
-                 {"()": "uvicorn.logging.DefaultFormatter", "fmt": "%(levelprefix)s %(message)s",
-                  "use_colors": None})
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {"default": formatter},
-        "handlers": {
-            "default": {"class": "logging.StreamHandler", "formatter": "default",
-                        "stream": "ext://sys.stderr"},
-            "requests": {"()": BackgroundHandler, "format": log_format},
-        },
+        # One handler, one thread, one order for every line: nothing the event loop logs
+        # waits on stderr (a full pipe blocks the thread, not the server).
+        "handlers": {"default": {"()": BackgroundHandler, "format": log_format}},
         "loggers": {
             "uvicorn": {"handlers": ["default"], "level": level, "propagate": False},
             "uvicorn.error": {"level": level},
             "uvicorn.access": {"handlers": [], "level": "WARNING", "propagate": False},
             SERVICE_LOGGER: {"handlers": ["default"], "level": level, "propagate": False},
-            REQUEST_LOGGER: {"handlers": ["requests"], "level": level, "propagate": False},
+            REQUEST_LOGGER: {"handlers": ["default"], "level": level, "propagate": False},
         },
     }
 

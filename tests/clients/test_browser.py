@@ -58,8 +58,13 @@ def chatql_serve(tmp_path: Path) -> Iterator[str]:
     env = {**os.environ, "CHATQL_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/chatql.db",
            "CHATQL_AUTH": "dev", "CHATQL_SECRET": "browser-test-secret-0123456789"}
     chatql = Path(sys.executable).with_name("chatql")
-    process = subprocess.Popen([str(chatql), "serve", "--host", "127.0.0.1", "--port", str(port)],
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # The server's lines (one per request) go to a file: a pipe nobody reads fills up
+    # and then blocks the server's writes.
+    log = tmp_path / "chatql-serve.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [str(chatql), "serve", "--host", "127.0.0.1", "--port", str(port)],
+            env=env, stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(300):
@@ -69,12 +74,12 @@ def chatql_serve(tmp_path: Path) -> Iterator[str]:
             except httpx.HTTPError:
                 pass
             if process.poll() is not None:
-                raise AssertionError(process.stdout.read().decode() if process.stdout else "")
+                raise AssertionError(log.read_text())
             time.sleep(0.1)
         yield base
     finally:
         process.terminate()
-        process.communicate(timeout=30)
+        process.wait(timeout=30)
 
 
 # The demo agent's identity: an agent of the tenant the page's person (alice) is in.

@@ -206,3 +206,24 @@ def test_help_is_plain_text() -> None:
     helped = subprocess.run([sys.executable, "-m", "chatql.gql.cli", "--help"], cwd=ROOT,
                             capture_output=True, text=True, check=True)
     assert "``" not in helped.stdout and "chatql serve" in helped.stdout
+
+
+async def test_a_log_pipe_nobody_reads_never_holds_up_the_server(database_url: str) -> None:
+    # stderr is a pipe this test never reads: it fills after ~64 KiB (some 600 request
+    # lines), and the server must go on answering, its lines waiting in the writer.
+    served = _Served(database_url)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{served.port}",
+                                     timeout=10) as http:
+            await served.ready(http)
+            for round_ in range(30):
+                answers = await asyncio.gather(*(
+                    http.post("/graphql", json={"query": "{ __typename }"},
+                              headers={"X-Request-Id": f"fill-{round_}-{n}-" + "x" * 90})
+                    for n in range(50)))
+                assert all(answer.status_code == 200 for answer in answers)
+    finally:
+        output = served.stop()
+    # Once the pipe is read again (at exit), the queued lines come out, in order.
+    assert output.count('"POST /graphql" 200') >= 1500
+    assert output.index("id=fill-0-") < output.index("id=fill-29-")
