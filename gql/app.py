@@ -39,7 +39,7 @@ from chatql.gql.auth import (
 from chatql.gql.context import Context, Services
 from chatql.gql.library_adapters import GraphQLViewHooks
 from chatql.gql.ops.health import Readiness
-from chatql.gql.ops.logs import request_logger_ready
+from chatql.gql.ops.logs import request_lines_for
 from chatql.gql.ops.metrics import Metrics, MetricsFeed, process_metrics
 from chatql.gql.ops.operations import classify
 from chatql.gql.ops.persisted_queries import PersistedQueries, PersistedQueryError
@@ -578,8 +578,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
     tracing = tracing_enabled()
     if tracing:
         start_tracing()
-    if settings.log_format == "json":
-        request_logger_ready("json")
+    request_lines = request_lines_for(settings.log_format)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -660,7 +659,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             # id, metrics and log line, which see every answer below (fast lanes,
             # refusals, limits).
             *([Middleware(traced_middleware)] if tracing else []),
-            Middleware(RequestObserver, metrics=metrics),
+            Middleware(RequestObserver, metrics=metrics, lines=request_lines),
             # Then: preflights are answered before anything reads the body.
             Middleware(
                 CORSMiddleware,

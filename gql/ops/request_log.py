@@ -6,8 +6,8 @@ one) and echoes it in the response, times the request to its last byte, and then
 
 - adds the GraphQL requests to ``chatql_requests_total`` and
   ``chatql_request_duration_seconds`` (see gql/ops/metrics.py);
-- when the ``chatql.requests`` logger takes ``INFO`` lines, writes one line there (in
-  the log format, from a thread: see :mod:`gql.ops.logs`) with ``requestId``,
+- when the ``chatql.requests`` logger takes ``INFO`` lines, writes one line (in the log
+  format, in batches from a thread: see :mod:`gql.ops.logs`) with ``requestId``,
   ``client``, ``method``, ``path``, ``status``, ``operation``, ``user``, ``tenant``,
   ``durationMs`` and ``outcome``. Nothing else of the request is logged — no headers
   (so no tokens), no variables or documents (so no message content).
@@ -20,7 +20,6 @@ the GraphQL layer gets its outcome from its status.
 from __future__ import annotations
 
 import itertools
-import logging
 import os
 import time
 import uuid
@@ -31,12 +30,11 @@ from typing import Any
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from chatql.gql.ops.logs import REQUEST_LOGGER
+from chatql.gql.ops.logs import RequestLines
 from chatql.gql.ops.metrics import Metrics
 
 __all__ = ["RequestObserver", "RequestRecord", "current_record"]
 
-_request_logger = logging.getLogger(REQUEST_LOGGER)
 
 _STATUS_OUTCOMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "FORBIDDEN",
                     404: "NOT_FOUND", 405: "INVALID_ARGUMENT", 413: "PAYLOAD_TOO_LARGE",
@@ -103,9 +101,11 @@ class RequestObserver:
     """The outermost HTTP layer: request ids, request metrics and request logs."""
 
     def __init__(self, app: ASGIApp, metrics: Metrics | None,
-                 graphql_path: str = "/graphql") -> None:
+                 lines: RequestLines | None = None, graphql_path: str = "/graphql") -> None:
         self.app = app
         self.metrics = metrics
+        #: Where request lines go; None writes none.
+        self.lines = lines
         self.graphql_path = graphql_path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -144,7 +144,7 @@ class RequestObserver:
         graphql = scope["path"] == self.graphql_path
         if graphql and self.metrics is not None and (record.operation or status >= 400):
             self.metrics.observe_request(record.operation or "unknown", outcome, seconds)
-        if _request_logger.isEnabledFor(logging.INFO):
+        if self.lines is not None:
             client = scope.get("client")
             fields: dict[str, Any] = {
                 "requestId": record.request_id,
@@ -158,4 +158,4 @@ class RequestObserver:
                 "durationMs": round(seconds * 1000, 3),
                 "outcome": outcome,
             }
-            _request_logger.info("request", extra={"fields": fields})
+            self.lines.add(fields)
