@@ -337,3 +337,20 @@ def make_headers() -> Callable[..., dict[str, str]]:
         return headers
 
     return build
+
+
+@pytest.fixture
+def pushes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+    """Every call the stream service takes to push chunks, as its arguments (in this
+    process): how a test proves a push was tried once."""
+    from chatql.store.streams import StreamService
+
+    calls: list[tuple[Any, ...]] = []
+    push_chunks = StreamService.push_chunks
+
+    async def counted(self: StreamService, *args: Any) -> Any:
+        calls.append(args)
+        return await push_chunks(self, *args)
+
+    monkeypatch.setattr(StreamService, "push_chunks", counted)
+    return calls

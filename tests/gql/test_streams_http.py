@@ -481,22 +481,14 @@ async def _no_lane(*args: Any) -> bool:
 
 
 async def test_a_push_refused_on_the_lane_is_answered_there_as_the_view_would_and_once(
-    client: GraphQLClient, monkeypatch: pytest.MonkeyPatch,
+    client: GraphQLClient, monkeypatch: pytest.MonkeyPatch, pushes: list[tuple[Any, ...]],
 ) -> None:
     from chatql.gql.app import GraphQLEndpoint
-    from chatql.store.streams import StreamService
 
     sid = await start(client, "refused")
     await client.data(PUSH, {"id": sid, "chunks": [
         {"messageId": "m", "type": "text", "props": {"content": ["a list"]}}]})
-    pushes: list[object] = []
-    push_chunks = StreamService.push_chunks
-
-    async def counted(self: StreamService, *args: Any) -> Any:
-        pushes.append(args)
-        return await push_chunks(self, *args)
-
-    monkeypatch.setattr(StreamService, "push_chunks", counted)
+    pushes.clear()
     lane = await post_raw(client, push_body(sid, "text onto a list"))
     status, headers, body = lane
     assert status == 200 and headers["content-type"] == "application/json"

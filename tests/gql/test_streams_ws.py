@@ -432,18 +432,8 @@ async def test_fast_path_frames_equal_full_graphql_execution(settings: Settings,
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_a_push_refused_over_a_socket_is_the_executors_answer_and_pushed_once(
-    settings: Settings, protocol: str, monkeypatch: pytest.MonkeyPatch,
+    settings: Settings, protocol: str, pushes: list[tuple[Any, ...]],
 ) -> None:
-    from chatql.store.streams import StreamService
-
-    pushes: list[object] = []
-    push_chunks = StreamService.push_chunks
-
-    async def counted(self: StreamService, *args: Any) -> Any:
-        pushes.append(args)
-        return await push_chunks(self, *args)
-
-    monkeypatch.setattr(StreamService, "push_chunks", counted)
     payloads = []
     for disabled in ((), ("push",)):
         async with serve(dataclasses.replace(settings, disabled_plans=disabled)) as (
