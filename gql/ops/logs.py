@@ -211,14 +211,18 @@ def log_config(log_format: str, level: str = "info") -> dict[str, Any]:
 
 
 def request_lines_for(log_format: str) -> RequestLines | None:
-    """The writer of an app's request lines in ``log_format``, or None when the
-    ``chatql.requests`` logger takes no ``INFO`` lines (``--log-level warning``, or an
-    app in a process that configured no logging, as in tests).
+    """The writer of an app's request lines in ``log_format``, or None.
 
+    Request lines are written when the ``chatql.requests`` logger's own level is
+    ``INFO`` or lower: ``chatql serve`` sets it from ``--log-level``. A level only
+    inherited (a root logger at ``INFO``, as a test's log capture sets it) writes none,
+    since these lines go to stderr themselves rather than through the root's handlers.
     ``CHATQL_LOG_FORMAT=json`` turns them on where nothing set the logger's level (an app
     served by ``uvicorn --factory`` rather than ``chatql serve``).
     """
     logger = logging.getLogger(REQUEST_LOGGER)
     if log_format == "json" and logger.level == logging.NOTSET:
         logger.setLevel(logging.INFO)
-    return RequestLines(log_format) if logger.isEnabledFor(logging.INFO) else None
+    if logger.level == logging.NOTSET or not logger.isEnabledFor(logging.INFO):
+        return None
+    return RequestLines(log_format)

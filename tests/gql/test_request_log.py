@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import jwt
+import pytest
 
 from tests.conftest import TEST_SECRET, free_port
 
@@ -227,3 +228,23 @@ async def test_a_log_pipe_nobody_reads_never_holds_up_the_server(database_url: s
     # Once the pipe is read again (at exit), the queued lines come out, in order.
     assert output.count('"POST /graphql" 200') >= 1500
     assert output.index("id=fill-0-") < output.index("id=fill-29-")
+
+
+def test_request_lines_follow_their_own_logger_not_an_inherited_level(
+        caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from chatql.gql.ops.logs import REQUEST_LOGGER, RequestLines, request_lines_for
+
+    # A root logger at INFO (a test's log capture, an embedder's basicConfig) does not
+    # make an in-process app write request lines to stderr behind its handlers' back.
+    caplog.set_level(logging.INFO)
+    assert request_lines_for("text") is None
+    logger = logging.getLogger(REQUEST_LOGGER)
+    try:
+        logger.setLevel(logging.INFO)  # as chatql serve sets it
+        assert isinstance(request_lines_for("text"), RequestLines)
+        logger.setLevel(logging.WARNING)  # --log-level warning
+        assert request_lines_for("json") is None
+    finally:
+        logger.setLevel(logging.NOTSET)
