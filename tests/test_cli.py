@@ -37,10 +37,18 @@ def test_migrate_and_export_schema(tmp_path: Path) -> None:
 def test_serve_holds_websocket_messages_to_the_body_limit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import logging.config
+
     import uvicorn
 
     seen: dict[str, Any] = {}
+    configured: list[dict[str, Any]] = []
     monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: seen.update(kwargs))
+    # Served for real, the process's logging is configured once; here, in the test
+    # process, it would stay configured for every later test.
+    monkeypatch.setattr(logging.config, "dictConfig", configured.append)
     monkeypatch.setenv("CHATQL_MAX_BODY_BYTES", "12345")
     assert main(["serve"]) == 0
     assert seen["ws_max_size"] == 12345
+    # uvicorn is given the logging the command applied, and its access line is off.
+    assert configured == [seen["log_config"]] and seen["access_log"] is False
