@@ -238,13 +238,15 @@ def test_request_lines_follow_their_own_logger_not_an_inherited_level(
 
     # A root logger at INFO (a test's log capture, an embedder's basicConfig) does not
     # make an in-process app write request lines to stderr behind its handlers' back.
-    caplog.set_level(logging.INFO)
-    assert request_lines_for("text") is None
     logger = logging.getLogger(REQUEST_LOGGER)
+    before = logger.level
+    logger.setLevel(logging.NOTSET)  # as in a process that configured no logging
+    caplog.set_level(logging.INFO)
     try:
+        assert request_lines_for("text") is None
         logger.setLevel(logging.INFO)  # as chatql serve sets it
         assert isinstance(request_lines_for("text"), RequestLines)
         logger.setLevel(logging.WARNING)  # --log-level warning
         assert request_lines_for("json") is None
     finally:
-        logger.setLevel(logging.NOTSET)
+        logger.setLevel(before)
