@@ -26,27 +26,51 @@ APPEND = """mutation Say($chat: ID!, $messages: [MessageInput!]!) {
 SECRET_TEXT = "the launch code is swordfish"
 
 
+class _Served:
+    """``chatql serve`` in a subprocess, with what it wrote once it stopped."""
+
+    def __init__(self, database_url: str, *args: str, **env: str) -> None:
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "chatql.gql.cli", "serve", "--port", str(self.port), *args],
+            cwd=ROOT, env={**os.environ, "CHATQL_DATABASE_URL": database_url,
+                           "CHATQL_SECRET": TEST_SECRET, "CHATQL_MIGRATE_ON_START": "false",
+                           **env},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.output = ""
+
+    async def ready(self, http: httpx.AsyncClient) -> None:
+        for _ in range(600):
+            try:
+                if (await http.get("/healthz")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                await asyncio.sleep(0.05)
+        raise AssertionError("the server did not start")
+
+    def stop(self) -> str:
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            out, err = self.process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            out, err = self.process.communicate()
+        self.output = out.decode() + err.decode()
+        return self.output
+
+
 async def test_json_request_lines_name_the_request_and_never_its_content(
         database_url: str) -> None:
-    port = free_port()
-    env = {**os.environ, "CHATQL_DATABASE_URL": database_url, "CHATQL_SECRET": TEST_SECRET,
-           "CHATQL_MIGRATE_ON_START": "false", "CHATQL_LOG_FORMAT": "json",
-           "CHATQL_AUTH": "jwt", "CHATQL_JWT_SECRET": JWT_SECRET}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "chatql.gql.cli", "serve", "--port", str(port)],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    served = _Served(database_url, CHATQL_LOG_FORMAT="json", CHATQL_AUTH="jwt",
+                     CHATQL_JWT_SECRET=JWT_SECRET)
     token = jwt.encode({"sub": "alice", "tenant_id": "acme", "roles": ["agent"],
                         "exp": int(time.time()) + 300}, JWT_SECRET, algorithm="HS256")
     auth = {"Authorization": f"Bearer {token}"}
-    chat = f"log-{os.getpid()}-{port}"
+    chat = f"log-{os.getpid()}-{served.port}"
     try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
-            for _ in range(600):
-                try:
-                    if (await http.get("/healthz")).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    await asyncio.sleep(0.05)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{served.port}",
+                                     timeout=30) as http:
+            await served.ready(http)
             made = await http.post("/graphql", headers={**auth, "X-Request-Id": "req-42"},
                                    json={"query": CREATE, "variables": {"id": chat}})
             assert made.headers["x-request-id"] == "req-42"
@@ -63,16 +87,7 @@ async def test_json_request_lines_name_the_request_and_never_its_content(
             assert refused.headers["x-request-id"] != generated
             assert len(refused.headers["x-request-id"]) == 32
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-    assert server.stdout is not None and server.stderr is not None
-    output = server.stdout.read().decode() + server.stderr.read().decode()
-    server.stdout.close()
-    server.stderr.close()
+        output = served.stop()
     # Every line the server wrote is JSON, uvicorn's own and the start line included.
     lines = [json.loads(line) for line in output.splitlines() if line.strip()]
     started = [line for line in lines if line.get("logger") == "chatql"]
@@ -106,39 +121,6 @@ def test_made_request_ids_are_unique_within_and_across_processes() -> None:
     with multiprocessing.get_context("fork").Pool(1) as pool:
         theirs = pool.apply(_new_request_id)
     assert theirs[:16] != ours[0][:16] and theirs not in ours
-
-
-class _Served:
-    """``chatql serve`` in a subprocess, with what it wrote once it stopped."""
-
-    def __init__(self, database_url: str, *args: str, **env: str) -> None:
-        self.port = free_port()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "chatql.gql.cli", "serve", "--port", str(self.port), *args],
-            cwd=ROOT, env={**os.environ, "CHATQL_DATABASE_URL": database_url,
-                           "CHATQL_SECRET": TEST_SECRET, "CHATQL_MIGRATE_ON_START": "false",
-                           **env},
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.output = ""
-
-    async def ready(self, http: httpx.AsyncClient) -> None:
-        for _ in range(600):
-            try:
-                if (await http.get("/healthz")).status_code == 200:
-                    return
-            except httpx.TransportError:
-                await asyncio.sleep(0.05)
-        raise AssertionError("the server did not start")
-
-    def stop(self) -> str:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            out, err = self.process.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            out, err = self.process.communicate()
-        self.output = out.decode() + err.decode()
-        return self.output
 
 
 async def test_text_lines_say_where_the_server_is_and_each_request(database_url: str) -> None:
