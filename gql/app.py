@@ -46,6 +46,7 @@ from chatql.gql.ops.persisted_queries import PersistedQueries, PersistedQueryErr
 from chatql.gql.ops.rate_limits import RateLimited, RateLimiter, parse_rate_limits
 from chatql.gql.ops.request_log import RequestObserver, current_record
 from chatql.gql.ops.tracing import instrument_engine, start_tracing, traced, tracing_enabled
+from chatql.gql.plans.plan import Call, TextRelay
 from chatql.gql.plans.planner import Planner
 from chatql.gql.schema.root import build_schema
 from chatql.gql.settings import Settings
@@ -266,18 +267,25 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
             await self.limiter.close_subscription(identity)
 
     async def _lane(self, request: Request, send: Send) -> bool | Context:
-        """Answer a plain POST of a lane's mutation without Strawberry's request machinery.
+        """Answer a plain POST a plan serves without Strawberry's request machinery.
 
-        A producer sends thousands of ``pushChunks`` per stream and a chat appends every
-        message, and the view's generic steps (request adapter, content negotiation,
-        request data, result processing) cost about as much as the write itself (see
-        gql/fast_lanes.py). Only a request the view would execute as one plain HTTP
-        operation is answered here, with the same bytes and headers it would send;
-        anything else — another content type or a streaming ``Accept``, a body that is
-        not a JSON object with a lane's plan, a caller without a valid identity — returns
-        False and goes through the view as before (the body read here stays cached on
-        ``request``). True: answered. A context: the lane's plan declined it after it was
-        counted, and the view runs it on the executor with that context.
+        A producer sends thousands of ``pushChunks`` per stream, a chat appends every
+        message and front ends read the same pages again and again, and the view's
+        generic steps (request adapter, content negotiation, request data, result
+        processing, argument conversion) cost about as much as the work itself. Only a
+        request the view would execute as one plain HTTP operation is answered here,
+        with the same bytes and headers it would send; anything else — another content
+        type or a streaming ``Accept``, a body that is not a JSON object with a
+        document a plan compiled, a caller without a valid identity — returns False and
+        goes through the view as before (the body read here stays cached on
+        ``request``). True: answered.
+
+        A context: the plan declined it after it was counted against the caller's
+        limits. Declining is always safe — nothing was done — and the view runs it on
+        the executor with that context, marked :attr:`~gql.context.Context.planned`, so
+        it is neither counted nor offered to the plans again. A write the plan *tried*
+        is never declined afterwards: its failure is the plan's answer, the error the
+        executor would give (:func:`gql.errors.failed_root_field`).
         """
         content_type = accept = None
         for name, value in request.scope["headers"]:
@@ -289,7 +297,7 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
         if content_type is None or not self._plain_json(content_type, accept):
             return False
         body = await request.body()
-        if not self.planner.may_take_lane(body):
+        if not self.planner.may_answer(body):
             return False
         try:
             data = orjson.loads(body)
@@ -304,8 +312,8 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
             extensions is None or type(extensions) is dict
         ) or not (operation_name is None or type(operation_name) is str):
             return False
-        lane = self.planner.lane_for(body, query, operation_name)
-        if lane is None:
+        planned = self.planner.find("http", query, operation_name)
+        if planned is None:
             return False
         try:
             identity = identity_from_credentials(self._settings, dict(request.headers))
@@ -317,13 +325,14 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
         # Counted once: should the view run it after all, it is not counted again.
         context = Context(services=self._services_of(request), identity=identity,
                           request=request)
-        answered = await lane.run(context, query, operation_name, variables or {},
-                                  nul_free=b"\\u0000" not in body)
+        answered = await planned.run(Call("http", context, variables,
+                                          nul_free=b"\\u0000" not in body))
         if answered is None:
             # Declined before anything was written: the view runs it on the executor,
-            # with this context, neither counted nor planned again (gql/fast_lanes.py).
+            # with this context, neither counted nor planned again.
             context.planned = True
             return context
+        assert isinstance(answered, dict)
         content = orjson.dumps(answered)
         await send({
             "type": "http.response.start",
@@ -376,7 +385,7 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
         if context.auth_error is not None:
             raise _AuthFailed(context.auth_error)
         await self._admit(request, *args, **kwargs)
-        relayed = self._relayed(request, *args, **kwargs)
+        relayed = await self._relayed(request, *args, **kwargs)
         if relayed is not None:
             return relayed
         return await super().execute_operation(request, *args, **kwargs)
@@ -398,18 +407,21 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
             elif self.limiter is not None:
                 await self.limiter.check(identity, limit_class)
 
-    def _relayed(self, request: Any, request_adapter: Any, request_data: Any, context: Context,
-                 *_args: Any, **_kwargs: Any) -> RelayedSubscription | None:
+    async def _relayed(self, request: Any, request_adapter: Any, request_data: Any,
+                       context: Context, *_args: Any,
+                       **_kwargs: Any) -> RelayedSubscription | None:
         """A ``chatEvents`` subscription POSTed for Server-Sent Events, relayed the
         fast way (see gql/plans/chat_events.py); None: the ordinary way runs it."""
         if (request_adapter.method != "POST" or isinstance(request_data, list)
                 or getattr(request_data, "protocol", None) != "sse"
                 or request_data.extensions):
             return None
-        relay = self.planner.sse_relay(context, request_data.query,
-                                       request_data.operation_name, request_data.variables)
+        planned = self.planner.find("sse", request_data.query, request_data.operation_name)
+        relay = None if planned is None else await planned.run(
+            Call("sse", context, request_data.variables))
         if relay is None:
             return None
+        assert isinstance(relay, TextRelay)
         relayed = RelayedSubscription(relay)
         request.state.relayed_subscription = relayed
         return relayed
@@ -452,11 +464,13 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
         # a lane already declined goes straight to the executor.
         if (request_adapter.method == "POST" or self.allow_queries_via_get) and not (
                 context.planned):
-            planned = await self.planner.execute(context, request_data.query,
-                                                 request_data.operation_name,
-                                                 request_data.variables)
-            if planned is not None:
-                return ExecutionResult(data=planned, errors=None)
+            planned = self.planner.find("http", request_data.query,
+                                        request_data.operation_name, operation="query")
+            answered = None if planned is None else await planned.run(
+                Call("http", context, request_data.variables))
+            if answered is not None:
+                assert isinstance(answered, dict)
+                return ExecutionResult(data=answered["data"], errors=None)
         # Subscriptions run over WebSocket or SSE only (see gql/transport/sse.py).
         return await execute_plain_http(self, request_adapter.method, context, root_value,
                                         request_data)

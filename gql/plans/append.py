@@ -22,7 +22,7 @@ back and appends.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from graphql import (
     FieldNode,
@@ -38,7 +38,6 @@ from graphql import (
 )
 from graphql.language import Visitor, visit
 
-from chatql.gql.context import Context
 from chatql.gql.document_shapes import (
     MAX_FAST_DOCUMENT,
     PlanCache,
@@ -47,14 +46,17 @@ from chatql.gql.document_shapes import (
 from chatql.gql.errors import failed_root_field
 from chatql.gql.library_adapters import graphql_core_schema
 from chatql.gql.ops.limits import limit_rules
+from chatql.gql.plans.plan import Call
 from chatql.gql.schema.announce import announce_append
 from chatql.gql.schema.inputs import InputConverter
+from chatql.gql.settings import Settings
 from chatql.store.errors import ChatArchived
 from chatql.store.messages import message as store_messages
 
-__all__ = ["AppendPlan", "append_plan_for", "fast_append"]
+__all__ = ["AppendMessages", "AppendPlan", "append_plan_for"]
 
 _FIELD = "appendMessages"
+_PLANS_KEPT = 256
 _RESULT_FIELDS = frozenset({"chatId", "appendId", "digest", "messageIds", "firstSequence",
                             "lastSequence", "__typename"})
 _ARGUMENTS = frozenset({"chatId", "appendId", "messages", "parentId"})
@@ -174,56 +176,67 @@ def _arguments(plan: AppendPlan, variables: dict[str, Any]) -> dict[str, Any] | 
     return values
 
 
-async def fast_append(schema: Any, context: Context, query: str | None,
-                      operation_name: str | None, variables: dict[str, Any] | None,
-                      plans: PlanCache[AppendPlan], *,
-                      nul_free: bool = False) -> dict[str, Any] | None:
-    """``{"data": …}`` of an ``appendMessages`` done the fast way, or None (run it
-    normally).
+class AppendMessages:
+    """The ``appendMessages`` plan: an idempotent append without the view's steps."""
 
-    ``nul_free``: the caller knows that the request holds no NUL (JSON can only spell
-    it ``\\u0000``, so a request body without that escape has none); without it the
-    ordinary path, which refuses NUL, answers.
-    """
-    services = context.services
-    if not nul_free:
-        return None
-    plan = append_plan_for(schema, query, operation_name, services.settings, plans)
-    if plan is None:
-        return None
-    values = _arguments(plan, variables or {})
-    if values is None:
-        return None
-    chat_id, append_id = _id(values.get("chatId")), values.get("appendId")
-    parent_id = values.get("parentId")
-    raw = values.get("messages")
-    if chat_id is None or type(append_id) is not str or type(raw) is not list:
-        return None
-    if parent_id is not None:
-        parent_id = _id(parent_id)
-        if parent_id is None:
+    name: ClassVar[str] = "append"
+    operation: ClassVar[str] = "mutation"
+    fields: ClassVar[tuple[str, ...]] = (_FIELD,)
+    transports: ClassVar[frozenset[str]] = frozenset({"http"})
+    summary: ClassVar[str] = "an idempotent append written without the view's request steps"
+
+    def __init__(self, schema: Any, settings: Settings) -> None:
+        self.schema = schema
+        self.settings = settings
+        self.plans: PlanCache[AppendPlan] = PlanCache(_PLANS_KEPT)
+
+    def compile(self, query: str, operation_name: str | None) -> AppendPlan | None:
+        return append_plan_for(self.schema, query, operation_name, self.settings, self.plans)
+
+    async def run(self, plan: AppendPlan, call: Call) -> dict[str, Any] | None:
+        """``{"data": …}`` of the append, or None (the executor's).
+
+        Only a request known to hold no NUL is taken (``call.nul_free``): the ordinary
+        path, which refuses NUL, answers the others.
+        """
+        if not call.nul_free:
             return None
-    batch = []
-    for item in raw:
-        message = plan.messages.from_json(item)
-        if message is None:
+        values = _arguments(plan, call.variables or {})
+        if values is None:
             return None
-        batch.append(message)
-    try:
-        # The archive check rides on the append's own lock read, as on the ordinary path.
-        receipt = await store_messages.append_messages(
-            services.db, context.identity, chat_id, append_id, batch, parent_id=parent_id,
-            stop_archived=services.archive is not None)
-    except ChatArchived:
-        return None  # nothing written: the ordinary path brings the chat back first
-    except Exception as error:
-        return failed_root_field(schema, plan.field, error)
-    try:
-        await announce_append(context, receipt)
-    except Exception as error:
-        return failed_root_field(schema, plan.field, error)
-    values = {"chatId": receipt.chat_id, "appendId": receipt.append_id,
-              "digest": receipt.digest, "messageIds": receipt.message_ids,
-              "firstSequence": receipt.first_sequence, "lastSequence": receipt.last_sequence,
-              "__typename": "AppendReceipt"}
-    return {"data": {plan.response_key: {key: values[name] for key, name in plan.fields}}}
+        chat_id, append_id = _id(values.get("chatId")), values.get("appendId")
+        parent_id = values.get("parentId")
+        raw = values.get("messages")
+        if chat_id is None or type(append_id) is not str or type(raw) is not list:
+            return None
+        if parent_id is not None:
+            parent_id = _id(parent_id)
+            if parent_id is None:
+                return None
+        batch = []
+        for item in raw:
+            message = plan.messages.from_json(item)
+            if message is None:
+                return None
+            batch.append(message)
+        context = call.context
+        services = context.services
+        try:
+            # The archive check rides on the append's own lock read, as on the ordinary
+            # path.
+            receipt = await store_messages.append_messages(
+                services.db, context.identity, chat_id, append_id, batch,
+                parent_id=parent_id, stop_archived=services.archive is not None)
+        except ChatArchived:
+            return None  # nothing written: the ordinary path brings the chat back first
+        except Exception as error:
+            return failed_root_field(self.schema, plan.field, error)
+        try:
+            await announce_append(context, receipt)
+        except Exception as error:
+            return failed_root_field(self.schema, plan.field, error)
+        values = {"chatId": receipt.chat_id, "appendId": receipt.append_id,
+                  "digest": receipt.digest, "messageIds": receipt.message_ids,
+                  "firstSequence": receipt.first_sequence,
+                  "lastSequence": receipt.last_sequence, "__typename": "AppendReceipt"}
+        return {"data": {plan.response_key: {key: values[name] for key, name in plan.fields}}}

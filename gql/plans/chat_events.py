@@ -28,10 +28,10 @@ from __future__ import annotations
 import inspect
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 from graphql import (
@@ -66,20 +66,21 @@ from chatql.gql.document_shapes import (
 )
 from chatql.gql.library_adapters import graphql_core_schema
 from chatql.gql.ops.limits import limit_rules
+from chatql.gql.plans.plan import Call, Socket, text_frame
 from chatql.gql.schema.chat_events import ChatEvent
+from chatql.gql.settings import Settings
 from chatql.store.chats import events as store_events
 from chatql.store.chats.lists import ChatListFilter
 
-__all__ = ["ChatEventsPlan", "ChatEventsRelay", "chat_events_plan_for", "chat_events_relay",
-           "serve_chat_events"]
+__all__ = ["ChatEvents", "ChatEventsPlan", "ChatEventsRelay", "chat_events_plan_for"]
 
 logger = logging.getLogger("chatql")
 
 _FRAME_CACHE_SIZE = 64
+_PLANS_KEPT = 512
 # A selection nests event -> chat -> (plain objects of a chat, should the schema grow them).
 _MAX_NESTING = 4
 
-Send = Callable[[str], Awaitable[None]]
 # (response key, value of the source object): the shape of one selected object.
 _Shape = tuple[tuple[str, Callable[[Any], Any]], ...]
 
@@ -339,10 +340,13 @@ class ChatEventsRelay:
     list_filter: ChatListFilter
     variables: dict[str, Any] | None
 
-    async def texts(self, sink: store_events.Sink | None = None) -> AsyncGenerator[str, None]:
+    def texts(self, sink: store_events.Sink | None = None) -> AsyncGenerator[str, None]:
         """The ``{"data": ...}`` text of each event until the subscription ends (what
         ``sink`` took at delivery is not yielded again). Iterate it in ``aclosing``:
         the subscription ends the moment its consumer does."""
+        return self._texts(sink)
+
+    async def _texts(self, sink: store_events.Sink | None) -> AsyncGenerator[str, None]:
         events = self.context.services.events
         assert events is not None
         subscriber = events.subscribe(self.context.identity, self.list_filter, sink)
@@ -356,53 +360,55 @@ class ChatEventsRelay:
         finally:
             events.unsubscribe(subscriber)
 
+    async def serve(self, socket: Socket) -> None:
+        """Send every event to ``socket`` until the subscription ends. Where the
+        socket's transport takes frames straight away, an event is written from its
+        delivery, without waking this task; the rest wait in the subscriber's queue."""
+        sink = None
+        frames = socket.frames
+        if frames is not None:
+            plan, completed, envelope = self.plan, socket.completed, socket.envelope
 
-def chat_events_relay(schema: Any, context: Context, query: str | None,
-                      operation_name: str | None, variables: dict[str, Any] | None,
-                      plans: PlanCache[ChatEventsPlan]) -> ChatEventsRelay | None:
-    """The fast relay for a ``chatEvents`` operation, or None (having done nothing)
-    when it must run the ordinary way."""
-    services = context.services
-    if services.events is None:
-        return None
-    settings = services.settings
-    plan = chat_events_plan_for(schema, query, operation_name, plans,
-                                max_depth=settings.max_query_depth,
-                                max_aliases=settings.max_query_aliases,
-                                max_tokens=settings.max_query_tokens)
-    if plan is None:
-        return None
-    list_filter = _list_filter(schema, plan, variables)
-    if list_filter is None:
-        return None
-    return ChatEventsRelay(schema, context, plan, list_filter, variables)
+            def sink(event: store_events.ChatEvent) -> bool:
+                if completed():
+                    return True  # dropped, as the queued send below drops it
+                text = plan.payload(event)
+                return text is not None and frames.write(
+                    text_frame(envelope(text).encode()))
+
+        async with aclosing(self._texts(sink)) as texts:
+            async for text in texts:
+                if not socket.completed():
+                    await socket.send(socket.envelope(text))
 
 
-async def serve_chat_events(schema: Any, context: Context, query: str | None,
-                            operation_name: str | None, variables: dict[str, Any] | None,
-                            envelope: Callable[[str], str], send: Send,
-                            write: Callable[[str], bool] | None,
-                            plans: PlanCache[ChatEventsPlan], *,
-                            on_relay: Callable[[], None] | None = None) -> bool:
-    """Relay a ``chatEvents`` subscription the fast way until it ends; False (having
-    done nothing) when it must run the ordinary way.
+class ChatEvents:
+    """The ``chatEvents`` plan: each event serialised once per selection."""
 
-    ``write``, when given, writes one enveloped payload at once if the transport takes
-    it now (False: it does not, and ``send`` gets it from the subscriber's queue)."""
-    relay = chat_events_relay(schema, context, query, operation_name, variables, plans)
-    if relay is None:
-        return False
-    if on_relay is not None:
-        on_relay()
-    sink = None
-    if write is not None:
-        plan = relay.plan
+    name: ClassVar[str] = "chat_events"
+    operation: ClassVar[str] = "subscription"
+    fields: ClassVar[tuple[str, ...]] = ("chatEvents",)
+    transports: ClassVar[frozenset[str]] = frozenset({"sse", "ws"})
+    summary: ClassVar[str] = "the live chat list: each event serialised once per selection"
 
-        def sink(event: store_events.ChatEvent) -> bool:
-            text = plan.payload(event)
-            return text is not None and write(envelope(text))
+    def __init__(self, schema: Any, settings: Settings) -> None:
+        self.schema = schema
+        self.settings = settings
+        self.plans: PlanCache[ChatEventsPlan] = PlanCache(_PLANS_KEPT)
 
-    async with aclosing(relay.texts(sink)) as texts:
-        async for text in texts:
-            await send(envelope(text))
-    return True
+    def compile(self, query: str, operation_name: str | None) -> ChatEventsPlan | None:
+        settings = self.settings
+        return chat_events_plan_for(self.schema, query, operation_name, self.plans,
+                                    max_depth=settings.max_query_depth,
+                                    max_aliases=settings.max_query_aliases,
+                                    max_tokens=settings.max_query_tokens)
+
+    async def run(self, plan: ChatEventsPlan, call: Call) -> ChatEventsRelay | None:
+        """The relay of the subscription, or None (the executor's); nothing is
+        subscribed until the transport drives the relay."""
+        if call.context.services.events is None:
+            return None
+        list_filter = _list_filter(self.schema, plan, call.variables)
+        if list_filter is None:
+            return None
+        return ChatEventsRelay(self.schema, call.context, plan, list_filter, call.variables)

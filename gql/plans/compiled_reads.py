@@ -28,7 +28,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any
+from typing import Any, ClassVar
 
 from graphql import (
     DocumentNode,
@@ -60,6 +60,7 @@ from chatql.gql.context import Context
 from chatql.gql.document_shapes import PlanCache, has_nul, plain_attribute
 from chatql.gql.library_adapters import graphql_core_schema
 from chatql.gql.ops.limits import limit_rules
+from chatql.gql.plans.plan import Call
 from chatql.gql.schema.chat_lists import _cursor_scope as chat_list_scope
 from chatql.gql.schema.pages import _branch_scope, _cursor_scope
 from chatql.gql.settings import Settings
@@ -624,7 +625,16 @@ def _edges(shape: _Shape, columns: tuple[str, ...]
 
 
 class CompiledReads:
-    """The plans of one app (one schema, one set of limits), made once per document."""
+    """The ``reads`` plan: pages of messages, the chat list and a chat with its newest
+    message, each filled from one prepared statement. One per app (one schema, one set
+    of limits); a document is compiled once."""
+
+    name: ClassVar[str] = "reads"
+    operation: ClassVar[str] = "query"
+    fields: ClassVar[tuple[str, ...]] = ("messages", "chats", "chat")
+    transports: ClassVar[frozenset[str]] = frozenset({"http"})
+    summary: ClassVar[str] = ("pages of messages, the chat list and a chat with its newest "
+                              "message, filled from one prepared statement")
 
     def __init__(self, schema: Any, settings: Settings) -> None:
         self._schema = schema
@@ -637,7 +647,7 @@ class CompiledReads:
         self._signed: dict[tuple[Any, ...], str] = {}
         self._signer: Any = None
 
-    def plan_for(self, query: str | None, operation_name: str | None) -> _PagePlan | None:
+    def compile(self, query: str | None, operation_name: str | None) -> _PagePlan | None:
         """The cached plan for a document, or None when it must run the ordinary way."""
         if (not query or len(query) > _MAX_DOCUMENT
                 or ("messages" not in query and "chat" not in query)):
@@ -665,14 +675,10 @@ class CompiledReads:
             logger.debug("no plan for a document", exc_info=True)
             return None
 
-    async def execute(self, context: Context, query: str | None, operation_name: str | None,
-                      variables: dict[str, Any] | None) -> dict[str, Any] | None:
-        """The ``data`` of a compiled read, or None (run the request the ordinary way)."""
-        plan = self.plan_for(query, operation_name)
-        if plan is None:
-            return None
+    async def run(self, plan: _PagePlan, call: Call) -> dict[str, Any] | None:
+        """``{"data": …}`` of a compiled read, or None (run it the ordinary way)."""
         try:
-            return await self._run(plan, context, variables or {})
+            return {"data": await self._run(plan, call.context, call.variables or {})}
         except (_Fallback, ChatqlError):
             return None
         except Exception:  # the ordinary path reports whatever this was, properly

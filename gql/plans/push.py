@@ -19,7 +19,7 @@ back.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 from graphql import (
@@ -33,7 +33,6 @@ from graphql import (
     validate,
 )
 
-from chatql.gql.context import Context
 from chatql.gql.document_shapes import (
     MAX_FAST_DOCUMENT,
     PlanCache,
@@ -42,11 +41,15 @@ from chatql.gql.document_shapes import (
 )
 from chatql.gql.errors import failed_root_field
 from chatql.gql.library_adapters import graphql_core_schema
+from chatql.gql.plans.plan import Call
 from chatql.gql.schema.inputs import InputConverter
+from chatql.gql.settings import Settings
 from chatql.store.errors import ChatqlError
 from chatql.store.streams.reducer import ChunkIn
 
-__all__ = ["PushPlan", "fast_push", "push_plan_for"]
+__all__ = ["PushChunks", "PushPlan", "push_plan_for"]
+
+_PLANS_KEPT = 256
 
 _RESULT_FIELDS = frozenset({"accepted", "duplicates", "lastSeq", "__typename"})
 
@@ -122,44 +125,52 @@ def _may_hold_nul(raw: list[Any]) -> bool:
     return b"\\u0000" in encoded
 
 
-async def fast_push(schema: Any, context: Context, query: str | None,
-                    operation_name: str | None,
-                    variables: dict[str, Any] | None, plans: PlanCache[PushPlan], *,
-                    nul_free: bool = False) -> dict[str, Any] | None:
-    """``{"data": …}`` of a ``pushChunks`` done the fast way, or None (run it normally).
+class PushChunks:
+    """The ``pushChunks`` plan: a producer's chunks handed straight to the stream service."""
 
-    ``nul_free``: the caller knows that no string in ``variables`` holds NUL (JSON can
-    only spell it ``\\u0000``, so a request body without that escape has none).
-    """
-    plan = push_plan_for(schema, query, operation_name, plans)
-    streams = context.services.streams
-    if plan is None or streams is None:
-        return None
-    variables = variables or {}
-    if isinstance(plan.stream_id, VariableNode):
-        stream_id = variables.get(plan.stream_id.name.value)
-    else:
-        stream_id = plan.stream_id.value  # type: ignore[attr-defined]
-    if isinstance(stream_id, int) and not isinstance(stream_id, bool):
-        stream_id = str(stream_id)
-    raw = variables.get(plan.chunks_variable)
-    if not isinstance(stream_id, str) or not isinstance(raw, list):
-        return None
-    chunks: list[ChunkIn] = []
-    convert = plan.chunks.from_json
-    for item in raw:
-        chunk = convert(item)
-        if chunk is None:
+    name: ClassVar[str] = "push"
+    operation: ClassVar[str] = "mutation"
+    fields: ClassVar[tuple[str, ...]] = ("pushChunks",)
+    transports: ClassVar[frozenset[str]] = frozenset({"http", "ws"})
+    summary: ClassVar[str] = "a producer's chunks handed straight to the stream service"
+
+    def __init__(self, schema: Any, settings: Settings) -> None:
+        self.schema = schema
+        self.plans: PlanCache[PushPlan] = PlanCache(_PLANS_KEPT)
+
+    def compile(self, query: str, operation_name: str | None) -> PushPlan | None:
+        return push_plan_for(self.schema, query, operation_name, self.plans)
+
+    async def run(self, plan: PushPlan, call: Call) -> dict[str, Any] | None:
+        """``{"data": …}`` of the push, or None (the executor's)."""
+        streams = call.context.services.streams
+        if streams is None:
             return None
-        chunks.append(chunk)
-    if "\x00" in stream_id or (not nul_free and _may_hold_nul(raw) and has_nul(raw)):
-        # NUL is refused with INVALID_ARGUMENT by the document limits (Postgres cannot
-        # store it): the ordinary path says so.
-        return None
-    try:
-        result = await streams.push_chunks(context.identity, stream_id, chunks)
-    except ChatqlError as error:
-        return failed_root_field(schema, plan.field, error)
-    values = {"accepted": result.accepted, "duplicates": result.duplicates,
-              "lastSeq": result.last_seq, "__typename": "PushResult"}
-    return {"data": {plan.response_key: {key: values[name] for key, name in plan.fields}}}
+        variables = call.variables or {}
+        if isinstance(plan.stream_id, VariableNode):
+            stream_id = variables.get(plan.stream_id.name.value)
+        else:
+            stream_id = plan.stream_id.value  # type: ignore[attr-defined]
+        if isinstance(stream_id, int) and not isinstance(stream_id, bool):
+            stream_id = str(stream_id)
+        raw = variables.get(plan.chunks_variable)
+        if not isinstance(stream_id, str) or not isinstance(raw, list):
+            return None
+        chunks: list[ChunkIn] = []
+        convert = plan.chunks.from_json
+        for item in raw:
+            chunk = convert(item)
+            if chunk is None:
+                return None
+            chunks.append(chunk)
+        if "\x00" in stream_id or (not call.nul_free and _may_hold_nul(raw) and has_nul(raw)):
+            # NUL is refused with INVALID_ARGUMENT by the document limits (Postgres cannot
+            # store it): the ordinary path says so.
+            return None
+        try:
+            result = await streams.push_chunks(call.context.identity, stream_id, chunks)
+        except ChatqlError as error:
+            return failed_root_field(self.schema, plan.field, error)
+        values = {"accepted": result.accepted, "duplicates": result.duplicates,
+                  "lastSeq": result.last_seq, "__typename": "PushResult"}
+        return {"data": {plan.response_key: {key: values[name] for key, name in plan.fields}}}

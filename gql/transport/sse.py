@@ -33,7 +33,7 @@ from strawberry.subscriptions import GRAPHQL_SSE_PROTOCOL
 from strawberry.types.execution import ExecutionResult
 from strawberry.types.graphql import OperationType
 
-from chatql.gql.plans.chat_events import ChatEventsRelay
+from chatql.gql.plans.plan import TextRelay
 
 __all__ = ["GRAPHQL_SSE_PROTOCOL", "SUBSCRIPTION_OVER_HTTP", "RelayedSubscription",
            "execute_plain_http", "relayed_stream"]
@@ -81,7 +81,7 @@ class RelayedSubscription:
     stands where the executor's result would (an async iterator, never iterated as
     one) and :func:`relayed_stream` writes it."""
 
-    def __init__(self, relay: ChatEventsRelay) -> None:
+    def __init__(self, relay: TextRelay) -> None:
         self.relay = relay
 
     def __aiter__(self) -> AsyncIterator[Any]:

@@ -17,33 +17,17 @@
   §5.5); Strawberry puts caller text in some (``Unknown message type: …``,
   ``Subscriber for … already exists``), and a longer one broke the close itself. The
   socket adapter cuts every reason to fit.
-- **A fast path for ``chatStream``.** Strawberry runs a full GraphQL execution for
-  every event of every subscriber, almost all of the cost of a live stream (about
-  110 µs per chunk per subscriber, growing linearly with subscribers). A
-  ``chatStream`` subscription whose selection is plain ``Chunk`` fields is parsed
-  and validated once per distinct document text; each published chunk
-  is projected onto the selection and serialised (orjson, to ``str``) once per distinct
-  document, shared by every subscriber that sent it, and sent as a text frame.
-  Anything else — fragments, directives, other root fields, any error, a chat the
-  caller may not read — goes the ordinary way, so errors look as they always do.
-  ``pushChunks`` takes the fast path of ``gql/plans/push.py`` here too, and
-  ``chatEvents`` the one of ``gql/plans/chat_events.py``.
-- **Frames written once, straight to the socket.** Server frames are not masked, so
-  the frames of one run of chunks (one operation id, one document) are the same bytes
-  for every subscriber: they are built once and written to each uvicorn
-  (websockets-sansio) transport directly, below Starlette's and the middlewares' send
-  wrappers (:class:`ServerSendMiddleware` keeps the server's own ``send`` for that).
-  A subscriber waiting for more is even written to from the topic's wake-up, without
-  waking its task; an idle ``chatEvents`` sidebar likewise from the event's delivery.
-  A closing socket, a transport above its high-water mark, another server or an
-  extension such as per-message deflate take the ordinary send, which
-  waits for the buffer to drain, so a slow reader is coalesced or sent a snapshot by
-  its queue as before.
-- **Subscribe checks shared while they wait.** Subscribes of one chat by the same
-  caller that arrive while its access check waits for a slot (at most
-  ``_CONCURRENT_CHECKS`` run at once) share that check, so thousands of subscribers
-  arriving together cost a handful of database reads; a check that has started is
-  never joined, so every answer comes from a read begun after the subscribe arrived.
+- **Plans first.** Every operation is offered to the app's plans
+  (:mod:`gql.plans.planner`) before the executor: a ``pushChunks`` plan answers with one
+  result message, a ``chatStream`` or ``chatEvents`` plan with a relay that writes each
+  result to a :class:`~gql.plans.plan.Socket`.
+- **Frames written straight to the socket.** Server frames are not masked, so a plan
+  can build one frame for every subscriber. :class:`FrameWriter` writes such frames to
+  the uvicorn (websockets-sansio) transport directly, below Starlette's and the
+  middlewares' send wrappers (:class:`ServerSendMiddleware` keeps the server's own
+  ``send`` for that). A closing socket, a transport above its high-water mark, another
+  server or an extension such as per-message deflate take the ordinary send, which
+  waits for the buffer to drain.
 - **A document that does not parse is an error, not a closed socket.** Strawberry
   closes a ``graphql-transport-ws`` socket with 4400 on a syntax error, dropping every
   other operation on it, and the legacy handler answered nothing. Here both protocols
@@ -59,24 +43,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import weakref
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 from graphql import (
-    DocumentNode,
-    GraphQLError,
     GraphQLSyntaxError,
-    OperationType,
-    ValueNode,
-    VariableNode,
     parse,
-    validate,
-    value_from_ast_untyped,
 )
 from strawberry.asgi import ASGIWebSocketAdapter
 from strawberry.http.exceptions import WebSocketDisconnected
@@ -89,25 +63,16 @@ from strawberry.subscriptions.protocols.graphql_ws.types import CompleteMessage,
 from strawberry.types.execution import ExecutionResult, PreExecutionError
 
 from chatql.gql.context import Context
-from chatql.gql.document_shapes import MAX_FAST_DOCUMENT, PlanCache, flat_root_field
 from chatql.gql.library_adapters import (
     UvicornFrameTransport,
-    graphql_core_schema,
     uvicorn_ws_protocol,
 )
 from chatql.gql.ops.operations import classify
 from chatql.gql.ops.persisted_queries import PersistedQueryError
 from chatql.gql.ops.rate_limits import RateLimited
-from chatql.store.chats.chat import get_chat
-from chatql.store.db.database import Database
-from chatql.store.errors import ChatqlError
-from chatql.store.ids import check_chat_id
-from chatql.store.records import Chat, Identity
-from chatql.store.streams import SubscriberQueue
-from chatql.store.streams.reducer import ChunkEvent
+from chatql.gql.plans.plan import Call, Socket, text_frame
 
 __all__ = [
-    "ChatStreamPlan",
     "ChatqlLegacyWSHandler",
     "ChatqlTransportWSHandler",
     "ChatqlWebSocketAdapter",
@@ -115,12 +80,12 @@ __all__ = [
     "ServerSendMiddleware",
     "fit_close_reason",
     "message_problem",
-    "plan_for",
     "serve_planned",
-    "text_frame",
 ]
 
 logger = logging.getLogger("chatql.websocket")
+
+Send = Callable[[str], Awaitable[None]]
 
 #: RFC 6455 §5.5: control frames carry at most 125 bytes, 2 of them the close code.
 MAX_CLOSE_REASON_BYTES = 123
@@ -240,269 +205,6 @@ def fit_close_reason(reason: str) -> str:
     return encoded[: MAX_CLOSE_REASON_BYTES - 3].decode(errors="ignore") + "..."
 
 
-_CHUNK_FIELDS = frozenset(ChunkEvent.__annotations__)
-_FRAME_CACHE_SIZE = 4_096
-
-
-@dataclass(eq=False)
-class ChatStreamPlan:
-    """A validated ``chatStream`` document reduced to what the fast path needs."""
-
-    response_key: str
-    fields: tuple[tuple[str, str], ...]
-    chat_id: ValueNode
-    after_seq: ValueNode | None
-    defaults: dict[str, Any]
-    #: Serialised payloads by event object, shared by every subscriber of this plan.
-    frames: OrderedDict[int, tuple[ChunkEvent, str]] = field(default_factory=OrderedDict)
-
-    def argument(self, node: ValueNode | None, variables: dict[str, Any]) -> Any:
-        if node is None:
-            return None
-        if isinstance(node, VariableNode):
-            name = node.name.value
-            return variables[name] if name in variables else self.defaults.get(name)
-        return value_from_ast_untyped(node)
-
-    def payload(self, event: ChunkEvent) -> str:
-        """The ``{"data": {...}}`` text for ``event``, serialised once per plan."""
-        key = id(event)
-        cached = self.frames.get(key)
-        if cached is not None and cached[0] is event:
-            return cached[1]
-        projected = {
-            response: "Chunk" if name == "__typename" else event[name]  # type: ignore[literal-required]
-            for response, name in self.fields
-        }
-        try:
-            text = orjson.dumps({"data": {self.response_key: projected}}).decode()
-        except TypeError:  # integers beyond 64 bits in props
-            text = json.dumps({"data": {self.response_key: projected}}, ensure_ascii=False)
-        # Keeping the event referenced makes the id() key safe from reuse.
-        self.frames[key] = (event, text)
-        if len(self.frames) > _FRAME_CACHE_SIZE:
-            self.frames.popitem(last=False)
-        return text
-
-
-def _selectable(schema: Any) -> frozenset[str]:
-    """The ``Chunk`` fields of the schema that a published chunk carries as they are
-    sent; any other field (one added later, say) makes the subscription run the
-    ordinary way, where its resolver runs."""
-    shape = graphql_core_schema(schema).type_map.get("Chunk")
-    names = frozenset(getattr(shape, "fields", None) or ())
-    return (names & _CHUNK_FIELDS) | {"__typename"}
-
-
-def _plan(schema: Any, document: DocumentNode,
-          operation_name: str | None) -> ChatStreamPlan | None:
-    shape = flat_root_field(document, operation_name, OperationType.SUBSCRIPTION,
-                            "chatStream", _selectable(schema))
-    if shape is None:
-        return None
-    operation, root, fields = shape
-    arguments = {argument.name.value: argument.value for argument in root.arguments or ()}
-    defaults = {
-        definition.variable.name.value: value_from_ast_untyped(definition.default_value)
-        for definition in operation.variable_definitions or ()
-        if definition.default_value is not None
-    }
-    return ChatStreamPlan(
-        response_key=(root.alias or root.name).value,
-        fields=fields,
-        chat_id=arguments["chatId"],
-        after_seq=arguments.get("afterSeq"),
-        defaults=defaults,
-    )
-
-
-def plan_for(schema: Any, query: str, operation_name: str | None,
-             plans: PlanCache[ChatStreamPlan]) -> ChatStreamPlan | None:
-    """The fast-path plan for ``query``, kept in ``plans`` (the app's), or None when it
-    must run the ordinary way."""
-    if len(query) > MAX_FAST_DOCUMENT or "chatStream" not in query:
-        return None
-
-    def make() -> ChatStreamPlan | None:
-        try:
-            document = parse(query)
-            return None if validate(graphql_core_schema(schema), document) else _plan(
-                schema, document, operation_name)
-        except GraphQLError:
-            return None
-
-    # Plans are made from the schema's shapes: one cache entry per schema and document.
-    return plans.get((id(schema), query, operation_name), make)
-
-
-Send = Callable[[str], Awaitable[None]]
-
-#: Subscribe access checks run at once per event loop; the rest wait their turn here
-#: rather than in the database pool, whose timeout would fail them when thousands of
-#: subscribers arrive together.
-_CONCURRENT_CHECKS = 8
-_check_gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
-    weakref.WeakKeyDictionary())
-
-
-def _checks() -> asyncio.Semaphore:
-    loop = asyncio.get_running_loop()
-    gate = _check_gates.get(loop)
-    if gate is None:
-        gate = _check_gates[loop] = asyncio.Semaphore(_CONCURRENT_CHECKS)
-    return gate
-
-
-#: Access checks waiting for their turn, by (chat, caller): a subscribe that arrives
-#: while the same check is still waiting joins it instead of queueing one of its own,
-#: so thousands of subscribers of one chat cost a handful of reads. A check that has
-#: started is never joined: every answer comes from a read begun after the subscribe
-#: arrived, so access is as current as if each had read on its own.
-_waiting_checks: weakref.WeakKeyDictionary[
-    asyncio.AbstractEventLoop, dict[tuple[str, Identity], asyncio.Task[Chat | None]]] = (
-    weakref.WeakKeyDictionary())
-
-
-async def _visible_chat(db: Database, identity: Identity, chat_id: str) -> Chat | None:
-    """``get_chat`` for a subscribe, shared with identical subscribes waiting with it."""
-    loop = asyncio.get_running_loop()
-    waiting = _waiting_checks.get(loop)
-    if waiting is None:
-        waiting = _waiting_checks[loop] = {}
-    key = (chat_id, identity)
-    check = waiting.get(key)
-    if check is None:
-
-        async def run() -> Chat | None:
-            async with _checks():
-                # From here on a new subscribe starts a read of its own.
-                if waiting.get(key) is check:
-                    del waiting[key]
-                return await get_chat(db, identity, chat_id)
-
-        # A task of its own: a subscriber that goes away does not cancel the others'
-        # answer.
-        check = waiting[key] = loop.create_task(run())
-
-        def settled(done: asyncio.Task[Chat | None]) -> None:
-            if waiting.get(key) is done:
-                del waiting[key]
-            if not done.cancelled():
-                done.exception()  # retrieved: every subscriber waiting may have left
-
-        check.add_done_callback(settled)
-    return await asyncio.shield(check)
-
-
-async def _open(context: Context, plan: ChatStreamPlan,
-                variables: dict[str, Any] | None) -> tuple[str, SubscriberQueue] | None:
-    """Subscribe when everything checks out; None sends the caller the ordinary way."""
-    services = context.services
-    if services.streams is None:
-        return None
-    try:
-        chat_id = plan.argument(plan.chat_id, variables or {})
-        after_seq = plan.argument(plan.after_seq, variables or {})
-        if isinstance(chat_id, int) and not isinstance(chat_id, bool):
-            chat_id = str(chat_id)
-        if not isinstance(chat_id, str):
-            return None
-        if after_seq is not None and (
-            not isinstance(after_seq, int) or isinstance(after_seq, bool) or after_seq < 0
-        ):
-            return None
-        check_chat_id(chat_id)
-        chat = await _visible_chat(services.db, context.identity, chat_id)
-        if chat is None:
-            return None
-        return chat_id, await services.streams.subscribe(chat_id, after_seq)
-    except (ChatqlError, KeyError):
-        return None
-    except Exception as error:
-        # Anything else (the database pool timing out under thousands of subscribes,
-        # the broker away): the ordinary way runs the subscription, so it is served
-        # or answered with an error, never left silent.
-        logger.warning("chatStream fast path failed (%s); running it the ordinary way",
-                       error)
-        return None
-
-
-#: Framed runs of chunks, by plan, operation prefix and the chunks themselves: readers
-#: at one position of a topic read the same run, so its frames are built once.
-_FRAMED_RUNS_KEPT = 32
-_framed_runs: OrderedDict[tuple[object, ...],
-                          tuple[ChatStreamPlan, list[ChunkEvent], bytes]] = OrderedDict()
-
-
-def _framed(plan: ChatStreamPlan, prefix: str, run: list[ChunkEvent]) -> bytes:
-    """The text frames of ``run`` (``prefix`` + payload + ``}`` each), back to back."""
-    key = (id(plan), prefix, *map(id, run))
-    cached = _framed_runs.get(key)
-    if cached is not None and cached[0] is plan:
-        return cached[2]
-    frames = b"".join(text_frame((prefix + plan.payload(event) + "}").encode())
-                      for event in run)
-    if run[0].get("snapshot"):
-        # A snapshot is made for one subscriber: kept, it would only push shared runs out.
-        return frames
-    # The plan and the chunks stay referenced with it, so the ids in the key are not
-    # reused while it is kept.
-    _framed_runs[key] = (plan, run, frames)
-    if len(_framed_runs) > _FRAMED_RUNS_KEPT:
-        _framed_runs.popitem(last=False)
-    return frames
-
-
-class _RunSink:
-    """Writes a run of chunks straight to the socket from the topic's wake-up (see
-    :attr:`SubscriberQueue.sink`); a slotted object, smaller than a closure, since
-    every subscriber holds one."""
-
-    __slots__ = ("completed", "plan", "prefix", "writer")
-
-    def __init__(self, plan: ChatStreamPlan, prefix: str, writer: FrameWriter,
-                 completed: Callable[[], bool]) -> None:
-        self.plan = plan
-        self.prefix = prefix
-        self.writer = writer
-        self.completed = completed
-
-    def __call__(self, run: list[ChunkEvent]) -> bool:
-        writer = self.writer
-        return not self.completed() and writer.writable() and writer.write(
-            _framed(self.plan, self.prefix, run))
-
-
-def _never() -> bool:
-    return False
-
-
-async def _relay(context: Context, plan: ChatStreamPlan, chat_id: str,
-                 queue: SubscriberQueue, prefix: str, send: Send,
-                 completed: Callable[[], bool] = _never) -> None:
-    """Send every chunk of ``queue`` as ``prefix`` + payload + ``}`` (nothing once
-    ``completed``) until the queue closes, then unsubscribe."""
-    streams = context.services.streams
-    assert streams is not None
-    writer = send if isinstance(send, FrameWriter) else None
-    if writer is not None:
-        queue.sink = _RunSink(plan, prefix, writer, completed)
-    try:
-        async for run in queue.batches():
-            if completed():
-                continue
-            if writer is not None and writer.writable():
-                writer.write(_framed(plan, prefix, run))
-                continue
-            for event in run:
-                if completed():
-                    break
-                await send(prefix + plan.payload(event) + "}")
-    finally:
-        queue.sink = None
-        await streams.unsubscribe(chat_id, queue)
-
-
 #: Where :class:`ServerSendMiddleware` leaves the server's own ``send`` in the scope.
 SERVER_SEND_KEY = "chatql.server_send"
 
@@ -536,17 +238,6 @@ class ServerSendMiddleware:
                 await self.websocket_app(scope, receive, send)
                 return
         await self.app(scope, receive, send)
-
-
-def text_frame(data: bytes) -> bytes:
-    """One unfragmented, unmasked text frame (server to client, RFC 6455 §5.2) of
-    ``data``: the same bytes for every socket, so a payload is framed once."""
-    size = len(data)
-    if size < 126:
-        return bytes((0x81, size)) + data
-    if size < 65_536:
-        return b"\x81\x7e" + size.to_bytes(2, "big") + data
-    return b"\x81\x7f" + size.to_bytes(8, "big") + data
 
 
 def _sansio_protocol(websocket: Any) -> Any:
@@ -606,27 +297,26 @@ async def serve_planned(handler: Any, operation_id: str, kind: str, query: str,
     (``kind``: ``next`` for graphql-transport-ws, ``data`` for graphql-ws), up to but
     not including its ``complete``; False (having done nothing) when the executor must
     run it."""
-    planner = handler.view.planner
-    context = handler.context
-    pushed = await planner.push(context, query, operation_name, variables)
-    if pushed is not None:
-        message = ({"id": operation_id, "type": "next", "payload": pushed} if kind == "next"
-                   else {"type": "data", "id": operation_id, "payload": pushed})
-        await send_message(message)
-        return True
-    if await _chat_events(handler, planner, operation_id, kind, query, operation_name,
-                          variables, completed):
-        return True
-    if "chat_stream" not in planner.enabled:
+    planned = handler.view.planner.find("ws", query, operation_name)
+    if planned is None:
         return False
-    plan = plan_for(handler.schema, query, operation_name, planner.stream_plans)
-    opened = None if plan is None else await _open(context, plan, variables)
-    if plan is None or opened is None:
+    answer = await planned.run(Call("ws", handler.context, variables))
+    if answer is None:
         return False
-    planner.served["chat_stream"] += 1
-    chat_id, queue = opened
-    await _relay(context, plan, chat_id, queue, _frame_prefix(operation_id, kind),
-                 _sender(handler.websocket), completed)
+    if isinstance(answer, dict):
+        await send_message({"id": operation_id, "type": "next", "payload": answer}
+                           if kind == "next" else
+                           {"type": "data", "id": operation_id, "payload": answer})
+        return True
+    send = _sender(handler.websocket)
+    frames = send if isinstance(send, FrameWriter) else None
+
+    async def send_open(text: str) -> None:
+        if not completed():
+            await send(text)
+
+    await answer.serve(Socket(_frame_prefix(operation_id, kind), send_open, frames,
+                              completed))
     return True
 
 
@@ -637,31 +327,6 @@ def _frame_prefix(operation_id: str, kind: str) -> str:
     if kind == "next":
         return '{"id":' + op + ',"type":"next","payload":'
     return '{"type":"data","id":' + op + ',"payload":'
-
-
-async def _chat_events(handler: Any, planner: Any, operation_id: str, kind: str,
-                       query: str | None, operation_name: str | None,
-                       variables: dict[str, Any] | None,
-                       completed: Callable[[], bool]) -> bool:
-    """Serve a ``chatEvents`` subscription the fast way (False: run it the ordinary way)."""
-    prefix = _frame_prefix(operation_id, kind)
-    send = _sender(handler.websocket)
-
-    async def send_next(text: str) -> None:
-        if not completed():
-            await send(text)
-
-    write = None
-    if isinstance(send, FrameWriter):
-        writer = send
-
-        def write(text: str) -> bool:
-            # An event for a completed operation is dropped, as send_next drops it.
-            return completed() or writer.write(text_frame(text.encode()))
-
-    return bool(await planner.serve_chat_events(handler.context, query, operation_name,
-                                                variables, lambda p: prefix + p + "}",
-                                                send_next, write))
 
 
 class ChatqlWebSocketAdapter(ASGIWebSocketAdapter):

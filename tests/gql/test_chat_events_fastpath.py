@@ -179,7 +179,7 @@ async def test_fast_frames_are_the_executors_bytes(
     refused = 0
     for op, document in zip(ops, documents, strict=True):
         plan = chat_events_fastpath.chat_events_plan_for(
-            app.state.planner.schema, document, None, app.state.planner.event_plans,
+            app.state.planner.schema, document, None, app.state.planner.plans["chat_events"].plans,
             **limits)
         assert plan is not None and plan.frames, "the fast path served none of its events"
         assert fast.frames[op] == ordinary.frames[op], document
@@ -296,7 +296,7 @@ async def test_sse_fast_events_are_the_executors_bytes(
         assert app.state.services.events.subscriber_count() == 0
     for document, quick, slow in zip(documents, fast, ordinary, strict=True):
         plan = chat_events_fastpath.chat_events_plan_for(
-            app.state.planner.schema, document, None, app.state.planner.event_plans,
+            app.state.planner.schema, document, None, app.state.planner.plans["chat_events"].plans,
             **limits)
         assert plan is not None and plan.frames, "the fast path served none of its events"
         assert quick.data == slow.data, document

@@ -13,9 +13,9 @@ from typing import Any
 from graphql import GraphQLSchema, extend_schema, parse
 
 from chatql.gql.document_shapes import PlanCache
+from chatql.gql.plans.chat_stream import plan_for
 from chatql.gql.plans.push import push_plan_for
 from chatql.gql.schema.root import build_schema
-from chatql.gql.transport.websocket import plan_for
 from tests.gql.wsclient import CHAT_STREAM
 
 #: A schema as an app builds it, for the plans these tests make themselves.

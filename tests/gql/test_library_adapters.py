@@ -44,9 +44,9 @@ from chatql.gql.library_adapters import (
     graphql_core_schema,
     uvicorn_ws_protocol,
 )
+from chatql.gql.plans.plan import text_frame
 from chatql.gql.schema.root import build_schema
 from chatql.gql.schema.streams import ChunkInput, chunk_from_input
-from chatql.gql.transport.websocket import text_frame
 from tests.conftest import uvicorn_serving
 
 # -- a small schema ------------------------------------------------------------------

@@ -33,18 +33,18 @@ class Views:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.views = self.reads = 0
-        run, execute = GraphQLEndpoint.run, CompiledReads.execute
+        run, read = GraphQLEndpoint.run, CompiledReads.run
 
         async def counted_run(endpoint: GraphQLEndpoint, *args: Any, **kwargs: Any) -> Any:
             self.views += 1
             return await run(endpoint, *args, **kwargs)
 
-        async def counted_execute(reads: CompiledReads, *args: Any) -> Any:
+        async def counted_read(reads: CompiledReads, *args: Any) -> Any:
             self.reads += 1
-            return await execute(reads, *args)
+            return await read(reads, *args)
 
         monkeypatch.setattr(GraphQLEndpoint, "run", counted_run)
-        monkeypatch.setattr(CompiledReads, "execute", counted_execute)
+        monkeypatch.setattr(CompiledReads, "run", counted_read)
 
     def take(self) -> tuple[int, int]:
         seen = (self.views, self.reads)

@@ -117,7 +117,7 @@ async def test_a_subscription_whose_fast_path_fails_is_still_served(
         settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-    import chatql.gql.transport.websocket
+    import chatql.gql.plans.chat_stream
 
     async def pool_exhausted(*args: Any, **kwargs: Any) -> Any:
         raise PoolTimeout("QueuePool limit reached, connection timed out")
@@ -125,7 +125,7 @@ async def test_a_subscription_whose_fast_path_fails_is_still_served(
     async with serve(settings) as (server, _app):
         http = Http(server)
         await http.data(CREATE, {"id": "busy"})
-        monkeypatch.setattr(chatql.gql.transport.websocket, "get_chat", pool_exhausted)
+        monkeypatch.setattr(chatql.gql.plans.chat_stream, "get_chat", pool_exhausted)
         reader = await Reader.open(server, "busy")
         stream = (await http.data(START, {"input": {"chatId": "busy"}}))["startStream"]["id"]
         # Never left silent: the ordinary way serves it.

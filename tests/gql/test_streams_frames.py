@@ -18,6 +18,8 @@ import pytest
 import websockets
 from websockets.frames import Frame, Opcode
 
+from chatql.gql.plans import chat_stream
+from chatql.gql.plans.plan import text_frame
 from chatql.gql.settings import Settings
 from chatql.gql.transport import websocket as gws
 from tests.client_reducer import client_apply
@@ -106,7 +108,7 @@ class Reader:
 def test_a_text_frame_is_what_websockets_writes() -> None:
     for size in (0, 1, 125, 126, 65_535, 65_536, 70_000):
         data = ("é" * size).encode()[:size]
-        assert gws.text_frame(data) == Frame(Opcode.TEXT, data).serialize(mask=False)
+        assert text_frame(data) == Frame(Opcode.TEXT, data).serialize(mask=False)
 
 
 async def test_concurrent_subscribers_share_access_reads(
@@ -114,7 +116,7 @@ async def test_concurrent_subscribers_share_access_reads(
     reads: list[str] = []
     arrived = 0
     release = asyncio.Event()
-    get_chat, visible_chat = gws.get_chat, gws._visible_chat
+    get_chat, visible_chat = chat_stream.get_chat, chat_stream._visible_chat
 
     async def counted_read(db: Any, who: Any, chat_id: str) -> Any:
         reads.append(who.user_id)
@@ -126,8 +128,8 @@ async def test_concurrent_subscribers_share_access_reads(
         arrived += 1
         return await visible_chat(db, who, chat_id)
 
-    monkeypatch.setattr(gws, "get_chat", counted_read)
-    monkeypatch.setattr(gws, "_visible_chat", arrival)
+    monkeypatch.setattr(chat_stream, "get_chat", counted_read)
+    monkeypatch.setattr(chat_stream, "_visible_chat", arrival)
     async with serve(settings) as (server, _app):
         http = Http(server)
         await http.data(CREATE, {"id": "crowd"})
@@ -155,7 +157,7 @@ async def test_concurrent_subscribers_share_access_reads(
             assert refused["errors"][0]["extensions"]["code"] == "NOT_FOUND"
         # The reads begun before everyone arrived (one per check slot), then one per
         # identity for everyone who waited: not one read per subscriber.
-        assert len(reads) <= gws._CONCURRENT_CHECKS + 2, len(reads)
+        assert len(reads) <= chat_stream._CONCURRENT_CHECKS + 2, len(reads)
         for reader in readers:
             await reader.ws.close()
 

@@ -400,7 +400,7 @@ async def test_fast_path_frames_equal_full_graphql_execution(settings: Settings,
     from chatql.gql.schema.root import build_schema
 
     schema = build_schema()
-    from chatql.gql.transport.websocket import plan_for
+    from chatql.gql.plans.chat_stream import plan_for
     from tests.gql.wsclient import CHAT_STREAM
 
     assert plan_for(schema, CHAT_STREAM, None, PlanCache(16)) is not None
