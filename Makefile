@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install install-test install-dev install-kit install-docs serve demo test lint docs reference schema js-install js-test assets
+.PHONY: install install-test install-dev install-kit install-docs serve demo test lint docs reference kit-types schema js-install js-test assets
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -93,10 +93,12 @@ assets: js-install
 	cd clients/web && npm run build
 
 # The site's generated reference (commit the result; the test suite fails when it drifts):
-# schema.graphql, the GraphQL schema's pages written from it, and the TypeScript client's
-# pages written by TypeDoc from its sources (which needs Node.js).
+# schema.graphql, the GraphQL schema's pages written from it, the producer kit's wire
+# types (as `make kit-types`), and the TypeScript client's pages written by TypeDoc from
+# its sources (which needs Node.js).
 reference: schema install-docs js-install
 	$(BIN)/python docs/reference/_generate_schema.py
+	$(BIN)/python clients/python/generate_types.py
 ifeq ($(HAVE_NPM),yes)
 	cd clients/js && npm run --silent docs:reference
 else
@@ -115,6 +117,13 @@ lint: install-dev
 	cd $(VENV)/mypy-path && MYPYPATH=. $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml \
 	  --namespace-packages --explicit-package-bases -p chatql.gql -p chatql.store
 	cd clients/python && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml src/chatql_client
+	$(BIN)/mypy --config-file pyproject.toml clients/python/generate_types.py
 
 schema: install
 	$(BIN)/chatql export-schema
+
+# The producer kit's wire types (clients/python/src/chatql_client/types.py), written from
+# schema.graphql and the kit's documents (commit the result; the test suite fails when it
+# drifts). graphql-core comes with the runtime install; the kit itself need not be installed.
+kit-types: install
+	$(BIN)/python clients/python/generate_types.py

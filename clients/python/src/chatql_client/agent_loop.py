@@ -14,7 +14,10 @@ refuses a request id a stream of the chat already used (``CONFLICT``) and a seco
 called with the model's context (``modelContext``) and the writer.
 
 Cancelling :meth:`AgentLoop.run` ends every stream it has open ``INTERRUPTED`` before it
-returns.
+returns, waiting at most ``shutdown_timeout`` seconds for the service to take those ends.
+
+Every wait has an end even when the service answers unexpectedly: the WebSocket
+handshake has a deadline, and a page walk stops at a page that brings nothing new.
 """
 
 from __future__ import annotations
@@ -48,19 +51,26 @@ Handler = Callable[[list[Message], "StreamWriter"], Awaitable[Any]]
 #: Codes that mean another worker has (or had) this question: skip it.
 TAKEN = ("CONFLICT", "STREAM_ACTIVE")
 
+#: Seconds the service has to acknowledge the WebSocket (``connection_ack``), pings and
+#: other messages before it included; past it the loop reconnects.
+HANDSHAKE_TIMEOUT = 10.0
+
 
 class AgentLoop:
     """Runs ``handler`` for every chat of ``assistant_id`` awaiting a reply.
 
     ``concurrency`` bounds the answers in progress at once; ``context_limit`` and
     ``context_max_tokens`` bound ``modelContext``; ``relist_interval`` is how often the
-    awaiting chats are listed again besides the events.
+    awaiting chats are listed again besides the events. ``shutdown_timeout`` is how long
+    a cancelled :meth:`run` waits for its answers to end their streams: past it, it logs
+    the answers still ending and returns (the service times their streams out).
     """
 
     def __init__(self, client: ChatqlClient, assistant_id: str, handler: Handler, *,
                  concurrency: int = 8, context_limit: int | None = 50,
                  context_max_tokens: int | None = None, include_thinking: bool = False,
-                 relist_interval: float = 30.0, reconnect_delay: float = 0.5) -> None:
+                 relist_interval: float = 30.0, reconnect_delay: float = 0.5,
+                 shutdown_timeout: float = 30.0) -> None:
         self.client = client
         self.assistant_id = assistant_id
         self.handler = handler
@@ -69,6 +79,7 @@ class AgentLoop:
         self.include_thinking = include_thinking
         self.relist_interval = relist_interval
         self.reconnect_delay = reconnect_delay
+        self.shutdown_timeout = shutdown_timeout
         self._slots = asyncio.Semaphore(concurrency)
         self._busy: set[str] = set()
         self._again: set[str] = set()
@@ -97,10 +108,26 @@ class AgentLoop:
                 delay = min(delay * 2, 5.0)
         finally:
             self._stopping = True
-            for task in self._tasks:
-                task.cancel()
-            if self._tasks:
-                await asyncio.gather(*self._tasks, return_exceptions=True)
+            await self._stop_answers()
+
+    async def _stop_answers(self) -> None:
+        """Cancel the answers in progress (each ends its stream INTERRUPTED) and wait for
+        them, ``shutdown_timeout`` seconds at most: a stream's end is retried while the
+        service does not answer, which could otherwise hold the shutdown for minutes."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if not tasks:
+            return
+        done, pending = await asyncio.wait(tasks, timeout=self.shutdown_timeout)
+        for task in done:
+            if not task.cancelled():
+                task.exception()  # retrieved: _answer logs its own failures
+        if pending:
+            logger.warning("agent loop %s: %d answer(s) still ending their stream after "
+                           "%.1f s, left to finish on their own: %s", self.assistant_id,
+                           len(pending), self.shutdown_timeout,
+                           ", ".join(sorted(task.get_name() for task in pending)))
 
     def describe(self) -> str:
         """One line: the service, the assistant answered and the identity it acts as."""
@@ -116,11 +143,14 @@ class AgentLoop:
         async with connect(client.ws_url, subprotocols=[Subprotocol("graphql-transport-ws")],
                            additional_headers=client.headers, open_timeout=10) as ws:
             await ws.send(json.dumps({"type": "connection_init", "payload": client.headers}))
-            while True:
-                message = json.loads(await asyncio.wait_for(ws.recv(), 10))
-                if message["type"] == "connection_ack":
-                    break
-                await self._ping(ws, message)
+            # One deadline for the acknowledgement: a service that keeps sending anything
+            # else (pings) must not hold the loop here.
+            async with asyncio.timeout(HANDSHAKE_TIMEOUT):
+                while True:
+                    message = json.loads(await ws.recv())
+                    if message["type"] == "connection_ack":
+                        break
+                    await self._ping(ws, message)
             await ws.send(json.dumps({"id": "events", "type": "subscribe", "payload": {
                 "query": CHAT_EVENTS, "variables": {"f": {"assistantId": self.assistant_id}}}}))
             await self._catch_up()
@@ -204,9 +234,17 @@ class AgentLoop:
         return leaf if leaf["role"] == "USER" else None
 
     async def _answers(self, chat_id: str, question: dict[str, Any]) -> int:
-        """How many answers the question has (its children, on every branch)."""
+        """How many answers the question has (its children, on every branch).
+
+        Pages go back from the newest until one reaches the question. A page that says
+        there are older ones but brings no message, no cursor or a cursor already followed
+        ends the walk too (logged): following it would ask for the same pages for ever.
+        The count is then at most the true one, and a start under a request id already
+        used is refused (``CONFLICT``), so the question is skipped, never answered twice.
+        """
         count = 0
         before: str | None = None
+        followed: set[str] = set()
         while True:
             page = (await self.client.execute(ANSWERS, {"c": chat_id, "before": before}))
             connection = page["messages"]
@@ -215,7 +253,14 @@ class AgentLoop:
             reached = any(node["sequence"] <= question["sequence"] for node in nodes)
             if reached or not connection["pageInfo"]["hasPreviousPage"]:
                 return count
-            before = connection["pageInfo"]["startCursor"]
+            cursor = connection["pageInfo"]["startCursor"]
+            if not nodes or not cursor or cursor in followed:
+                logger.warning("chat %s: the message pages before %r bring nothing new "
+                               "(startCursor %r); %d answer(s) of %s counted", chat_id,
+                               before, cursor, count, question["id"])
+                return count
+            followed.add(cursor)
+            before = cursor
 
     async def _claim_and_run(self, chat_id: str) -> None:
         client = self.client

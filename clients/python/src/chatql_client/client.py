@@ -294,15 +294,19 @@ class ChatqlClient:
 
     async def chats(self, filter: Mapping[str, Any] | None = None, *,
                     page_size: int = 50) -> AsyncIterator[Chat]:
-        """Every chat matching ``filter``, page after page."""
+        """Every chat matching ``filter``, page after page (until a page says it is the
+        last, or gives no cursor or one already followed: no page is asked for twice)."""
         after: str | None = None
+        followed: set[str] = set()
         while True:
             page = await self.chats_page(filter, first=page_size, after=after)
             for chat in page["chats"]:
                 yield chat
-            if not page["has_next_page"] or not page["end_cursor"]:
+            cursor = page["end_cursor"]
+            if not page["has_next_page"] or not cursor or cursor in followed:
                 return
-            after = page["end_cursor"]
+            followed.add(cursor)
+            after = cursor
 
     # ---- messages --------------------------------------------------------------------
 

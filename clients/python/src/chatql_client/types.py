@@ -1,66 +1,112 @@
-"""The JSON shapes the kit sends and receives (GraphQL field names, as the service
-spells them)."""
+# Generated from schema.graphql and the kit's documents (chatql_client/documents.py)
+# by clients/python/generate_types.py: do not edit by hand, run `make kit-types`.
 
-from __future__ import annotations
+"""The JSON shapes the kit sends and receives (GraphQL field names, as the service spells them),
+generated from the service's schema and the kit's documents (:mod:`chatql_client.documents`).
 
-from typing import Any, TypedDict
+Each class is named as its GraphQL type and holds the fields the kit's documents select of it (an
+input type: all its fields). A key another selection of the type may leave out is not required.
+``ChatPage`` is the kit's own: :meth:`ChatqlClient.chats_page` builds it from a ``chats``
+connection. Enums are ``Literal`` aliases named as the enum."""
 
-__all__ = ["AppendReceipt", "Chat", "ChatPage", "MemoryEntry", "MemoryHit", "Message",
-           "MessageInput", "SearchHit", "Stream", "StreamResult"]
+from typing import Any, Literal, NotRequired, Required, TypedDict
+
+__all__ = [
+    "AppendReceipt",
+    "Chat",
+    "ChatPage",
+    "ChatStatus",
+    "MemoryEntry",
+    "MemoryHit",
+    "Message",
+    "MessageInput",
+    "MessageStatus",
+    "Role",
+    "SearchHit",
+    "Stream",
+    "StreamResult",
+]
+
+ChatStatus = Literal["ACTIVE", "ARCHIVED"]
+"""The values of the GraphQL enum ``ChatStatus``."""
+
+MessageStatus = Literal["COMPLETED", "INTERRUPTED", "FAILED"]
+"""The values of the GraphQL enum ``MessageStatus``."""
+
+Role = Literal["USER", "ASSISTANT", "SYSTEM", "TOOL"]
+"""The values of the GraphQL enum ``Role``."""
 
 
 class Message(TypedDict, total=False):
+    """One message of a chat."""
+
     id: str
     chatId: str
     requestId: str | None
-    role: str
+    role: Role
     type: str
-    props: dict[str, Any]
+    props: Any
     blockId: str | None
     threadId: str | None
     assistantId: str | None
     sequence: int
-    status: str
-    metadata: dict[str, Any] | None
-    tokens: int | None
-    parentId: str | None
+    status: MessageStatus
+    metadata: Any | None
     createdAt: str
+    tokens: int | None
+    """The message's token count as its producer reported it (null: unknown; in modelContext, the
+    estimate when tokensEstimated)."""
+    parentId: str | None
+    """The message this one follows in the conversation tree (null for the first)."""
 
 
 class MessageInput(TypedDict, total=False):
-    role: str
-    type: str
-    props: dict[str, Any]
-    id: str
-    requestId: str
-    blockId: str
-    threadId: str
-    assistantId: str
-    metadata: dict[str, Any]
-    tokens: int
+    """A message to append; the service assigns id and sequence."""
+
+    role: Required[Role]
+    type: Required[str]
+    props: Required[Any]
+    id: str | None
+    requestId: str | None
+    blockId: str | None
+    threadId: str | None
+    assistantId: str | None
+    metadata: Any | None
+    tokens: int | None
+    """The message's token count (a whole number >= 0)."""
 
 
 class Chat(TypedDict, total=False):
+    """A conversation between people and assistants."""
+
     id: str
     title: str | None
     assistantId: str
     mode: str
-    status: str
-    channel: str
+    status: ChatStatus
     lastMessageAt: str | None
-    activeLeafId: str | None
-    metadata: dict[str, Any] | None
+    metadata: Any | None
     createdAt: str
     createdBy: str | None
+    channel: str
+    """Where the conversation happens (api, widget, telegram …); set at creation."""
+    activeLeafId: Required[str | None]
+    """The last message of the active branch (what is shown and what the model reads); null while
+    the chat has no messages."""
 
 
 class ChatPage(TypedDict):
+    """One page of chats, as :meth:`ChatqlClient.chats_page` returns it: the nodes of the
+    ``chats`` connection and its page info, under the kit's own keys."""
+
     chats: list[Chat]
     end_cursor: str | None
     has_next_page: bool
 
 
 class AppendReceipt(TypedDict):
+    """What an accepted append wrote (or had written before)."""
+
     chatId: str
     appendId: str
     messageIds: list[str]
@@ -68,36 +114,55 @@ class AppendReceipt(TypedDict):
     lastSequence: int
 
 
-class MemoryEntry(TypedDict, total=False):
+class MemoryEntry(TypedDict):
+    """Something an agent chose to remember about a person."""
+
     id: str
     scope: str
+    """A workspace or project key, or `_global`."""
     content: str
     pinned: bool
     subject: str
+    """The user the memory is about."""
     createdAt: str
     updatedAt: str
 
 
 class MemoryHit(TypedDict):
+    """A memory entry matching a search, with its relevance."""
+
     entry: MemoryEntry
     score: float
+    """Relevance (BM25-shaped; higher is better). Comparable within one search."""
 
 
 class SearchHit(TypedDict):
+    """A message matching a search, with its chat and context."""
+
     message: Message
     chat: Chat
     score: float
+    """Relevance (BM25-shaped; higher is better). Comparable within one search."""
     window: list[Message]
+    """Messages just before and after the hit in its chat, oldest first."""
 
 
-class Stream(TypedDict, total=False):
+class Stream(TypedDict):
+    """A live stream: one agent request's output in one chat."""
+
     id: str
     chatId: str
     requestId: str | None
     status: str
-    idleTimeout: float
+    """ACTIVE, COMPLETED, AWAITING_INPUT, INTERRUPTED or FAILED."""
+    idleTimeout: NotRequired[float | None]
+    """The server's idle timeout in seconds: a stream with no push for this long ends
+    INTERRUPTED. A pushChunks with no chunks is a heartbeat that keeps a quiet stream alive (send
+    one every third of this). Null when the server never ends idle streams."""
 
 
 class StreamResult(TypedDict):
+    """What endStream persisted."""
+
     stream: Stream
     messages: list[Message]
