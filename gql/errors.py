@@ -33,6 +33,7 @@ CODES: tuple[tuple[type[store_errors.ChatqlError], str], ...] = (
     (store_errors.Conflict, "CONFLICT"),
     (store_errors.NotFound, "NOT_FOUND"),
     (store_errors.ChatClosed, "CHAT_CLOSED"),
+    (store_errors.Expired, "EXPIRED"),
     (store_errors.StreamNotFound, "STREAM_NOT_FOUND"),
     (store_errors.StreamClosed, "STREAM_CLOSED"),
     (store_errors.StreamActive, "STREAM_ACTIVE"),

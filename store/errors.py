@@ -13,6 +13,7 @@ one place (``gql/errors.py``)::
     ├── Conflict               the id is taken (or closed forever by a purge)
     │   └── AppendConflict     an append id re-used with different content
     ├── ChatClosed             the chat was purged; nothing can be appended any more
+    ├── Expired                an interrupt's time to decide has passed
     ├── StreamError
     │   ├── StreamNotFound     no such stream
     │   ├── StreamClosed       the stream has ended; it takes no more input
@@ -32,6 +33,7 @@ __all__ = [
     "ChatClosed",
     "ChatqlError",
     "Conflict",
+    "Expired",
     "Forbidden",
     "InvalidArgument",
     "InvalidCursor",
@@ -83,6 +85,10 @@ class AppendConflict(Conflict):
 
 class ChatClosed(ChatqlError):
     """The chat was purged: it accepts no appends, not even retries."""
+
+
+class Expired(ChatqlError):
+    """An interrupt's time to decide passed before the decision came; nothing changed."""
 
 
 class StreamError(ChatqlError):

@@ -10,7 +10,9 @@ __all__ = [
     "AppendReceipt",
     "BranchPosition",
     "Chat",
+    "Decision",
     "Identity",
+    "Interrupt",
     "Message",
     "MessagePage",
     "RequestPosition",
@@ -68,6 +70,9 @@ class Chat:
     #: Whether the active leaf is a USER message and no stream is live; None when the
     #: read did not look (only the live chat list does, for awaitingReply filters).
     awaiting_reply: bool | None = None
+    #: Whether an interrupt of the chat waits for a person's decision; None when the
+    #: read did not look (only the live chat list does, for awaitingDecision filters).
+    awaiting_decision: bool | None = None
 
 
 @dataclass(slots=True)
@@ -180,3 +185,40 @@ class UsageRow:
     prompt_tokens: int
     completion_tokens: int
     requests: int
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """How a person answered an interrupt."""
+
+    approved: bool | None
+    edited_arguments: Any
+    response: Any
+    reason: str | None
+    decided_by: str
+    decided_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Interrupt:
+    """What a stream asked a person: a tool call to approve or a question to answer."""
+
+    id: str
+    chat_id: str
+    message_id: str
+    stream_id: str
+    request_id: str | None
+    assistant_id: str | None
+    kind: str
+    state: str
+    tool_call_id: str | None
+    tool_name: str | None
+    arguments: Any
+    prompt: str | None
+    response_schema: Any
+    reason: str | None
+    requested_at: datetime
+    expires_at: datetime | None
+    decision: Decision | None
+    decision_id: str | None
+    resumed_by: str | None

@@ -19,7 +19,10 @@ from chatql.store.errors import InvalidArgument
 __all__ = ["ChatEvent", "ChatEventSubscription", "ChatEventType"]
 
 
-@strawberry.enum(description="What happened to a chat in the caller's list.")
+@strawberry.enum(description=(
+    "What happened to a chat in the caller's list. INTERRUPT_REQUESTED: a stream of the"
+    " chat ended asking a person (an approval, a question); INTERRUPT_RESOLVED: an"
+    " interrupt of the chat was decided, expired or cancelled."))
 class ChatEventType(StrEnum):
     CREATED = "CREATED"
     UPDATED = "UPDATED"
@@ -29,6 +32,8 @@ class ChatEventType(StrEnum):
     MESSAGES = "MESSAGES"
     STREAM_STARTED = "STREAM_STARTED"
     STREAM_ENDED = "STREAM_ENDED"
+    INTERRUPT_REQUESTED = "INTERRUPT_REQUESTED"
+    INTERRUPT_RESOLVED = "INTERRUPT_RESOLVED"
     RESYNC = "RESYNC"
 
 

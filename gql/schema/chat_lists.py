@@ -68,9 +68,14 @@ class ChatFilter:
     )
     pinned: bool | None = None
     awaiting_reply: bool | None = strawberry.field(
-        default=None, description="true: only chats whose active leaf is a USER message"
-        " and that have no live stream (a question waiting for an agent); false: the"
-        " others. With assistantId, what an agent worker lists and follows.")
+        default=None, description="true: only chats with no live stream whose active leaf"
+        " is a USER message (a question waiting for an agent) or whose interrupts are"
+        " all decided and not yet resumed; false: the others. With assistantId, what an"
+        " agent worker lists and follows.")
+    awaiting_decision: bool | None = strawberry.field(
+        default=None, description="true: only chats with an interrupt waiting for a"
+        " person's decision (a tool call to approve, a question to answer); false: the"
+        " others.")
     deleted: bool | None = strawberry.field(
         default=False,
         description="true: the trash, the deleted chats the caller may restore.",
@@ -92,6 +97,7 @@ class ChatFilter:
             tags=None if self.tags is None else tuple(self.tags),
             pinned=self.pinned,
             awaiting_reply=self.awaiting_reply,
+            awaiting_decision=self.awaiting_decision,
             deleted=bool(self.deleted),
         )
 

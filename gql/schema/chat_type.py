@@ -13,6 +13,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from chatql.gql.context import Info
+from chatql.gql.schema.interrupt_types import Interrupt, InterruptState, Resumption
 from chatql.gql.schema.loaders import chat_usage_loader, last_message_loader
 from chatql.gql.schema.pages import message_connection
 from chatql.gql.schema.types import (
@@ -23,6 +24,7 @@ from chatql.gql.schema.types import (
     MessageFilter,
     Usage,
 )
+from chatql.store.messages import interrupts as store_interrupts
 
 __all__ = ["Chat"]
 
@@ -61,6 +63,27 @@ class Chat:
         description="The last message of the active branch (what is shown and what the"
         " model reads); null while the chat has no messages."
     )
+
+    @strawberry.field(description="What the chat's streams asked a person (approvals,"
+                      " questions), oldest first; state narrows them.")
+    async def interrupts(self, info: Info,
+                         state: InterruptState | None = None) -> list[Interrupt]:
+        found = await store_interrupts.chat_interrupts(
+            info.context.db, info.context.identity, str(self.id),
+            None if state is None else state.value)
+        return found  # type: ignore[return-value]
+
+    @strawberry.field(description="Decisions that wait for a worker to resume the run (every"
+                      " interrupt of the stream decided or expired, none resumed yet); null"
+                      " when there are none.")
+    async def resumption(self, info: Info) -> Resumption | None:
+        decisions = await store_interrupts.to_resume(info.context.db, info.context.identity,
+                                                     str(self.id))
+        if not decisions:
+            return None
+        return Resumption(
+            request_id=store_interrupts.resume_request_id(decisions[-1].request_id),
+            decisions=decisions)  # type: ignore[arg-type]
 
     @strawberry.field(description="The chat's recorded model usage and message token sum.")
     async def usage(self, info: Info) -> Usage:

@@ -19,6 +19,7 @@ from chatql.gql.schema.chats import ChatMutation, ChatQuery
 from chatql.gql.schema.execution import LeafFastPathExecutionContext
 from chatql.gql.schema.imports import ImportMutation
 from chatql.gql.schema.inputs import InputConverter
+from chatql.gql.schema.interrupts import InterruptMutation, InterruptQuery
 from chatql.gql.schema.lifecycle import LifecycleMutation, LifecycleQuery
 from chatql.gql.schema.memory import MemoryMutation, MemoryQuery
 from chatql.gql.schema.messages import MessageMutation, MessageQuery
@@ -41,12 +42,12 @@ __all__ = ["Mutation", "Query", "Subscription", "build_schema"]
 Query = merge_types(
     "Query",
     (ChatQuery, ChatListQuery, MessageQuery, SearchQuery, LifecycleQuery, StreamQuery,
-     MemoryQuery, UsageQuery),
+     MemoryQuery, UsageQuery, InterruptQuery),
 )
 Mutation = merge_types(
     "Mutation",
     (ChatMutation, MessageMutation, LifecycleMutation, StreamMutation, MemoryMutation,
-     ImportMutation, ArchiveMutation),
+     ImportMutation, ArchiveMutation, InterruptMutation),
 )
 Subscription = merge_types("Subscription", (StreamSubscription, ChatEventSubscription))
 

@@ -50,7 +50,8 @@ class Stream:
     id: strawberry.ID
     chat_id: strawberry.ID
     request_id: str | None
-    status: str = strawberry.field(description="ACTIVE, COMPLETED, INTERRUPTED or FAILED.")
+    status: str = strawberry.field(
+        description="ACTIVE, COMPLETED, AWAITING_INPUT, INTERRUPTED or FAILED.")
     started_at: datetime
 
     @strawberry.field(description=(

@@ -68,9 +68,12 @@ class MessageStatus(StrEnum):
     FAILED = "FAILED"
 
 
-@strawberry.enum
+@strawberry.enum(description="How a stream ended. AWAITING_INPUT: it asked a person (a tool"
+                 " call with needsApproval, a question) and waits for the decisions; a"
+                 " COMPLETED end of a stream that asked becomes AWAITING_INPUT.")
 class StreamStatus(StrEnum):
     COMPLETED = "COMPLETED"
+    AWAITING_INPUT = "AWAITING_INPUT"
     INTERRUPTED = "INTERRUPTED"
     FAILED = "FAILED"
 

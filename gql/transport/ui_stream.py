@@ -48,7 +48,7 @@ __all__ = ["UIChunk", "UIMessageStream"]
 UIChunk = dict[str, Any]
 
 _TEXT_TYPES = {"text": "text", "thinking": "reasoning", "reasoning": "reasoning"}
-_FINISH = {"completed": "finish", "interrupted": "abort"}
+_FINISH = {"completed": "finish", "awaiting_input": "finish", "interrupted": "abort"}
 #: Where a tool result names the call it answers, in order of preference.
 _RESULT_CALL_KEYS = ("tool_call_id", "toolCallId", "callId", "id")
 

@@ -24,6 +24,7 @@ from chatql.store.db.tables import (
     chat_tags,
     chats,
     closed_chats,
+    interrupts,
     messages,
     resume_records,
     stream_claims,
@@ -431,7 +432,7 @@ async def _purge(db: Database, who: Identity, chat_id: str) -> bool:
 async def purge_rows(conn: AsyncConnection, chat_id: str, tenant_id: str) -> None:
     """Within the caller's transaction: remove everything of the chat, close its id."""
     for table in (messages, resume_records, append_receipts, chat_tags, usage_records,
-                  stream_claims):
+                  stream_claims, interrupts):
         await conn.execute(delete(table).where(table.c.chat_id == chat_id))
     await conn.execute(delete(chats).where(chats.c.id == chat_id))
     await conn.execute(

@@ -48,7 +48,11 @@ from sqlalchemy import select
 from chatql.store import prepared
 from chatql.store.chats import access
 from chatql.store.chats.chat import now as service_now
-from chatql.store.chats.lists import ChatListFilter, awaiting_reply_ids
+from chatql.store.chats.lists import (
+    ChatListFilter,
+    awaiting_decision_ids,
+    awaiting_reply_ids,
+)
 from chatql.store.db.database import Database
 from chatql.store.db.partitions import message_chats
 from chatql.store.db.replicas import reading_after, written_position
@@ -71,10 +75,11 @@ __all__ = [
 logger = logging.getLogger("chatql.events")
 
 ChatEventType = Literal["CREATED", "UPDATED", "DELETED", "RESTORED", "PURGED", "MESSAGES",
-                        "STREAM_STARTED", "STREAM_ENDED", "RESYNC"]
+                        "STREAM_STARTED", "STREAM_ENDED", "INTERRUPT_REQUESTED",
+                        "INTERRUPT_RESOLVED", "RESYNC"]
 CHAT_EVENT_TYPES: tuple[ChatEventType, ...] = (
     "CREATED", "UPDATED", "DELETED", "RESTORED", "PURGED", "MESSAGES", "STREAM_STARTED",
-    "STREAM_ENDED", "RESYNC",
+    "STREAM_ENDED", "INTERRUPT_REQUESTED", "INTERRUPT_RESOLVED", "RESYNC",
 )
 #: Events a subscriber may have waiting before its backlog becomes one RESYNC.
 DEFAULT_EVENT_QUEUE_LIMIT = 256
@@ -117,8 +122,9 @@ _CHAT_FIELDS = tuple(f.name for f in dataclasses.fields(Chat))
 # metadata is content nobody filters on: it stays out of the before-image. Whether the
 # chat awaits a reply is worked out at delivery, for the subscribers that ask.
 _BEFORE_FIELDS = tuple(name for name in _CHAT_FIELDS
-                       if name not in ("metadata", "awaiting_reply"))
-_AFTER_FIELDS = tuple(name for name in _CHAT_FIELDS if name != "awaiting_reply")
+                       if name not in ("metadata", "awaiting_reply", "awaiting_decision"))
+_AFTER_FIELDS = tuple(name for name in _CHAT_FIELDS
+                      if name not in ("awaiting_reply", "awaiting_decision"))
 
 
 def _chat_wire(chat: Chat, fields: tuple[str, ...]) -> dict[str, Any]:
@@ -583,9 +589,10 @@ class ChatEvents:
             with contextlib.suppress(asyncio.CancelledError):
                 await taker
 
-    def _follows_awaiting(self) -> bool:
-        """Whether a subscriber here filters on awaitingReply (only then is it read)."""
-        return any(key[1].awaiting_reply is not None for tenant in self._tenants.values()
+    def _follows(self, name: str) -> bool:
+        """Whether a subscriber here filters on ``name`` (``awaiting_reply`` or
+        ``awaiting_decision``): only then is it read."""
+        return any(getattr(key[1], name) is not None for tenant in self._tenants.values()
                    for key in tenant.audiences)
 
     async def _deliver(self, batch: list[bytes]) -> None:
@@ -631,14 +638,16 @@ class ChatEvents:
             chats.append(chat)
         while len(known) > _KNOWN:
             del known[next(iter(known))]
-        if self._follows_awaiting() and any(chats):
-            ids = {chat.id for chat in chats if chat is not None}
-            with reading_after(position):
-                async with self.db.read() as conn:
-                    awaiting = await awaiting_reply_ids(conn, list(ids))
-            chats = [None if chat is None else
-                     dataclasses.replace(chat, awaiting_reply=chat.id in awaiting)
-                     for chat in chats]
+        for name, read_ids in (("awaiting_reply", awaiting_reply_ids),
+                               ("awaiting_decision", awaiting_decision_ids)):
+            if self._follows(name) and any(chats):
+                ids = {chat.id for chat in chats if chat is not None}
+                with reading_after(position):
+                    async with self.db.read() as conn:
+                        found = await read_ids(conn, list(ids))
+                chats = [None if chat is None else
+                         dataclasses.replace(chat, **{name: chat.id in found})
+                         for chat in chats]
         for event, chat in zip(events, chats, strict=True):
             if event is None:
                 for every in self._tenants.values():

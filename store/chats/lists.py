@@ -53,6 +53,10 @@ from chatql.store.chats.chat import (
 from chatql.store.db.database import Database
 from chatql.store.db.tables import chat_tags, chats, messages, stream_claims
 from chatql.store.errors import InvalidArgument, InvalidCursor
+from chatql.store.messages.interrupts import (
+    awaiting_decision_clause,
+    awaiting_resumption_clause,
+)
 from chatql.store.messages.message import message_from_row
 from chatql.store.records import Chat, Identity, Message
 
@@ -103,11 +107,13 @@ SUBAGENT_MODE = "subagent"
 
 
 def awaiting_reply_clause() -> ColumnElement[bool]:
-    """Chats awaiting a reply: the active leaf is a USER message (one primary-key
-    probe) and no stream of the chat is live (one probe of the claims' index)."""
+    """Chats awaiting a reply: no stream of the chat is live (one probe of the claims'
+    index), and either the active leaf is a USER message (one primary-key probe) or a
+    person's decisions await a worker's resumption (see store.messages.interrupts)."""
     return and_(
-        exists().where(messages.c.id == chats.c.active_leaf_id,
-                       messages.c.chat_id == chats.c.id, messages.c.role == "USER"),
+        or_(exists().where(messages.c.id == chats.c.active_leaf_id,
+                           messages.c.chat_id == chats.c.id, messages.c.role == "USER"),
+            awaiting_resumption_clause()),
         ~exists().where(stream_claims.c.chat_id == chats.c.id,
                         stream_claims.c.ended_at.is_(None)),
     )
@@ -115,10 +121,20 @@ def awaiting_reply_clause() -> ColumnElement[bool]:
 
 async def awaiting_reply_ids(conn: AsyncConnection, chat_ids: Sequence[str]) -> set[str]:
     """Which of ``chat_ids`` await a reply (see :func:`awaiting_reply_clause`)."""
+    return await _ids_where(conn, chat_ids, awaiting_reply_clause())
+
+
+async def awaiting_decision_ids(conn: AsyncConnection, chat_ids: Sequence[str]) -> set[str]:
+    """Which of ``chat_ids`` have an interrupt waiting for a person's decision."""
+    return await _ids_where(conn, chat_ids, awaiting_decision_clause())
+
+
+async def _ids_where(conn: AsyncConnection, chat_ids: Sequence[str],
+                     clause: ColumnElement[bool]) -> set[str]:
     if not chat_ids:
         return set()
     rows = await conn.scalars(select(chats.c.id).where(chats.c.id.in_(list(chat_ids)),
-                                                       awaiting_reply_clause()))
+                                                       clause))
     return set(rows.all())
 
 
@@ -147,6 +163,7 @@ class ChatListFilter:
     tags: tuple[str, ...] | None = None
     pinned: bool | None = None
     awaiting_reply: bool | None = None
+    awaiting_decision: bool | None = None
     deleted: bool = False
 
     def check(self) -> None:
@@ -198,6 +215,9 @@ class ChatListFilter:
         if self.awaiting_reply is not None:
             awaiting = awaiting_reply_clause()
             found.append(awaiting if self.awaiting_reply else ~awaiting)
+        if self.awaiting_decision is not None:
+            deciding = awaiting_decision_clause()
+            found.append(deciding if self.awaiting_decision else ~deciding)
         return found
 
     def matches(self, chat: Chat) -> bool:
@@ -232,6 +252,9 @@ class ChatListFilter:
             return False
         if self.awaiting_reply is not None and chat.awaiting_reply is not self.awaiting_reply:
             # A record read without looking (None) never matches either way.
+            return False
+        if (self.awaiting_decision is not None
+                and chat.awaiting_decision is not self.awaiting_decision):
             return False
         return self.pinned is None or chat.pinned is self.pinned
 
@@ -270,6 +293,8 @@ class ChatListFilter:
             key = f"{key}|c{len(self.channel)}:{self.channel}"
         if self.awaiting_reply is not None:
             key = f"{key}|a{int(self.awaiting_reply)}"
+        if self.awaiting_decision is not None:
+            key = f"{key}|d{int(self.awaiting_decision)}"
         return key
 
 

@@ -9,7 +9,9 @@ IMMEDIATE``), so the second sweeper finds only what is still there. A purge is t
 same as ``purgeChat``: messages, resume records and receipts go, the id is closed.
 
 Expired chats read as absent from the moment they expire (see
-:func:`store.chats.present`); the sweeper only reclaims their rows.
+:func:`store.chats.present`); the sweeper only reclaims their rows. Each sweep also
+marks interrupts whose time to decide has passed EXPIRED (deciding one after its
+``expiresAt`` is refused at once, sweep or not).
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ from chatql.store.chats.archive import ChatArchive, archive_idle
 from chatql.store.chats.events import ChatEvents
 from chatql.store.db.database import Database
 from chatql.store.db.tables import chats
+from chatql.store.messages import interrupts
 
-__all__ = ["RetentionSweeper", "sweep_retention"]
+__all__ = ["RetentionSweeper", "expire_interrupts", "sweep_retention"]
 
 logger = logging.getLogger("chatql.retention")
 
@@ -70,6 +73,16 @@ async def sweep_retention(
                                      before=store_chats.chat_from_row(row))
         if len(rows) < batch:
             return purged
+
+
+async def expire_interrupts(db: Database, events: ChatEvents | None = None) -> int:
+    """Mark the pending interrupts past their ``expiresAt`` EXPIRED (an expired one
+    counts as denied when the run resumes); live chat lists hear of each chat once."""
+    expired = await interrupts.expire_due(db)
+    if events is not None:
+        for chat_id, tenant_id in sorted({(chat, tenant) for _, chat, tenant in expired}):
+            await events.publish("INTERRUPT_RESOLVED", chat_id, tenant_id)
+    return len(expired)
 
 
 class RetentionSweeper:
@@ -117,6 +130,7 @@ class RetentionSweeper:
                     events=self._events)
                 if purged:
                     logger.info("retention purged %d chat(s)", len(purged))
+                await expire_interrupts(self._db, self._events)
                 if self._archive is not None and self._archive_after_days > 0:
                     archived = await archive_idle(
                         self._db, self._archive, now=store_chats.now(),

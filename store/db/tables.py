@@ -38,6 +38,7 @@ __all__ = [
     "chats",
     "closed_chats",
     "columns_of_type",
+    "interrupts",
     "memory_entries",
     "memory_scopes",
     "messages",
@@ -373,4 +374,48 @@ memory_scopes = Table(
     Column("subject", String(200), primary_key=True),
     Column("scope", String(200), primary_key=True),
     Column("chars", BigInteger, nullable=False, server_default="0"),
+)
+
+# What a stream asked a person (a tool call awaiting approval, a question awaiting an
+# answer) and the decision, written in the stream's persist transaction. A stream's
+# interrupts are decided once each (``decision_id`` names the decision that resolved
+# one, so the same decision sent again is recognised); once none of them is pending,
+# the chat awaits a resumption until a worker claims it (``resumed_by``, the claiming
+# stream's request id). The inbox pages a tenant's interrupts newest first.
+interrupts = Table(
+    "interrupts",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column(
+        "chat_id",
+        String(64),
+        ForeignKey("chats.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("tenant_id", String(200), nullable=False),
+    Column("message_id", String(64), nullable=False),
+    # The asking message's sequence: a chat's interrupts in the order they were asked.
+    Column("sequence", BigInteger, nullable=False),
+    Column("stream_id", String(128), nullable=False),
+    Column("request_id", String(200)),
+    Column("assistant_id", String(200)),
+    Column("kind", String(16), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("tool_call_id", String(200)),
+    Column("tool_name", String(200)),
+    Column("arguments", JSONDocument),
+    Column("prompt", Text),
+    Column("response_schema", JSONDocument),
+    Column("reason", Text),
+    Column("requested_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime),
+    # The decision: its fields as one document, who and when, and its idempotency key.
+    Column("decision", JSONDocument),
+    Column("decided_by", String(200)),
+    Column("decided_at", UTCDateTime),
+    Column("decision_id", String(128)),
+    Column("resumed_by", String(200)),
+    Index(None, "tenant_id", "state", "requested_at", "id"),
+    Index(None, "chat_id", "state"),
+    Index(None, "stream_id"),
 )

@@ -32,6 +32,13 @@ in for what came before (``props.summary``).
   APIs refuse an unanswered call) and, unless ``include_thinking``, ``thinking``
   messages are left out before turns are counted: they neither reach the model nor
   use up a bound.
+- A person's decisions are part of what the model sees: an approved tool call carries
+  the arguments the person approved (``editedArguments`` when they changed them); a
+  denied or expired one is followed by a ``TOOL`` ``tool_result`` message
+  ``{"tool_call_id", "denied": true, "reason"}`` unless the agent wrote a result for it;
+  an answered question by a ``USER`` message holding the response (``content``: the
+  response as text when it is a string, else as JSON); a declined or expired question
+  by a ``USER`` message ``{"declined": true, "reason"}``.
 - The newest turn that does not fit on its own (in either bound) is
   ``WINDOW_TOO_SMALL``; older turns that do not fit are simply left out.
 
@@ -56,7 +63,7 @@ from chatql.store.errors import InvalidArgument, NotFound, WindowTooSmall
 from chatql.store.ids import check_chat_id
 from chatql.store.jsonutil import canonical_json
 from chatql.store.memory import memory_message
-from chatql.store.messages import tree
+from chatql.store.messages import interrupts, tree
 from chatql.store.messages.message import (
     NewMessage,
     insert_messages,
@@ -343,6 +350,8 @@ async def _newest_turns(
     """
     turns: list[list[Message]] = []
     pending: list[Message] = []  # the turn being gathered, newest message first
+    # Tool calls whose result the walk has passed (results come after their calls).
+    answered: set[str | None] = set()
     if window.tokens is None and window.messages is not None:
         # A message count alone says how many rows to read: usually one step.
         page = min(max(window.messages + 1, _MIN_PAGE), _MAX_PAGE)
@@ -353,10 +362,29 @@ async def _newest_turns(
     while start is not None:
         rows = (await conn.execute(tree.path_query(start, chat=chat_id, count=page,
                                                   floor=floor, dialect=conn.dialect.name))).all()
+        asked = await interrupts.decided_for(conn, [row.id for row in rows
+                                                    if interrupts.asks(row.type, row.props)])
         for row in rows:
             if not _for_model(row, hidden):
                 continue
-            pending.append(_counted(message_from_row(row)))
+            message = message_from_row(row)
+            if row.role == "TOOL" or row.type == "tool_result":
+                answered.add(_result_call(message.props))
+            decided = asked.get(row.id)
+            # Newest first: what the decision adds comes after the message that asked.
+            for woven in ([] if decided is None else
+                          interrupts.in_model_window(message, decided, answered)):
+                pending.append(_counted(woven))
+                if not window.fits(pending):
+                    return _finish(turns, window, pending)
+                if woven.role == "USER":
+                    unit = list(reversed(pending))
+                    turns.append(unit)
+                    window.take(unit)
+                    pending = []
+            if decided is not None:
+                message = interrupts.as_decided(message, decided)
+            pending.append(_counted(message))
             if not window.fits(pending):
                 # Even if this turn ends further back, it can no longer fit.
                 return _finish(turns, window, pending)
@@ -375,6 +403,17 @@ async def _newest_turns(
         # Messages after the boundary that no USER message leads: one oldest unit.
         turns.append(list(reversed(pending)))
     return turns
+
+
+def _result_call(props: Any) -> str | None:
+    """The tool call a result answers, by the keys results name it with."""
+    if not isinstance(props, dict):
+        return None
+    for key in ("tool_call_id", "toolCallId", "callId", "id"):
+        value = props.get(key)
+        if isinstance(value, str):
+            return value
+    return None
 
 
 def _finish(turns: list[list[Message]], window: _Window,

@@ -6,7 +6,9 @@ transaction that persists the stream (:func:`end_claim`). Its unique key on
 starts racing with the same request id exactly one inserts its row, the other is
 CONFLICT — two agent workers never answer one question twice. A chat whose claims are
 all ended has no live stream, which the "awaiting a reply" filter reads
-(:func:`store.chats.lists.awaiting_reply_clause`).
+(:func:`store.chats.lists.awaiting_reply_clause`). A claim whose request id names a
+resumption (``<request id>.resume.<N>``) marks the decisions it resumes in the same
+transaction.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from chatql.store.chats.chat import now
 from chatql.store.db.database import Database
 from chatql.store.db.tables import stream_claims
 from chatql.store.errors import Conflict
+from chatql.store.messages import interrupts
 
 __all__ = ["drop_claim", "end_claim", "end_live_claims", "open_claim"]
 
@@ -32,6 +35,9 @@ async def open_claim(db: Database, *, chat_id: str, stream_id: str,
             await conn.execute(stream_claims.insert().values(
                 stream_id=stream_id, chat_id=chat_id, request_id=request_id,
                 started_at=now()))
+            # A resumption's claim takes the decisions it resumes, in the same
+            # transaction: of two workers, the one whose claim inserted has them.
+            await interrupts.claim_resumption(conn, chat_id, request_id)
     except IntegrityError:
         async with db.read() as conn:
             same_stream = await conn.scalar(select(exists().where(

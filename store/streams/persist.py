@@ -30,8 +30,10 @@ from chatql.store.chats import access
 from chatql.store.chats.usage import record_usage
 from chatql.store.db.database import Database
 from chatql.store.db.tables import append_receipts, chats, messages, resume_records
+from chatql.store.db.tables import interrupts as interrupts_table
 from chatql.store.ids import new_id
 from chatql.store.jsonutil import canonical_digest
+from chatql.store.messages import interrupts
 from chatql.store.messages.message import insert_chain, lock_chat_for_write, message_from_row
 from chatql.store.messages.receipts import receipted_write
 from chatql.store.messages.resume import StepIn, insert_resume, resume_from_row
@@ -51,6 +53,9 @@ def _chain(stream: StreamBuffer) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
     user input, then every message in first-arrival order, all with the end status.
     The values come as a generator, so a long stream's are never all held at once."""
     status = stream.end_status or "INTERRUPTED"
+    if status == "AWAITING_INPUT":
+        # Its messages are complete as written; the stream waits for decisions.
+        status = "COMPLETED"
     request_id = stream.info.request_id
     assistant_id = stream.assistant_id
     m = stream.user_input
@@ -73,6 +78,8 @@ def _resume_steps(stream: StreamBuffer) -> list[StepIn]:
     if stream.end_status == "COMPLETED":
         return []
     steps = list(stream.steps.values())
+    if stream.end_status == "AWAITING_INPUT":
+        return steps  # paused, not ended: a running step is still running
     running = [i for i, step in enumerate(steps) if step.status == "running"]
     if running:
         newest = running[-1]
@@ -117,6 +124,12 @@ async def write(db: Database, stream: StreamBuffer) -> StreamResult:
             resume.extend(await insert_resume(conn, chat_id, steps,
                                               request_id=stream.info.request_id,
                                               assistant_id=stream.assistant_id))
+            if stream.end_status == "AWAITING_INPUT":
+                await interrupts.record_requested(
+                    conn, chat_id=chat_id, tenant_id=stream.owner.tenant_id,
+                    stream_id=stream.info.id, request_id=stream.info.request_id,
+                    assistant_id=stream.assistant_id,
+                    written=[message for message in written if message.role != "USER"])
             if stream.usage is not None:
                 await record_usage(conn, chat_id=chat_id, stream_id=stream.info.id,
                                    request_id=stream.info.request_id,
@@ -155,6 +168,10 @@ async def _stored_messages(conn: Any, chat_id: str, message_ids: list[str] | Non
 
 async def _read_result(conn: Any, info: StreamInfo, stored: list[Message]) -> StreamResult:
     status = stored[0].status if stored else info.status
+    if status == "COMPLETED" and await conn.scalar(
+            select(interrupts_table.c.id).where(interrupts_table.c.stream_id == info.id)
+            .limit(1)):
+        status = "AWAITING_INPUT"
     resume_rows = (
         await conn.execute(
             select(resume_records).where(

@@ -50,6 +50,7 @@ from chatql.store.errors import (
 )
 from chatql.store.ids import check_chat_id, check_message_id, new_id
 from chatql.store.limits import KEY_CHARS, check_length, check_optional_name
+from chatql.store.messages import interrupts
 from chatql.store.messages.message import NewMessage
 from chatql.store.messages.resume import StepIn
 from chatql.store.records import Identity
@@ -66,7 +67,7 @@ __all__ = ["END_STATUSES", "MAX_PUSH_CHUNKS", "StreamService"]
 
 logger = logging.getLogger("chatql.streams")
 
-END_STATUSES = ("COMPLETED", "INTERRUPTED", "FAILED")
+END_STATUSES = ("COMPLETED", "AWAITING_INPUT", "INTERRUPTED", "FAILED")
 MAX_PUSH_CHUNKS = 1_000
 # Rough per-chunk overhead of the buffered copy besides its props (ids, seq, dict).
 _CHUNK_OVERHEAD = 160
@@ -89,6 +90,12 @@ _EMPTY_REPLY = {
 def _empty_reply(stream_id: str, status: str, error: str | None) -> ChunkIn:
     return ChunkIn(type="error", role="ASSISTANT", chunk_id=f"{stream_id}.empty",
                    props={"content": (status != "COMPLETED" and error) or _EMPTY_REPLY[status]})
+
+
+def _asks(stream: StreamBuffer) -> bool:
+    """Whether a message of the stream asks a person (an approval or a question)."""
+    return any(interrupts.asks(message.type, message.props) is not None
+               for message in stream.state.messages.values())
 
 
 def _byte_size(chunks: Sequence[ChunkIn]) -> int:
@@ -409,6 +416,10 @@ class StreamService:
                 await self._late_usage(stored, usage)
                 return stored
             await self._check_stream_access(who, stream)
+            if status == "AWAITING_INPUT" and not _asks(stream):
+                raise InvalidArgument(
+                    "AWAITING_INPUT needs a tool_call with needsApproval or a question "
+                    "message in the stream")
             if stream.usage is None:
                 # Kept with the buffer, so the write that persists the stream records it.
                 stream.usage = usage
@@ -444,7 +455,12 @@ class StreamService:
             await access.require(conn, who, chat_id, "append")
         stream_id = await self.backend.active_stream(chat_id)
         if stream_id is None:
-            return False
+            # Nothing live: stopping a chat that waits for decisions cancels them.
+            async with self.db.write() as conn:
+                cancelled = await interrupts.cancel_pending(conn, chat_id)
+            if cancelled and self.events is not None:
+                await self.events.publish("INTERRUPT_RESOLVED", chat_id, who.tenant_id)
+            return bool(cancelled)
         async with self.backend.lease(stream_id):
             stream = await self._load(stream_id)
             if stream is None or stream.end_status is not None:
@@ -515,6 +531,9 @@ class StreamService:
         return await self._persist(stream)
 
     async def _end(self, stream: StreamBuffer, status: str, error: str | None) -> StreamResult:
+        if status == "COMPLETED" and _asks(stream):
+            # It asked a person: it is not over until they decide.
+            status = "AWAITING_INPUT"
         stream.end_status = status
         stream.end_error = error
         stream.info = replace(stream.info, status=status)
@@ -576,6 +595,8 @@ class StreamService:
             chat_id, tenant_id = stream.info.chat_id, stream.owner.tenant_id
             await self.events.publish("STREAM_ENDED", chat_id, tenant_id)
             await self.events.publish("MESSAGES", chat_id, tenant_id)
+            if stream.end_status == "AWAITING_INPUT":
+                await self.events.publish("INTERRUPT_REQUESTED", chat_id, tenant_id)
 
     def _remember(self, result: StreamResult) -> None:
         self._finished[result.stream.id] = result

@@ -3,10 +3,12 @@ type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };
 /** Internal type. DO NOT USE DIRECTLY. */
 export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' | '__typename' ? T[P] : never };
 import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
-/** What happened to a chat in the caller's list. */
+/** What happened to a chat in the caller's list. INTERRUPT_REQUESTED: a stream of the chat ended asking a person (an approval, a question); INTERRUPT_RESOLVED: an interrupt of the chat was decided, expired or cancelled. */
 export type ChatEventType =
   | 'CREATED'
   | 'DELETED'
+  | 'INTERRUPT_REQUESTED'
+  | 'INTERRUPT_RESOLVED'
   | 'MESSAGES'
   | 'PURGED'
   | 'RESTORED'
@@ -18,7 +20,9 @@ export type ChatEventType =
 /** Narrows a chat list; every field given must match. */
 export type ChatFilter = {
   assistantId?: string | null | undefined;
-  /** true: only chats whose active leaf is a USER message and that have no live stream (a question waiting for an agent); false: the others. With assistantId, what an agent worker lists and follows. */
+  /** true: only chats with an interrupt waiting for a person's decision (a tool call to approve, a question to answer); false: the others. */
+  awaitingDecision?: boolean | null | undefined;
+  /** true: only chats with no live stream whose active leaf is a USER message (a question waiting for an agent) or whose interrupts are all decided and not yet resumed; false: the others. With assistantId, what an agent worker lists and follows. */
   awaitingReply?: boolean | null | undefined;
   /** Only chats of this channel (api, widget, telegram …). */
   channel?: string | null | undefined;
@@ -129,7 +133,9 @@ export type StartStreamInput = {
   streamId?: string | null | undefined;
 };
 
+/** How a stream ended. AWAITING_INPUT: it asked a person (a tool call with needsApproval, a question) and waits for the decisions; a COMPLETED end of a stream that asked becomes AWAITING_INPUT. */
 export type StreamStatus =
+  | 'AWAITING_INPUT'
   | 'COMPLETED'
   | 'FAILED'
   | 'INTERRUPTED';

@@ -39,6 +39,8 @@ export type Chat = {
   /** When the chat is purged for good; null keeps it until deleted. */
   expiresAt: Maybe<Scalars['DateTime']['output']>;
   id: Scalars['ID']['output'];
+  /** What the chat's streams asked a person (approvals, questions), oldest first; state narrows them. */
+  interrupts: Array<Interrupt>;
   /** The newest message, or null while the chat has none. */
   lastMessage: Maybe<Message>;
   lastMessageAt: Maybe<Scalars['DateTime']['output']>;
@@ -48,6 +50,8 @@ export type Chat = {
   mode: Scalars['String']['output'];
   pinned: Scalars['Boolean']['output'];
   public: Scalars['Boolean']['output'];
+  /** Decisions that wait for a worker to resume the run (every interrupt of the stream decided or expired, none resumed yet); null when there are none. */
+  resumption: Maybe<Resumption>;
   share: ChatShare;
   sort: Scalars['Int']['output'];
   status: ChatStatus;
@@ -60,6 +64,12 @@ export type Chat = {
   updatedBy: Maybe<Scalars['String']['output']>;
   /** The chat's recorded model usage and message token sum. */
   usage: Usage;
+};
+
+
+/** A conversation between people and assistants. */
+export type ChatInterruptsArgs = {
+  state?: InputMaybe<InterruptState>;
 };
 
 
@@ -100,10 +110,12 @@ export type ChatEvent = {
   type: ChatEventType;
 };
 
-/** What happened to a chat in the caller's list. */
+/** What happened to a chat in the caller's list. INTERRUPT_REQUESTED: a stream of the chat ended asking a person (an approval, a question); INTERRUPT_RESOLVED: an interrupt of the chat was decided, expired or cancelled. */
 export type ChatEventType =
   | 'CREATED'
   | 'DELETED'
+  | 'INTERRUPT_REQUESTED'
+  | 'INTERRUPT_RESOLVED'
   | 'MESSAGES'
   | 'PURGED'
   | 'RESTORED'
@@ -115,7 +127,9 @@ export type ChatEventType =
 /** Narrows a chat list; every field given must match. */
 export type ChatFilter = {
   assistantId?: InputMaybe<Scalars['String']['input']>;
-  /** true: only chats whose active leaf is a USER message and that have no live stream (a question waiting for an agent); false: the others. With assistantId, what an agent worker lists and follows. */
+  /** true: only chats with an interrupt waiting for a person's decision (a tool call to approve, a question to answer); false: the others. */
+  awaitingDecision?: InputMaybe<Scalars['Boolean']['input']>;
+  /** true: only chats with no live stream whose active leaf is a USER message (a question waiting for an agent) or whose interrupts are all decided and not yet resumed; false: the others. With assistantId, what an agent worker lists and follows. */
   awaitingReply?: InputMaybe<Scalars['Boolean']['input']>;
   /** Only chats of this channel (api, widget, telegram …). */
   channel?: InputMaybe<Scalars['String']['input']>;
@@ -224,6 +238,20 @@ export type CreateChatInput = {
   title?: InputMaybe<Scalars['String']['input']>;
 };
 
+/** How a person answered an interrupt. */
+export type Decision = {
+  __typename?: 'Decision';
+  /** For a tool approval: whether the call may run; false on a question declines it. */
+  approved: Maybe<Scalars['Boolean']['output']>;
+  decidedAt: Scalars['DateTime']['output'];
+  decidedBy: Scalars['String']['output'];
+  /** Arguments the person changed before approving; the call runs with these. */
+  editedArguments: Maybe<Scalars['JSON']['output']>;
+  reason: Maybe<Scalars['String']['output']>;
+  /** The answer to a question. */
+  response: Maybe<Scalars['JSON']['output']>;
+};
+
 /** The edited content; fields left out are copied from the original. */
 export type EditMessageInput = {
   metadata?: InputMaybe<Scalars['JSON']['input']>;
@@ -247,6 +275,71 @@ export type ImportChatInput = {
 export type ImportFormat =
   | 'CHATQL'
   | 'OPENAI';
+
+/** What a stream asked a person: a tool call awaiting approval, or a question awaiting an answer. Kept with the chat; decided once. */
+export type Interrupt = {
+  __typename?: 'Interrupt';
+  /** The tool call's arguments (parsed when they are JSON text). */
+  arguments: Maybe<Scalars['JSON']['output']>;
+  assistantId: Maybe<Scalars['String']['output']>;
+  /** The chat it belongs to. */
+  chat: Maybe<Chat>;
+  chatId: Scalars['ID']['output'];
+  decision: Maybe<Decision>;
+  expiresAt: Maybe<Scalars['DateTime']['output']>;
+  id: Scalars['ID']['output'];
+  kind: InterruptKind;
+  /** The tool_call or question message that asked. */
+  message: Maybe<Message>;
+  /** The tool_call or question message that asked. */
+  messageId: Scalars['ID']['output'];
+  /** The question, for INPUT. */
+  prompt: Maybe<Scalars['String']['output']>;
+  /** Why the agent asks, as it said. */
+  reason: Maybe<Scalars['String']['output']>;
+  requestId: Maybe<Scalars['String']['output']>;
+  requestedAt: Scalars['DateTime']['output'];
+  /** The JSON Schema an answer must satisfy (INPUT). */
+  responseSchema: Maybe<Scalars['JSON']['output']>;
+  state: InterruptState;
+  streamId: Scalars['ID']['output'];
+  toolCallId: Maybe<Scalars['String']['output']>;
+  toolName: Maybe<Scalars['String']['output']>;
+};
+
+/** A page of interrupts, newest first. */
+export type InterruptConnection = {
+  __typename?: 'InterruptConnection';
+  edges: Array<InterruptEdge>;
+  pageInfo: PageInfo;
+};
+
+export type InterruptEdge = {
+  __typename?: 'InterruptEdge';
+  cursor: Scalars['String']['output'];
+  node: Interrupt;
+};
+
+/** Narrows the interrupts inbox; every field given must match. */
+export type InterruptFilter = {
+  assistantId?: InputMaybe<Scalars['String']['input']>;
+  chatId?: InputMaybe<Scalars['ID']['input']>;
+  kind?: InputMaybe<InterruptKind>;
+  /** Default PENDING (null: every state). */
+  state?: InputMaybe<InterruptState>;
+};
+
+/** What an interrupt asks: TOOL_APPROVAL (may this tool call run, with these arguments?) or INPUT (a question with an answer to give). */
+export type InterruptKind =
+  | 'INPUT'
+  | 'TOOL_APPROVAL';
+
+/** PENDING until decided; RESOLVED once decided; EXPIRED when its expiresAt passed first (it counts as denied); CANCELLED when the stream was stopped. */
+export type InterruptState =
+  | 'CANCELLED'
+  | 'EXPIRED'
+  | 'PENDING'
+  | 'RESOLVED';
 
 /** Something an agent chose to remember about a person. */
 export type MemoryEntry = {
@@ -392,6 +485,8 @@ export type Mutation = {
   recordStep: Scalars['Boolean']['output'];
   /** Answer a USER message again: it becomes the chat's active leaf, so the chat awaits a reply (awaitingReply); its earlier answers stay below it and the next stream with parentId = this message is their sibling. Returns the chat. */
   regenerate: Chat;
+  /** Decide an interrupt, once. A tool approval takes approved (and editedArguments when approving); a question takes response, checked against its responseSchema (or approved: false to decline it). Only whoever may change the chat decides, or an identity with the approver role (the agent role alone does not): else FORBIDDEN. The same decisionId (or the same decision) again returns the interrupt as it is; a different decision on a decided one is CONFLICT; after expiresAt, EXPIRED. */
+  resolveInterrupt: Interrupt;
   /** Bring an archived chat's messages back now. */
   restoreArchive: Chat;
   /** Undo a soft delete. */
@@ -512,6 +607,16 @@ export type MutationRegenerateArgs = {
 };
 
 
+export type MutationResolveInterruptArgs = {
+  approved?: InputMaybe<Scalars['Boolean']['input']>;
+  decisionId?: InputMaybe<Scalars['ID']['input']>;
+  editedArguments?: InputMaybe<Scalars['JSON']['input']>;
+  id: Scalars['ID']['input'];
+  reason?: InputMaybe<Scalars['String']['input']>;
+  response?: InputMaybe<Scalars['JSON']['input']>;
+};
+
+
 export type MutationRestoreArchiveArgs = {
   id: Scalars['ID']['input'];
 };
@@ -593,6 +698,10 @@ export type Query = {
   chat: Maybe<Chat>;
   /** The chats the caller may read, a keyset page at a time, grouped by calendar time in the given IANA timezone. */
   chats: ChatConnection;
+  /** One interrupt of a chat the caller may read. */
+  interrupt: Interrupt;
+  /** The interrupts the caller may decide, across its chats, newest first (default: the PENDING ones); keyset pages (first: default 20, at most 100) with signed cursors. */
+  interrupts: InterruptConnection;
   /** The chat's newest resume record: where to resume. */
   lastResume: Maybe<ResumeRecord>;
   /** Every entry of one scope, pinned first then newest; keyset pages (first: default 20, at most 100) with signed cursors. */
@@ -633,6 +742,18 @@ export type QueryChatsArgs = {
   orderBy?: InputMaybe<ChatOrderField>;
   timezone?: InputMaybe<Scalars['String']['input']>;
   weekStart?: InputMaybe<Weekday>;
+};
+
+
+export type QueryInterruptArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+export type QueryInterruptsArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  filter?: InputMaybe<InterruptFilter>;
+  first?: InputMaybe<Scalars['Int']['input']>;
 };
 
 
@@ -747,6 +868,15 @@ export type ResumeRecord = {
   updatedAt: Scalars['DateTime']['output'];
 };
 
+/** Decisions a worker has yet to resume: start the stream that continues the run with requestId (exactly one worker's start succeeds). */
+export type Resumption = {
+  __typename?: 'Resumption';
+  /** The resolved and expired interrupts it resumes (an expired one counts as denied, reason expired), oldest first. */
+  decisions: Array<Interrupt>;
+  /** The request id to claim with startStream: <request id>.resume.<N>. */
+  requestId: Scalars['String']['output'];
+};
+
 export type Role =
   | 'ASSISTANT'
   | 'SYSTEM'
@@ -811,7 +941,7 @@ export type Stream = {
   idleTimeout: Maybe<Scalars['Float']['output']>;
   requestId: Maybe<Scalars['String']['output']>;
   startedAt: Scalars['DateTime']['output'];
-  /** ACTIVE, COMPLETED, INTERRUPTED or FAILED. */
+  /** ACTIVE, COMPLETED, AWAITING_INPUT, INTERRUPTED or FAILED. */
   status: Scalars['String']['output'];
 };
 
@@ -823,7 +953,9 @@ export type StreamResult = {
   stream: Stream;
 };
 
+/** How a stream ended. AWAITING_INPUT: it asked a person (a tool call with needsApproval, a question) and waits for the decisions; a COMPLETED end of a stream that asked becomes AWAITING_INPUT. */
 export type StreamStatus =
+  | 'AWAITING_INPUT'
   | 'COMPLETED'
   | 'FAILED'
   | 'INTERRUPTED';
