@@ -90,8 +90,9 @@ HEADER = (
     "# by clients/python/generate_types.py: do not edit by hand, run `make kit-types`.\n")
 
 #: The GraphQL types the kit sends or receives whole, in the order they are written.
-WIRE_TYPES = ("Message", "MessageInput", "Chat", "AppendReceipt", "MemoryEntry",
-              "MemoryHit", "SearchHit", "Stream", "StreamResult")
+WIRE_TYPES = ("Message", "MessageInput", "Decision", "Interrupt", "Resumption", "Chat",
+              "AppendReceipt", "MemoryEntry", "MemoryHit", "SearchHit", "Stream",
+              "StreamResult")
 
 #: Fields a document selects of a wire type whose own type has no TypedDict, left out of
 #: it, each with the reason. An entry no document needs any more fails the generator.
@@ -128,8 +129,9 @@ KIT_SHAPES = {
 }
 
 #: Every class written, in order.
-ORDER = ("Message", "MessageInput", "Chat", "ChatPage", "AppendReceipt", "MemoryEntry",
-         "MemoryHit", "SearchHit", "Stream", "StreamResult")
+ORDER = ("Message", "MessageInput", "Decision", "Interrupt", "Resumption", "Chat",
+         "ChatPage", "AppendReceipt", "MemoryEntry", "MemoryHit", "SearchHit", "Stream",
+         "StreamResult")
 
 MODULE_DOC = """\
 The JSON shapes the kit sends and receives (GraphQL field names, as the service

@@ -24,8 +24,12 @@ class LifecycleQuery:
             "summary counts). Messages without a token count are estimated (one token per "
             "4 characters of the props JSON) and marked tokensEstimated. UI-only types "
             "(loading, action, error), FAILED messages, INTERRUPTED tool_call messages and "
-            "(unless includeThinking) thinking messages are left out. WINDOW_TOO_SMALL "
-            "when the newest turn alone does not fit either bound."
+            "(unless includeThinking) thinking messages are left out. A person's decisions "
+            "are woven in: an approved tool call carries the approved arguments; a denied "
+            "or expired one is followed by a TOOL tool_result {tool_call_id, denied: true, "
+            "reason} unless the agent wrote a result; an answered question by a USER "
+            "message holding the response. WINDOW_TOO_SMALL when the newest turn alone "
+            "does not fit either bound."
         )
     )
     async def model_context(

@@ -13,6 +13,14 @@ refuses a request id a stream of the chat already used (``CONFLICT``) and a seco
 (``STREAM_ACTIVE``), so exactly one worker answers and the others skip. The handler is then
 called with the model's context (``modelContext``) and the writer.
 
+Resuming: a chat whose run asked a person (a tool call needing approval, a question) and
+whose decisions are all made awaits a reply again. The loop reads its ``resumption``,
+starts a stream with the request id the service names for it (``<request id>.resume.<N>``:
+exactly one worker's start succeeds) and calls the handler again with the decisions in
+``s.resume`` — and as ``resume=`` when the handler has such a parameter. The model's
+context already holds them: a denied call followed by its refusal, an answer as the
+person's message.
+
 Cancelling :meth:`AgentLoop.run` ends every stream it has open ``INTERRUPTED`` before it
 returns, waiting at most ``shutdown_timeout`` seconds for the service to take those ends.
 
@@ -23,6 +31,7 @@ handshake has a deadline, and a page walk stops at a page that brings nothing ne
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -33,7 +42,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import WebSocketException
 from websockets.typing import Subprotocol
 
-from chatql_client.documents import ACTIVE_LEAF, ANSWERS, AWAITED_LEAF, CHAT_EVENTS
+from chatql_client.documents import ACTIVE_LEAF, ANSWERS, AWAITED_LEAF, CHAT_EVENTS, RESUMPTION
 from chatql_client.errors import ChatqlError, ChatqlTransportError, StreamStopped
 from chatql_client.types import Message
 
@@ -54,6 +63,13 @@ TAKEN = ("CONFLICT", "STREAM_ACTIVE")
 #: Seconds the service has to acknowledge the WebSocket (``connection_ack``), pings and
 #: other messages before it included; past it the loop reconnects.
 HANDSHAKE_TIMEOUT = 10.0
+
+
+def _parameters(handler: Handler) -> set[str]:
+    try:
+        return set(inspect.signature(handler).parameters)
+    except (TypeError, ValueError):  # a callable without a signature Python can read
+        return set()
 
 
 class AgentLoop:
@@ -85,6 +101,8 @@ class AgentLoop:
         self._again: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopping = False
+        # A handler that names a ``resume`` parameter is given the decisions by name.
+        self._takes_resume = "resume" in _parameters(handler)
         #: Answers this loop has written (stream ids), for tests and logs.
         self.answered: list[str] = []
 
@@ -266,6 +284,7 @@ class AgentLoop:
         client = self.client
         question = await self._question(chat_id)
         if question is None:
+            await self._resume(chat_id)
             return
         answers = await self._answers(chat_id, question)
         # Counted first, checked after: an answer that landed in between has moved the
@@ -285,8 +304,38 @@ class AgentLoop:
                                  exc.code)
                     return
                 raise
-            context = await client.model_context(chat_id, limit=self.context_limit,
-                                                 max_tokens=self.context_max_tokens,
-                                                 include_thinking=self.include_thinking)
+            await self._run_handler(chat_id, s)
+        self.answered.append(writer.stream_id)
+
+    async def _run_handler(self, chat_id: str, s: StreamWriter) -> None:
+        context = await self.client.model_context(chat_id, limit=self.context_limit,
+                                                  max_tokens=self.context_max_tokens,
+                                                  include_thinking=self.include_thinking)
+        if s.resume and self._takes_resume:
+            await self.handler(context, s, resume=s.resume)  # type: ignore[call-arg]
+        else:
             await self.handler(context, s)
+
+    async def _resume(self, chat_id: str) -> None:
+        """Resume a run whose person-in-the-loop decisions are all made: claim the
+        resumption's request id (exactly one worker's start succeeds) and run the
+        handler again, with the decisions in ``s.resume``."""
+        client = self.client
+        chat = (await client.execute(RESUMPTION, {"id": chat_id}))["chat"]
+        if chat is None or chat["assistantId"] != self.assistant_id or not chat["resumption"]:
+            return
+        resumption = chat["resumption"]
+        writer = client.stream(chat_id, request_id=resumption["requestId"],
+                               assistant_id=self.assistant_id)
+        writer.resume = list(resumption["decisions"])
+        async with AsyncExitStack() as stack:
+            try:
+                s = await stack.enter_async_context(writer)
+            except ChatqlError as exc:
+                if exc.code in TAKEN:
+                    logger.debug("chat %s: %s taken elsewhere (%s)", chat_id,
+                                 resumption["requestId"], exc.code)
+                    return
+                raise
+            await self._run_handler(chat_id, s)
         self.answered.append(writer.stream_id)

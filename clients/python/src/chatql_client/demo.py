@@ -5,7 +5,8 @@ Completions endpoint (OpenAI, Ollama, vLLM …; model ``OPENAI_MODEL``, default
 ``gpt-4o-mini``), streaming its answer over httpx. Without them an offline demo model
 answers deterministically — thinking, a tool call whose arguments grow, the tool's result,
 then markdown text with a table, a code block and bold — paced a little so a viewer sees
-it stream.
+it stream. With ``CHATQL_DEMO_APPROVALS=1`` it asks the person to approve its lookup
+first: the stream ends awaiting the decision, and the answer follows once it is made.
 """
 
 from __future__ import annotations
@@ -53,8 +54,10 @@ def _words(text: str) -> list[str]:
 class OfflineModel:
     """A deterministic stand-in for a model: the same context gives the same stream."""
 
-    def __init__(self, pace: float = 0.02) -> None:
+    def __init__(self, pace: float = 0.02, *, approvals: bool = False) -> None:
         self.pace = pace
+        #: Ask the person to approve the lookup tool before it runs (``CHATQL_DEMO_APPROVALS``).
+        self.approvals = approvals
 
     async def _pause(self) -> None:
         if self.pace:
@@ -64,16 +67,34 @@ class OfflineModel:
         questions = [m for m in context if m.get("role") == "USER"]
         question = _content(questions[-1]) if questions else ""
         turn = len(questions)
-        for piece in _words(f"The person asks: \u201c{question}\u201d. I will look it up "
-                            "with the lookup tool, then answer with a table and an example."):
-            await s.thinking(piece)
-            await self._pause()
         call_id = f"lookup-{turn}"
-        await s.tool_call(call_id, "lookup")
-        arguments = json.dumps({"query": question, "limit": 3})
-        for piece in _pieces(arguments, 6):
-            await s.tool_arguments(call_id, piece)
-            await self._pause()
+        if s.resume:
+            # The person decided on the lookup: run it, or say it was declined.
+            decided = s.resume[0]
+            decision = decided.get("decision") or {}
+            if decided["state"] != "RESOLVED" or not decision.get("approved"):
+                why = decision.get("reason") or ("no decision in time"
+                                                 if decided["state"] == "EXPIRED" else "")
+                for piece in _words("You declined the lookup" + (f" ({why})" if why else "")
+                                    + ", so I did not run it. Ask me anything else."):
+                    await s.text(piece)
+                    await self._pause()
+                return
+        else:
+            for piece in _words(f"The person asks: \u201c{question}\u201d. I will look it "
+                                "up with the lookup tool, then answer with a table and an "
+                                "example."):
+                await s.thinking(piece)
+                await self._pause()
+            await s.tool_call(call_id, "lookup", needs_approval=self.approvals,
+                              reason="the lookup reads your question" if self.approvals
+                              else None)
+            arguments = json.dumps({"query": question, "limit": 3})
+            for piece in _pieces(arguments, 6):
+                await s.tool_arguments(call_id, piece)
+                await self._pause()
+            if self.approvals:
+                return  # the stream waits for the person; the loop resumes it
         words = len(question.split())
         await s.tool_result(call_id, json.dumps({"words": words, "characters": len(question),
                                                  "turn": turn}))
@@ -160,7 +181,8 @@ def demo_model(env: Mapping[str, str] | None = None,
     base = env.get("OPENAI_BASE_URL")
     key = env.get("OPENAI_API_KEY")
     if not base and not key:
-        return OfflineModel(pace)
+        return OfflineModel(pace, approvals=env.get("CHATQL_DEMO_APPROVALS", "") in (
+            "1", "true", "yes"))
     return OpenAIChatModel(base or "https://api.openai.com/v1", key,
                            env.get("OPENAI_MODEL", "gpt-4o-mini"))
 

@@ -30,6 +30,7 @@ __all__ = [
     "RECENT_MEMORY",
     "RECORD_STEP",
     "REGENERATE",
+    "RESUMPTION",
     "SEARCH_MEMORY",
     "SEARCH_MESSAGES",
     "SESSION_DELETE_MESSAGES",
@@ -117,6 +118,10 @@ CHAT_EVENTS = "subscription($f: ChatFilter) { chatEvents(filter: $f) { type chat
 AWAITED_LEAF = ("query($id: ID!) { chat(id: $id) { id assistantId activeLeafId "
                 "messages(last: 1) { edges { node { id role sequence } } } } }")
 ACTIVE_LEAF = "query($id: ID!) { chat(id: $id) { activeLeafId } }"
+#: Decisions of a person that wait for a worker to resume the chat's run.
+RESUMPTION = ("query($id: ID!) { chat(id: $id) { id assistantId resumption { requestId "
+              "decisions { id kind state toolCallId toolName arguments prompt "
+              "decision { approved editedArguments response reason decidedBy } } } } }")
 #: The messages of every branch, newest first page by page: a question's answers.
 ANSWERS = ("query($c: ID!, $before: String) { messages(chatId: $c, allBranches: true, "
            "last: 100, before: $before) { edges { node { parentId sequence } } "

@@ -16,11 +16,16 @@ __all__ = [
     "Chat",
     "ChatPage",
     "ChatStatus",
+    "Decision",
+    "Interrupt",
+    "InterruptKind",
+    "InterruptState",
     "MemoryEntry",
     "MemoryHit",
     "Message",
     "MessageInput",
     "MessageStatus",
+    "Resumption",
     "Role",
     "SearchHit",
     "Stream",
@@ -29,6 +34,14 @@ __all__ = [
 
 ChatStatus = Literal["ACTIVE", "ARCHIVED"]
 """The values of the GraphQL enum ``ChatStatus``."""
+
+InterruptKind = Literal["TOOL_APPROVAL", "INPUT"]
+"""What an interrupt asks: TOOL_APPROVAL (may this tool call run, with these arguments?) or INPUT
+(a question with an answer to give)."""
+
+InterruptState = Literal["PENDING", "RESOLVED", "EXPIRED", "CANCELLED"]
+"""PENDING until decided; RESOLVED once decided; EXPIRED when its expiresAt passed first (it
+counts as denied); CANCELLED when the stream was stopped."""
 
 MessageStatus = Literal["COMPLETED", "INTERRUPTED", "FAILED"]
 """The values of the GraphQL enum ``MessageStatus``."""
@@ -76,6 +89,46 @@ class MessageInput(TypedDict, total=False):
     """The message's token count (a whole number >= 0)."""
 
 
+class Decision(TypedDict):
+    """How a person answered an interrupt."""
+
+    approved: bool | None
+    """For a tool approval: whether the call may run; false on a question declines it."""
+    editedArguments: Any | None
+    """Arguments the person changed before approving; the call runs with these."""
+    response: Any | None
+    """The answer to a question."""
+    reason: str | None
+    decidedBy: str
+
+
+class Interrupt(TypedDict):
+    """What a stream asked a person: a tool call awaiting approval, or a question awaiting an
+    answer. Kept with the chat; decided once."""
+
+    id: str
+    kind: InterruptKind
+    state: InterruptState
+    toolCallId: str | None
+    toolName: str | None
+    arguments: Any | None
+    """The tool call's arguments (parsed when they are JSON text)."""
+    prompt: str | None
+    """The question, for INPUT."""
+    decision: Decision | None
+
+
+class Resumption(TypedDict):
+    """Decisions a worker has yet to resume: start the stream that continues the run with
+    requestId (exactly one worker's start succeeds)."""
+
+    requestId: str
+    """The request id to claim with startStream: <request id>.resume.<N>."""
+    decisions: list[Interrupt]
+    """The resolved and expired interrupts it resumes (an expired one counts as denied, reason
+    expired), oldest first."""
+
+
 class Chat(TypedDict, total=False):
     """A conversation between people and assistants."""
 
@@ -90,9 +143,12 @@ class Chat(TypedDict, total=False):
     createdBy: str | None
     channel: str
     """Where the conversation happens (api, widget, telegram …); set at creation."""
-    activeLeafId: Required[str | None]
+    activeLeafId: str | None
     """The last message of the active branch (what is shown and what the model reads); null while
     the chat has no messages."""
+    resumption: Resumption | None
+    """Decisions that wait for a worker to resume the run (every interrupt of the stream decided
+    or expired, none resumed yet); null when there are none."""
 
 
 class ChatPage(TypedDict):

@@ -64,6 +64,17 @@ def _input_message(value: str | Mapping[str, Any]) -> dict[str, Any]:
     return dict(value)
 
 
+def _asking(reason: str | None, expires_in: float | None) -> dict[str, Any]:
+    props: dict[str, Any] = {}
+    if reason is not None:
+        props["reason"] = reason
+    if expires_in is not None:
+        if expires_in <= 0:
+            raise ValueError("expires_in must be a positive number of seconds")
+        props["expiresIn"] = expires_in
+    return props
+
+
 class StreamWriter:
     """One stream's producer side; made by :meth:`ChatqlClient.stream`."""
 
@@ -116,6 +127,10 @@ class StreamWriter:
         self._in_call = 0
         self._cancelled_by_stop = False
         self._stop_reported = False
+        #: The person's decisions this stream resumes after (set by the agent loop for
+        #: a resumption; empty for a first answer): each a ``Interrupt`` dict with its
+        #: ``decision`` (an expired one has state ``EXPIRED``: treat it as denied).
+        self.resume: list[dict[str, Any]] = []
 
     @property
     def stopped(self) -> bool:
@@ -466,8 +481,17 @@ class StreamWriter:
         await self._grow("thinking", delta, message_id, block_id, thread_id)
 
     async def tool_call(self, call_id: str, name: str, arguments_delta: str = "",
-                        block_id: str | None = None, thread_id: str | None = None) -> None:
-        """Start a tool call; its ``arguments`` grow with :meth:`tool_arguments`."""
+                        block_id: str | None = None, thread_id: str | None = None, *,
+                        needs_approval: bool = False, reason: str | None = None,
+                        expires_in: float | None = None) -> None:
+        """Start a tool call; its ``arguments`` grow with :meth:`tool_arguments`.
+
+        ``needs_approval``: a person must approve the call before it runs. The stream
+        then ends ``AWAITING_INPUT`` (leaving the block ends it so) and the service
+        keeps the call as an interrupt; once it is decided, the agent loop calls the
+        handler again with the decisions (``s.resume``). ``reason`` says why the agent
+        asks; ``expires_in`` (seconds) is how long the person has to decide (an expired
+        call counts as denied)."""
         self._check()
         if call_id in self._calls:
             raise ValueError(f"tool call {call_id!r} was already started in this stream")
@@ -475,10 +499,25 @@ class StreamWriter:
         self._calls[call_id] = (block_id, thread_id, name)
         self._lanes[(block_id, thread_id)] = ("tool_call", message_id)
         self._seen.add(message_id)
+        props: dict[str, Any] = {"id": call_id, "name": name, "arguments": arguments_delta}
+        if needs_approval:
+            props.update(_asking(reason, expires_in))
+            props["needsApproval"] = True
         await self._call(self._place({
             "messageId": message_id, "type": "tool_call", "role": "ASSISTANT",
-            "props": {"id": call_id, "name": name, "arguments": arguments_delta}},
-            block_id, thread_id))
+            "props": props}, block_id, thread_id))
+
+    async def ask(self, prompt: str, response_schema: Mapping[str, Any] | None = None, *,
+                  reason: str | None = None, expires_in: float | None = None,
+                  block_id: str | None = None, thread_id: str | None = None) -> str:
+        """Ask the person a question (a ``question`` message); the stream ends
+        ``AWAITING_INPUT`` and the answer comes back in ``s.resume`` when the agent loop
+        resumes the chat. ``response_schema`` (a JSON Schema) is what an answer must
+        satisfy; the service refuses others. Returns the message's producer id."""
+        props: dict[str, Any] = {"prompt": prompt, **_asking(reason, expires_in)}
+        if response_schema is not None:
+            props["responseSchema"] = dict(response_schema)
+        return await self.message("question", props, block_id=block_id, thread_id=thread_id)
 
     async def tool_arguments(self, call_id: str, delta: str) -> None:
         """Append ``delta`` to the arguments of the tool call ``call_id``."""
