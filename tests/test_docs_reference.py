@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import re
 import shutil
@@ -24,6 +23,8 @@ from types import ModuleType
 
 import pytest
 
+from tests.scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "docs" / "reference"
 JS = ROOT / "clients" / "js"
@@ -33,18 +34,7 @@ STALE = "the generated reference is stale: run `make reference` and commit the r
 @functools.cache
 def _generator() -> ModuleType:
     """docs/reference/_generate_schema.py, imported without leaving bytecode in docs/."""
-    name = "chatql_docs_generate_schema"
-    spec = importlib.util.spec_from_file_location(name, REFERENCE / "_generate_schema.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # its dataclasses look their module up
-    writes_bytecode = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.dont_write_bytecode = writes_bytecode
-    return module
+    return load_script(REFERENCE / "_generate_schema.py", "chatql_docs_generate_schema")
 
 
 def _tree(folder: Path) -> dict[str, str]:

@@ -10,8 +10,6 @@ selects of a wire type is a key of its TypedDict.
 from __future__ import annotations
 
 import functools
-import importlib.util
-import sys
 import typing
 from pathlib import Path
 from types import ModuleType
@@ -22,6 +20,7 @@ from chatql_client import types
 from chatql_client.types import Message
 
 from tests.client.test_documents_valid import kit_documents
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 KIT = ROOT / "clients" / "python"
@@ -33,18 +32,7 @@ STALE = ("clients/python/src/chatql_client/types.py is stale (schema.graphql or 
 @functools.cache
 def _generator() -> ModuleType:
     """clients/python/generate_types.py, imported without leaving bytecode beside it."""
-    name = "chatql_kit_generate_types"
-    spec = importlib.util.spec_from_file_location(name, KIT / "generate_types.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # its dataclasses look their module up
-    writes_bytecode = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.dont_write_bytecode = writes_bytecode
-    return module
+    return load_script(KIT / "generate_types.py", "chatql_kit_generate_types")
 
 
 def _sdl() -> str:
