@@ -354,3 +354,62 @@ def pushes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
 
     monkeypatch.setattr(StreamService, "push_chunks", counted)
     return calls
+
+
+# ---- a hang explains itself ------------------------------------------------------------
+#
+# pytest-timeout prints the threads' stacks when a test overruns, but an asyncio test
+# hangs with its main thread idle in ``select``: the stack that matters is the awaiting
+# task's. A little before the timeout, a watchdog thread finds the main thread's event
+# loop (from the ``_run_once`` frame it sits in) and prints every task's stack.
+
+TASK_DUMP_MARGIN = 20.0
+
+
+def _main_loop() -> asyncio.AbstractEventLoop | None:
+    import sys
+    import threading
+
+    frame = sys._current_frames().get(threading.main_thread().ident or 0)
+    while frame is not None:
+        candidate = frame.f_locals.get("self")
+        if frame.f_code.co_name == "_run_once" and isinstance(candidate,
+                                                              asyncio.AbstractEventLoop):
+            return candidate
+        frame = frame.f_back
+    return None
+
+
+def _dump_tasks(nodeid: str) -> None:
+    import sys
+
+    loop = _main_loop()
+    out = sys.stderr
+    if loop is None:
+        print(f"\n[watchdog] {nodeid}: no event loop running in the main thread", file=out)
+        return
+    tasks = asyncio.all_tasks(loop)
+    print(f"\n[watchdog] {nodeid}: {len(tasks)} asyncio task(s) before the timeout", file=out)
+    for task in tasks:
+        print(f"--- {task.get_name()}: {task.get_coro()!r}", file=out)
+        task.print_stack(limit=12, file=out)
+    out.flush()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    import threading
+
+    marker = item.get_closest_marker("timeout")
+    timeout = float(marker.args[0]) if marker and marker.args else float(
+        item.config.getini("timeout") or 0)
+    watchdog = None
+    if timeout > 2 * TASK_DUMP_MARGIN:
+        watchdog = threading.Timer(timeout - TASK_DUMP_MARGIN, _dump_tasks, (item.nodeid,))
+        watchdog.daemon = True
+        watchdog.start()
+    try:
+        yield
+    finally:
+        if watchdog is not None:
+            watchdog.cancel()

@@ -74,7 +74,8 @@ class Readiness:
     async def _database(self, services: Any) -> tuple[bool, bool]:
         """(reachable, at head)."""
         try:
-            current = await asyncio.wait_for(current_revision(services.db), _CHECK_TIMEOUT)
+            async with asyncio.timeout(_CHECK_TIMEOUT):
+                current = await current_revision(services.db)
         except Exception:  # unreachable, refused, timed out: not ready
             return False, False
         if self._head is None:

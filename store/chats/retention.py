@@ -119,7 +119,8 @@ class RetentionSweeper:
 
     async def _stopped_within(self, seconds: float) -> bool:
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stop.wait(), seconds)
+            async with asyncio.timeout(seconds):
+                await self._stop.wait()
         return self._stop.is_set()
 
     async def _run(self) -> None:

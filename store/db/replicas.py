@@ -222,9 +222,9 @@ class ReplicaSet:
         try:
             if replica._probe is None or replica._probe.is_closed():
                 replica._probe = await _connect(replica.url, self.interval * 4 + 1)
-            row = await asyncio.wait_for(replica._probe.fetchrow(
-                "SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()::text"),
-                self.interval * 4 + 1)
+            async with asyncio.timeout(self.interval * 4 + 1):
+                row = await replica._probe.fetchrow(
+                    "SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()::text")
         except Exception as error:
             probe, replica._probe = replica._probe, None
             if probe is not None:

@@ -694,7 +694,8 @@ class RedisBackend(Backend):
 
     async def reachable(self) -> bool:
         try:
-            return bool(await asyncio.wait_for(self.redis.ping(), 2.0))
+            async with asyncio.timeout(2.0):
+                return bool(await self.redis.ping())
         except Exception:  # any failure to answer is "not reachable"
             return False
 

@@ -176,7 +176,8 @@ class AgentLoop:
             relist_at = loop.time() + self.relist_interval
             while True:
                 try:
-                    raw = await asyncio.wait_for(ws.recv(), max(0.0, relist_at - loop.time()))
+                    async with asyncio.timeout(max(0.0, relist_at - loop.time())):
+                        raw = await ws.recv()
                 except TimeoutError:
                     await self._catch_up()
                     relist_at = loop.time() + self.relist_interval
