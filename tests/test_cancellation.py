@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -51,10 +52,8 @@ async def _cancelled_as_it_arrives(wait: Callable[[asyncio.Queue[int]], Awaitabl
 
     async def serve() -> None:
         while True:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await wait(queue)
-            except TimeoutError:
-                pass
 
     task = asyncio.create_task(serve())
     await asyncio.sleep(0.01)

@@ -150,7 +150,8 @@ async def record_requested(conn: AsyncConnection, *, chat_id: str, tenant_id: st
             # One interrupt per message, named like it: a front end that saw the
             # message live knows the interrupt's id before the stream is written.
             "id": message.id, "chat_id": chat_id, "tenant_id": tenant_id,
-            "message_id": message.id, "sequence": message.sequence, "stream_id": stream_id, "request_id": request_id,
+            "message_id": message.id, "sequence": message.sequence, "stream_id": stream_id,
+            "request_id": request_id,
             "assistant_id": assistant_id, "kind": kind, "state": "PENDING",
             "tool_call_id": _text(props.get("id") or props.get("toolCallId"), 200),
             "tool_name": _text(props.get("name") or props.get("toolName"), 200),
