@@ -16,6 +16,16 @@ transport as it stands (``new DefaultChatTransport({api: '<chatql>/ai/chat'})``)
   :mod:`chatql.gql.transport.ui_stream`. The reply is whatever stream the agent starts for the
   question (the agent loop claims it); when none starts within
   ``CHATQL_AGENT_REPLY_TIMEOUT`` seconds the stream says so with an ``error`` chunk.
+- Tool approvals: a tool call the agent marks ``needsApproval`` reaches the client as
+  ``tool-approval-request`` (the approval id is the interrupt's id) and the reply ends.
+  The SDK's ``addToolApprovalResponse`` then posts (``submit-message``) the messages
+  ending with the assistant's, whose tool parts in state ``approval-responded`` carry
+  the person's decisions: each is resolved as ``resolveInterrupt`` would (same rights,
+  decided once: the very same decision again changes nothing, another is a 409), an
+  approval id this chat never issued is a 404 and nothing is decided, and the answer is
+  the resumed reply — denied calls as ``tool-output-denied`` first — continuing the
+  assistant message the client shows. While other approvals of the reply are still
+  pending the answer only reports the denials and finishes.
 - ``GET /ai/chat/{id}/stream`` resumes a live reply after a reload: the reply so far
   (from the stream's merged state) and then live, or 204 when nothing is live.
 
@@ -29,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
@@ -42,8 +53,9 @@ from chatql.gql.transport.ui_stream import UIChunk, UIMessageStream
 from chatql.store.chats.chat import create_chat, get_chat
 from chatql.store.errors import ChatqlError, Conflict, InvalidArgument, NotFound
 from chatql.store.ids import check_append_id, check_chat_id, check_message_id
+from chatql.store.messages import interrupts as store_interrupts
 from chatql.store.messages.message import NewMessage, append_messages, get_message, regenerate
-from chatql.store.records import Identity
+from chatql.store.records import Identity, Interrupt
 from chatql.store.streams.queue import SubscriberQueue
 from chatql.store.streams.reducer import ChunkEvent
 from chatql.store.streams.service import StreamService
@@ -88,6 +100,12 @@ async def send_messages(request: Request) -> Response:
             raise InvalidArgument(f"trigger must be one of {', '.join(_TRIGGERS)}")
         streams = services.streams
         assert streams is not None
+        approvals = _approval_answers(body) if trigger == "submit-message" else None
+        if approvals is not None:
+            queue, resumed = await _decide(services, who, chat_id, approvals)
+            return StreamingResponse(
+                _reply(services, streams, chat_id, queue, resumed=resumed),
+                media_type="text/event-stream", headers=UI_STREAM_HEADERS)
         if trigger == "submit-message":
             question = _newest_user_message(body)
             assistant = body.get("assistantId", services.settings.default_assistant)
@@ -182,6 +200,93 @@ def _newest_user_message(body: dict[str, Any]) -> NewMessage:
                       metadata=metadata if isinstance(metadata, dict) else None)
 
 
+@dataclass(frozen=True, slots=True)
+class _Approval:
+    """A person's answer to one approval request, as the client posts it."""
+
+    id: str
+    approved: bool
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Resumed:
+    """What a reply resuming after decisions starts from."""
+
+    shown_calls: list[str]
+    denied_calls: list[str]
+    #: Whether approvals of the reply still wait (then nothing resumes yet).
+    pending: bool
+
+
+def _approval_answers(body: dict[str, Any]) -> list[_Approval] | None:
+    """The approvals the client's last message answers (tool parts in state
+    ``approval-responded``); None when that message is not the assistant's."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
+        return None
+    message = messages[-1]
+    if message.get("role") != "assistant":
+        return None
+    parts = message.get("parts")
+    if not isinstance(parts, list):
+        raise InvalidArgument("the last message's 'parts' must be a list")
+    answers: list[_Approval] = []
+    for index, part in enumerate(parts):
+        if not isinstance(part, dict) or part.get("state") != "approval-responded":
+            continue
+        approval = part.get("approval")
+        if (not isinstance(approval, dict) or not isinstance(approval.get("id"), str)
+                or not isinstance(approval.get("approved"), bool)):
+            raise InvalidArgument(f"parts[{index}].approval needs 'id' (a string) and "
+                                  "'approved' (a boolean)")
+        reason = approval.get("reason")
+        if reason is not None and not isinstance(reason, str):
+            raise InvalidArgument(f"parts[{index}].approval.reason must be a string")
+        answers.append(_Approval(approval["id"], approval["approved"], reason))
+    if not answers:
+        raise InvalidArgument("the last of 'messages' must be the person's (role 'user') or "
+                              "the assistant's answering tool approvals")
+    return answers
+
+
+async def _decide(services: Services, who: Identity, chat_id: str,
+                  answers: list[_Approval]) -> tuple[SubscriberQueue, _Resumed]:
+    """Resolve the approvals (every id checked first: one this chat never issued
+    decides nothing) and subscribe to the chat's streams before the first decision,
+    so the resumed reply's start cannot be missed."""
+    streams = services.streams
+    assert streams is not None
+    asked: dict[str, Interrupt] = {}
+    for answer in answers:
+        try:
+            interrupt = await store_interrupts.get_interrupt(services.db, who, answer.id)
+        except NotFound:
+            interrupt = None
+        if (interrupt is None or interrupt.chat_id != chat_id
+                or interrupt.kind != "TOOL_APPROVAL"):
+            raise NotFound(f"approval {answer.id!r} was never requested in chat {chat_id!r}")
+        asked[answer.id] = interrupt
+    queue = await streams.subscribe(chat_id)
+    try:
+        for answer in answers:
+            resolved = await store_interrupts.resolve(
+                services.db, who, answer.id, approved=answer.approved, reason=answer.reason)
+            if resolved.changed and services.events is not None:
+                await services.events.publish("INTERRUPT_RESOLVED", chat_id,
+                                              resolved.tenant_id)
+        pending = await store_interrupts.chat_interrupts(services.db, who, chat_id,
+                                                         state="PENDING")
+    except BaseException:
+        await streams.unsubscribe(chat_id, queue)
+        raise
+    calls = {answer.id: asked[answer.id].tool_call_id or answer.id for answer in answers}
+    return queue, _Resumed(
+        shown_calls=list(calls.values()),
+        denied_calls=[calls[answer.id] for answer in answers if not answer.approved],
+        pending=bool(pending))
+
+
 def _regenerated(body: dict[str, Any]) -> str:
     """The UI message a ``regenerate-message`` names: ``messageId``, else the last of
     ``messages`` (the SDK sends them up to the question being answered again)."""
@@ -264,10 +369,18 @@ async def _open_chat(services: Services, who: Identity, chat_id: str, assistant:
 
 async def _reply(services: Services, streams: StreamService, chat_id: str,
                  queue: SubscriberQueue, *, question_id: str | None = None,
-                 live: str | None = None) -> AsyncIterator[bytes]:
-    """The UI message stream of one reply: the stream ``live`` (a resumed reply), or
-    the first stream that starts answering ``question_id``."""
+                 live: str | None = None,
+                 resumed: _Resumed | None = None) -> AsyncIterator[bytes]:
+    """The UI message stream of one reply: the stream ``live`` (a resumed reply), the
+    first stream that starts answering ``question_id``, or (``resumed``) the stream
+    that resumes the chat after the person's decisions."""
     translator = UIMessageStream(stream_id=live)
+    if resumed is not None:
+        for chunk in translator.resuming(resumed.shown_calls, resumed.denied_calls):
+            yield _sse(chunk)
+        if resumed.pending:
+            for chunk in translator.end("awaiting_input"):
+                yield _sse(chunk)
     loop = asyncio.get_running_loop()
     timeout = services.settings.agent_reply_timeout
     deadline = loop.time() + timeout

@@ -24,6 +24,14 @@ delta and a whole replacement all give the same parts:
   ``toolCallId``, ``callId`` or ``id``) are the call's ``tool-output-available``, with
   ``content`` (the whole props when there is none) as the output; one that names no
   call is a data part.
+- A ``tool_call`` that asks for approval (props ``needsApproval: true``) is followed,
+  once its input is available, by ``tool-approval-request`` whose ``approvalId`` is the
+  interrupt's id (the tool call message's id): the reply then ends (the stream waits
+  for the person) and ``addToolApprovalResponse`` answers it in the next request.
+- A reply that resumes after decisions (:meth:`UIMessageStream.resuming`) continues
+  the assistant message the client already shows: its ``start`` names no message id,
+  denied calls come first as ``tool-output-denied``, and the results of calls the
+  client already shows are ``tool-output-available`` for those parts.
 - Any other assistant message type ``T`` is a ``data-T`` part with the message id and
   its props as data, sent again (same id) whenever they change.
 - The person's own messages (role ``USER``) and producer events are not part of the
@@ -64,6 +72,8 @@ class _Part:
     generation: int = 0
     tool_name: str = ""
     data: Any = None
+    #: The interrupt asking for approval of this tool call (its message id), if any.
+    approval: str | None = None
 
 
 @dataclass
@@ -79,6 +89,21 @@ class UIMessageStream:
     _block: str | None = None
     #: tool call id -> the message id of its tool_call message
     _calls: dict[str, str] = field(default_factory=dict)
+    #: Tool calls the client shows from before this reply (a resumption's).
+    _shown: set[str] = field(default_factory=set)
+    _resuming: bool = False
+
+    def resuming(self, shown_calls: list[str], denied_calls: list[str]) -> list[UIChunk]:
+        """Start a reply that resumes after decisions: it continues the client's
+        assistant message, which shows ``shown_calls`` already; the calls in
+        ``denied_calls`` were denied (sent now as ``tool-output-denied``)."""
+        self._resuming = True
+        self._shown.update(shown_calls)
+        self.started = True
+        self._block = None
+        out: list[UIChunk] = [{"type": "start"}, {"type": "start-step"}]
+        out += [{"type": "tool-output-denied", "toolCallId": call} for call in denied_calls]
+        return out
 
     def feed(self, event: ChunkEvent) -> list[UIChunk]:
         """The UI chunks one chatql chunk gives (often none, never after the end)."""
@@ -101,6 +126,8 @@ class UIMessageStream:
             self.started = True
             self._block = message.block_id
             out += [{"type": "start", "messageId": message_id}, {"type": "start-step"}]
+        elif self._resuming and self._block is None:
+            self._block = message.block_id  # the first block of the resumed stream
         elif message.block_id != self._block:
             # A new model turn: the turn's parts are complete (the AI SDK forgets open
             # text parts at a step's end; one that grows later goes on in a new part).
@@ -179,6 +206,8 @@ class UIMessageStream:
             self._calls[call_id] = message_id
             out.append({"type": "tool-input-start", "toolCallId": call_id, "toolName": name,
                         "providerExecuted": True})
+        if props.get("needsApproval") is True:
+            part.approval = message_id
         if part.open and arguments.startswith(part.sent) and len(arguments) > len(part.sent):
             out.append({"type": "tool-input-delta", "toolCallId": call_id,
                         "inputTextDelta": arguments[len(part.sent):]})
@@ -193,6 +222,11 @@ class UIMessageStream:
         out: list[UIChunk] = []
         message_id = self._calls.get(call_id)
         part = None if message_id is None else self.parts.get(message_id)
+        if part is None and call_id in self._shown:
+            # A call the client shows from before the decisions: its part takes the
+            # result as it is.
+            part = self.parts[f"call:{call_id}"] = _Part("tool", call_id, open=False)
+            self._calls[call_id] = f"call:{call_id}"
         if part is None:
             # A result whose call this reply never showed: show the call first.
             name = str(props.get("name") or "tool")
@@ -223,9 +257,13 @@ class UIMessageStream:
             return []
         part.open = False
         if part.kind == "tool":
-            return [{"type": "tool-input-available", "toolCallId": part.part_id,
-                     "toolName": part.tool_name, "input": _parsed(part.sent),
-                     "providerExecuted": True}]
+            out: list[UIChunk] = [{"type": "tool-input-available", "toolCallId": part.part_id,
+                                   "toolName": part.tool_name, "input": _parsed(part.sent),
+                                   "providerExecuted": True}]
+            if part.approval is not None:
+                out.append({"type": "tool-approval-request", "approvalId": part.approval,
+                            "toolCallId": part.part_id})
+            return out
         return [{"type": f"{part.kind}-end", "id": part.part_id}]
 
 
