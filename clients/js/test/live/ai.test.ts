@@ -305,7 +305,7 @@ describe("the stream writer and streamText", () => {
       { type: "text-start", id: "t0" },
       { type: "text-delta", id: "t0", text: "It is " },
       { type: "text-delta", id: "t0", text: "3 °C." },
-      { type: "finish", finishReason: "stop", totalUsage: { inputTokens: 12, outputTokens: 7, totalTokens: 19 } },
+      { type: "finish", finishReason: "stop", rawFinishReason: "stop", totalUsage: { inputTokens: 12, inputTokenDetails: { noCacheTokens: 12, cacheReadTokens: undefined, cacheWriteTokens: undefined }, outputTokens: 7, outputTokenDetails: { textTokens: 7, reasoningTokens: undefined }, totalTokens: 19 } },
     ];
     async function* fullStream() {
       for (const part of parts) yield part;
