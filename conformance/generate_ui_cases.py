@@ -116,6 +116,17 @@ CASES: list[tuple[str, list[ChunkEvent], list[dict[str, Any]]]] = [
             {"status": "completed"}),
      [{"type": "text", "text": "Here is a chart.", "state": "done"},
       {"type": "data-chart", "id": "msg-2", "data": {"kind": "bar", "values": [1, 2]}}]),
+    ("a tool call that asks for approval: the request names the interrupt (the call's id)",
+     record([[text("a", "text", "I need your approval.", delta=False)],
+             [ChunkIn(type="tool_call", message_id="call", block_id="b1",
+                      props={"id": "call-7", "name": "send_email", "arguments": "",
+                             "needsApproval": True})],
+             [tool_args("call", '{"to": "ceo@acme.test"}')]],
+            {"status": "awaiting_input"}),
+     [{"type": "text", "text": "I need your approval.", "state": "done"},
+      {"type": "tool-send_email", "toolCallId": "call-7", "state": "approval-requested",
+       "input": {"to": "ceo@acme.test"}, "providerExecuted": True,
+       "approval": {"id": "msg-2"}}]),
 ]
 
 

@@ -128,6 +128,24 @@ export async function withStream<T>(client: ChatqlClient, options: StartStreamOp
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** How an agent asks a person (a tool call needing approval, a question). */
+export interface AskingOptions {
+  /** Why the agent asks, shown to the person. */
+  readonly reason?: string;
+  /** Seconds the person has to decide. */
+  readonly expiresIn?: number;
+}
+
+function asking(options: AskingOptions): Record<string, unknown> {
+  const props: Record<string, unknown> = {};
+  if (options.reason !== undefined) props.reason = options.reason;
+  if (options.expiresIn !== undefined) {
+    if (!(options.expiresIn > 0)) throw new RangeError("expiresIn must be a positive number of seconds");
+    props.expiresIn = options.expiresIn;
+  }
+  return props;
+}
+
 export class StreamWriter {
   readonly streamId: string;
   private readonly flushIntervalMs: number;
@@ -188,13 +206,33 @@ export class StreamWriter {
     this.push({ ...this.placement(options), type: "thinking", messageId, role: "ASSISTANT", props: { content: delta }, delta: true }, "content");
   }
 
-  /** A tool call (`tool_call` with props `{id, name, arguments}`); arguments grow with {@link toolArguments}. */
-  toolCall(callId: string, name: string, argumentsDelta = "", options: Omit<MessageOptions, "messageId"> = {}): void {
+  /**
+   * A tool call (`tool_call` with props `{id, name, arguments}`); arguments grow with {@link toolArguments}.
+   *
+   * `needsApproval`: a person must approve the call before it runs. The stream then ends
+   * `AWAITING_INPUT` and the service keeps the call as an interrupt; once it is decided,
+   * chatql's agent loop answers again with the decisions. `reason` says why the agent
+   * asks; `expiresIn` (seconds) is how long the person has (an expired call counts as
+   * denied).
+   */
+  toolCall(callId: string, name: string, argumentsDelta = "", options: Omit<MessageOptions, "messageId"> & AskingOptions & { readonly needsApproval?: boolean } = {}): void {
     this.textId = this.thinkingId = null;
-    this.push({
-      ...this.placement(options), type: "tool_call", messageId: `call:${callId}`, role: "ASSISTANT",
-      props: { id: callId, name, arguments: argumentsDelta },
-    });
+    const props: Record<string, unknown> = { id: callId, name, arguments: argumentsDelta };
+    if (options.needsApproval) Object.assign(props, asking(options), { needsApproval: true });
+    this.push({ ...this.placement(options), type: "tool_call", messageId: `call:${callId}`, role: "ASSISTANT", props });
+  }
+
+  /**
+   * Asks the person a question (a `question` message; `responseSchema`, a JSON Schema,
+   * is what the answer must match). The stream ends `AWAITING_INPUT`; the answer comes
+   * back with the resumption. Answers the message id (the interrupt's id once stored).
+   */
+  ask(prompt: string, options: MessageOptions & AskingOptions & { readonly responseSchema?: Readonly<Record<string, unknown>> } = {}): string {
+    const props: Record<string, unknown> = { prompt, ...asking(options) };
+    if (options.responseSchema !== undefined) props.responseSchema = options.responseSchema;
+    const messageId = options.messageId ?? this.nextId("question");
+    this.message("question", props, { ...options, messageId });
+    return messageId;
   }
 
   toolArguments(callId: string, delta: string): void {

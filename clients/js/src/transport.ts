@@ -9,13 +9,23 @@
  * message chunks by {@link UIChunkMapper}. Aborting (useChat's `stop()`) calls
  * `stopStream`, and the reply ends with `abort`. `reconnectToStream` joins a reply that is
  * live now (after a reload) and answers `null` when none is.
+ *
+ * Tool approvals: a tool call the agent marks `needsApproval` shows as a part in state
+ * `approval-requested` (its approval id is the interrupt's id). After
+ * `addToolApprovalResponse`, `useChat` (with `sendAutomaticallyWhen:
+ * lastAssistantMessageIsCompleteWithApprovalResponses`) sends the messages ending with
+ * the assistant's; the transport then decides each answered approval with
+ * `resolveInterrupt` (all ids are checked first: one the chat never issued decides
+ * nothing and the send fails) and follows the stream that resumes the reply (the request
+ * id `<asking request id>.resume.<N>`), continuing the same assistant message: denied
+ * calls first as `tool-output-denied`.
  */
 
 import type { ChatTransport, UIMessage, UIMessageChunk } from "ai";
 
 import type { ChatqlClient } from "./client.js";
 import { StreamFollower, graphqlWsSource, type FollowerOptions, type StreamChunk, type StreamSource } from "./follower.js";
-import { AppendMessagesDocument, StopStreamDocument } from "./generated/operations.js";
+import { AppendMessagesDocument, ChatInterruptsDocument, ResolveInterruptDocument, StopStreamDocument } from "./generated/operations.js";
 import { UIChunkMapper } from "./ui-chunks.js";
 import { uiMessageText } from "./ui-messages.js";
 
@@ -36,6 +46,37 @@ function eventOf(chunk: StreamChunk): string | undefined {
 /** Which streams a reader should show: decided from the raw chunks before they are applied. */
 type Accept = (chunk: StreamChunk) => boolean;
 
+/** A person's answer to one approval request, as the AI SDK keeps it on the tool part. */
+export interface ApprovalAnswer {
+  readonly id: string;
+  readonly approved: boolean;
+  readonly reason?: string;
+}
+
+/** The approvals a UI message answers: its tool parts in state `approval-responded`. */
+export function approvalAnswers(message: UIMessage): ApprovalAnswer[] {
+  const answers: ApprovalAnswer[] = [];
+  for (const part of message.parts) {
+    const tool = part as { state?: unknown; approval?: { id?: unknown; approved?: unknown; reason?: unknown } };
+    if (tool.state !== "approval-responded" || typeof tool.approval?.id !== "string" || typeof tool.approval.approved !== "boolean") continue;
+    const reason = typeof tool.approval.reason === "string" ? tool.approval.reason : undefined;
+    answers.push({ id: tool.approval.id, approved: tool.approval.approved, ...(reason === undefined ? {} : { reason }) });
+  }
+  return answers;
+}
+
+/** The request id of the stream that resumes after the decisions on a stream asked under `requestId`. */
+export function resumeRequestId(requestId: string | null | undefined): string {
+  const base = requestId ?? "";
+  const match = /^(.*)\.resume\.(\d+)$/.exec(base);
+  return match === null ? `${base}.resume.1` : `${match[1]}.resume.${Number(match[2]) + 1}`;
+}
+
+interface Resumed {
+  readonly shownCalls: readonly string[];
+  readonly deniedCalls: readonly string[];
+}
+
 export class ChatqlChatTransport<UI_MESSAGE extends UIMessage = UIMessage> implements ChatTransport<UI_MESSAGE> {
   private readonly inputType: string;
   private readonly reconnectWaitMs: number;
@@ -48,8 +89,10 @@ export class ChatqlChatTransport<UI_MESSAGE extends UIMessage = UIMessage> imple
   async sendMessages(options: Parameters<ChatTransport<UI_MESSAGE>["sendMessages"]>[0]): Promise<ReadableStream<UIMessageChunk>> {
     const { chatId, messages, abortSignal } = options;
     const last = messages[messages.length - 1];
+    const approvals = options.trigger === "submit-message" && last?.role === "assistant" ? approvalAnswers(last) : [];
+    if (approvals.length > 0) return this.decide(chatId, approvals, abortSignal);
     if (options.trigger === "submit-message" && (last === undefined || last.role !== "user")) {
-      throw new Error("sendMessages needs the person's message last");
+      throw new Error("sendMessages needs the person's message last (or the assistant's answering tool approvals)");
     }
     // Follow first, so a reply that starts before the append's answer arrives is not missed;
     // only streams that start from now on count (not the snapshot of an earlier reply) —
@@ -124,8 +167,52 @@ export class ChatqlChatTransport<UI_MESSAGE extends UIMessage = UIMessage> imple
     return reader.stream;
   }
 
+  /** Decides the answered approvals and follows the reply that resumes after them. */
+  private async decide(chatId: string, answers: readonly ApprovalAnswer[], abortSignal: AbortSignal | undefined): Promise<ReadableStream<UIMessageChunk>> {
+    const asked = (await this.client.request(ChatInterruptsDocument, { id: chatId })).chat?.interrupts ?? [];
+    const byId = new Map(asked.map((interrupt) => [interrupt.id, interrupt]));
+    for (const answer of answers) {
+      if (byId.get(answer.id)?.kind !== "TOOL_APPROVAL") throw new Error(`approval ${answer.id} was never requested in chat ${chatId}`);
+    }
+    const callOf = (id: string): string => byId.get(id)?.toolCallId ?? id;
+    const resumed: Resumed = {
+      shownCalls: answers.map((answer) => callOf(answer.id)),
+      deniedCalls: answers.filter((answer) => !answer.approved).map((answer) => callOf(answer.id)),
+    };
+    // Follow first: the resumed stream may start as soon as the last decision is made.
+    const expected = resumeRequestId(byId.get(answers[0]?.id ?? "")?.requestId);
+    const resuming = new Set<string>();
+    const accept: Accept = (chunk) => {
+      if (eventOf(chunk) === "stream_start" && (chunk.props as { requestId?: unknown } | null)?.requestId === expected) resuming.add(chunk.streamId);
+      return resuming.has(chunk.streamId);
+    };
+    const reader = this.read(chatId, accept, abortSignal, resumed);
+    try {
+      for (const answer of answers) {
+        await this.client.request(ResolveInterruptDocument, { id: answer.id, approved: answer.approved, reason: answer.reason ?? null });
+      }
+      const pending = (await this.client.request(ChatInterruptsDocument, { id: chatId, state: "PENDING" })).chat?.interrupts ?? [];
+      if (pending.length > 0) {
+        // Nothing resumes until every approval of the reply is decided.
+        reader.cancel();
+        const mapper = new UIChunkMapper();
+        const chunks = [...mapper.resuming(resumed.shownCalls, resumed.deniedCalls), ...mapper.end("completed")];
+        return new ReadableStream<UIMessageChunk>({
+          start(controller) {
+            for (const chunk of chunks) controller.enqueue(chunk);
+            controller.close();
+          },
+        });
+      }
+    } catch (error) {
+      reader.cancel();
+      throw error;
+    }
+    return reader.stream;
+  }
+
   /** Follows the chat and turns the first accepted stream into UI message chunks. */
-  private read(chatId: string, accept: Accept, abortSignal: AbortSignal | undefined): { stream: ReadableStream<UIMessageChunk>; cancel: () => void } {
+  private read(chatId: string, accept: Accept, abortSignal: AbortSignal | undefined, resumed?: Resumed): { stream: ReadableStream<UIMessageChunk>; cancel: () => void } {
     const socketSource = graphqlWsSource(this.client.socket());
     let reply: string | null = null;
     const source: StreamSource = {
@@ -161,6 +248,7 @@ export class ChatqlChatTransport<UI_MESSAGE extends UIMessage = UIMessage> imple
     const stream = new ReadableStream<UIMessageChunk>({
       start: (c) => {
         controller = c;
+        if (resumed !== undefined) for (const chunk of mapper.resuming(resumed.shownCalls, resumed.deniedCalls)) c.enqueue(chunk);
         unsubscribe = follower.subscribe((state) => {
           if (closed || state.streamId === null || state.streamId !== reply) return;
           if (state.error) {

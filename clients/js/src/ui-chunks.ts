@@ -10,6 +10,13 @@
  * changed message replaces its part). When the stream ends, open parts are ended and the
  * reply closes with `finish`, `abort` (stopped) or `error` then `finish` (failed).
  *
+ * A tool call that asks for approval (props `needsApproval: true`) is followed, once its
+ * input is available, by `tool-approval-request` whose `approvalId` is the interrupt's id
+ * (the tool call message's id). A reply that resumes after the person's decisions
+ * ({@link UIChunkMapper.resuming}) continues the assistant message the client shows: its
+ * `start` names no id, denied calls come first as `tool-output-denied`, and results of
+ * calls shown before are `tool-output-available` on those parts.
+ *
  * Because it works from the reduced state, not from raw chunks, a late join (a snapshot)
  * and a resume give the same parts as having watched from the start.
  */
@@ -21,7 +28,7 @@ import { isToolResult, parseArguments, resultCallId, textOf, toolCallOf } from "
 
 type Shown =
   | { readonly kind: "text" | "reasoning"; sent: string; open: boolean }
-  | { readonly kind: "tool"; readonly toolCallId: string; readonly toolName: string; sent: string; available: boolean; answered: boolean }
+  | { readonly kind: "tool"; readonly toolCallId: string; readonly toolName: string; sent: string; available: boolean; answered: boolean; approval?: string }
   | { readonly kind: "result" }
   | { readonly kind: "data"; sent: string };
 
@@ -32,6 +39,19 @@ export class UIChunkMapper {
   private ended = false;
   private readonly shown = new Map<string, Shown>();
   private readonly tools = new Map<string, Shown & { kind: "tool" }>();
+
+  /** Tool calls the client shows from before this reply (a resumption's). */
+  private readonly shownBefore = new Set<string>();
+
+  /**
+   * Starts a reply that resumes after the person's decisions: it continues the assistant
+   * message the client shows (which holds `shownCalls`); `deniedCalls` were denied.
+   */
+  resuming(shownCalls: readonly string[], deniedCalls: readonly string[]): UIMessageChunk[] {
+    for (const call of shownCalls) this.shownBefore.add(call);
+    this.started = true;
+    return [{ type: "start" }, ...deniedCalls.map((toolCallId) => ({ type: "tool-output-denied" as const, toolCallId }))];
+  }
 
   /** Whether `start` was sent (a message of the reply has been seen). */
   get hasStarted(): boolean {
@@ -78,6 +98,7 @@ export class UIChunkMapper {
   private available(tool: Shown & { kind: "tool" }, out: UIMessageChunk[]): void {
     tool.available = true;
     out.push({ type: "tool-input-available", toolCallId: tool.toolCallId, toolName: tool.toolName, input: parseArguments(tool.sent), providerExecuted: true });
+    if (tool.approval !== undefined) out.push({ type: "tool-approval-request", approvalId: tool.approval, toolCallId: tool.toolCallId });
   }
 
   private message(message: MessageState, out: UIMessageChunk[]): void {
@@ -107,10 +128,17 @@ export class UIChunkMapper {
         return this.message(message, out);
       }
       if (shown.kind !== "tool" || shown.available) return;
+      if ((message.props as { needsApproval?: unknown } | null)?.needsApproval === true) shown.approval = message.id;
       if (call.arguments.length > shown.sent.length && call.arguments.startsWith(shown.sent)) {
         out.push({ type: "tool-input-delta", toolCallId: shown.toolCallId, inputTextDelta: call.arguments.slice(shown.sent.length) });
         shown.sent = call.arguments;
       }
+    } else if (isToolResult(message) && this.shownBefore.has(resultCallId(message) ?? "") && !this.tools.has(resultCallId(message) ?? "")) {
+      // The result of a call the client shows from before the decisions: its part takes it.
+      if (shown !== undefined) return;
+      this.shown.set(message.id, { kind: "result" });
+      const props = message.props;
+      out.push({ type: "tool-output-available", toolCallId: resultCallId(message) as string, output: props.content ?? props });
     } else if (isToolResult(message) && this.tools.has(resultCallId(message) ?? "")) {
       if (shown !== undefined) return;
       const tool = this.tools.get(resultCallId(message) ?? "") as Shown & { kind: "tool" };

@@ -7,6 +7,12 @@
  * its first chatql message. Parts: `text` → text, `thinking` → reasoning, a `tool_call`
  * (props `{id, name, arguments}`) with its result (props `tool_call_id` naming the call)
  * → a `tool-<name>` part, any other type → a `data-<type>` part carrying the props.
+ *
+ * Given the chat's interrupts (`Chat.interrupts`), a tool call that asked for approval
+ * takes the AI SDK's approval states: `approval-requested` while pending,
+ * `approval-responded` once approved (then `output-available` with its result),
+ * `output-denied` when denied, expired or cancelled — its `approval.id` is the
+ * interrupt's id, what `addToolApprovalResponse` answers.
  */
 
 import type { UIMessage } from "ai";
@@ -21,6 +27,33 @@ export interface StoredMessage {
 }
 
 type Part = UIMessage["parts"][number];
+
+/** The fields of an interrupt (`Chat.interrupts`) the approval states are read from. */
+export interface InterruptView {
+  readonly id: string;
+  readonly state: string;
+  readonly decision?: { readonly approved?: boolean | null; readonly reason?: string | null } | null;
+}
+
+/** Options of {@link toUIMessages}. */
+export interface ToUIMessagesOptions {
+  /** The chat's interrupts: tool calls that asked for approval show its state. */
+  readonly interrupts?: readonly InterruptView[];
+}
+
+type Approval = { id: string; approved?: boolean; reason?: string };
+
+/** A tool part's state and approval for the interrupt of its call, if it asked. */
+function approvalState(interrupt: InterruptView | undefined): { state: string; approval: Approval } | undefined {
+  if (interrupt === undefined) return undefined;
+  const reason = interrupt.decision?.reason ?? undefined;
+  if (interrupt.state === "PENDING") return { state: "approval-requested", approval: { id: interrupt.id } };
+  if (interrupt.state === "RESOLVED" && interrupt.decision?.approved !== false) {
+    return { state: "approval-responded", approval: { id: interrupt.id, approved: true, ...(reason ? { reason } : {}) } };
+  }
+  const why = interrupt.state === "RESOLVED" ? reason : interrupt.state.toLowerCase();
+  return { state: "output-denied", approval: { id: interrupt.id, approved: false, ...(why ? { reason: why } : {}) } };
+}
 type Props = Readonly<Record<string, unknown>>;
 
 function propsOf(message: { readonly props: unknown }): Props {
@@ -78,7 +111,7 @@ export function uiRole(role: string): UIMessage["role"] {
 }
 
 /** The parts of one UI message made of these chatql messages (in order). */
-export function partsOf(messages: readonly StoredMessage[]): Part[] {
+export function partsOf(messages: readonly StoredMessage[], interrupts: ReadonlyMap<string, InterruptView> = new Map()): Part[] {
   const parts: Part[] = [];
   const tools = new Map<string, number>();
   for (const message of messages) {
@@ -89,9 +122,10 @@ export function partsOf(messages: readonly StoredMessage[]): Part[] {
     } else if (message.type === "tool_call") {
       const call = toolCallOf(message);
       tools.set(call.toolCallId, parts.length);
+      const asked = approvalState(interrupts.get(message.id));
       parts.push({
-        type: `tool-${call.toolName}`, toolCallId: call.toolCallId, state: "input-available",
-        input: parseArguments(call.arguments), providerExecuted: true,
+        type: `tool-${call.toolName}`, toolCallId: call.toolCallId, state: asked?.state ?? "input-available",
+        input: parseArguments(call.arguments), providerExecuted: true, ...(asked ? { approval: asked.approval } : {}),
       } as Part);
     } else if (isToolResult(message) && tools.has(resultCallId(message) ?? "")) {
       const at = tools.get(resultCallId(message) ?? "") as number;
@@ -129,10 +163,11 @@ export function turnsOf<M extends StoredMessage>(messages: readonly M[]): M[][] 
  * Stored messages of one branch (oldest first, e.g. a `messages` page of the active
  * branch) as the AI SDK's `UIMessage[]`, ready for `useChat({ messages })`.
  */
-export function toUIMessages(messages: readonly StoredMessage[]): UIMessage[] {
+export function toUIMessages(messages: readonly StoredMessage[], options: ToUIMessagesOptions = {}): UIMessage[] {
+  const interrupts = new Map((options.interrupts ?? []).map((interrupt) => [interrupt.id, interrupt]));
   return turnsOf(messages).map((turn) => {
     const first = turn[0] as StoredMessage;
-    return { id: first.id, role: uiRole(first.role), parts: partsOf(turn) };
+    return { id: first.id, role: uiRole(first.role), parts: partsOf(turn, interrupts) };
   });
 }
 

@@ -97,6 +97,18 @@ export type EditMessageInput = {
   props?: unknown;
 };
 
+/** What an interrupt asks: TOOL_APPROVAL (may this tool call run, with these arguments?) or INPUT (a question with an answer to give). */
+export type InterruptKind =
+  | 'INPUT'
+  | 'TOOL_APPROVAL';
+
+/** PENDING until decided; RESOLVED once decided; EXPIRED when its expiresAt passed first (it counts as denied); CANCELLED when the stream was stopped. */
+export type InterruptState =
+  | 'CANCELLED'
+  | 'EXPIRED'
+  | 'PENDING'
+  | 'RESOLVED';
+
 /** A message to append; the service assigns id and sequence. */
 export type MessageInput = {
   assistantId?: string | null | undefined;
@@ -310,6 +322,28 @@ export type RegenerateMutationVariables = Exact<{
 
 export type RegenerateMutation = { regenerate: { activeLeafId: string | null, id: string, title: string | null, assistantId: string, lastMessageAt: string | null, createdAt: string, status: ChatStatus } };
 
+export type InterruptFieldsFragment = { id: string, chatId: string, messageId: string, requestId: string | null, kind: InterruptKind, state: InterruptState, toolCallId: string | null, toolName: string | null, arguments: unknown, prompt: string | null, responseSchema: unknown, reason: string | null, expiresAt: string | null, decision: { approved: boolean | null, editedArguments: unknown, response: unknown, reason: string | null, decidedBy: string } | null };
+
+export type ChatInterruptsQueryVariables = Exact<{
+  id: string;
+  state?: InterruptState | null | undefined;
+}>;
+
+
+export type ChatInterruptsQuery = { chat: { id: string, interrupts: Array<{ id: string, chatId: string, messageId: string, requestId: string | null, kind: InterruptKind, state: InterruptState, toolCallId: string | null, toolName: string | null, arguments: unknown, prompt: string | null, responseSchema: unknown, reason: string | null, expiresAt: string | null, decision: { approved: boolean | null, editedArguments: unknown, response: unknown, reason: string | null, decidedBy: string } | null }> } | null };
+
+export type ResolveInterruptMutationVariables = Exact<{
+  id: string;
+  approved?: boolean | null | undefined;
+  editedArguments?: unknown;
+  response?: unknown;
+  reason?: string | null | undefined;
+  decisionId?: string | null | undefined;
+}>;
+
+
+export type ResolveInterruptMutation = { resolveInterrupt: { id: string, chatId: string, messageId: string, requestId: string | null, kind: InterruptKind, state: InterruptState, toolCallId: string | null, toolName: string | null, arguments: unknown, prompt: string | null, responseSchema: unknown, reason: string | null, expiresAt: string | null, decision: { approved: boolean | null, editedArguments: unknown, response: unknown, reason: string | null, decidedBy: string } | null } };
+
 export class TypedDocumentString<TResult, TVariables>
   extends String
   implements DocumentTypeDecoration<TResult, TVariables>
@@ -372,6 +406,30 @@ export const ChunkFieldsFragmentDoc = new TypedDocumentString(`
   deltaAction
 }
     `, {"fragmentName":"ChunkFields"}) as unknown as TypedDocumentString<ChunkFieldsFragment, unknown>;
+export const InterruptFieldsFragmentDoc = new TypedDocumentString(`
+    fragment InterruptFields on Interrupt {
+  id
+  chatId
+  messageId
+  requestId
+  kind
+  state
+  toolCallId
+  toolName
+  arguments
+  prompt
+  responseSchema
+  reason
+  expiresAt
+  decision {
+    approved
+    editedArguments
+    response
+    reason
+    decidedBy
+  }
+}
+    `, {"fragmentName":"InterruptFields"}) as unknown as TypedDocumentString<InterruptFieldsFragment, unknown>;
 export const ChatsDocument = new TypedDocumentString(`
     query Chats($first: Int, $after: String, $filter: ChatFilter, $timezone: String) {
   chats(first: $first, after: $after, filter: $filter, timezone: $timezone) {
@@ -658,3 +716,69 @@ export const RegenerateDocument = new TypedDocumentString(`
   createdAt
   status
 }`) as unknown as TypedDocumentString<RegenerateMutation, RegenerateMutationVariables>;
+export const ChatInterruptsDocument = new TypedDocumentString(`
+    query ChatInterrupts($id: ID!, $state: InterruptState) {
+  chat(id: $id) {
+    id
+    interrupts(state: $state) {
+      ...InterruptFields
+    }
+  }
+}
+    fragment InterruptFields on Interrupt {
+  id
+  chatId
+  messageId
+  requestId
+  kind
+  state
+  toolCallId
+  toolName
+  arguments
+  prompt
+  responseSchema
+  reason
+  expiresAt
+  decision {
+    approved
+    editedArguments
+    response
+    reason
+    decidedBy
+  }
+}`) as unknown as TypedDocumentString<ChatInterruptsQuery, ChatInterruptsQueryVariables>;
+export const ResolveInterruptDocument = new TypedDocumentString(`
+    mutation ResolveInterrupt($id: ID!, $approved: Boolean, $editedArguments: JSON, $response: JSON, $reason: String, $decisionId: ID) {
+  resolveInterrupt(
+    id: $id
+    approved: $approved
+    editedArguments: $editedArguments
+    response: $response
+    reason: $reason
+    decisionId: $decisionId
+  ) {
+    ...InterruptFields
+  }
+}
+    fragment InterruptFields on Interrupt {
+  id
+  chatId
+  messageId
+  requestId
+  kind
+  state
+  toolCallId
+  toolName
+  arguments
+  prompt
+  responseSchema
+  reason
+  expiresAt
+  decision {
+    approved
+    editedArguments
+    response
+    reason
+    decidedBy
+  }
+}`) as unknown as TypedDocumentString<ResolveInterruptMutation, ResolveInterruptMutationVariables>;

@@ -1,15 +1,18 @@
 // chatql's own POST /ai/chat and GET /ai/chat/{id}/stream, read by the AI SDK's
 // DefaultChatTransport as useChat uses it (the SDK validates every chunk against its
 // own schema), against a real chatql started by the Python suite.
-import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
+import {
+  AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, readUIMessageStream,
+  type ChatInit, type ChatState, type UIMessage, type UIMessageChunk,
+} from "ai";
 import { describe, expect, it } from "vitest";
 import WebSocket from "ws";
 
 import { ChatqlClient } from "../../src/client.js";
-import { MessagesDocument } from "../../src/generated/operations.js";
+import { ChatInterruptsDocument, MessagesDocument } from "../../src/generated/operations.js";
 import { withStream } from "../../src/producer.js";
 import { toUIMessages } from "../../src/ui-messages.js";
-import { AGENT, base, until } from "./helpers.js";
+import { AGENT, base, gql, until } from "./helpers.js";
 
 const PERSON = { "X-User-Id": "alice", "X-Tenant-Id": "acme" };
 const client = new ChatqlClient({ url: `${base}/graphql`, headers: () => AGENT, webSocketImpl: WebSocket });
@@ -49,7 +52,83 @@ async function answer(chatId: string, questionId: string, requestId = questionId
   });
 }
 
+/** The AI SDK's chat (what useChat wraps) with its messages kept in memory. */
+class MemoryChat extends AbstractChat<UIMessage> {
+  constructor(init: Omit<ChatInit<UIMessage>, "messages">) {
+    const state: ChatState<UIMessage> = {
+      status: "ready",
+      error: undefined,
+      messages: [],
+      pushMessage: (message) => { state.messages = [...state.messages, message]; },
+      popMessage: () => { state.messages = state.messages.slice(0, -1); },
+      replaceMessage: (index, message) => { state.messages = state.messages.map((m, i) => (i === index ? message : m)); },
+      snapshot: (thing) => structuredClone(thing),
+    };
+    super({ ...init, state });
+  }
+}
+
 describe("POST /ai/chat with the AI SDK's DefaultChatTransport", () => {
+  it("tool approvals with the SDK's own chat: addToolApprovalResponse decides in chatql and the resumed reply continues the message", async () => {
+    const chatId = unique("approve");
+    const chat = new MemoryChat({ id: chatId, transport, sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses });
+    const questionId = unique("q");
+    const asking = (async () => {
+      let found = false;
+      await until(() => found, "the stored question", 10000, async () => {
+        // The chat is created by the send this waits beside: not there at first.
+        found = (await stored(chatId).catch(() => [])).some((m) => m.id === questionId);
+      });
+      await withStream(client, { chatId, requestId: questionId, parentId: questionId, flushIntervalMs: 5 }, async (writer) => {
+        writer.text("I need your approval.");
+        writer.toolCall("call-mail", "send_email", '{"to":"ceo@acme.test"}', { needsApproval: true });
+        writer.toolCall("call-pay", "pay", '{"eur":10}', { needsApproval: true });
+      });
+    })();
+    await chat.sendMessage({ id: questionId, role: "user", parts: [{ type: "text", text: "Mail the CEO and pay" }] });
+    await asking;
+    expect(chat.error).toBeUndefined();
+    const approvals = chat.lastMessage?.parts.flatMap((part) => {
+      const tool = part as { state?: string; toolCallId?: string; approval?: { id: string } };
+      return tool.state === "approval-requested" && tool.approval ? [[tool.toolCallId, tool.approval.id] as const] : [];
+    }) ?? [];
+    const interrupts = (await client.request(ChatInterruptsDocument, { id: chatId })).chat?.interrupts ?? [];
+    expect(Object.fromEntries(approvals)).toEqual(Object.fromEntries(interrupts.map((i) => [i.toolCallId, i.id])));
+
+    // The worker resumes once every approval is decided.
+    const resuming = (async () => {
+      let requestId: string | undefined;
+      await until(() => requestId !== undefined, "the resumption", 15000, async () => {
+        const data = await gql<{ chat: { resumption: { requestId: string } | null } }>("query($id: ID!) { chat(id: $id) { resumption { requestId } } }", { id: chatId });
+        requestId = data.chat.resumption?.requestId;
+      });
+      await withStream(client, { chatId, requestId: requestId as string, flushIntervalMs: 5 }, async (writer) => {
+        writer.toolResult("call-mail", "sent");
+        writer.text("Mail sent; no payment.");
+      });
+    })();
+    const [mail, pay] = [approvals.find(([call]) => call === "call-mail")?.[1], approvals.find(([call]) => call === "call-pay")?.[1]];
+    await chat.addToolApprovalResponse({ id: mail as string, approved: true });
+    await chat.addToolApprovalResponse({ id: pay as string, approved: false, reason: "not today" });
+    await resuming;
+    await until(() => chat.status === "ready" && chat.lastMessage?.parts.some((p) => p.type === "text" && p.text === "Mail sent; no payment.") === true, "the resumed reply", 15000);
+    expect(chat.error).toBeUndefined();
+    expect(chat.messages).toHaveLength(2);
+    expect(chat.lastMessage?.parts.filter((p) => p.type !== "step-start")).toMatchObject([
+      { type: "text", text: "I need your approval." },
+      { type: "tool-send_email", state: "output-available", output: "sent", approval: { id: mail, approved: true } },
+      { type: "tool-pay", state: "output-denied", approval: { id: pay, approved: false, reason: "not today" } },
+      { type: "text", text: "Mail sent; no payment." },
+    ]);
+    const decided = (await client.request(ChatInterruptsDocument, { id: chatId })).chat?.interrupts ?? [];
+    expect(decided.map((i) => [i.toolCallId, i.state, i.decision?.approved])).toEqual([
+      ["call-mail", "RESOLVED", true], ["call-pay", "RESOLVED", false]]);
+    // A reload shows the same: the stored chat with its interrupts.
+    const history = toUIMessages(await stored(chatId), { interrupts: decided });
+    const parts = (m: UIMessage | undefined) => JSON.parse(JSON.stringify(m?.parts.filter((p) => p.type !== "step-start" && p.type !== "text").map((p) => ({ ...p, approval: { ...(p as { approval?: object }).approval } }))));
+    expect(parts(history[1])).toEqual(parts(chat.lastMessage));
+  });
+
   it("stores the question, streams the reply the SDK reads as toUIMessages of the stored chat, and regenerates", async () => {
     const chatId = unique("aichat");
     const q: UIMessage = { id: unique("q"), role: "user", parts: [{ type: "text", text: "Weather in Oslo?" }] };

@@ -1,15 +1,15 @@
 // The AI SDK transport, the assistant-ui adapters and the stream writer against a real
 // chatql (both databases, both stream brokers: the Python suite starts the server).
-import { readUIMessageStream, type TextStreamPart, type ToolSet, type UIMessage, type UIMessageChunk } from "ai";
+import { readUIMessageStream, validateUIMessages, type TextStreamPart, type ToolSet, type UIMessage, type UIMessageChunk } from "ai";
 import { describe, expect, it } from "vitest";
 import WebSocket from "ws";
 
 import { chatqlHistoryAdapter, chatqlThreadListAdapter } from "../../src/assistant-ui.js";
 import { ChatqlClient } from "../../src/client.js";
-import { MessagesDocument } from "../../src/generated/operations.js";
+import { ChatInterruptsDocument, MessagesDocument } from "../../src/generated/operations.js";
 import { StreamStopped, startStream, withStream } from "../../src/producer.js";
 import { feedStreamText } from "../../src/stream-text.js";
-import { ChatqlChatTransport } from "../../src/transport.js";
+import { ChatqlChatTransport, resumeRequestId } from "../../src/transport.js";
 import { toUIMessages } from "../../src/ui-messages.js";
 import { AGENT, base, gql, until } from "./helpers.js";
 
@@ -86,6 +86,81 @@ describe("ChatqlChatTransport", () => {
     const again = await send();
     await again.cancel();
     expect((await stored(chatId)).filter((m) => m.role === "USER")).toHaveLength(1);
+  });
+
+  it("tool approvals: requested in the reply, answered with addToolApprovalResponse's message, resumed in the same UI message", async () => {
+    const chatId = await createChat();
+    const transport = new ChatqlChatTransport(client);
+    const q = question(unique("q"), "Mail the CEO and pay the invoice");
+    const asking = agent(chatId, q.id, async (writer) => {
+      writer.text("I need your approval.");
+      writer.toolCall("call-mail", "send_email", '{"to":"ceo@acme.test"}', { needsApproval: true, reason: "sends mail outside" });
+      writer.toolCall("call-pay", "pay", '{"eur":10}', { needsApproval: true, expiresIn: 600 });
+    });
+    const first = await read(await transport.sendMessages({ trigger: "submit-message", chatId, messageId: undefined, messages: [q], abortSignal: undefined }));
+    await asking;
+    const asked = first.message as UIMessage;
+    const interrupts = (await client.request(ChatInterruptsDocument, { id: chatId })).chat?.interrupts ?? [];
+    const idOf = (call: string) => interrupts.find((i) => i.toolCallId === call)?.id;
+    expect(asked.parts.filter((p) => p.type.startsWith("tool-"))).toMatchObject([
+      { type: "tool-send_email", state: "approval-requested", approval: { id: idOf("call-mail") } },
+      { type: "tool-pay", state: "approval-requested", approval: { id: idOf("call-pay") } },
+    ]);
+    // What the SDK's addToolApprovalResponse leaves on the parts: approve the mail, deny the payment.
+    const answered: UIMessage = {
+      ...asked,
+      parts: asked.parts.map((part) => {
+        const tool = part as { toolCallId?: string; approval?: { id: string } };
+        if (tool.approval === undefined) return part;
+        const approved = tool.toolCallId === "call-mail";
+        return { ...part, state: "approval-responded", approval: { id: tool.approval.id, approved, ...(approved ? {} : { reason: "not today" }) } } as UIMessage["parts"][number];
+      }),
+    };
+    // A forged approval id decides nothing.
+    const forged = { ...answered, parts: [...answered.parts, { type: "tool-x", toolCallId: "x", state: "approval-responded", input: {}, approval: { id: "forged", approved: true } } as UIMessage["parts"][number]] };
+    await expect(transport.sendMessages({ trigger: "submit-message", chatId, messageId: undefined, messages: [q, forged], abortSignal: undefined })).rejects.toThrow(/never requested/);
+    expect((await client.request(ChatInterruptsDocument, { id: chatId, state: "PENDING" })).chat?.interrupts).toHaveLength(2);
+
+    const resumedStream = await transport.sendMessages({ trigger: "submit-message", chatId, messageId: undefined, messages: [q, answered], abortSignal: undefined });
+    // The worker claims the resumption (the request id the transport follows) and reports.
+    const resuming = (async () => {
+      let requestId: string | undefined;
+      await until(() => requestId !== undefined, "the resumption", 10000, async () => {
+        const data = await gql<{ chat: { resumption: { requestId: string } | null } }>("query($id: ID!) { chat(id: $id) { resumption { requestId } } }", { id: chatId });
+        requestId = data.chat.resumption?.requestId;
+      });
+      expect(requestId).toBe(resumeRequestId(q.id));
+      await withStream(client, { chatId, requestId: requestId as string, flushIntervalMs: 5 }, async (writer) => {
+        writer.toolResult("call-mail", "sent");
+        writer.text("Mail sent; no payment.");
+      });
+    })();
+    const chunks: UIMessageChunk[] = [];
+    let message: UIMessage | undefined;
+    const tapped = resumedStream.pipeThrough(new TransformStream<UIMessageChunk, UIMessageChunk>({ transform(chunk, c) { chunks.push(chunk); c.enqueue(chunk); } }));
+    for await (const m of readUIMessageStream({ message: answered, stream: tapped, terminateOnError: true })) message = m;
+    await resuming;
+    expect(chunks[0]).toEqual({ type: "start" });
+    expect(message?.id).toBe(asked.id);
+    expect(message?.parts.filter((p) => p.type !== "step-start")).toMatchObject([
+      { type: "text", text: "I need your approval." },
+      { type: "tool-send_email", state: "output-available", output: "sent", approval: { approved: true } },
+      { type: "tool-pay", state: "output-denied", approval: { approved: false, reason: "not today" } },
+      { type: "text", text: "Mail sent; no payment." },
+    ]);
+    // The stored chat with its interrupts reads back the same states.
+    const stored_ = await stored(chatId);
+    const decided = (await client.request(ChatInterruptsDocument, { id: chatId })).chat?.interrupts ?? [];
+    const history = toUIMessages(stored_, { interrupts: decided });
+    expect(history).toHaveLength(2);
+    expect(history[1]?.parts).toMatchObject([
+      { type: "text", text: "I need your approval." },
+      { type: "tool-send_email", state: "output-available", output: "sent", approval: { id: idOf("call-mail"), approved: true } },
+      { type: "tool-pay", state: "output-denied", approval: { id: idOf("call-pay"), approved: false, reason: "not today" } },
+      { type: "text", text: "Mail sent; no payment." },
+    ]);
+    // The AI SDK accepts the history as UI messages.
+    await expect(validateUIMessages({ messages: history })).resolves.toHaveLength(2);
   });
 
   it("on a slow socket, a reply that began before the subscription is still the answer", async () => {
