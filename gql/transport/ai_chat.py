@@ -36,7 +36,6 @@ message, and nothing is written.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -48,17 +47,15 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from chatql.gql.auth import identity_from_credentials
 from chatql.gql.context import Services
 from chatql.gql.errors import code_for
+from chatql.gql.transport import replies
 from chatql.gql.transport.bodylimit import error_body
 from chatql.gql.transport.ui_stream import UIChunk, UIMessageStream
-from chatql.store.chats.chat import create_chat, get_chat
-from chatql.store.errors import ChatqlError, Conflict, InvalidArgument, NotFound
+from chatql.store.chats.chat import get_chat
+from chatql.store.errors import ChatqlError, InvalidArgument, NotFound
 from chatql.store.ids import check_append_id, check_chat_id, check_message_id
-from chatql.store.messages import interrupts as store_interrupts
-from chatql.store.messages.message import NewMessage, append_messages, get_message, regenerate
-from chatql.store.records import Identity, Interrupt
+from chatql.store.messages.message import NewMessage, get_message
+from chatql.store.records import Identity
 from chatql.store.streams.queue import SubscriberQueue
-from chatql.store.streams.reducer import ChunkEvent
-from chatql.store.streams.service import StreamService
 
 __all__ = ["UI_STREAM_HEADERS", "resume_reply", "send_messages"]
 
@@ -71,8 +68,6 @@ UI_STREAM_HEADERS = {
 _STATUS = {"UNAUTHENTICATED": 401, "FORBIDDEN": 403, "NOT_FOUND": 404, "CONFLICT": 409,
            "APPEND_CONFLICT": 409, "PAYLOAD_TOO_LARGE": 413}
 _TRIGGERS = ("submit-message", "regenerate-message")
-#: Seconds between SSE comments while the reply is quiet (keeps proxies from closing).
-_KEEPALIVE = 15.0
 #: How far up the tree a regenerated message is followed to find its question.
 _MAX_CLIMB = 1000
 
@@ -98,28 +93,29 @@ async def send_messages(request: Request) -> Response:
         trigger = body.get("trigger", "submit-message")
         if trigger not in _TRIGGERS:
             raise InvalidArgument(f"trigger must be one of {', '.join(_TRIGGERS)}")
-        streams = services.streams
-        assert streams is not None
         approvals = _approval_answers(body) if trigger == "submit-message" else None
         if approvals is not None:
-            queue, resumed = await _decide(services, who, chat_id, approvals)
+            queue, decided = await replies.decide(services, who, chat_id, approvals,
+                                                  kinds=("TOOL_APPROVAL",))
             return StreamingResponse(
-                _reply(services, streams, chat_id, queue, resumed=resumed),
+                _reply(services, chat_id, queue, resumed=_resumed(approvals, decided)),
                 media_type="text/event-stream", headers=UI_STREAM_HEADERS)
         if trigger == "submit-message":
             question = _newest_user_message(body)
             assistant = body.get("assistantId", services.settings.default_assistant)
             if not isinstance(assistant, str):
                 raise InvalidArgument("assistantId must be a string")
-            queue = await _open_chat(services, who, chat_id, assistant, question)
+            assert question.id is not None
+            queue = await replies.open_chat(services, who, chat_id, assistant, question,
+                                            f"ui:{question.id}")
             question_id = question.id
         else:
             question_id = await _question_of(services, who, chat_id, _regenerated(body))
-            queue = await _ask_again(services, who, chat_id, question_id)
+            queue = await replies.ask_again(services, who, chat_id, question_id)
     except ChatqlError as error:
         return _failure(error)
     return StreamingResponse(
-        _reply(services, streams, chat_id, queue, question_id=question_id),
+        _reply(services, chat_id, queue, question_id=question_id),
         media_type="text/event-stream", headers=UI_STREAM_HEADERS)
 
 
@@ -139,7 +135,7 @@ async def resume_reply(request: Request) -> Response:
     if live is None:
         return Response(status_code=204)
     queue = await streams.subscribe(chat_id)
-    return StreamingResponse(_reply(services, streams, chat_id, queue, live=live),
+    return StreamingResponse(_reply(services, chat_id, queue, live=live),
                              media_type="text/event-stream", headers=UI_STREAM_HEADERS)
 
 
@@ -201,15 +197,6 @@ def _newest_user_message(body: dict[str, Any]) -> NewMessage:
 
 
 @dataclass(frozen=True, slots=True)
-class _Approval:
-    """A person's answer to one approval request, as the client posts it."""
-
-    id: str
-    approved: bool
-    reason: str | None
-
-
-@dataclass(frozen=True, slots=True)
 class _Resumed:
     """What a reply resuming after decisions starts from."""
 
@@ -219,7 +206,7 @@ class _Resumed:
     pending: bool
 
 
-def _approval_answers(body: dict[str, Any]) -> list[_Approval] | None:
+def _approval_answers(body: dict[str, Any]) -> list[replies.Answer] | None:
     """The approvals the client's last message answers (tool parts in state
     ``approval-responded``); None when that message is not the assistant's."""
     messages = body.get("messages")
@@ -231,7 +218,7 @@ def _approval_answers(body: dict[str, Any]) -> list[_Approval] | None:
     parts = message.get("parts")
     if not isinstance(parts, list):
         raise InvalidArgument("the last message's 'parts' must be a list")
-    answers: list[_Approval] = []
+    answers: list[replies.Answer] = []
     for index, part in enumerate(parts):
         if not isinstance(part, dict) or part.get("state") != "approval-responded":
             continue
@@ -243,48 +230,20 @@ def _approval_answers(body: dict[str, Any]) -> list[_Approval] | None:
         reason = approval.get("reason")
         if reason is not None and not isinstance(reason, str):
             raise InvalidArgument(f"parts[{index}].approval.reason must be a string")
-        answers.append(_Approval(approval["id"], approval["approved"], reason))
+        answers.append(replies.Answer(approval["id"], approved=approval["approved"],
+                                      reason=reason))
     if not answers:
         raise InvalidArgument("the last of 'messages' must be the person's (role 'user') or "
                               "the assistant's answering tool approvals")
     return answers
 
 
-async def _decide(services: Services, who: Identity, chat_id: str,
-                  answers: list[_Approval]) -> tuple[SubscriberQueue, _Resumed]:
-    """Resolve the approvals (every id checked first: one this chat never issued
-    decides nothing) and subscribe to the chat's streams before the first decision,
-    so the resumed reply's start cannot be missed."""
-    streams = services.streams
-    assert streams is not None
-    asked: dict[str, Interrupt] = {}
-    for answer in answers:
-        try:
-            interrupt = await store_interrupts.get_interrupt(services.db, who, answer.id)
-        except NotFound:
-            interrupt = None
-        if (interrupt is None or interrupt.chat_id != chat_id
-                or interrupt.kind != "TOOL_APPROVAL"):
-            raise NotFound(f"approval {answer.id!r} was never requested in chat {chat_id!r}")
-        asked[answer.id] = interrupt
-    queue = await streams.subscribe(chat_id)
-    try:
-        for answer in answers:
-            resolved = await store_interrupts.resolve(
-                services.db, who, answer.id, approved=answer.approved, reason=answer.reason)
-            if resolved.changed and services.events is not None:
-                await services.events.publish("INTERRUPT_RESOLVED", chat_id,
-                                              resolved.tenant_id)
-        pending = await store_interrupts.chat_interrupts(services.db, who, chat_id,
-                                                         state="PENDING")
-    except BaseException:
-        await streams.unsubscribe(chat_id, queue)
-        raise
-    calls = {answer.id: asked[answer.id].tool_call_id or answer.id for answer in answers}
-    return queue, _Resumed(
-        shown_calls=list(calls.values()),
-        denied_calls=[calls[answer.id] for answer in answers if not answer.approved],
-        pending=bool(pending))
+def _resumed(answers: list[replies.Answer], decided: replies.Decided) -> _Resumed:
+    calls = [interrupt.tool_call_id or interrupt.id for interrupt in decided.answered]
+    return _Resumed(shown_calls=calls,
+                    denied_calls=[call for call, answer in zip(calls, answers, strict=True)
+                                  if not answer.approved],
+                    pending=bool(decided.pending))
 
 
 def _regenerated(body: dict[str, Any]) -> str:
@@ -319,57 +278,11 @@ async def _question_of(services: Services, who: Identity, chat_id: str,
     raise InvalidArgument(f"message {message_id!r} answers no question of the person's")
 
 
-async def _ask_again(services: Services, who: Identity, chat_id: str,
-                     question_id: str) -> SubscriberQueue:
-    """Make the question the active leaf again (the chat awaits a new answer) and
-    subscribe to the chat's streams first, so the answer's start cannot be missed."""
-    streams = services.streams
-    assert streams is not None
-    queue = await streams.subscribe(chat_id)
-    try:
-        await regenerate(services.db, who, question_id)
-    except BaseException:
-        await streams.unsubscribe(chat_id, queue)
-        raise
-    if services.events is not None:
-        await services.events.publish("UPDATED", chat_id, who.tenant_id)
-    return queue
-
-
-async def _open_chat(services: Services, who: Identity, chat_id: str, assistant: str,
-                     question: NewMessage) -> SubscriberQueue:
-    """Append the question (creating the chat on first use) and subscribe to the
-    chat's streams — subscribed first, so the reply's start cannot be missed."""
-    streams = services.streams
-    assert streams is not None and question.id is not None
-    created = False
-    if await get_chat(services.db, who, chat_id) is None:
-        try:
-            await create_chat(services.db, who, id=chat_id, assistant_id=assistant)
-            created = True
-        except Conflict:
-            # Taken by a chat this caller may not see (or made a moment ago).
-            if await get_chat(services.db, who, chat_id) is None:
-                raise NotFound(f"chat {chat_id!r} not found") from None
-    queue = await streams.subscribe(chat_id)
-    try:
-        await append_messages(services.db, who, chat_id, f"ui:{question.id}", [question])
-    except BaseException:
-        await streams.unsubscribe(chat_id, queue)
-        raise
-    if services.events is not None:
-        if created:
-            await services.events.publish("CREATED", chat_id, who.tenant_id)
-        await services.events.publish("MESSAGES", chat_id, who.tenant_id)
-    return queue
-
-
 # ---- the reply -------------------------------------------------------------------------
 
 
-async def _reply(services: Services, streams: StreamService, chat_id: str,
-                 queue: SubscriberQueue, *, question_id: str | None = None,
-                 live: str | None = None,
+async def _reply(services: Services, chat_id: str, queue: SubscriberQueue, *,
+                 question_id: str | None = None, live: str | None = None,
                  resumed: _Resumed | None = None) -> AsyncIterator[bytes]:
     """The UI message stream of one reply: the stream ``live`` (a resumed reply), the
     first stream that starts answering ``question_id``, or (``resumed``) the stream
@@ -381,62 +294,7 @@ async def _reply(services: Services, streams: StreamService, chat_id: str,
         if resumed.pending:
             for chunk in translator.end("awaiting_input"):
                 yield _sse(chunk)
-    loop = asyncio.get_running_loop()
-    timeout = services.settings.agent_reply_timeout
-    deadline = loop.time() + timeout
-    # One read at a time, kept across keep-alives (never cancelled mid-wait).
-    reading: asyncio.Task[list[ChunkEvent]] | None = None
-    try:
-        while not translator.finished:
-            waiting = translator.stream_id is None
-            wait = min(_KEEPALIVE, deadline - loop.time()) if waiting else _KEEPALIVE
-            if wait <= 0:
-                for chunk in translator.end("failed", f"no agent answered within {timeout:g} s"):
-                    yield _sse(chunk)
-                break
-            if reading is None:
-                reading = asyncio.ensure_future(_next(queue))
-            done, _ = await asyncio.wait({reading}, timeout=wait)
-            if not done:
-                yield b": keep-alive\n\n"
-                continue
-            events, reading = reading.result(), None
-            if not events:
-                # The subscription ended (the server is shutting down).
-                for chunk in translator.end("interrupted"):
-                    yield _sse(chunk)
-                break
-            for event in events:
-                if translator.stream_id is None:
-                    if not _answers(event, question_id):
-                        continue  # an earlier stream of the chat, still ending
-                    translator.stream_id = event["streamId"]
-                for chunk in translator.feed(event):
-                    yield _sse(chunk)
-        yield b"data: [DONE]\n\n"
-    finally:
-        if reading is not None:
-            reading.cancel()
-        await streams.unsubscribe(chat_id, queue)
-
-
-async def _next(queue: SubscriberQueue) -> list[ChunkEvent]:
-    """The queue's next chunks; none once it is closed."""
-    try:
-        return await queue.get()
-    except StopAsyncIteration:
-        return []
-
-
-def _answers(event: ChunkEvent, question_id: str | None) -> bool:
-    """Whether ``event`` starts the stream that answers the question: one that names it
-    as its parent, or one that hangs after the active leaf (names no parent). A
-    snapshot's stream was there before the question was (the late-join replay of
-    the chat's previous reply), so it is never the answer."""
-    if event["type"] != "event" or event["snapshot"] or not isinstance(event["props"], dict):
-        return False
-    props = event["props"]
-    if props.get("event") != "stream_start":
-        return False
-    parent = props.get("parentId")
-    return parent is None or parent == question_id
+    async for frame in replies.follow(services, chat_id, queue, translator, _sse,
+                                      question_id=question_id):
+        yield frame
+    yield b"data: [DONE]\n\n"
