@@ -50,6 +50,7 @@ from chatql.gql.plans.plan import Call, TextRelay
 from chatql.gql.plans.planner import Planner
 from chatql.gql.schema.root import build_schema
 from chatql.gql.settings import Settings
+from chatql.gql.transport.ag_ui import run_agent
 from chatql.gql.transport.ai_chat import resume_reply, send_messages
 from chatql.gql.transport.bodylimit import BodyLimitMiddleware, error_body
 from chatql.gql.transport.export import export_endpoint
@@ -661,6 +662,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             *web_routes(settings),
             Route("/chats/{chat_id}/export", export_endpoint, methods=["GET"]),
             Route("/ai/chat", send_messages, methods=["POST"]),
+            Route("/ag-ui", run_agent, methods=["POST"]),
             Route("/ai/chat/{chat_id}/stream", resume_reply, methods=["GET"]),
         ],
         lifespan=lifespan,
