@@ -1,6 +1,6 @@
-"""The AI SDK's UI message stream beside chatql's own: the same agent reply read through
-``POST /ai/chat`` (UI message chunks over SSE) and through ``chatStream`` over SSE
-(the graphql-sse protocol).
+"""The ecosystem's reply streams beside chatql's own: the same agent reply read through
+``POST /ai/chat`` (the AI SDK's UI message chunks over SSE), ``POST /ag-ui`` (AG-UI
+events over SSE) and ``chatStream`` over SSE (the graphql-sse protocol).
 
     python -m bench.ui_stream [--quick] [--tokens N] [--paced N]
 
@@ -12,11 +12,12 @@ then a test agent answers over ``/graphql`` with ``startStream`` (under the ques
 
 - Throughput: a reply of ``--tokens`` text deltas pushed back to back in batches of 100;
   chunks per second from the first push to the reader holding the last token. Printed for
-  both transports, and their ratio ``/ai/chat ÷ chatStream`` (goal ≥ 0.9: translating
-  chatql's chunks to UI message chunks costs the reader little).
+  every transport, and the ratios ``/ai/chat ÷ chatStream`` and ``/ag-ui ÷ chatStream``
+  (goal ≥ 0.9 each: translating chatql's chunks to the protocol's events costs the
+  reader little).
 - Latency: a reply of ``--paced`` text deltas, one ``pushChunks`` each, 5 ms apart; for
   every token the time from just before its push to the reader parsing the SSE event that
-  carries it (p50 and p99, both transports).
+  carries it (p50 and p99, every transport).
 
 Rounds alternate the transports; without ``--quick`` each figure is the best of three.
 """
@@ -157,6 +158,32 @@ async def via_ai_chat(http: httpx.AsyncClient, agent: Agent, tokens: int, per_pu
     return reader, pushed
 
 
+async def via_ag_ui(http: httpx.AsyncClient, agent: Agent, tokens: int, per_push: int,
+                    pace: float) -> tuple[Reader, dict[int, float]]:
+    """An AG-UI client's ``POST /ag-ui``; the agent answers under the stored message."""
+    chat, question = f"ag-{uuid.uuid4().hex[:10]}", f"q-{uuid.uuid4().hex[:8]}"
+    body = {"threadId": chat, "runId": f"run-{question}", "forwardedProps":
+            {"assistantId": "bot"}, "messages": [{"id": question, "role": "user",
+                                                  "content": "Go"}]}
+    reader = Reader(tokens)
+    pushed: dict[int, float] = {}
+    async with http.stream("POST", "/ag-ui", content=json.dumps(body), headers={
+            "content-type": "application/json", "accept": "text/event-stream",
+            **PERSON}) as response:
+        assert response.status_code == 200, await response.aread()
+        agent_task = asyncio.create_task(
+            agent.answer(chat, question, tokens, per_push, pace, pushed))
+        async for data in sse_data(response):
+            now = time.perf_counter()
+            event = orjson.loads(data)
+            if event["type"] == "TEXT_MESSAGE_CONTENT":
+                reader.saw(event["delta"], now)
+            elif event["type"] in ("RUN_FINISHED", "RUN_ERROR"):
+                break
+        await agent_task
+    return reader, pushed
+
+
 async def via_chat_stream(http: httpx.AsyncClient, agent: Agent, tokens: int,
                           per_push: int, pace: float) -> tuple[Reader, dict[int, float]]:
     """A ``chatStream`` subscription over graphql-sse; the agent answers the chat."""
@@ -206,7 +233,8 @@ def best(a: Figures | None, b: Figures) -> Figures:
     return Figures(max(a.rate, b.rate), min(a.p50, b.p50), min(a.p99, b.p99))
 
 
-TRANSPORTS: dict[str, Transport] = {"/ai/chat": via_ai_chat, "chatStream": via_chat_stream}
+TRANSPORTS: dict[str, Transport] = {"/ai/chat": via_ai_chat, "/ag-ui": via_ag_ui,
+                                    "chatStream": via_chat_stream}
 
 
 async def run(quick: bool, tokens: int, paced: int) -> None:
@@ -219,7 +247,7 @@ async def run(quick: bool, tokens: int, paced: int) -> None:
     agent = Agent(httpx.AsyncClient(base_url=f"http://{server.address}", headers=AGENT,
                                     timeout=60))
     try:
-        for transport in TRANSPORTS.values():  # warm both paths up
+        for transport in TRANSPORTS.values():  # warm every path up
             await measure(http, agent, transport, 200, BATCH, 0.0)
         burst: dict[str, Figures | None] = dict.fromkeys(TRANSPORTS)
         slow: dict[str, Figures | None] = dict.fromkeys(TRANSPORTS)
@@ -237,10 +265,13 @@ async def run(quick: bool, tokens: int, paced: int) -> None:
             fast, paced_ = burst[name], slow[name]
             assert fast is not None and paced_ is not None
             print(f"{name:>10} {fast.rate:>10,.0f}   {paced_.p50:.2f}/{paced_.p99:.2f}")
-        ui, gql = burst["/ai/chat"], burst["chatStream"]
-        assert ui is not None and gql is not None
-        print(f"throughput of a {tokens:,}-delta reply, /ai/chat / chatStream over SSE "
-              f"= {ui.rate / gql.rate:.2f} (goal >= 0.9)")
+        gql = burst["chatStream"]
+        assert gql is not None
+        for name in ("/ai/chat", "/ag-ui"):
+            figures = burst[name]
+            assert figures is not None
+            print(f"throughput of a {tokens:,}-delta reply, {name} / chatStream over SSE "
+                  f"= {figures.rate / gql.rate:.2f} (goal >= 0.9)")
     finally:
         await http.aclose()
         await agent.http.aclose()
