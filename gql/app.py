@@ -35,6 +35,7 @@ from chatql.gql.auth import (
     ConfigurationError,
     authenticator_for,
     identity_from_credentials,
+    names_caller,
 )
 from chatql.gql.context import Context, Services
 from chatql.gql.library_adapters import GraphQLViewHooks
@@ -54,6 +55,8 @@ from chatql.gql.transport.ag_ui import run_agent
 from chatql.gql.transport.ai_chat import resume_reply, send_messages
 from chatql.gql.transport.bodylimit import BodyLimitMiddleware, error_body
 from chatql.gql.transport.export import export_endpoint
+from chatql.gql.transport.files import file_routes, file_service_for
+from chatql.gql.transport.mcp import MCP_PATH, McpEndpoint
 from chatql.gql.transport.sse import (
     GRAPHQL_SSE_PROTOCOL,
     RelayedSubscription,
@@ -70,6 +73,7 @@ from chatql.gql.transport.websocket import (
 from chatql.store.chats.archive import ChatArchive
 from chatql.store.chats.events import ChatEvents
 from chatql.store.chats.retention import RetentionSweeper
+from chatql.store.chats.shares import ShareViews
 from chatql.store.cursors import CursorSigner, load_or_create_secret
 from chatql.store.db.database import Database
 from chatql.store.db.migrate import migrate
@@ -319,13 +323,19 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
         try:
             identity = identity_from_credentials(self._settings, dict(request.headers))
         except Unauthenticated:
-            return False
+            # In jwt mode a caller who names no one may still read a share link.
+            if names_caller(request.headers) or not classify(query, operation_name).open:
+                return False
+            identity = _NOBODY
         limit_class = self.observe_operation(query, operation_name, identity)
+        # Only a share read asks whether the caller named anyone at all.
+        anonymous = limit_class == "shares" and not names_caller(request.headers)
         if self.limiter is not None:
-            await self.limiter.check(identity, limit_class)
+            await self.limiter.check(identity, limit_class,
+                                     address=_address(request) if anonymous else None)
         # Counted once: should the view run it after all, it is not counted again.
         context = Context(services=self._services_of(request), identity=identity,
-                          request=request)
+                          request=request, anonymous=anonymous)
         answered = await planned.run(Call("http", context, variables,
                                           nul_free=b"\\u0000" not in body))
         if answered is None:
@@ -378,12 +388,14 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
             # needs no identity); a WebSocket may still authenticate in connection_init.
             auth_error = str(error)
         return Context(services=services, identity=identity, request=request, response=response,
-                       auth_error=auth_error)
+                       auth_error=auth_error, anonymous=not names_caller(request.headers))
 
     async def execute_operation(self, request: Any, *args: Any, **kwargs: Any) -> Any:
         # The single door from HTTP into the schema: no identity, no execution.
         context: Context = kwargs["context"] if "context" in kwargs else args[2]
-        if context.auth_error is not None:
+        request_data = kwargs["request_data"] if "request_data" in kwargs else args[1]
+        if context.auth_error is not None and not (
+                context.anonymous and _open_to_anyone(request_data)):
             raise _AuthFailed(context.auth_error)
         await self._admit(request, *args, **kwargs)
         relayed = await self._relayed(request, *args, **kwargs)
@@ -406,7 +418,10 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
                     await self.subscription_opened(identity, "sse")
                     request.state.sse_subscriber = identity
             elif self.limiter is not None:
-                await self.limiter.check(identity, limit_class)
+                # A share read by someone who names no one counts for their address.
+                anonymous = context.anonymous and limit_class == "shares"
+                await self.limiter.check(identity, limit_class,
+                                         address=_address(request) if anonymous else None)
 
     async def _relayed(self, request: Any, request_adapter: Any, request_data: Any,
                        context: Context, *_args: Any,
@@ -442,6 +457,7 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
                 context.identity = identity_from_credentials(self._settings, params)
             except Unauthenticated:
                 raise ConnectionRejectionError({"message": "invalid credentials"}) from None
+            context.anonymous = False
             context.name_caller()
         elif context.auth_error is not None:
             raise ConnectionRejectionError({"message": "missing credentials"})
@@ -489,6 +505,19 @@ class GraphQLEndpoint(GraphQLViewHooks[Context, None]):
         # Text, not bytes: WebSocket frames must be text (graphql-ws JS clients close
         # the socket on binary frames), and HTTP encodes str the same way.
         return orjson.dumps(data).decode()
+
+
+def _address(request: Request) -> str:
+    """The client's address, as the server sees it (behind a proxy, the proxy's unless
+    uvicorn is told to trust its forwarding headers)."""
+    return request.client.host if request.client is not None else ""
+
+
+def _open_to_anyone(request_data: Any) -> bool:
+    """Whether every operation of a request only reads what anyone may read without
+    naming a caller (a share link: gql/ops/operations.py, ``OPEN_FIELDS``)."""
+    operations = request_data if isinstance(request_data, list) else [request_data]
+    return all(classify(data.query, data.operation_name).open for data in operations)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -612,22 +641,27 @@ def create_app(settings: Settings | None = None) -> Starlette:
                                     idle_timeout=settings.stream_idle_timeout,
                                     max_bytes=settings.max_stream_bytes)
             archive = ChatArchive(settings.archive_url)
+            files = file_service_for(settings, db, key)
             events = ChatEvents(db, streams.backend)
             streams.events = events
+            share_views = ShareViews(db)
             app.state.services = Services(settings=settings, db=db, cursors=CursorSigner(key),
-                                          streams=streams, archive=archive, events=events)
+                                          streams=streams, archive=archive, events=events,
+                                          files=files, share_views=share_views)
+            share_views.start()
             await events.start()
             await streams.start()
             retention = RetentionSweeper(db, interval=settings.sweep_interval,
                                          trash_days=settings.trash_days, archive=archive,
                                          archive_after_days=settings.archive_after_days,
-                                         events=events)
+                                         events=events, files=files)
             retention.start()
             if feed is not None:
                 feed.start(app.state.services, {"retention": retention})
             freeze_startup_objects()
             try:
-                yield
+                async with mcp.running():
+                    yield
             finally:
                 # Draining: /readyz answers 503 from here on.
                 readiness.close()
@@ -636,6 +670,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 if limiter is not None:
                     await limiter.close()
                 await retention.close()
+                await share_views.close()
                 # Shutdown (SIGTERM/SIGINT): end the live lists, then persist or hand
                 # over every stream.
                 await events.close()
@@ -649,6 +684,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
 
     graphql = GraphQLEndpoint(services_of, settings, metrics=metrics, limiter=limiter,
                               persisted=persisted)
+    mcp = McpEndpoint(schema=graphql.schema, planner=graphql.planner, settings=settings,
+                      services_of=services_of, limiter=limiter)
     readiness = Readiness(services_of)
     operational = [Route("/healthz", readiness.healthz), Route("/readyz", readiness.readyz)]
     if feed is not None:
@@ -661,9 +698,11 @@ def create_app(settings: Settings | None = None) -> Starlette:
             *operational,
             *web_routes(settings),
             Route("/chats/{chat_id}/export", export_endpoint, methods=["GET"]),
+            *file_routes(),
             Route("/ai/chat", send_messages, methods=["POST"]),
             Route("/ag-ui", run_agent, methods=["POST"]),
             Route("/ai/chat/{chat_id}/stream", resume_reply, methods=["GET"]),
+            Route(MCP_PATH, mcp, methods=["POST"]),
         ],
         lifespan=lifespan,
         middleware=[
@@ -680,11 +719,12 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Middleware(
                 CORSMiddleware,
                 allow_origins=list(settings.cors_origins),
-                allow_methods=["GET", "POST", "OPTIONS"],
+                allow_methods=["GET", "POST", "PUT", "OPTIONS"],
                 allow_headers=["*"],
                 max_age=600,
             ),
-            Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes),
+            Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes,
+                       exempt=("/files",)),
         ],
     )
     app.state.planner = graphql.planner

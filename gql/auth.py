@@ -39,6 +39,7 @@ __all__ = [
     "ConfigurationError",
     "authenticator_for",
     "identity_from_credentials",
+    "names_caller",
 ]
 
 AUTH_MODES = ("dev", "jwt")
@@ -205,6 +206,14 @@ def _claim(claims: Mapping[str, Any], name: str, *, required: bool) -> Any:
     if not isinstance(value, str) or not value.strip() or len(value) > _MAX_CLAIM_CHARS:
         raise Unauthenticated(f"the {name!r} claim must be a non-empty string")
     return value.strip()
+
+
+def names_caller(credentials: Mapping[str, Any]) -> bool:
+    """Whether HTTP headers or a ``connection_init`` payload name a caller at all (any
+    identity header or ``Authorization``). A request that names no one is anonymous:
+    in ``dev`` mode it still acts as ``dev`` of tenant ``default``, in ``jwt`` mode it
+    is refused, except for what anyone may read (a public share link)."""
+    return any(str(key).lower() in CREDENTIAL_KEYS for key in credentials)
 
 
 @functools.lru_cache(maxsize=8)

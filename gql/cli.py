@@ -1,23 +1,26 @@
-"""The ``chatql`` command: ``serve``, ``migrate``, ``export-schema``, ``export`` and
-``import`` (:data:`DESCRIPTION` is what ``chatql --help`` says of it).
+"""The ``chatql`` command: ``serve``, ``migrate``, ``export-schema``, ``export``,
+``import`` and ``export-feedback`` (:data:`DESCRIPTION` is what ``chatql --help`` says
+of it).
 
-``export`` and ``import`` talk to the database directly (``CHATQL_DATABASE_URL`` or
-``--database-url``), as an operator: ``export`` reads any chat by its id, whatever its
-tenant (``--tenant`` only narrows: a chat of another tenant is then not found),
-``import`` makes ``--user`` of ``--tenant`` the new chat's owner. Expected failures print one
-line on stderr and exit with status 1.
+``export``, ``import`` and ``export-feedback`` talk to the database directly
+(``CHATQL_DATABASE_URL`` or ``--database-url``), as an operator: ``export`` reads any
+chat by its id, whatever its tenant (``--tenant`` only narrows: a chat of another tenant
+is then not found), ``import`` makes ``--user`` of ``--tenant`` the new chat's owner,
+``export-feedback`` writes every rating (of every tenant, or of ``--tenant``) as JSON
+Lines. Expected failures print one line on stderr and exit with status 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 __all__ = ["DESCRIPTION", "main"]
 
@@ -25,11 +28,12 @@ DESCRIPTION = """\
 The chat of record for AI agents: a GraphQL service for chats, messages and live agent
 streams.
 
-'chatql serve' runs the server (the web app at /, GraphQL at /graphql). 'export' and
-'import' talk to the database directly (CHATQL_DATABASE_URL or --database-url), as an
-operator: 'export' reads any chat by its id, whatever its tenant (--tenant only narrows),
-'import' makes --user of --tenant the new chat's owner. Expected failures print one line
-on stderr and exit with status 1. Configuration is read from CHATQL_* variables.
+'chatql serve' runs the server (the web app at /, GraphQL at /graphql). 'export',
+'import' and 'export-feedback' talk to the database directly (CHATQL_DATABASE_URL or
+--database-url), as an operator: 'export' reads any chat by its id, whatever its tenant
+(--tenant only narrows), 'import' makes --user of --tenant the new chat's owner,
+'export-feedback' writes the ratings of people as JSON Lines. Expected failures print one
+line on stderr and exit with status 1. Configuration is read from CHATQL_* variables.
 """
 
 
@@ -236,6 +240,69 @@ def _import_chat(args: argparse.Namespace) -> int:
     return _transfer(args, work)
 
 
+def _moment(value: str | None, option: str) -> Any:
+    """An ISO 8601 time given on the command line (a date alone is its midnight UTC)."""
+    from datetime import UTC, datetime
+
+    from chatql.store.errors import InvalidArgument
+
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidArgument(f"{option} must be an ISO 8601 time, got {value!r}") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _export_feedback(args: argparse.Namespace) -> int:
+    import orjson
+
+    from chatql.store.messages.feedback import FeedbackFilter, export_feedback
+
+    async def work(db: Any) -> None:
+        wanted = FeedbackFilter(assistant_id=args.assistant,
+                                since=_moment(args.since, "--since"),
+                                until=_moment(args.until, "--until"))
+        wanted.check()
+        # The file is opened once the arguments are known to be good.
+        with contextlib.ExitStack() as stack:
+            out: IO[bytes] = (sys.stdout.buffer if args.output == "-"
+                              else stack.enter_context(open(args.output, "wb")))
+            async for line in export_feedback(db, wanted, tenant_id=args.tenant):
+                out.write(orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE))
+            out.flush()
+
+    return _transfer(args, work)
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from chatql.gql.transport.mcp_stdio import RemoteRefused, mcp_endpoint, serve_stdio
+
+    headers: dict[str, str] = {}
+    for header in args.header:
+        name, colon, value = header.partition(":")
+        if not colon or not name.strip():
+            sys.stderr.write(f"chatql mcp: --header must be 'Name: value', got {header!r}\n")
+            return 2
+        headers[name.strip()] = value.strip()
+    token = args.token or os.environ.get("CHATQL_MCP_TOKEN")
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    try:
+        mcp_endpoint(args.url)
+    except ValueError as error:
+        sys.stderr.write(f"chatql mcp: {error}\n")
+        return 2
+    try:
+        # stdout is the protocol's: everything else this process says goes to stderr.
+        asyncio.run(serve_stdio(args.url, headers))
+    except RemoteRefused as error:
+        sys.stderr.write(f"chatql mcp: {error}\n")
+        return 1
+    return 0
+
+
 def schema_sdl() -> str:
     from strawberry.printer import print_schema
 
@@ -299,6 +366,34 @@ def main(argv: list[str] | None = None) -> int:
     chat_import.add_argument("--batch", type=int, default=5_000, help="lines per transaction")
     chat_import.add_argument("--database-url", default=None, help="default: CHATQL_DATABASE_URL")
     chat_import.set_defaults(run=_import_chat)
+    feedback_export = commands.add_parser(
+        "export-feedback", help="write people's ratings of messages as JSON Lines, oldest"
+        " first: one object per rating, with the question, the answer, the model and the"
+        " request id")
+    feedback_export.add_argument("-o", "--output", default="-", help="a file ('-': stdout)")
+    feedback_export.add_argument("--since", default=None,
+                                 help="only ratings set at or after this ISO 8601 time")
+    feedback_export.add_argument("--until", default=None,
+                                 help="only ratings set before this ISO 8601 time")
+    feedback_export.add_argument("--assistant", default=None,
+                                 help="only ratings of this assistant's messages")
+    feedback_export.add_argument("--tenant", default=None,
+                                 help="only this tenant's (default: every tenant's)")
+    feedback_export.add_argument("--database-url", default=None,
+                                 help="default: CHATQL_DATABASE_URL")
+    feedback_export.set_defaults(run=_export_feedback)
+    mcp = commands.add_parser(
+        "mcp", help="serve a running chatql's MCP tools over stdio (for desktop MCP"
+        " clients): every request goes to the server's /mcp as the identity given")
+    mcp.add_argument("--url", required=True,
+                     help="the chatql server, e.g. http://127.0.0.1:8000 (its /mcp), or"
+                     " the full address of its MCP endpoint")
+    mcp.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
+                     help="a header sent with every request, e.g. 'X-User-Id: bob' in dev"
+                     " mode (repeatable)")
+    mcp.add_argument("--token", default=None,
+                     help="a bearer token for JWT mode (default: CHATQL_MCP_TOKEN)")
+    mcp.set_defaults(run=_mcp)
     args = parser.parse_args(argv)
     return int(args.run(args))
 

@@ -12,9 +12,11 @@ from strawberry.types import Info as StrawberryInfo
 from chatql.gql.settings import Settings
 from chatql.store.chats.archive import ChatArchive
 from chatql.store.chats.events import ChatEvents
+from chatql.store.chats.shares import ShareViews
 from chatql.store.cursors import CursorSigner
 from chatql.store.db.database import Database
 from chatql.store.db.replicas import set_caller
+from chatql.store.files.service import FileService
 from chatql.store.records import Identity
 from chatql.store.streams import StreamService
 
@@ -34,6 +36,10 @@ class Services:
     events: ChatEvents | None = None
     #: Cold storage for archived chats.
     archive: ChatArchive | None = None
+    #: Uploaded files: their storage, limits and signed addresses.
+    files: FileService | None = None
+    #: Views of share links, written in batches (store/chats/shares.py).
+    share_views: ShareViews | None = None
 
 
 @dataclass
@@ -54,6 +60,10 @@ class Context:
     #: An HTTP operation the plans already had: counted against the caller's limits and
     #: declined by its plan, so the view runs it on the executor without either again.
     planned: bool = False
+    #: The request named no caller (no identity header, no ``Authorization``): only
+    #: what anyone may read is open to it — a PUBLIC share link, never a TENANT one,
+    #: even where ``dev`` mode lets it act as ``dev`` otherwise.
+    anonymous: bool = False
 
     def __post_init__(self) -> None:
         self.name_caller()

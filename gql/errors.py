@@ -38,6 +38,8 @@ CODES: tuple[tuple[type[store_errors.ChatqlError], str], ...] = (
     (store_errors.StreamClosed, "STREAM_CLOSED"),
     (store_errors.StreamActive, "STREAM_ACTIVE"),
     (store_errors.PayloadTooLarge, "PAYLOAD_TOO_LARGE"),
+    (store_errors.UnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE"),
+    (store_errors.QuotaExceeded, "QUOTA_EXCEEDED"),
     (store_errors.MemoryFull, "MEMORY_FULL"),
     (store_errors.Unauthenticated, "UNAUTHENTICATED"),
     (store_errors.Forbidden, "FORBIDDEN"),

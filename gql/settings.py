@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
 from chatql.store.db.database import DEFAULT_DATABASE_URL
+from chatql.store.files.service import DEFAULT_FILE_TYPES
 
 __all__ = ["Settings"]
 
@@ -79,9 +80,24 @@ class Settings:
     archive_url: str = "file://./chatql-archive"
     #: Days without activity after which the sweeper archives a chat (0: never).
     archive_after_days: float = 0.0
+    #: Where uploaded files are kept: ``file:///path`` or ``s3://bucket/prefix`` (endpoint
+    #: and credentials from the ``AWS_*`` variables). Empty: a ``files`` folder beside
+    #: the SQLite database, or ``./chatql-files`` for Postgres.
+    files_url: str = ""
+    #: Largest uploaded file in bytes.
+    file_max_bytes: int = 25 * 1024 * 1024
+    #: Comma-separated media types accepted for upload.
+    file_types: tuple[str, ...] = DEFAULT_FILE_TYPES
+    #: Bytes a tenant's files may take in all, each distinct content counted once
+    #: (0: no limit).
+    file_quota_bytes: int = 0
+    #: Seconds a signed file address (``File.url``, an upload address) stays good.
+    file_url_ttl: float = 900.0
+    #: Seconds an upload no message references is kept before the sweeper deletes it.
+    file_orphan_ttl: float = 24 * 3600.0
     #: Fast plans switched off by name (comma-separated): ``reads``, ``push``,
-    #: ``append``, ``chat_events``, ``chat_stream``. The general executor then answers
-    #: those operations; answers are the same bytes either way.
+    #: ``append``, ``chat_events``, ``chat_stream``, ``shared_chat``. The general
+    #: executor then answers those operations; answers are the same bytes either way.
     disabled_plans: tuple[str, ...] = field(default_factory=tuple)
     #: The assistant a chat created by ``POST /ai/chat`` belongs to when the request
     #: names none (the agent serving that assistant answers it).
@@ -93,7 +109,8 @@ class Settings:
     #: ``text`` (uvicorn's access log) or ``json`` (one JSON line per request).
     log_format: str = "text"
     #: Limits per identity and operation class, e.g.
-    #: ``pushes=200/second;writes=30/second;reads=100/second;subscriptions=20``.
+    #: ``pushes=200/second;writes=30/second;reads=100/second;subscriptions=20``; share-link
+    #: reads (``shares``) are limited even when left out (gql/ops/rate_limits.py).
     rate_limits: str = ""
     #: Path of an Apollo persisted query manifest (documents known from the start).
     persisted_queries: str = ""

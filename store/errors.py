@@ -18,7 +18,9 @@ one place (``gql/errors.py``)::
     │   ├── StreamNotFound     no such stream
     │   ├── StreamClosed       the stream has ended; it takes no more input
     │   └── StreamActive       the chat already has an active stream
-    ├── PayloadTooLarge        a batch or buffer over its limit
+    ├── PayloadTooLarge        a batch, buffer or upload over its limit
+    ├── UnsupportedMediaType   a file type the service does not take, or bytes that are not it
+    ├── QuotaExceeded          an upload past its tenant's file quota
     ├── MemoryFull             a memory write would pass its scope's size cap
     ├── Unauthenticated        no valid identity
     ├── Forbidden              the identity may not do this
@@ -42,11 +44,13 @@ __all__ = [
     "NotFound",
     "PayloadTooLarge",
     "PersistFailed",
+    "QuotaExceeded",
     "StreamActive",
     "StreamClosed",
     "StreamError",
     "StreamNotFound",
     "Unauthenticated",
+    "UnsupportedMediaType",
     "WindowTooSmall",
 ]
 
@@ -109,6 +113,15 @@ class StreamActive(StreamError):
 
 class PayloadTooLarge(ChatqlError):
     """A batch, buffer or request over its configured limit."""
+
+
+class UnsupportedMediaType(ChatqlError):
+    """A file of a media type the service does not accept, or whose bytes are not of the
+    type it declares (an image or PDF is checked); nothing was kept."""
+
+
+class QuotaExceeded(ChatqlError):
+    """The upload would take its tenant's stored files past the quota; nothing was kept."""
 
 
 class MemoryFull(ChatqlError):

@@ -70,6 +70,7 @@ __all__ = [
     "chat_record",
     "chat_statement",
     "chats_by_id_statement",
+    "compile_prepared",
     "fetch",
     "message_attribute",
     "message_page_statement",
@@ -313,6 +314,12 @@ def ancestor_statement(db: Database, dialect: str) -> PreparedStatement:
                                  chat=bindparam("chat", type_=String()), dialect=dialect)
         statement = db.statements[("ancestor_statement", dialect)] = _compiled(query, dialect)
     return statement
+
+
+def compile_prepared(query: Any, dialect_name: str) -> PreparedStatement:
+    """``query`` as a :class:`PreparedStatement` for :func:`fetch`: each bind parameter
+    without a value is a named slot (``now``: filled in by :func:`fetch`)."""
+    return _compiled(query, dialect_name)
 
 
 def _compiled(query: Any, dialect_name: str) -> PreparedStatement:

@@ -11,12 +11,17 @@ __all__ = [
     "BranchPosition",
     "Chat",
     "Decision",
+    "Feedback",
+    "File",
     "Identity",
     "Interrupt",
     "Message",
     "MessagePage",
     "RequestPosition",
     "ResumeRecord",
+    "Share",
+    "SharedChat",
+    "SharedMessage",
     "UsageRow",
     "UsageTotals",
 ]
@@ -73,6 +78,8 @@ class Chat:
     #: Whether an interrupt of the chat waits for a person's decision; None when the
     #: read did not look (only the live chat list does, for awaitingDecision filters).
     awaiting_decision: bool | None = None
+    #: Where the title came from: USER, AGENT or AUTO; None while the chat has none.
+    title_source: str | None = None
 
 
 @dataclass(slots=True)
@@ -200,6 +207,27 @@ class Decision:
 
 
 @dataclass(frozen=True, slots=True)
+class Feedback:
+    """A person's rating of a message (one per person and message), with what an
+    evaluation starts from: the question it answered and the stream's request and model."""
+
+    id: str
+    chat_id: str
+    message_id: str
+    #: The nearest USER message above the rated one; None when there is none.
+    question_id: str | None
+    rated_by: str
+    rating: str
+    comment: str | None
+    tags: list[str]
+    assistant_id: str | None
+    request_id: str | None
+    model: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class Interrupt:
     """What a stream asked a person: a tool call to approve or a question to answer."""
 
@@ -222,3 +250,65 @@ class Interrupt:
     decision: Decision | None
     decision_id: str | None
     resumed_by: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """A share link: a read-only snapshot of one branch of a chat."""
+
+    id: str
+    chat_id: str
+    #: The branch's last message when it was shared.
+    message_id: str
+    audience: str
+    created_by: str
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+    views: int
+    #: The link's secret, only in the answer that made it (the store keeps its hash).
+    token: str | None = None
+
+
+@dataclass(slots=True)
+class SharedMessage:
+    """A message as a share link shows it: these fields and nothing else (read-only by
+    convention, like :class:`Message`)."""
+
+    id: str
+    role: str
+    type: str
+    props: dict[str, Any]
+    created_at: datetime
+    assistant_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SharedChat:
+    """What a share link shows: the chat's title and the shared messages, in branch order."""
+
+    title: str | None
+    #: When the link was made.
+    created_at: datetime
+    messages: list[SharedMessage]
+    #: The link's id: whoever answers with the read counts its view (never shown).
+    share_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class File:
+    """An uploaded file: its description and where its bytes are (never the bytes)."""
+
+    id: str
+    tenant_id: str
+    uploader: str
+    filename: str
+    media_type: str
+    size: int
+    sha256: str
+    width: int | None
+    height: int | None
+    created_at: datetime
+    storage_key: str
+    #: PENDING (a two-phase upload waiting for its bytes), READY, or DELETED.
+    state: str = "READY"

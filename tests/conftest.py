@@ -211,7 +211,8 @@ async def db(database_url: str) -> AsyncIterator[Database]:
 @pytest.fixture
 def settings(database_url: str, tmp_path: Path) -> Settings:
     return Settings(database_url=database_url, secret=TEST_SECRET, migrate_on_start=False,
-                    archive_url=f"file://{tmp_path / 'archive'}")
+                    archive_url=f"file://{tmp_path / 'archive'}",
+                    files_url=f"file://{tmp_path / 'files'}")
 
 
 #: The live-stream backends a stream suite runs on (see :func:`on_backend`).

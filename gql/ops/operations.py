@@ -1,5 +1,5 @@
 """What a request asks for, told from its document once: the operation's type, its name
-for metrics and logs, and its rate-limit class.
+for metrics and logs, its rate-limit class, and whether anyone may ask it unsigned.
 
 Metrics, request logs and rate limits need this before (and whether or not) the
 executor or a fast plan runs the operation. Each distinct (document, operation name)
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from graphql import FieldNode, GraphQLError, OperationDefinitionNode, parse
 
-__all__ = ["UNKNOWN", "OperationKind", "classify", "limit_class"]
+__all__ = ["OPEN_FIELDS", "UNKNOWN", "OperationKind", "classify", "is_open", "limit_class"]
 
 #: Documents remembered (the same few documents arrive over and over).
 _KEPT = 1024
@@ -21,6 +21,9 @@ _KEPT = 1024
 _LONGEST_KEPT = 64 * 1024
 #: Operation names kept as metric labels per process; later names count as ``other``.
 _NAMES_KEPT = 500
+#: Root query fields anyone may read without naming a caller (what a share link opens
+#: decides itself who may see it); a query of only these counts as ``shares``.
+OPEN_FIELDS = frozenset({"sharedChat"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,8 +34,11 @@ class OperationKind:
     type: str
     #: The operation's name, or its root fields joined by ``,`` when it has none.
     name: str
-    #: The rate-limit class: ``reads``, ``writes``, ``pushes`` or ``subscriptions``.
+    #: The rate-limit class: ``reads``, ``writes``, ``pushes``, ``shares`` or
+    #: ``subscriptions``.
     limit_class: str
+    #: Every root field is one of :data:`OPEN_FIELDS`: a caller who names no one may ask.
+    open: bool = False
 
 
 UNKNOWN = OperationKind("unknown", "unknown", "reads")
@@ -41,13 +47,19 @@ _known: dict[tuple[str, str | None], OperationKind] = {}
 _names: set[str] = set()
 
 
+def is_open(operation_type: str, fields: tuple[str, ...]) -> bool:
+    """Whether an operation only reads :data:`OPEN_FIELDS` (``__typename`` aside)."""
+    named = {field for field in fields if field != "__typename"}
+    return operation_type == "query" and bool(named) and named <= OPEN_FIELDS
+
+
 def limit_class(operation_type: str, fields: tuple[str, ...]) -> str:
     """The class an operation counts against."""
     if operation_type == "subscription":
         return "subscriptions"
     if operation_type == "mutation":
         return "pushes" if fields == ("pushChunks",) else "writes"
-    return "reads"
+    return "shares" if is_open(operation_type, fields) else "reads"
 
 
 def _label(name: str) -> str:
@@ -79,7 +91,7 @@ def _classify(query: str, operation_name: str | None) -> OperationKind:
                    for selection in chosen.selection_set.selections)
     kind = chosen.operation.value
     name = chosen.name.value if chosen.name is not None else ",".join(sorted(set(fields)))
-    return OperationKind(kind, _label(name), limit_class(kind, fields))
+    return OperationKind(kind, _label(name), limit_class(kind, fields), is_open(kind, fields))
 
 
 def classify(query: str | None, operation_name: str | None) -> OperationKind:

@@ -2,17 +2,20 @@
 
 The setting lists classes and their limits, separated by ``;``::
 
-    pushes=200/second;writes=30/second;reads=100/second;subscriptions=20
+    pushes=200/second;writes=30/second;reads=100/second;shares=300/minute;subscriptions=20
 
-- ``reads`` (queries), ``writes`` (mutations other than ``pushChunks``) and ``pushes``
-  (``pushChunks``) take a rate in the `limits` library's notation — ``N/second``,
-  ``N/minute``, ``N per 10 seconds`` … — counted in fixed windows per identity (tenant
-  and user) and class;
+- ``reads`` (queries), ``writes`` (mutations other than ``pushChunks``), ``pushes``
+  (``pushChunks``) and ``shares`` (reads of share links, ``sharedChat``) take a rate in
+  the `limits` library's notation — ``N/second``, ``N/minute``, ``N per 10 seconds`` …
+  — counted in fixed windows per identity (tenant and user) and class; a share read
+  over HTTP by a caller who names no one is counted per client address;
 - ``subscriptions`` takes a number: how many subscriptions one identity may hold open
   at once (over WebSocket and Server-Sent Events together).
 
-A class left out is not limited; the setting empty (the default) limits nothing. The
-counts live where the streams do: with ``CHATQL_BROKER_URL=redis://…`` in Redis, so
+A class left out is not limited, except ``shares``, which is
+:data:`DEFAULT_SHARE_RATE` unless the setting names it: share links are read without
+signing in, so guessing tokens is always slowed down. The counts live where the
+streams do: with ``CHATQL_BROKER_URL=redis://…`` in Redis, so
 every instance shares them; with ``memory://`` in the process. Beyond a limit the
 operation is refused with ``RATE_LIMITED`` and ``extensions.retryAfter`` (whole
 seconds); a plain HTTP request gets status 429 and ``Retry-After``. If the Redis
@@ -36,6 +39,7 @@ from chatql.gql.auth import ConfigurationError
 from chatql.store.records import Identity
 
 __all__ = [
+    "DEFAULT_SHARE_RATE",
     "RATE_CLASSES",
     "RateLimitRules",
     "RateLimited",
@@ -45,8 +49,11 @@ __all__ = [
 
 logger = logging.getLogger("chatql")
 
-#: The classes counted by rate (the fourth, ``subscriptions``, counts open ones).
-RATE_CLASSES = ("reads", "writes", "pushes")
+#: The classes counted by rate (the fifth, ``subscriptions``, counts open ones).
+RATE_CLASSES = ("reads", "writes", "pushes", "shares")
+#: Share-link reads per caller (or client address) when the setting does not name
+#: ``shares``.
+DEFAULT_SHARE_RATE = "300/minute"
 #: Seconds an identity's open-subscription count is kept without a change (so a count
 #: left behind by an instance that died does not refuse the identity for ever).
 _OPEN_COUNT_TTL = 24 * 3600
@@ -113,7 +120,8 @@ def parse_rate_limits(text: str) -> RateLimitRules:
         else:
             raise ConfigurationError(
                 f"CHATQL_RATE_LIMITS: unknown class {name!r}; the classes are reads, "
-                "writes, pushes and subscriptions")
+                "writes, pushes, shares and subscriptions")
+    rates.setdefault("shares", parse(DEFAULT_SHARE_RATE))
     return RateLimitRules(rates, subscriptions)
 
 
@@ -133,7 +141,9 @@ def _storage(broker_url: str) -> tuple[Storage, Any]:
     return MemoryStorage(), None
 
 
-def _who(identity: Identity) -> str:
+def _who(identity: Identity, address: str | None = None) -> str:
+    if address is not None:
+        return f"\x1faddress\x1f{address}"
     return f"{identity.tenant_id}\x1f{identity.user_id}"
 
 
@@ -150,12 +160,15 @@ class RateLimiter:
         if self._pool is not None:
             await self._pool.disconnect()
 
-    async def check(self, identity: Identity, limit_class: str) -> None:
-        """Count one operation of ``limit_class``; :class:`RateLimited` beyond the limit."""
+    async def check(self, identity: Identity, limit_class: str, *,
+                    address: str | None = None) -> None:
+        """Count one operation of ``limit_class``; :class:`RateLimited` beyond the limit.
+        With ``address`` (a caller who names no one) it is counted for that client
+        address instead of the identity."""
         item = self.rules.rates.get(limit_class)
         if item is None:
             return
-        who = _who(identity)
+        who = _who(identity, address)
         try:
             if await self._windows.hit(item, limit_class, who):
                 return

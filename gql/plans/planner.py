@@ -1,13 +1,13 @@
 """The request planner: every fast plan is registered here and asked through one door.
 
-Most operations run on Strawberry's executor. A handful of documents are sent so often
-— a page of messages, a producer's ``pushChunks``, a chat's ``appendMessages``, a live
-sidebar's ``chatEvents``, a viewer's ``chatStream`` — that walking them field by field
-costs more than the work itself. Each of those is a :class:`~gql.plans.plan.Plan`,
-made once per document text from the schema field it serves (its shapes, argument
-defaults and conversions read from the schema when the document is compiled), and run
-instead of the executor when a request fits it. :data:`PLANS` lists every plan; nothing
-else answers an operation outside the executor.
+Most operations run on Strawberry's executor. A handful of documents are sent so often —
+a page of messages, a producer's ``pushChunks``, a chat's ``appendMessages``, a live
+sidebar's ``chatEvents``, a viewer's ``chatStream``, a share link's ``sharedChat`` —
+that walking them field by field costs more than the work itself. Each of those is a
+:class:`~gql.plans.plan.Plan`, made once per document text from the schema field it
+serves (its shapes, argument defaults and conversions read from the schema when the
+document is compiled), and run instead of the executor when a request fits it.
+:data:`PLANS` lists every plan; nothing else answers an operation outside the executor.
 
 Every transport asks the app's :class:`Planner` the same way:
 :meth:`Planner.find` gives the plan that compiled the document on that transport (or
@@ -36,6 +36,7 @@ from chatql.gql.plans.chat_stream import ChatStream
 from chatql.gql.plans.compiled_reads import CompiledReads
 from chatql.gql.plans.plan import TRANSPORTS, Answer, Call, Plan
 from chatql.gql.plans.push import PushChunks
+from chatql.gql.plans.shared_chat import SharedChatPlan
 from chatql.gql.settings import Settings
 
 __all__ = ["PLANS", "Planned", "Planner"]
@@ -43,7 +44,7 @@ __all__ = ["PLANS", "Planned", "Planner"]
 #: Every plan chatql has, in the order a transport offers them a document. A new fast
 #: path is added here, or it does not exist.
 PLANS: tuple[type[Plan[Any]], ...] = (PushChunks, AppendMessages, CompiledReads, ChatEvents,
-                                      ChatStream)
+                                      ChatStream, SharedChatPlan)
 PLAN_NAMES = frozenset(plan.name for plan in PLANS)
 
 

@@ -16,12 +16,14 @@ from chatql.gql.context import Info
 from chatql.gql.schema.interrupt_types import Interrupt, InterruptState, Resumption
 from chatql.gql.schema.loaders import chat_usage_loader, last_message_loader
 from chatql.gql.schema.pages import message_connection
+from chatql.gql.schema.share_types import Share, shares_loader
 from chatql.gql.schema.types import (
     ChatShare,
     ChatStatus,
     Message,
     MessageConnection,
     MessageFilter,
+    TitleSource,
     Usage,
 )
 from chatql.store.messages import interrupts as store_interrupts
@@ -33,6 +35,9 @@ __all__ = ["Chat"]
 class Chat:
     id: strawberry.ID
     title: str | None
+    title_source: TitleSource | None = strawberry.field(
+        description="Where the title came from; null while the chat has none."
+    )
     assistant_id: str
     mode: str
     status: ChatStatus
@@ -84,6 +89,13 @@ class Chat:
         return Resumption(
             request_id=store_interrupts.resume_request_id(decisions[-1].request_id),
             decisions=decisions)  # type: ignore[arg-type]
+
+    @strawberry.field(description="The chat's share links, newest first (revoked and"
+                      " expired ones too), for whoever may change the chat; empty for"
+                      " everyone else.")
+    async def shares(self, info: Info) -> list[Share]:
+        found = await shares_loader(info).load(str(self.id))
+        return found  # type: ignore[return-value]
 
     @strawberry.field(description="The chat's recorded model usage and message token sum.")
     async def usage(self, info: Info) -> Usage:

@@ -1,9 +1,11 @@
-"""The request's DataLoaders: what a list of chats would otherwise read chat by chat.
+"""The request's DataLoaders: what a list of chats (or of messages) would otherwise read
+one by one.
 
 Each loader lives on the request's :class:`~gql.context.Context` (made on first use) and
 batches the keys asked for in one tick of the event loop into one store call. They
 depend on the store only, so the types that resolve through them (``Chat.lastMessage``,
-``Chat.usage``) import them without importing the resolvers of any concept.
+``Chat.usage``, ``Message.myFeedback``, ``Message.feedbackSummary``, ``Feedback.message``)
+import them without importing the resolvers of any concept.
 """
 
 from __future__ import annotations
@@ -13,12 +15,18 @@ from strawberry.dataloader import DataLoader
 from chatql.gql.context import Info
 from chatql.store.chats import lists as store_lists
 from chatql.store.chats import usage as store_usage
-from chatql.store.records import Message, UsageTotals
+from chatql.store.messages import feedback as store_feedback
+from chatql.store.records import Feedback, Message, UsageTotals
 
-__all__ = ["chat_usage_loader", "last_message_loader"]
+__all__ = ["chat_usage_loader", "feedback_summary_loader", "last_message_loader",
+           "message_loader", "my_feedback_loader"]
 
 _LAST_MESSAGE = "last_message"
 _CHAT_USAGE = "chat_usage"
+_MY_FEEDBACK = "my_feedback"
+_FEEDBACK_SUMMARY = "feedback_summary"
+_MESSAGE = "message"
+_NOBODY = store_feedback.FeedbackSummary()
 
 
 def last_message_loader(info: Info) -> DataLoader[str, Message | None]:
@@ -51,4 +59,56 @@ def chat_usage_loader(info: Info) -> DataLoader[str, UsageTotals]:
 
         loader = DataLoader(load_fn=load)
         loaders[_CHAT_USAGE] = loader
+    return loader
+
+
+def my_feedback_loader(info: Info) -> DataLoader[str, Feedback | None]:
+    """This request's loader of the caller's own feedback on messages (one query per
+    batch: a page of messages reads it once)."""
+    loaders = info.context.loaders
+    loader: DataLoader[str, Feedback | None] | None = loaders.get(_MY_FEEDBACK)
+    if loader is None:
+        db, who = info.context.db, info.context.identity
+
+        async def load(message_ids: list[str]) -> list[Feedback | None]:
+            # Only messages the caller has already been shown reach Message.myFeedback.
+            found = await store_feedback.feedback_of(db, who, message_ids)
+            return [found.get(message_id) for message_id in message_ids]
+
+        loader = DataLoader(load_fn=load)
+        loaders[_MY_FEEDBACK] = loader
+    return loader
+
+
+def feedback_summary_loader(info: Info) -> DataLoader[str, store_feedback.FeedbackSummary]:
+    """This request's loader of messages' up and down counts (one query per batch)."""
+    loaders = info.context.loaders
+    loader: DataLoader[str, store_feedback.FeedbackSummary] | None = loaders.get(
+        _FEEDBACK_SUMMARY)
+    if loader is None:
+        db, who = info.context.db, info.context.identity
+
+        async def load(message_ids: list[str]) -> list[store_feedback.FeedbackSummary]:
+            found = await store_feedback.summaries(db, who, message_ids)
+            return [found.get(message_id, _NOBODY) for message_id in message_ids]
+
+        loader = DataLoader(load_fn=load)
+        loaders[_FEEDBACK_SUMMARY] = loader
+    return loader
+
+
+def message_loader(info: Info) -> DataLoader[tuple[str, str], Message | None]:
+    """This request's loader of messages by (chat id, message id) that the caller may
+    read: a page of feedback reads its messages and questions in one query."""
+    loaders = info.context.loaders
+    loader: DataLoader[tuple[str, str], Message | None] | None = loaders.get(_MESSAGE)
+    if loader is None:
+        db, who = info.context.db, info.context.identity
+
+        async def load(keys: list[tuple[str, str]]) -> list[Message | None]:
+            found = await store_feedback.messages_by_id(db, who, keys)
+            return [found.get(message_id) for _chat_id, message_id in keys]
+
+        loader = DataLoader(load_fn=load)
+        loaders[_MESSAGE] = loader
     return loader

@@ -17,6 +17,8 @@ from chatql.gql.schema.chat_events import ChatEventSubscription
 from chatql.gql.schema.chat_lists import ChatListQuery
 from chatql.gql.schema.chats import ChatMutation, ChatQuery
 from chatql.gql.schema.execution import LeafFastPathExecutionContext
+from chatql.gql.schema.feedback import FeedbackMutation, FeedbackQuery
+from chatql.gql.schema.files import FileMutation, FileQuery
 from chatql.gql.schema.imports import ImportMutation
 from chatql.gql.schema.inputs import InputConverter
 from chatql.gql.schema.interrupts import InterruptMutation, InterruptQuery
@@ -24,6 +26,7 @@ from chatql.gql.schema.lifecycle import LifecycleMutation, LifecycleQuery
 from chatql.gql.schema.memory import MemoryMutation, MemoryQuery
 from chatql.gql.schema.messages import MessageMutation, MessageQuery
 from chatql.gql.schema.search import SearchQuery
+from chatql.gql.schema.shares import ShareMutation, ShareQuery
 from chatql.gql.schema.streams import (
     ChunkInput,
     StreamMutation,
@@ -31,6 +34,7 @@ from chatql.gql.schema.streams import (
     StreamSubscription,
     chunk_from_input,
 )
+from chatql.gql.schema.titles import TitleMutation
 from chatql.gql.schema.types import MessageInput, message_from_input
 from chatql.gql.schema.usage import UsageQuery
 from chatql.gql.settings import Settings
@@ -42,12 +46,13 @@ __all__ = ["Mutation", "Query", "Subscription", "build_schema"]
 Query = merge_types(
     "Query",
     (ChatQuery, ChatListQuery, MessageQuery, SearchQuery, LifecycleQuery, StreamQuery,
-     MemoryQuery, UsageQuery, InterruptQuery),
+     MemoryQuery, UsageQuery, InterruptQuery, ShareQuery, FeedbackQuery, FileQuery),
 )
 Mutation = merge_types(
     "Mutation",
     (ChatMutation, MessageMutation, LifecycleMutation, StreamMutation, MemoryMutation,
-     ImportMutation, ArchiveMutation, InterruptMutation),
+     ImportMutation, ArchiveMutation, InterruptMutation, ShareMutation, FeedbackMutation,
+     TitleMutation, FileMutation),
 )
 Subscription = merge_types("Subscription", (StreamSubscription, ChatEventSubscription))
 

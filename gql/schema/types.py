@@ -15,7 +15,14 @@ import strawberry
 from strawberry.scalars import JSON
 
 from chatql.gql.context import Info
+from chatql.gql.schema.file_type import File, message_files_loader
 from chatql.gql.schema.inputs import converted_by_schema
+from chatql.gql.schema.loaders import (
+    feedback_summary_loader,
+    message_loader,
+    my_feedback_loader,
+)
+from chatql.store.files.links import file_ids_in
 from chatql.store.messages.message import MessageFilter as StoreMessageFilter
 
 __all__ = [
@@ -24,16 +31,20 @@ __all__ = [
     "ChatShare",
     "ChatStatus",
     "CreateChatInput",
+    "Feedback",
+    "FeedbackSummary",
     "MessageConnection",
     "MessageEdge",
     "MessageFilter",
     "MessageInput",
     "MessageStatus",
     "PageInfo",
+    "Rating",
     "Role",
     "SortOrder",
     "StreamStatus",
     "TimeField",
+    "TitleSource",
     "UpdateChatInput",
     "UpdateMessageInput",
     "Usage",
@@ -59,6 +70,21 @@ class ChatStatus(StrEnum):
 class ChatShare(StrEnum):
     PRIVATE = "PRIVATE"
     TEAM = "TEAM"
+
+
+@strawberry.enum(description="Where a chat's title came from. USER: a person named it (never"
+                 " replaced by an agent's or automatic title); AGENT: its agent did"
+                 " (setChatTitle); AUTO: the first USER message of a chat nobody named.")
+class TitleSource(StrEnum):
+    USER = "USER"
+    AGENT = "AGENT"
+    AUTO = "AUTO"
+
+
+@strawberry.enum(description="A person's rating of an assistant's message.")
+class Rating(StrEnum):
+    UP = "UP"
+    DOWN = "DOWN"
 
 
 @strawberry.enum
@@ -142,6 +168,72 @@ class Message:
         ids = await message_siblings(info.context.db, self)  # type: ignore[arg-type]
         return Siblings(index=ids.index(str(self.id)), count=len(ids),
                         ids=[strawberry.ID(i) for i in ids])
+
+    @strawberry.field(description="The files the message references (its props' file"
+                      " parts, or the file of a `file` message), in that order.")
+    async def files(self, info: Info) -> list[File]:
+        # The store's File records, which the File type reads as they are.
+        found: list[Any] = await message_files_loader(info).load(str(self.id))
+        if len(found) > 1:
+            order = {file_id: place for place, file_id in enumerate(
+                file_ids_in(self.type, self.props, strict=False))}
+            found.sort(key=lambda file: order.get(file.id, len(order)))
+        return found
+
+    @strawberry.field(description="The caller's own rating of this message (rateMessage);"
+                      " null when it has none.")
+    async def my_feedback(self, info: Info) -> Feedback | None:
+        found = await my_feedback_loader(info).load(str(self.id))
+        return found  # type: ignore[return-value]
+
+    @strawberry.field(description="How many people rated this message up and down.")
+    async def feedback_summary(self, info: Info) -> FeedbackSummary:
+        summary = await feedback_summary_loader(info).load(str(self.id))
+        return summary  # type: ignore[return-value]
+
+
+@strawberry.type(description="How many people rated a message up and down.")
+class FeedbackSummary:
+    up: int
+    down: int
+
+
+@strawberry.type(description="A person's rating of an assistant's message (one per person"
+                 " and message), with what an evaluation starts from: the question it"
+                 " answered and the request and model of the stream that wrote it.")
+class Feedback:
+    id: strawberry.ID
+    chat_id: strawberry.ID
+    message_id: strawberry.ID
+    question_id: strawberry.ID | None = strawberry.field(
+        description="The question the message answered: its nearest USER message above"
+        " (null: none).")
+    rating: Rating
+    comment: str | None
+    tags: list[str] = strawberry.field(description="Sorted, distinct; at most 10.")
+    rated_by: str = strawberry.field(description="Who rated (the person's user id).")
+    assistant_id: str | None
+    request_id: str | None = strawberry.field(
+        description="The request of the stream that wrote the message.")
+    model: str | None = strawberry.field(
+        description="The model the stream reported with its usage (endStream); null when"
+        " it reported none.")
+    created_at: datetime = strawberry.field(description="When the person first rated it.")
+    updated_at: datetime = strawberry.field(description="When the rating was last set.")
+
+    @strawberry.field(description="The rated message; null once it is no longer readable"
+                      " (deleted, or its chat's messages are in the archive).")
+    async def message(self, info: Info) -> Message | None:
+        found = await message_loader(info).load((str(self.chat_id), str(self.message_id)))
+        return found  # type: ignore[return-value]
+
+    @strawberry.field(description="The question the rated message answered (the USER"
+                      " message questionId names), as the message is now.")
+    async def question(self, info: Info) -> Message | None:
+        if self.question_id is None:
+            return None
+        found = await message_loader(info).load((str(self.chat_id), str(self.question_id)))
+        return found  # type: ignore[return-value]
 
 
 @strawberry.type(description="A message's versions: the messages with the same parent.")

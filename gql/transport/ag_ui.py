@@ -25,7 +25,8 @@ What the run does:
   writes nothing twice) and the agent's answer to it streams.
 - **A reconnect**: when that message is already stored, the run starts with
   ``MESSAGES_SNAPSHOT`` (the chat's active branch) and then follows the reply that is
-  live, if any.
+  live, if any; otherwise it finishes, with the interrupt outcome while interrupts of
+  the chat still wait for the person.
 - **A resumption**: ``resume`` entries answer the interrupts a previous run ended
   with, as ``resolveInterrupt`` would (same rights, decided once). For an approval the
   payload is ``true``/``false`` or ``{approved, reason, editedArguments}``; for a
@@ -90,6 +91,7 @@ from chatql.gql.transport import replies
 from chatql.gql.transport.bodylimit import error_body
 from chatql.store.errors import ChatqlError, InvalidArgument
 from chatql.store.ids import check_append_id, check_chat_id
+from chatql.store.messages import interrupts as store_interrupts
 from chatql.store.messages.message import NewMessage, get_message, list_branch
 from chatql.store.records import Identity, Interrupt, Message
 from chatql.store.streams.queue import SubscriberQueue
@@ -173,7 +175,11 @@ async def _reconnect(services: Services, who: Identity, chat_id: str,
     assert streams is not None
     live = await streams.active_stream(chat_id)
     if live is None:
-        preamble += translator.end("completed")
+        # Nothing streams: the run ends as the chat stands, with what still waits for
+        # the person (the interrupt outcome) or done.
+        pending = await store_interrupts.chat_interrupts(services.db, who, chat_id,
+                                                         state="PENDING")
+        preamble += translator.waiting_on(pending) if pending else translator.end("completed")
         queue = await streams.subscribe(chat_id)
         return _streaming(services, chat_id, queue, translator, preamble)
     translator.stream_id = live

@@ -36,10 +36,14 @@ message, and nothing is written.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import unquote, unquote_to_bytes, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -66,8 +70,11 @@ UI_STREAM_HEADERS = {
     "X-Accel-Buffering": "no",
 }
 _STATUS = {"UNAUTHENTICATED": 401, "FORBIDDEN": 403, "NOT_FOUND": 404, "CONFLICT": 409,
-           "APPEND_CONFLICT": 409, "PAYLOAD_TOO_LARGE": 413}
+           "APPEND_CONFLICT": 409, "PAYLOAD_TOO_LARGE": 413, "QUOTA_EXCEEDED": 413,
+           "UNSUPPORTED_MEDIA_TYPE": 415}
 _TRIGGERS = ("submit-message", "regenerate-message")
+#: The path of one of this service's own file addresses.
+_OWN_FILE = re.compile(r"^(?:.*)/files/(?P<id>[A-Za-z0-9_-]{1,64})$")
 #: How far up the tree a regenerated message is followed to find its question.
 _MAX_CLIMB = 1000
 
@@ -101,7 +108,7 @@ async def send_messages(request: Request) -> Response:
                 _reply(services, chat_id, queue, resumed=_resumed(approvals, decided)),
                 media_type="text/event-stream", headers=UI_STREAM_HEADERS)
         if trigger == "submit-message":
-            question = _newest_user_message(body)
+            question = await _with_files(services, who, _newest_user_message(body))
             assistant = body.get("assistantId", services.settings.default_assistant)
             if not isinstance(assistant, str):
                 raise InvalidArgument("assistantId must be a string")
@@ -244,6 +251,59 @@ def _resumed(answers: list[replies.Answer], decided: replies.Decided) -> _Resume
                     denied_calls=[call for call, answer in zip(calls, answers, strict=True)
                                   if not answer.approved],
                     pending=bool(decided.pending))
+
+
+async def _with_files(services: Services, who: Identity, question: NewMessage) -> NewMessage:
+    """The question with its data-URL file parts stored as files: the record keeps
+    ``{type: "file", fileId, mediaType, filename}``, never the bytes. A part naming one of
+    this service's own file addresses (``/files/{id}…``) keeps that file's id; any other
+    URL is kept as sent."""
+    content = question.props.get("content") if isinstance(question.props, dict) else None
+    if not isinstance(content, list) or not any(
+            isinstance(part.get("url"), str) for part in content if part.get("type") == "file"):
+        return question
+    stored: list[dict[str, Any]] = []
+    for index, part in enumerate(content):
+        url = part.get("url") if part.get("type") == "file" else None
+        if not isinstance(url, str):
+            stored.append(part)
+        elif url.startswith("data:"):
+            stored.append(await _stored_data_url(services, who, index, part, url))
+        elif (own := _OWN_FILE.match(urlsplit(url).path)) is not None:
+            if services.files is None or await services.files.readable(
+                    who, own["id"]) is None:
+                raise NotFound(f"file {own['id']!r} not found")
+            stored.append({"type": "file", "fileId": own["id"],
+                           **{k: part[k] for k in ("mediaType", "filename") if k in part}})
+        else:
+            stored.append(part)
+    return replace(question, props={**question.props, "content": stored})
+
+
+async def _stored_data_url(services: Services, who: Identity, index: int,
+                           part: dict[str, Any], url: str) -> dict[str, Any]:
+    if services.files is None:
+        raise InvalidArgument("this service stores no files")
+    header, comma, payload = url.removeprefix("data:").partition(",")
+    declared = header.split(";")[0] or "text/plain"
+    try:
+        if not comma:
+            raise ValueError("no comma")
+        if header.endswith(";base64"):
+            data = base64.b64decode(unquote(payload), validate=True)
+        else:
+            data = unquote_to_bytes(payload)
+    except (ValueError, binascii.Error):
+        raise InvalidArgument(f"parts[{index}].url is not a valid data URL") from None
+    media_type = part.get("mediaType") or declared
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield data
+
+    file = await services.files.ingest(who, filename=part.get("filename"),
+                                       media_type=media_type, chunks=chunks())
+    return {"type": "file", "fileId": file.id, "mediaType": file.media_type,
+            "filename": file.filename}
 
 
 def _regenerated(body: dict[str, Any]) -> str:

@@ -4,7 +4,8 @@ The body is counted while it streams in, so a client cannot make the service buf
 more than the limit by lying about (or leaving out) ``Content-Length``. An oversized
 request is answered with HTTP 413 and a GraphQL-shaped error whose
 ``extensions.code`` is ``PAYLOAD_TOO_LARGE``; nothing behind it runs, so nothing is
-written.
+written. Paths under an ``exempt`` prefix (the file uploads, which count their bodies
+against their own limit as they stream) are passed through.
 """
 
 from __future__ import annotations
@@ -29,12 +30,16 @@ class _TooLarge(Exception):
 class BodyLimitMiddleware:
     """Refuses HTTP requests whose body is larger than ``max_bytes``."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, exempt: tuple[str, ...] = ()) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.exempt = exempt
+
+    def _exempt(self, path: str) -> bool:
+        return any(path == prefix or path.startswith(prefix + "/") for prefix in self.exempt)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.max_bytes <= 0:
+        if scope["type"] != "http" or self.max_bytes <= 0 or self._exempt(scope["path"]):
             await self.app(scope, receive, send)
             return
         for name, value in scope.get("headers", ()):

@@ -1,4 +1,5 @@
-"""The browser pages chatql serves itself: the web app at ``/`` and GraphiQL at ``/graphql``.
+"""The browser pages chatql serves itself: the web app at ``/`` (and at ``/s/{token}``, a
+share link's page) and GraphiQL at ``/graphql``.
 
 Both are built from ``clients/web`` (React + Vite, GraphiQL from its npm release) into
 ``gql/static/`` and shipped inside the Python package, so serving them needs no Node.js
@@ -10,6 +11,10 @@ script written into their HTML here:
   ``X-Roles`` headers the page request carried — as a proxy in front would set them. The
   app acts as that identity (the person may switch); the playground offers them in its
   headers editor, from where they go with every request and into ``connection_init``.
+
+A share link's page is the same app, told by its path to show the link read-only; it
+is never indexed (``<meta name="robots" content="noindex">`` and ``X-Robots-Tag``) and
+sends no referrer, so the token in its address does not travel to the sites it links.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ __all__ = ["STATIC_DIR", "page_response", "web_routes"]
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 _PLACEHOLDER = "<!--chatql-config-->"
 _IDENTITY_HEADERS = ("X-User-Id", "X-Team-Id", "X-Tenant-Id", "X-Roles")
+_NOINDEX = '<meta name="robots" content="noindex" />'
 
 
 def _config_script(settings: Settings, request: Request) -> str:
@@ -42,27 +48,40 @@ def _config_script(settings: Settings, request: Request) -> str:
     return f'<script id="chatql-config" type="application/json">{text}</script>'
 
 
-def page_response(name: str, settings: Settings, request: Request) -> Response:
-    """The built page ``name`` (``index.html``, ``playground.html``) for this request."""
+def page_response(name: str, settings: Settings, request: Request, *,
+                  noindex: bool = False) -> Response:
+    """The built page ``name`` (``index.html``, ``playground.html``) for this request;
+    ``noindex`` keeps search engines (and referrers) away from it."""
     path = STATIC_DIR / name
     if not path.is_file():
         return PlainTextResponse(
             f"{name} is not built: run `npm ci && npm run build` in clients/web", status_code=404
         )
-    html = path.read_text(encoding="utf-8").replace(_PLACEHOLDER,
-                                                    _config_script(settings, request), 1)
+    config = _config_script(settings, request)
     # The page embeds the caller's identity: never cache it.
-    return HTMLResponse(html, headers={"Cache-Control": "no-store"})
+    headers = {"Cache-Control": "no-store"}
+    if noindex:
+        config = f"{_NOINDEX}\n    {config}"
+        headers.update({"X-Robots-Tag": "noindex", "Referrer-Policy": "no-referrer"})
+    html = path.read_text(encoding="utf-8").replace(_PLACEHOLDER, config, 1)
+    return HTMLResponse(html, headers=headers)
 
 
 def web_routes(settings: Settings) -> list[BaseRoute]:
-    """``/`` (the app) and ``/assets`` (hashed, immutable build output)."""
+    """``/`` (the app), ``/s/{token}`` (a share link's page) and ``/assets`` (hashed,
+    immutable build output)."""
 
     async def app_page(request: Request) -> Response:
         return page_response("index.html", settings, request)
 
+    async def share_page(request: Request) -> Response:
+        # The app reads the link itself (sharedChat); the page is the same for every
+        # token, so a made-up one learns nothing here.
+        return page_response("index.html", settings, request, noindex=True)
+
     return [
         Route("/", app_page, methods=["GET"]),
+        Route("/s/{token}", share_page, methods=["GET"]),
         Mount("/assets", app=StaticFiles(directory=STATIC_DIR / "assets", check_dir=False),
               name="assets"),
     ]

@@ -1,2 +1,2 @@
-"""Chats: creating and organising them, who may read them, their lists and live events,
-usage, and keeping, moving and archiving them."""
+"""Chats: creating, naming and organising them, who may read them, their lists and live
+events, usage, and keeping, moving and archiving them."""

@@ -20,6 +20,10 @@ How operations use it (new operations pick the predicate of their kind):
 - appends: ``can_write(append=True)``;
 - producer mutations (start/push/record/end a stream): ``can_stream``.
 
+A file is readable by its uploader and by whoever may read a chat with a message that
+references it (``admin``: every file of its tenant); ``can_read_file`` is that rule
+as a predicate over ``files`` rows.
+
 Agent memory belongs to a (tenant, subject) rather than to a chat: the subject reads
 and changes its own; ``agent`` and ``admin`` may name any subject of their tenant;
 everyone else finds nothing (``may_use_memory`` for a named subject,
@@ -32,19 +36,31 @@ rule written once); queries over many chats filter with the predicates.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Row, Select, and_, bindparam, false, or_, select, true
+from sqlalchemy import (
+    ColumnElement,
+    Row,
+    Select,
+    and_,
+    bindparam,
+    exists,
+    false,
+    or_,
+    select,
+    true,
+)
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import visitors
 from sqlalchemy.sql.elements import BindParameter
 
-from chatql.store.db.tables import chats, memory_entries
+from chatql.store.db.tables import chats, files, memory_entries, message_files
 from chatql.store.errors import ChatArchived, Forbidden, NotFound
 from chatql.store.records import Chat, Identity
 
-__all__ = ["Need", "can_read", "can_stream", "can_use_memory", "can_write", "may_read",
-           "may_use_memory", "require"]
+__all__ = ["Need", "can_read", "can_read_file", "can_stream", "can_use_memory", "can_write",
+           "may_read", "may_use_memory", "require"]
 
 
 def _owner_clause(who: Identity) -> ColumnElement[bool]:
@@ -87,6 +103,23 @@ def can_stream(who: Identity) -> ColumnElement[bool]:
     if who.is_admin or who.is_agent:
         return chats.c.tenant_id == who.tenant_id
     return false()
+
+
+def can_read_file(who: Identity, at: datetime) -> ColumnElement[bool]:
+    """Rows of ``files`` the caller may read at ``at``: READY files of its tenant that it
+    uploaded or that a message references in a chat it may read (not deleted, not
+    expired); an ``admin`` reads every file of its tenant."""
+    ready = and_(files.c.tenant_id == who.tenant_id, files.c.state == "READY")
+    if who.is_admin:
+        return ready
+    referenced = exists(
+        select(message_files.c.file_id)
+        .join(chats, chats.c.id == message_files.c.chat_id)
+        .where(message_files.c.file_id == files.c.id, can_read(who),
+               chats.c.deleted_at.is_(None),
+               or_(chats.c.expires_at.is_(None), chats.c.expires_at > at))
+    )
+    return and_(ready, or_(files.c.uploader == who.user_id, referenced))
 
 
 def may_use_memory(who: Identity, subject: str) -> bool:

@@ -24,6 +24,7 @@ from chatql.store.db.tables import (
     chat_tags,
     chats,
     closed_chats,
+    feedback,
     interrupts,
     messages,
     resume_records,
@@ -31,6 +32,7 @@ from chatql.store.db.tables import (
     usage_records,
 )
 from chatql.store.errors import Conflict, Forbidden, InvalidArgument
+from chatql.store.files.links import release_chat_files
 from chatql.store.ids import check_chat_id, new_id
 from chatql.store.limits import (
     CHANNEL_CHARS,
@@ -141,6 +143,7 @@ def chat_from_row(row: Row[Any]) -> Chat:
         expires_at=m["expires_at"],
         archived_at=m["archived_at"],
         active_leaf_id=m.get("active_leaf_id"),
+        title_source=m.get("title_source"),
     )
 
 
@@ -210,6 +213,8 @@ async def create_chat(
         "channel": channel,
         "status": "ACTIVE",
         **fields,
+        # A title given at creation is a person's.
+        "title_source": None if fields["title"] is None else "USER",
         "activity_at": stamp,
         "created_at": stamp,
         "updated_at": stamp,
@@ -344,6 +349,9 @@ async def update_chat(
     if unknown:
         raise InvalidArgument(f"cannot update {', '.join(sorted(unknown))}")
     changes = normalised_fields(changes)
+    if "title" in changes:
+        # A person's title (or none, when cleared): no agent's or automatic one replaces it.
+        changes["title_source"] = None if changes["title"] is None else "USER"
     async with db.write() as conn:
         chat = await _writable_chat(conn, who, chat_id)
         if "tags" in changes:
@@ -430,9 +438,13 @@ async def _purge(db: Database, who: Identity, chat_id: str) -> bool:
 
 
 async def purge_rows(conn: AsyncConnection, chat_id: str, tenant_id: str) -> None:
-    """Within the caller's transaction: remove everything of the chat, close its id."""
+    """Within the caller's transaction: remove everything of the chat, close its id.
+
+    The files only this chat referenced are released (unreadable at once; the sweeper
+    removes their objects); a file another chat references stays."""
+    await release_chat_files(conn, chat_id)
     for table in (messages, resume_records, append_receipts, chat_tags, usage_records,
-                  stream_claims, interrupts):
+                  stream_claims, interrupts, feedback):
         await conn.execute(delete(table).where(table.c.chat_id == chat_id))
     await conn.execute(delete(chats).where(chats.c.id == chat_id))
     await conn.execute(

@@ -134,6 +134,7 @@ def chat_line(chat: Chat) -> dict[str, Any]:
         "version": EXPORT_VERSION,
         "id": chat.id,
         "title": chat.title,
+        "titleSource": chat.title_source,
         "assistantId": chat.assistant_id,
         "mode": chat.mode,
         "status": chat.status,

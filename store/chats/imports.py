@@ -46,6 +46,7 @@ from chatql.store.chats.chat import (
     normalised_fields,
     now,
 )
+from chatql.store.chats.titles import TITLE_SOURCES, automatic_title
 from chatql.store.db.database import Database
 from chatql.store.db.partitions import message_chats
 from chatql.store.db.rows import document_rows, write_rows
@@ -56,6 +57,7 @@ from chatql.store.jsonutil import canonical_digest
 from chatql.store.limits import ID_CHARS, MODE_CHARS, NAME_CHARS, TITLE_CHARS, TYPE_CHARS
 from chatql.store.messages import tree
 from chatql.store.messages.message import MESSAGE_STATUSES, ROLES, check_tokens
+from chatql.store.messages.text import message_text
 from chatql.store.records import Chat, Identity
 
 __all__ = [
@@ -173,6 +175,7 @@ def parse_chat_line(line: Any, who: Identity, *, chat_id: str | None = None,
     mode = _text(line, "mode", where, limit=MODE_CHARS) or "chat"
     return {
         **values,
+        "title_source": _title_source(line, values["title"]),
         "id": target,
         "assistant_id": assistant,
         "mode": mode,
@@ -185,6 +188,15 @@ def parse_chat_line(line: Any, who: Identity, *, chat_id: str | None = None,
         "team_id": who.team_id,
         "tenant_id": who.tenant_id,
     }
+
+
+def _title_source(line: Mapping[str, Any], title: str | None) -> str | None:
+    """Where the document's title came from, as it says (``titleSource``); a title it
+    does not say the source of was a person's."""
+    if title is None:
+        return None
+    source = line.get("titleSource")
+    return source if source in TITLE_SOURCES else "USER"
 
 
 def _message_row(line: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -339,6 +351,12 @@ def parse_openai(document: Any, who: Identity, *, chat_id: str | None,
                 "name": _text(function, "name", call_where, required=True),
                 "arguments": arguments,
             })
+    if parsed.chat["title"] is None:
+        # A conversation nobody named takes its title from its first question.
+        question = next((m for m in parsed.messages if m["role"] == "USER"), None)
+        title = None if question is None else automatic_title(message_text(question["props"]))
+        if title is not None:
+            parsed.chat.update(title=title, title_source="AUTO")
     return parsed
 
 

@@ -11,7 +11,9 @@ same as ``purgeChat``: messages, resume records and receipts go, the id is close
 Expired chats read as absent from the moment they expire (see
 :func:`store.chats.present`); the sweeper only reclaims their rows. Each sweep also
 marks interrupts whose time to decide has passed EXPIRED (deciding one after its
-``expiresAt`` is refused at once, sweep or not).
+``expiresAt`` is refused at once, sweep or not), releases uploads no message
+references after ``CHATQL_FILE_ORPHAN_TTL``, and deletes the objects of released files
+(a purged chat's files no other chat references are released by the purge itself).
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ from chatql.store.chats.archive import ChatArchive, archive_idle
 from chatql.store.chats.events import ChatEvents
 from chatql.store.db.database import Database
 from chatql.store.db.tables import chats
+from chatql.store.files.service import FileService
 from chatql.store.messages import interrupts
 
-__all__ = ["RetentionSweeper", "expire_interrupts", "sweep_retention"]
+__all__ = ["RetentionSweeper", "expire_interrupts", "sweep_files", "sweep_retention"]
 
 logger = logging.getLogger("chatql.retention")
 
@@ -75,6 +78,17 @@ async def sweep_retention(
             return purged
 
 
+async def sweep_files(files: FileService, *, now: datetime) -> int:
+    """Release the uploads no message references after the orphan time, then delete the
+    objects and rows of every released file (a purge's, a retention's, an orphan's);
+    how many files went."""
+    await files.expire_orphans(now)
+    gone = 0
+    while removed := await files.collect():
+        gone += removed
+    return gone
+
+
 async def expire_interrupts(db: Database, events: ChatEvents | None = None) -> int:
     """Mark the pending interrupts past their ``expiresAt`` EXPIRED (an expired one
     counts as denied when the run resumes); live chat lists hear of each chat once."""
@@ -94,8 +108,9 @@ class RetentionSweeper:
 
     def __init__(self, db: Database, *, interval: float, trash_days: float,
                  archive: ChatArchive | None = None, archive_after_days: float = 0,
-                 events: ChatEvents | None = None) -> None:
+                 events: ChatEvents | None = None, files: FileService | None = None) -> None:
         self._db = db
+        self._files = files
         self._events = events
         self._archive = archive
         self._archive_after_days = archive_after_days
@@ -132,6 +147,8 @@ class RetentionSweeper:
                 if purged:
                     logger.info("retention purged %d chat(s)", len(purged))
                 await expire_interrupts(self._db, self._events)
+                if self._files is not None:
+                    await sweep_files(self._files, now=store_chats.now())
                 if self._archive is not None and self._archive_after_days > 0:
                     archived = await archive_idle(
                         self._db, self._archive, now=store_chats.now(),

@@ -38,13 +38,17 @@ __all__ = [
     "chats",
     "closed_chats",
     "columns_of_type",
+    "feedback",
+    "files",
     "interrupts",
     "memory_entries",
     "memory_scopes",
+    "message_files",
     "messages",
     "metadata",
     "resume_records",
     "service_state",
+    "shares",
     "stream_claims",
     "usage_records",
 ]
@@ -102,6 +106,9 @@ chats = Table(
     metadata,
     Column("id", String(64), primary_key=True),
     Column("title", Text),
+    # Where the title came from: USER (a person named the chat), AGENT (its agent did)
+    # or AUTO (the first USER message, when nobody named it); NULL while untitled.
+    Column("title_source", String(8)),
     Column("assistant_id", String(200), nullable=False),
     Column("mode", String(32), nullable=False, server_default="chat"),
     Column("status", String(16), nullable=False, server_default="ACTIVE"),
@@ -418,4 +425,114 @@ interrupts = Table(
     Index(None, "tenant_id", "state", "requested_at", "id"),
     Index(None, "chat_id", "state"),
     Index(None, "stream_id"),
+)
+
+# A person's rating of a message: one row per (message, person), replaced when they
+# rate again and deleted when they clear it. What an evaluation starts from is kept with
+# it when it is written: the question the message answered (its nearest USER ancestor),
+# the assistant, and the request and model of the stream that wrote the message. Owners
+# and admins page it newest first (``updated_at``: the rating as it stands).
+feedback = Table(
+    "feedback",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column(
+        "chat_id",
+        String(64),
+        ForeignKey("chats.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("tenant_id", String(200), nullable=False),
+    Column("message_id", String(64), nullable=False),
+    Column("question_id", String(64)),
+    Column("rated_by", String(200), nullable=False),
+    Column("rating", String(8), nullable=False),
+    Column("comment", Text),
+    Column("tags", JSONDocument, nullable=False, server_default="[]"),
+    Column("assistant_id", String(200)),
+    Column("request_id", String(200)),
+    Column("model", String(200)),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    UniqueConstraint("message_id", "rated_by"),
+    Index(None, "tenant_id", "updated_at", "id"),
+    Index(None, "tenant_id", "assistant_id", "updated_at", "id"),
+    Index(None, "chat_id", "updated_at", "id"),
+)
+
+# Files: one row per upload (an upload of bytes the tenant already holds is a row of its
+# own pointing at the same object: content is stored once per tenant, under the
+# SHA-256 in ``storage_key``). ``state`` is PENDING while a two-phase upload waits for
+# its bytes, READY once they are verified, DELETED when nothing may read it any more
+# and its object waits for the sweeper (which deletes the object once no other row of
+# the tenant names it, then the row).
+files = Table(
+    "files",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("tenant_id", String(200), nullable=False),
+    Column("uploader", String(200), nullable=False),
+    Column("filename", String(255), nullable=False),
+    Column("media_type", String(200), nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("sha256", String(64), nullable=False),
+    Column("width", Integer),
+    Column("height", Integer),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("storage_key", String(400), nullable=False),
+    Column("state", String(16), nullable=False, server_default="READY"),
+    # Quota sums and "does another row still name this object" read by content.
+    Index(None, "tenant_id", "sha256"),
+    # The sweeper: orphans by age, rows waiting for their object's deletion.
+    Index(None, "state", "created_at"),
+)
+
+# Which messages reference which files (a ``file`` part of a message's content, or a
+# ``file`` message): what makes a file readable to whoever may read the chat, and what
+# keeps it. Kept with the message rows (appends, streams, edits, deletes); a purge
+# removes a chat's links and releases the files nothing references any more.
+message_files = Table(
+    "message_files",
+    metadata,
+    Column("message_id", String(64), primary_key=True),
+    Column("file_id", String(64), ForeignKey("files.id"), primary_key=True),
+    Column(
+        "chat_id",
+        String(64),
+        ForeignKey("chats.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Index(None, "file_id", "chat_id"),
+    Index(None, "chat_id"),
+)
+
+# A share link: a read-only snapshot of one branch of a chat, as it was when shared.
+# ``message_id`` is the branch's leaf then and ``message_ids`` the path from the root
+# to it (oldest first), so the share never shows a message written later, on that
+# branch or another; a message deleted since is gone from it too. Only the SHA-256 of
+# the link's token is kept: whoever reads the table cannot open a link with it.
+shares = Table(
+    "shares",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("token_hash", String(64), nullable=False),
+    Column(
+        "chat_id",
+        String(64),
+        ForeignKey("chats.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("tenant_id", String(200), nullable=False),
+    Column("created_by", String(200), nullable=False),
+    Column("message_id", String(64), nullable=False),
+    Column("leaf_sequence", BigInteger, nullable=False),
+    Column("message_ids", JSONDocument, nullable=False),
+    # PUBLIC (anyone with the link) or TENANT (identities of the chat's tenant).
+    Column("audience", String(16), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime),
+    Column("revoked_at", UTCDateTime),
+    Column("views", BigInteger, nullable=False, server_default="0"),
+    UniqueConstraint("token_hash"),
+    Index(None, "chat_id", "created_at"),
 )

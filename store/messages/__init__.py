@@ -1,2 +1,3 @@
-"""Messages: idempotent appends and pages, the conversation tree, search, resume records
-and a conversation's lifecycle (start over, compaction, the model's window)."""
+"""Messages: idempotent appends and pages, the conversation tree, search, resume records,
+people's feedback on answers and a conversation's lifecycle (start over, compaction, the
+model's window)."""

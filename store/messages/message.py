@@ -17,7 +17,7 @@ from sqlalchemy import ColumnElement, Row, Select, bindparam, exists, false, sel
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store.chats import access
+from chatql.store.chats import access, titles
 from chatql.store.chats.chat import chat_from_row, fetch_visible_chat, now, present
 from chatql.store.db.database import Database
 from chatql.store.db.partitions import message_chats
@@ -31,10 +31,11 @@ from chatql.store.errors import (
     NotFound,
     PayloadTooLarge,
 )
+from chatql.store.files import links as file_links
 from chatql.store.ids import check_append_id, check_chat_id, check_message_id, new_id
 from chatql.store.jsonutil import canonical_digest
 from chatql.store.limits import MAX_TOKENS, TYPE_CHARS, check_length, check_optional_name
-from chatql.store.messages import tree
+from chatql.store.messages import feedback, tree
 from chatql.store.messages.receipts import (
     Earlier,
     earlier_receipt,
@@ -372,6 +373,8 @@ async def append_messages(
     given (which then counts toward the batch's digest). With ``stop_archived``, a chat
     whose messages are in the archive raises ChatArchived and nothing is written (the
     check rides on the chat's lock read, so an unarchived chat costs no extra read).
+    An untitled chat whose first USER message the batch carries takes its automatic
+    title in the same transaction (:func:`store.chats.titles.entitle`).
     """
     check_chat_id(chat_id)
     check_append_id(append_id)
@@ -390,12 +393,20 @@ async def append_messages(
             start = await _lock_for_append(conn, who, chat_id, append_id,
                                            stop_archived=stop_archived)
             last_sequence, leaf = start.end
+            title = start.chat.title
 
             async def write() -> list[Message]:
-                return await insert_messages(conn, chat_id, batch,
-                                             last_sequence=last_sequence,
-                                             parent_id=leaf if parent_id is None else parent_id,
-                                             explicit_parent=True, parent_rows=start.leaf)
+                nonlocal title
+                written = await insert_messages(conn, chat_id, batch,
+                                                last_sequence=last_sequence,
+                                                parent_id=leaf if parent_id is None else parent_id,
+                                                explicit_parent=True, parent_rows=start.leaf)
+                if title is None:
+                    # The chat's first question names an untitled chat, in this transaction.
+                    title = await titles.entitle(conn, chat_id, written)
+                # In the same transaction: a file the caller may not read refuses all.
+                await file_links.link_files(conn, who, chat_id, written, at=now())
+                return written
 
             receipt, written = await receipted_write(
                 conn, chat_id=chat_id, append_id=append_id, digest=digest,
@@ -406,7 +417,10 @@ async def append_messages(
         raise Conflict("a message id in this batch is already taken") from None
     if not written:
         return receipt
-    return dataclasses.replace(receipt, chat=chain_end(start.chat, written[-1]))
+    chat = start.chat
+    if title is not None and chat.title is None:
+        chat = dataclasses.replace(chat, title=title, title_source="AUTO")
+    return dataclasses.replace(receipt, chat=chain_end(chat, written[-1]))
 
 
 def chain_end(chat: Chat, last: Message) -> Chat:
@@ -474,7 +488,10 @@ async def update_message(
         row = (
             await conn.execute(query.values(**changes, updated_at=now()).returning(messages))
         ).one()
-    return message_from_row(row)
+        updated = message_from_row(row)
+        if props is not None:
+            await file_links.relink_message(conn, who, updated, at=now())
+    return updated
 
 
 async def _lock_writable(conn: AsyncConnection, who: Identity, chat_id: str) -> None:
@@ -497,8 +514,15 @@ async def delete_messages(db: Database, who: Identity, chat_id: str, ids: Sequen
         if not ids:
             return 0
         if with_replies:
-            return await tree.delete_subtrees(conn, chat_id, ids)
-        return await tree.delete_exactly(conn, chat_id, ids)
+            deleted = await tree.delete_subtrees(conn, chat_id, ids)
+        else:
+            deleted = await tree.delete_exactly(conn, chat_id, ids)
+        if deleted:
+            # The feedback on a deleted message goes with it.
+            await feedback.forget_deleted(conn, chat_id)
+            # Its file links too (the files stay until nothing references them).
+            await file_links.unlink_deleted(conn, chat_id)
+        return deleted
 
 
 def check_page_size(value: int | None, name: str) -> int | None:
@@ -736,9 +760,11 @@ async def edit_message(
         )
 
         async def write() -> list[Message]:
-            return await insert_messages(conn, chat_id, [edited],
-                                         last_sequence=last_sequence,
-                                         parent_id=original.parent_id, explicit_parent=True)
+            written = await insert_messages(conn, chat_id, [edited],
+                                            last_sequence=last_sequence,
+                                            parent_id=original.parent_id, explicit_parent=True)
+            await file_links.link_files(conn, who, chat_id, written, at=now())
+            return written
 
         receipt, fresh = await receipted_write(
             conn, chat_id=chat_id, append_id=append_id, digest=digest,

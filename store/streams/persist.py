@@ -5,7 +5,9 @@
 - the user input and every stored message with its final props, each with the end
   status, sequences in first-arrival order (:func:`store.messages.insert_chain`
   under :func:`store.messages.lock_chat_for_write`; the rows built and written by
-  :mod:`store.rows`, COPY on Postgres for large streams), and the chat's lastMessageAt;
+  :mod:`store.rows`, COPY on Postgres for large streams), and the chat's lastMessageAt
+  (and its automatic title, when the input is the first question of an untitled chat:
+  :func:`store.chats.titles.entitle`);
 - unless the stream completed, every buffered step as a resume record (the newest
   step still ``running`` takes the end status; older running steps, such as a
   delegation waiting on its nested call, stay ``running``);
@@ -26,11 +28,13 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
-from chatql.store.chats import access
+from chatql.store.chats import access, titles
+from chatql.store.chats.chat import now
 from chatql.store.chats.usage import record_usage
 from chatql.store.db.database import Database
 from chatql.store.db.tables import append_receipts, chats, messages, resume_records
 from chatql.store.db.tables import interrupts as interrupts_table
+from chatql.store.files import links as file_links
 from chatql.store.ids import new_id
 from chatql.store.jsonutil import canonical_digest
 from chatql.store.messages import interrupts
@@ -121,6 +125,13 @@ async def write(db: Database, stream: StreamBuffer) -> StreamResult:
                 conn, chat_id, ids, contents, last_sequence=last_sequence, chosen=chosen,
                 parent_id=leaf if stream.parent_id is None else stream.parent_id,
                 explicit_parent=True)
+            if stream.user_input is not None:
+                # The input may be the chat's first question: it names an untitled chat.
+                await titles.entitle(conn, chat_id, written)
+            # Accepted long before: a file the producer may not read stays unlinked
+            # rather than failing the whole stream's write.
+            await file_links.link_files(conn, stream.owner, chat_id, written, at=now(),
+                                        strict=False)
             resume.extend(await insert_resume(conn, chat_id, steps,
                                               request_id=stream.info.request_id,
                                               assistant_id=stream.assistant_id))

@@ -14,6 +14,13 @@ from the rules' sentences, one rule per sentence, so the two can be compared:
   chats, agent, admin): a read-only viewer is FORBIDDEN.
 - chatFor: the chat of (tenant, assistant, channel, person), the person being the
   caller or, for agent and admin only, the person they name.
+- share links: sharing and revoking take the right to change the chat; a TENANT link
+  opens the shared branch to every identity of the chat's tenant (whatever else it may
+  read) and to no one outside it. A link is the only thing that opens a chat to someone
+  the rules above keep out.
+- feedback: whoever may read a message may rate it; a chat's feedback is listed to
+  whoever may change the chat (its creator, its team when TEAM) and to the tenant's
+  admin, and is absent for everyone else.
 
 and of agent memory, which belongs to a (tenant, subject) rather than to a chat:
 
@@ -202,6 +209,11 @@ def stop_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
     return append_outcome(caller, chat)
 
 
+def shared_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
+    """Reading (or forking) a TENANT share link the chat's owner made."""
+    return Outcome.OK if _same_tenant(caller, chat) else Outcome.HIDDEN
+
+
 def chat_for_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
     """``chatFor`` naming the chat's owner as the person: the owner themself, or an agent
     or admin on their behalf; anyone else naming another person is refused. (Callers of
@@ -209,3 +221,10 @@ def chat_for_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
     if caller.user == chat.owner.user or {"agent", "admin"} & set(caller.roles):
         return Outcome.OK
     return Outcome.FORBIDDEN
+
+
+def feedback_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
+    """The feedback listing: a chat's feedback is there for whoever may change the chat
+    and for the tenant's admin; for anyone else it is absent (a reader's rating shows
+    to the owner, never to another reader)."""
+    return Outcome.OK if may_change(caller, chat) else Outcome.HIDDEN

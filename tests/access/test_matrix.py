@@ -54,8 +54,10 @@ from tests.access.oracle import (
     chat_for_outcome,
     create_outcome,
     deleted_change_outcome,
+    feedback_outcome,
     may_use_memory,
     read_outcome,
+    shared_outcome,
     stop_outcome,
     stream_outcome,
 )
@@ -78,6 +80,11 @@ class Target:
     channel: str = ""
     #: A resume record in the chat (``Operation.setup``).
     resume_id: str = ""
+    #: A TENANT share link of the chat made by its owner (``Operation.setup``).
+    share_id: str = ""
+    share_token: str = ""
+    #: A file the chat's owner uploaded and a message of the chat references.
+    file_id: str = ""
 
     @staticmethod
     def unique() -> str:
@@ -85,7 +92,8 @@ class Target:
 
 
 GHOST = Target(chat_id="ghost-chat", message_id="ghost-message", stream_id="ghost-stream",
-               stack_id="ghost-stack", resume_id="ghost-resume")
+               stack_id="ghost-stack", resume_id="ghost-resume", share_id="ghost-share",
+               share_token="ghost-share-token-never-issued-0123", file_id="ghost-file")
 
 
 @dataclass(frozen=True)
@@ -278,12 +286,72 @@ def _chat_for_check(value: Any, target: Target, caller: Caller) -> bool:
     return bool(value["id"] != target.chat_id and value["tenantId"] == caller.tenant)
 
 
+async def _answer(client: GraphQLClient, target: Target, spec: ChatSpec) -> Target:
+    """The target message is the chat's answer (the ASSISTANT message), not the question."""
+    data = await client.data("query($chat: ID!) { messages(chatId: $chat) { edges { node "
+                             "{ id role } } } }", {"chat": target.chat_id},
+                             spec.owner.headers())
+    answer = next(edge["node"]["id"] for edge in data["messages"]["edges"]
+                  if edge["node"]["role"] == "ASSISTANT")
+    return replace(target, message_id=answer)
+
+
+async def _rated(client: GraphQLClient, target: Target, spec: ChatSpec) -> Target:
+    """The chat's answer, rated by the chat's owner."""
+    target = await _answer(client, target, spec)
+    await client.data("mutation($message: ID!) { rateMessage(messageId: $message, "
+                      "rating: DOWN) { id } }", {"message": target.message_id},
+                      spec.owner.headers())
+    return target
+
+
+def _feedback_found(value: Any, target: Target) -> bool | str:
+    rows = [edge["node"] for edge in value["edges"]]
+    if rows == [{"chatId": target.chat_id, "messageId": target.message_id, "rating": "DOWN"}]:
+        return True
+    return False if rows == [] else f"unexpected feedback {rows}"
+
+
 async def _taken_ghost(client: GraphQLClient) -> Target:
     """An id taken by a chat of a tenant no caller belongs to."""
     chat_id = f"ghost-taken-{next(_serial)}"
     await client.data('mutation($id: ID!) { createChat(input: {id: $id, assistantId: "a"}) '
                       "{ id } }", {"id": chat_id}, {"X-Tenant-Id": "t9", "X-User-Id": "x"})
     return replace(GHOST, chat_id=chat_id)
+
+
+async def _share_link(client: GraphQLClient, target: Target, spec: ChatSpec) -> Target:
+    """A TENANT share link of the chat, made by its owner."""
+    made = (await client.data(
+        "mutation($chat: ID!) { shareChat(chatId: $chat, audience: TENANT) { id token } }",
+        {"chat": target.chat_id}, spec.owner.headers()))["shareChat"]
+    return replace(target, share_id=made["id"], share_token=made["token"])
+
+
+async def _attached_file(client: GraphQLClient, target: Target, spec: ChatSpec) -> Target:
+    """A file the chat's owner uploads and references in a message of the chat."""
+    owner = spec.owner.headers()
+    response = await client.http.post("/files", params={"filename": "note.txt"},
+                                      content=f"note of {target.chat_id}".encode(),
+                                      headers={**owner, "Content-Type": "text/plain"})
+    assert response.status_code == 201, response.text
+    file_id = response.json()["id"]
+    await client.data(
+        "mutation($chat: ID!, $m: [MessageInput!]!) { appendMessages(chatId: $chat,"
+        " appendId: \"with-file\", messages: $m) { lastSequence } }",
+        {"chat": target.chat_id, "m": [{"role": "USER", "type": "file",
+                                        "props": {"fileId": file_id}}]}, owner)
+    return replace(target, file_id=file_id)
+
+
+async def _file_download(client: GraphQLClient, document: str, variables: dict[str, Any],
+                         headers: dict[str, str]) -> dict[str, Any]:
+    """``GET /files/{id}`` by identity, its bytes' first word as the answer's data."""
+    response = await client.http.get(f"/files/{variables['id']}", headers=headers)
+    if response.status_code != 200:
+        body: dict[str, Any] = response.json()
+        return body
+    return {"data": {"download": response.text.split()[0]}}
 
 
 def _stream_vars(target: Target) -> dict[str, Any]:
@@ -357,6 +425,19 @@ OPERATIONS: tuple[Operation, ...] = (
         check=lambda value, t, c: value == {"id": t.chat_id},
     ),
     # The "absent" form lists use, here over the aliased lookup of the chat and a ghost.
+    # A file is read through the chats that reference it (its uploader, the chat's owner
+    # here, reads it anyway).
+    Operation(
+        "file", "query($id: ID!) { file(id: $id) { id } }", lambda t: {"id": t.file_id},
+        read_outcome, hidden_as="null", setup=_attached_file,
+        check=lambda value, t, c: value == {"id": t.file_id},
+    ),
+    Operation(
+        "GET /files/{id}", "{ download(GET /files/ID) }", lambda t: {"id": t.file_id},
+        read_outcome,
+        setup=_attached_file, send=_file_download,
+        check=lambda value, t, c: value == "note",
+    ),
     Operation(
         "chat (as a list)",
         "query($chat: ID!) { chat(id: $chat) { id } ghost: chat(id: \"ghost-chat\") { id } }",
@@ -657,8 +738,64 @@ OPERATIONS: tuple[Operation, ...] = (
         _chat_vars, read_outcome, setup=_live_stream, send=_subscribe_first_legacy,
         check=lambda value, t, c: value["streamId"] == t.stream_id,
     ),
+    # Whoever may read a message may rate it (once per person); the chat's feedback is
+    # listed to whoever may change the chat and to the tenant's admin.
+    Operation(
+        "rateMessage",
+        'mutation($message: ID!) { rateMessage(messageId: $message, rating: UP, tags: ["m"]) '
+        "{ messageId rating tags ratedBy } }",
+        lambda t: {"message": t.message_id}, read_outcome, setup=_answer,
+        check=lambda value, t, c: value == {"messageId": t.message_id, "rating": "UP",
+                                            "tags": ["m"], "ratedBy": c.user},
+    ),
+    Operation(
+        "feedback",
+        "query($chat: ID!) { feedback(filter: {chatId: $chat}) { edges { node "
+        "{ chatId messageId rating } } } }",
+        _chat_vars, feedback_outcome, setup=_rated, hidden_as="absent", found=_feedback_found,
+    ),
+    # An agent's title: the producers' right; a person's title (every chat here has one)
+    # stays.
+    Operation(
+        "setChatTitle",
+        'mutation($chat: ID!) { setChatTitle(chatId: $chat, title: "Named") '
+        "{ id title titleSource } }",
+        _chat_vars, stream_outcome,
+        check=lambda value, t, c: value == {"id": t.chat_id, "title": f"[{t.chat_id}]",
+                                            "titleSource": "USER"},
+    ),
     # chatEvents has a matrix of its own (test_events_matrix.py): every caller holds one
     # subscription while every target chat is touched.
+    # Share links: sharing and revoking take the right to change the chat; a TENANT link
+    # opens the chat's branch to its whole tenant, and to no one else.
+    Operation(
+        "shareChat", "mutation($chat: ID!) { shareChat(chatId: $chat) { audience token } }",
+        _chat_vars, change_outcome,
+        check=lambda value, t, c: value["audience"] == "TENANT" and len(value["token"]) >= 32,
+    ),
+    Operation(
+        "revokeShare", "mutation($id: ID!) { revokeShare(id: $id) { id revokedAt } }",
+        lambda t: {"id": t.share_id}, change_outcome, setup=_share_link,
+        check=lambda value, t, c: value["id"] == t.share_id and value["revokedAt"] is not None,
+    ),
+    Operation(
+        "sharedChat", "query($token: String!) { sharedChat(token: $token) { title "
+        "messages { role } } }", lambda t: {"token": t.share_token}, shared_outcome,
+        setup=_share_link,
+        check=lambda value, t, c: value == {"title": f"[{t.chat_id}]", "messages": [
+            {"role": "USER"}, {"role": "ASSISTANT"}]},
+    ),
+    Operation(
+        "forkChat(fromShare)", "mutation($token: String!) { forkChat(fromShare: $token) "
+        "{ createdBy tenantId } }", lambda t: {"token": t.share_token}, shared_outcome,
+        setup=_share_link,
+        check=lambda value, t, c: value == {"createdBy": c.user, "tenantId": c.tenant},
+    ),
+    Operation(
+        "forkChat(fromMessage)", "mutation($message: ID!) { forkChat(fromMessage: $message) "
+        "{ createdBy tenantId } }", lambda t: {"message": t.message_id}, read_outcome,
+        check=lambda value, t, c: value == {"createdBy": c.user, "tenantId": c.tenant},
+    ),
 )
 
 CREATE = """
@@ -703,7 +840,8 @@ def _normalised(body: dict[str, Any], target: Target) -> Any:
     message = error["message"]
     for placeholder, real in (("<stream>", target.stream_id), ("<stack>", target.stack_id),
                               ("<chat>", target.chat_id), ("<message>", target.message_id),
-                              ("<resume>", target.resume_id)):
+                              ("<resume>", target.resume_id), ("<share>", target.share_id),
+                              ("<file>", target.file_id)):
         if real:
             message = message.replace(repr(real), placeholder)
     return ("error", error["extensions"]["code"], message)
@@ -814,7 +952,8 @@ def test_matrix_covers_every_outcome() -> None:
         }
         wanted = {Outcome.OK} if operation.expect is create_outcome else (
             {Outcome.OK, Outcome.HIDDEN} if operation.expect in (
-                read_outcome, deleted_change_outcome) else (
+                read_outcome, deleted_change_outcome, shared_outcome,
+                feedback_outcome) else (
                 {Outcome.OK, Outcome.FORBIDDEN} if operation.expect is chat_for_outcome
                 else set(Outcome)))
         assert outcomes == wanted, operation.name

@@ -210,3 +210,24 @@ async def test_the_demo_agent_answers_with_thinking_a_tool_call_and_markdown(
     assert "**How tall is the Eiffel tower?**" in text
     assert "| Words | 6 |" in text and "```python\n" in text
     assert messages[1]["parentId"] == question
+
+
+async def test_the_demo_agent_names_a_chat_nobody_named(
+        server_url: str, person: ChatqlClient) -> None:
+    from chatql_client.demo import demo_title, run_demo
+
+    from tests.client.conftest import AGENT
+
+    chat = await person.create_chat(ASSISTANT)
+    await person.say(chat["id"], "how tall is the eiffel tower, in metres?")
+    demo = asyncio.create_task(run_demo(server_url, ASSISTANT, headers=AGENT, pace=0.0))
+    try:
+        await wait_for(lambda: _has_answers(person, chat["id"], 3))
+    finally:
+        demo.cancel()
+        await asyncio.gather(demo, return_exceptions=True)
+    named = await person.chat(chat["id"])
+    assert named is not None
+    assert (named["title"], named["titleSource"]) == ("How tall is the eiffel\u2026", "AGENT")
+    assert demo_title("weather in Oslo?") == "Weather in Oslo"
+    assert demo_title("  ") is None

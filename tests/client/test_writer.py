@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from unittest.mock import ANY
 
 import httpx
 import pytest
@@ -259,3 +260,31 @@ async def test_a_call_after_the_stream_ended_raises_a_clear_error(
     # Nothing after the end reached the chat.
     stored: list[Any] = [m["props"] for m in await person.messages(chat_id)]
     assert stored[-1] == {"content": "Done."}
+
+
+async def test_set_title_names_the_chat_unless_a_person_did(
+        kit: ChatqlClient, person: ChatqlClient) -> None:
+    chat = await person.create_chat("helper")
+    await person.say(chat["id"], "weather in oslo, tomorrow morning?")
+    assert await person.chat(chat["id"]) == {**chat, "title": "weather in oslo, tomorrow morning",
+                                             "titleSource": "AUTO",
+                                             "lastMessageAt": ANY, "activeLeafId": ANY}
+    async with kit.stream(chat["id"]) as s:
+        assert await s.set_title("  Oslo: tomorrow's weather ") is True
+        await s.text("Sunny.")
+        assert await s.set_title("Oslo forecast") is True
+    named = await person.chat(chat["id"])
+    assert named is not None
+    assert (named["title"], named["titleSource"]) == ("Oslo forecast", "AGENT")
+
+    # A person's title stays; the writer says its own was not taken.
+    mine = await person.create_chat("helper", title="My trip")
+    await person.say(mine["id"], "weather in oslo?")
+    async with kit.stream(mine["id"]) as s:
+        assert await s.set_title("Oslo forecast") is False
+        await s.text("Sunny.")
+    kept = await person.chat(mine["id"])
+    assert kept is not None and (kept["title"], kept["titleSource"]) == ("My trip", "USER")
+    # Only an open stream names its chat.
+    with pytest.raises(StreamEndedError, match="has ended"):
+        await s.set_title("late")

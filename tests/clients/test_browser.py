@@ -91,20 +91,26 @@ DEMO_PACE = 0.06
 
 @contextlib.contextmanager
 def demo_agent_process(url: str, log: Path,
-                       headers: dict[str, str] | None = None) -> Iterator[Path]:
-    """``chatql-client demo`` answering assistant "demo" of the server at ``url``.
+                       headers: dict[str, str] | None = None, *, assistant: str = "demo",
+                       approvals: bool = False) -> Iterator[Path]:
+    """``chatql-client demo`` answering ``assistant`` (default "demo") of the server at
+    ``url``; with ``approvals`` it asks the person to approve its lookup first
+    (``CHATQL_DEMO_APPROVALS=1``).
 
     ``headers`` (the agent's identity) left out, the demo uses its own default, as a
     person running ``chatql-client demo --assistant demo`` beside ``make serve`` does.
     Yields the log file.
     """
     command = [str(Path(sys.executable).with_name("chatql-client")), "demo",
-               "--url", f"{url}/graphql", "--assistant", "demo",
+               "--url", f"{url}/graphql", "--assistant", assistant,
                "--pace", str(DEMO_PACE), "--verbose"]
     for name, value in (headers or {}).items():
         command += ["--header", f"{name}={value}"]
     env = {key: value for key, value in os.environ.items()
-           if key not in ("OPENAI_BASE_URL", "OPENAI_API_KEY")}  # the offline model
+           if key not in ("OPENAI_BASE_URL", "OPENAI_API_KEY",  # the offline model
+                          "CHATQL_DEMO_APPROVALS")}
+    if approvals:
+        env["CHATQL_DEMO_APPROVALS"] = "1"
     with log.open("wb") as out:
         process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
         try:

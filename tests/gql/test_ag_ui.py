@@ -203,6 +203,12 @@ async def test_an_approval_and_a_question_end_the_run_with_the_interrupt_outcome
         assert (asked["input"].message, asked["input"].response_schema) == (
             "Which subject?", {"type": "string"})
 
+        # Posted again (a reload): the snapshot, and the run ends with what still waits.
+        async with posted(server, run_input("ag-3", "q1", "Mail the CEO")) as response:
+            again = await events(response)
+        assert types(again) == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+        assert {i.id for i in again[-1].outcome.interrupts} == set(ids.values())
+
         # A resume entry the chat never issued decides nothing, and neither does a
         # malformed one.
         forged = {**run_input("ag-3", "q1", "x"), "messages": [], "resume": [

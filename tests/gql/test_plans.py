@@ -44,6 +44,7 @@ COVERED = {
     "append": {"http"},
     "chat_events": {"sse", "ws"},
     "chat_stream": {"ws"},
+    "shared_chat": {"http"},
 }
 
 
@@ -572,6 +573,74 @@ async def test_chat_streams_answer_as_the_executor_does(settings: Settings,
                     await slow.until(str(n), pushed)), documents[n]
 
 
+# -- shared_chat: a share link's branch ----------------------------------------------------
+
+SHARED_LEAVES = leaf_fields("SharedChat")
+SHARED_MESSAGE_LEAVES = leaf_fields("SharedMessage")
+
+
+def shared_documents(seed: int, public: str, tenant: str
+                     ) -> list[tuple[str, dict[str, Any], dict[str, str], bool]]:
+    """``(document, variables, headers, made for the plan)``: generated reads of a
+    link, the canonical one selecting every leaf field, read by the tenant and by no
+    one; and documents the executor answers (a link that does not open, a directive, a
+    variable that does not coerce)."""
+    rng = random.Random(seed)
+    documents: list[tuple[str, dict[str, Any], dict[str, str], bool]] = []
+    for n in range(6):
+        everything = n == 0
+        root = "link: sharedChat" if rng.random() < 0.3 else "sharedChat"
+        chat = pick(rng, SHARED_LEAVES, everything)
+        messages = pick(rng, SHARED_MESSAGE_LEAVES, everything)
+        who = ALICE if n % 2 == 0 else {}
+        if rng.random() < 0.5:
+            header, args, variables = "query($t: String!)", "token: $t", {"t": public}
+        else:
+            header, args, variables = "query", f'token: "{public}"', {}
+        documents.append((f"{header} {{ {root}({args}) {{ {chat} messages {{ {messages} }} }} }}",
+                          variables, who, True))
+    documents += [
+        ("query($t: String!) { sharedChat(token: $t) { ...S } } fragment S on SharedChat"
+         " { title messages { ... on SharedMessage { id role } } }", {"t": tenant}, ALICE, True),
+        ("query($t: String!) { sharedChat(token: $t) { title } }", {"t": tenant}, {}, False),
+        ('{ sharedChat(token: "never-issued-but-well-formed") { title } }', {}, ALICE, False),
+        ("query($t: String!) { sharedChat(token: $t) { title messages { id @include(if: true)"
+         " } } }", {"t": public}, ALICE, False),
+        ("query($t: String!) { sharedChat(token: $t) { title } }", {"t": 3}, ALICE, False),
+    ]
+    return documents
+
+
+@pytest.mark.parametrize("settings", ["memory"], indirect=True)
+async def test_shared_chats_answer_as_the_executor_does(settings: Settings) -> None:
+    async with serve(settings) as (server, app):
+        await data(server, 'mutation { createChat(input: {id: "s1", assistantId: "bot", '
+                   'title: "Shared ✓"}) { id } }', {})
+        await data(server, """mutation($m: [MessageInput!]!) { appendMessages(chatId: "s1",
+            appendId: "a", messages: $m) { lastSequence } }""", {"m": [
+            {"role": "USER", "type": "text", "props": {"text": "q ü", "n": [1, 2.5, None]}},
+            {"role": "ASSISTANT", "type": "text", "props": {"text": "a"},
+             "assistantId": "bot", "metadata": {"hidden": True}}]})
+        links = [(await data(server, """mutation($a: ShareAudience!) { shareChat(
+            chatId: "s1", audience: $a) { token } }""", {"a": audience}))["shareChat"]["token"]
+                 for audience in ("PUBLIC", "TENANT")]
+        for document, variables, who, made_for in shared_documents(7, *links):
+            methods = [lambda d, v, who=who: post(server, d, v, who)]
+            if who:
+                methods.append(lambda d, v: get(server, d, v))
+            for method in methods:
+                before = served(app, "shared_chat")
+                planned = await method(document, variables)
+                assert served(app, "shared_chat") == before + made_for, (
+                    "the shared_chat plan did not serve a document it is made for"
+                    if made_for else "the shared_chat plan served a document it must leave",
+                    document)
+                with switched_off(app, "shared_chat"):
+                    executed = await method(document, variables)
+                assert served(app, "shared_chat") == before + made_for
+                assert planned == executed, document
+
+
 # -- the switch ------------------------------------------------------------------------
 
 
@@ -581,7 +650,7 @@ def test_plans_are_switched_off_by_name_from_the_environment() -> None:
     settings = Settings.from_env({"CHATQL_DISABLED_PLANS": "reads, chat_events"})
     assert settings.disabled_plans == ("reads", "chat_events")
     app = create_app(settings)
-    assert app.state.planner.enabled == {"push", "append", "chat_stream"}
+    assert app.state.planner.enabled == {"push", "append", "chat_stream", "shared_chat"}
 
 
 def test_an_unknown_plan_name_stops_the_server_from_starting() -> None:

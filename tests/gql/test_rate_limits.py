@@ -126,6 +126,8 @@ def test_the_documented_example_parses() -> None:
 
     rules = parse_rate_limits("pushes=200/second;writes=30/second;reads=100/second;"
                               "subscriptions=20")
-    assert sorted(rules.rates) == ["pushes", "reads", "writes"]
+    # Share-link reads are limited even where the setting does not name them.
+    assert sorted(rules.rates) == ["pushes", "reads", "shares", "writes"]
+    assert str(rules.rates["shares"]) == "300 per 1 minute"
     assert rules.subscriptions == 20
     assert rules.rates["pushes"].amount == 200

@@ -1,8 +1,9 @@
-// The two example pages, built (`npm run build`) and served by `vite preview` (which
-// proxies /ai and /graphql to a real `chatql serve`), in Chromium with the demo agent
-// (`chatql-client demo --assistant demo`) answering. Started by
-// tests/clients/test_examples.py, which passes the pages' addresses: USE_CHAT_URL and
-// ASSISTANT_UI_URL. The browser helpers are the web app's (clients/web/test).
+// The example pages, built (`npm run build`) and served by `vite preview` (which
+// proxies /ai, /ag-ui and /graphql to a real `chatql serve`), in Chromium with the demo
+// agent (`chatql-client demo --assistant demo`) answering, and a second one that asks
+// for approval first (assistant "demo-approvals", CHATQL_DEMO_APPROVALS=1). Started by
+// tests/clients/test_examples.py, which passes the pages' addresses: USE_CHAT_URL,
+// ASSISTANT_UI_URL and AG_UI_URL. The browser helpers are the web app's (clients/web/test).
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
@@ -10,6 +11,7 @@ import { context, launch, occurrences, snap } from "../../web/test/helpers.mjs";
 
 const USE_CHAT = process.env.USE_CHAT_URL;
 const ASSISTANT_UI = process.env.ASSISTANT_UI_URL;
+const AG_UI = process.env.AG_UI_URL;
 const run = Date.now().toString(36);
 
 /** A query through a page's own proxy, as the page's person (alice, dev mode). */
@@ -92,7 +94,7 @@ function slowSockets(ms) {
 
 let browser;
 test.before(async () => {
-  assert.ok(USE_CHAT && ASSISTANT_UI, "USE_CHAT_URL and ASSISTANT_UI_URL name the served pages");
+  assert.ok(USE_CHAT && ASSISTANT_UI && AG_UI, "USE_CHAT_URL, ASSISTANT_UI_URL and AG_UI_URL name the served pages");
   browser = await launch();
 });
 test.after(async () => {
@@ -231,4 +233,91 @@ test("assistant-ui: lists chats, opens one; Edit makes a ‹ 2 / 2 › branch th
   } finally {
     await ctx.close();
   }
+});
+
+/** The AG-UI page's thread (its chat id), the person's question sent, the reply's article. */
+async function askAgUi(page, question) {
+  await page.waitForFunction(() => new URLSearchParams(location.search).has("thread"));
+  const chatId = new URL(page.url()).searchParams.get("thread");
+  await page.getByRole("textbox", { name: "Message" }).fill(question);
+  await page.getByRole("button", { name: "Send", exact: true }).click();
+  await page.getByRole("article", { name: "user" }).filter({ hasText: question }).waitFor();
+  return { chatId, reply: page.getByRole("article", { name: "assistant" }).last() };
+}
+
+/** The reply's text on the page (its paragraphs, exactly) equals the text chatql stored for it. */
+async function sameTextAsStored(reply, chatId, question) {
+  const stored = await until(async () => {
+    const messages = await replyTo(AG_UI, chatId, question);
+    return messages.some((m) => m.type === "text" && JSON.stringify(m.props).includes("Done.")) && messages;
+  }, "the reply stored");
+  assert.ok(stored.every((m) => m.status === "COMPLETED"), JSON.stringify(stored));
+  const text = stored.filter((m) => m.type === "text").map((m) => m.props.content).join("");
+  assert.equal((await reply.getByRole("paragraph").allTextContents()).join(""), text);
+  assert.ok(text.includes(`Here is what I found about **${question}**`), text);
+}
+
+test("ag-ui: HttpAgent over /ag-ui streams the reply (equal to the stored one) and shows it again after a reload; an approval ends the run, Approve resumes it", async () => {
+  // Two pages at once, one per demo agent, so the approval adds no time of its own.
+  const answered = async () => {
+    const { ctx, page, clean } = await openPage(browser, AG_UI);
+    try {
+      const question = `Hello over AG-UI ${run}`;
+      const { chatId, reply } = await askAgUi(page, question);
+      // Streaming: the text is there while the run still goes on.
+      await reply.getByRole("paragraph").filter({ hasText: "Here is what I found" }).waitFor({ timeout: 30000 });
+      assert.equal(await reply.getByText("Done.").count(), 0, "the text shows before the reply ends");
+      assert.ok(await page.getByRole("button", { name: "Send", exact: true }).isDisabled());
+      await reply.getByText("Done.").waitFor({ timeout: 30000 });
+      await page.getByRole("status").filter({ hasText: "Ready." }).waitFor();
+      await reply.getByRole("row", { name: /lookup/ }).filter({ hasText: '"words"' }).waitFor();
+      await sameTextAsStored(reply, chatId, question);
+      await snap(page, "ag-ui-answered");
+
+      // A reload posts the stored message again: MESSAGES_SNAPSHOT, nothing appended.
+      const before = (await branchOf(AG_UI, chatId)).length;
+      await page.reload();
+      await reply.getByText("Done.").waitFor();
+      await page.getByRole("status").filter({ hasText: "Ready." }).waitFor();
+      assert.equal(await page.getByRole("article", { name: "user" }).count(), 1);
+      await reply.getByRole("row", { name: /lookup/ }).filter({ hasText: '"words"' }).waitFor();
+      await sameTextAsStored(reply, chatId, question);
+      assert.equal((await branchOf(AG_UI, chatId)).length, before, "the reload wrote nothing");
+      await snap(page, "ag-ui-reloaded");
+      clean("ag-ui");
+    } finally {
+      await ctx.close();
+    }
+  };
+  const approved = async () => {
+    const { ctx, page, clean } = await openPage(browser, AG_UI, { path: "/?assistant=demo-approvals" });
+    try {
+      const question = `Look this up over AG-UI ${run}`;
+      const { chatId, reply } = await askAgUi(page, question);
+      // The run ends with the interrupt outcome: the call waits for the person.
+      const asks = page.getByRole("region", { name: "The agent asks" });
+      await asks.getByText(`lookup({"query": "${question}", "limit": 3})`).waitFor({ timeout: 30000 });
+      await page.getByRole("status").filter({ hasText: "Waiting for your decision." }).waitFor();
+      const interrupts = `query($id: ID!) { chat(id: $id) { interrupts { kind state decision { approved } } } }`;
+      const pending = (await gql(AG_UI, interrupts, { id: chatId })).chat.interrupts;
+      assert.deepEqual(pending.map((i) => [i.kind, i.state]), [["TOOL_APPROVAL", "PENDING"]]);
+      assert.ok(await page.getByRole("button", { name: "Send", exact: true }).isDisabled());
+      await snap(page, "ag-ui-approval");
+
+      // Approve: the next run carries `resume`, and the answer streams in it.
+      await asks.getByRole("button", { name: "Approve" }).click();
+      await reply.getByText("Done.").waitFor({ timeout: 30000 });
+      await asks.waitFor({ state: "hidden" });
+      await page.getByRole("status").filter({ hasText: "Ready." }).waitFor();
+      await reply.getByRole("row", { name: /lookup/ }).filter({ hasText: '"words"' }).waitFor();
+      await sameTextAsStored(reply, chatId, question);
+      const decided = (await gql(AG_UI, interrupts, { id: chatId })).chat.interrupts;
+      assert.deepEqual(decided.map((i) => [i.state, i.decision?.approved]), [["RESOLVED", true]]);
+      await snap(page, "ag-ui-approved");
+      clean("ag-ui approval");
+    } finally {
+      await ctx.close();
+    }
+  };
+  await Promise.all([answered(), approved()]);
 });

@@ -53,6 +53,8 @@ export type Chat = {
   /** Decisions that wait for a worker to resume the run (every interrupt of the stream decided or expired, none resumed yet); null when there are none. */
   resumption: Maybe<Resumption>;
   share: ChatShare;
+  /** The chat's share links, newest first (revoked and expired ones too), for whoever may change the chat; empty for everyone else. */
+  shares: Array<Share>;
   sort: Scalars['Int']['output'];
   status: ChatStatus;
   /** Sorted, distinct; at most 20. */
@@ -60,6 +62,8 @@ export type Chat = {
   teamId: Maybe<Scalars['String']['output']>;
   tenantId: Maybe<Scalars['String']['output']>;
   title: Maybe<Scalars['String']['output']>;
+  /** Where the title came from; null while the chat has none. */
+  titleSource: Maybe<TitleSource>;
   updatedAt: Scalars['DateTime']['output'];
   updatedBy: Maybe<Scalars['String']['output']>;
   /** The chat's recorded model usage and message token sum. */
@@ -238,6 +242,16 @@ export type CreateChatInput = {
   title?: InputMaybe<Scalars['String']['input']>;
 };
 
+/** A file to upload in two steps: what it will be. */
+export type CreateUploadInput = {
+  filename: Scalars['String']['input'];
+  mediaType: Scalars['String']['input'];
+  /** The SHA-256 of its bytes, in hex. */
+  sha256: Scalars['String']['input'];
+  /** In bytes. */
+  size: Scalars['Int']['input'];
+};
+
 /** How a person answered an interrupt. */
 export type Decision = {
   __typename?: 'Decision';
@@ -256,6 +270,83 @@ export type Decision = {
 export type EditMessageInput = {
   metadata?: InputMaybe<Scalars['JSON']['input']>;
   props?: InputMaybe<Scalars['JSON']['input']>;
+};
+
+/** A person's rating of an assistant's message (one per person and message), with what an evaluation starts from: the question it answered and the request and model of the stream that wrote it. */
+export type Feedback = {
+  __typename?: 'Feedback';
+  assistantId: Maybe<Scalars['String']['output']>;
+  chatId: Scalars['ID']['output'];
+  comment: Maybe<Scalars['String']['output']>;
+  /** When the person first rated it. */
+  createdAt: Scalars['DateTime']['output'];
+  id: Scalars['ID']['output'];
+  /** The rated message; null once it is no longer readable (deleted, or its chat's messages are in the archive). */
+  message: Maybe<Message>;
+  messageId: Scalars['ID']['output'];
+  /** The model the stream reported with its usage (endStream); null when it reported none. */
+  model: Maybe<Scalars['String']['output']>;
+  /** The question the rated message answered (the USER message questionId names), as the message is now. */
+  question: Maybe<Message>;
+  /** The question the message answered: its nearest USER message above (null: none). */
+  questionId: Maybe<Scalars['ID']['output']>;
+  /** Who rated (the person's user id). */
+  ratedBy: Scalars['String']['output'];
+  rating: Rating;
+  /** The request of the stream that wrote the message. */
+  requestId: Maybe<Scalars['String']['output']>;
+  /** Sorted, distinct; at most 10. */
+  tags: Array<Scalars['String']['output']>;
+  /** When the rating was last set. */
+  updatedAt: Scalars['DateTime']['output'];
+};
+
+/** A page of feedback, newest first. */
+export type FeedbackConnection = {
+  __typename?: 'FeedbackConnection';
+  edges: Array<FeedbackEdge>;
+  pageInfo: PageInfo;
+};
+
+export type FeedbackEdge = {
+  __typename?: 'FeedbackEdge';
+  cursor: Scalars['String']['output'];
+  node: Feedback;
+};
+
+/** Narrows the feedback listing; every field given must match. since and until bound when the rating was last set (since included, until not). */
+export type FeedbackFilter = {
+  assistantId?: InputMaybe<Scalars['String']['input']>;
+  chatId?: InputMaybe<Scalars['ID']['input']>;
+  rating?: InputMaybe<Rating>;
+  since?: InputMaybe<Scalars['DateTime']['input']>;
+  until?: InputMaybe<Scalars['DateTime']['input']>;
+};
+
+/** How many people rated a message up and down. */
+export type FeedbackSummary = {
+  __typename?: 'FeedbackSummary';
+  down: Scalars['Int']['output'];
+  up: Scalars['Int']['output'];
+};
+
+/** A file kept with the record: an image, a PDF, a text file. Messages reference it by id; its bytes are read at its url. */
+export type File = Node & {
+  __typename?: 'File';
+  createdAt: Scalars['DateTime']['output'];
+  filename: Scalars['String']['output'];
+  /** An image's height in pixels. */
+  height: Maybe<Scalars['Int']['output']>;
+  id: Scalars['ID']['output'];
+  mediaType: Scalars['String']['output'];
+  /** The SHA-256 of its bytes, in hex. */
+  sha256: Scalars['String']['output'];
+  /** In bytes. */
+  size: Scalars['Int']['output'];
+  /** Where to read its bytes: a signed address that works without credentials for a short time (CHATQL_FILE_URL_TTL, default 15 minutes). Ask again for a fresh one; never store it. */
+  url: Scalars['String']['output'];
+  /** An image's width in pixels. */
+  width: Maybe<Scalars['Int']['output']>;
 };
 
 /** A chat to create from a document. */
@@ -389,8 +480,14 @@ export type Message = {
   blockId: Maybe<Scalars['String']['output']>;
   chatId: Scalars['ID']['output'];
   createdAt: Scalars['DateTime']['output'];
+  /** How many people rated this message up and down. */
+  feedbackSummary: FeedbackSummary;
+  /** The files the message references (its props' file parts, or the file of a `file` message), in that order. */
+  files: Array<File>;
   id: Scalars['ID']['output'];
   metadata: Maybe<Scalars['JSON']['output']>;
+  /** The caller's own rating of this message (rateMessage); null when it has none. */
+  myFeedback: Maybe<Feedback>;
   /** The message this one follows in the conversation tree (null for the first). */
   parentId: Maybe<Scalars['ID']['output']>;
   props: Scalars['JSON']['output'];
@@ -461,8 +558,12 @@ export type Mutation = {
   chatFor: Chat;
   /** Draw a boundary carrying `summary` (props.summary), a recap that stands in for everything before it. */
   compactChat: Message;
+  /** Check an upload's bytes against its declared size and SHA-256 (and an image's or PDF's type) and make the file usable; a mismatch deletes the bytes (INVALID_ARGUMENT). */
+  completeUpload: File;
   /** Create a chat; the id is generated unless given. */
   createChat: Chat;
+  /** Start a two-phase upload: PUT the bytes to uploadUrl, then call completeUpload. Limits as for POST /files. */
+  createUpload: Upload;
   /** Soft delete: hidden everywhere, data kept. */
   deleteChat: Scalars['Boolean']['output'];
   /** Forget an entry. */
@@ -475,12 +576,16 @@ export type Mutation = {
   editMessage: Message;
   /** End the stream and persist it in one write (idempotent); `usage` is recorded with it, once. */
   endStream: StreamResult;
+  /** Continue a branch as a new chat of one's own: the one a share link shows (fromShare, its token) or one of a chat one may read (fromMessage, its last message). The messages are copied with new ids, in order; title and assistant come along. Exactly one of the two. */
+  forkChat: Chat;
   /** Create a chat from a chatql export or an OpenAI-style conversation; all or nothing. */
   importChat: Chat;
   /** Remove the chat and its messages for good; its id is closed forever. */
   purgeChat: Scalars['Boolean']['output'];
   /** Push up to 1,000 chunks; accepted whole or not at all. No chunks is a heartbeat: it keeps the stream alive and stores nothing. */
   pushChunks: PushResult;
+  /** Rate an assistant's message: whoever may read it may, once per person (rating again replaces the rating, comment and tags; a comment or tags left out are cleared). A null rating clears the caller's feedback and returns null. A comment is at most 4,000 characters; at most 10 tags, each 1-64 characters. A message the caller may not read is NOT_FOUND. */
+  rateMessage: Maybe<Feedback>;
   /** Buffer (or update by id) an execution step for resume. */
   recordStep: Scalars['Boolean']['output'];
   /** Answer a USER message again: it becomes the chat's active leaf, so the chat awaits a reply (awaitingReply); its earlier answers stay below it and the next stream with parentId = this message is their sibling. Returns the chat. */
@@ -491,6 +596,12 @@ export type Mutation = {
   restoreArchive: Chat;
   /** Undo a soft delete. */
   restoreChat: Chat;
+  /** Close a share link for good (its creator, or whoever may change the chat); it then reads as NOT_FOUND. Revoking again returns it as it is. */
+  revokeShare: Share;
+  /** An agent names the chat (titleSource AGENT): the title replaces an automatic or an agent's title; a title a person gave stays, and the chat comes back unchanged. 1-1,000 characters on one line. Needs the right to stream into the chat (the agent or admin role). */
+  setChatTitle: Chat;
+  /** A share link to the branch ending at messageId (default: the active leaf) as it is now: later messages, on that branch or another, never show. Whoever may change the chat may share it. The answer carries the token and url, the only time they are shown. */
+  shareChat: Share;
   /** Draw a boundary (role SYSTEM, type boundary): people still see what came before, the model does not. When the newest message already is a boundary, that one is returned. */
   startOver: Message;
   /** Open a stream in a chat (at most one active per chat). */
@@ -538,8 +649,18 @@ export type MutationCompactChatArgs = {
 };
 
 
+export type MutationCompleteUploadArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
 export type MutationCreateChatArgs = {
   input: CreateChatInput;
+};
+
+
+export type MutationCreateUploadArgs = {
+  input: CreateUploadInput;
 };
 
 
@@ -580,6 +701,12 @@ export type MutationEndStreamArgs = {
 };
 
 
+export type MutationForkChatArgs = {
+  fromMessage?: InputMaybe<Scalars['ID']['input']>;
+  fromShare?: InputMaybe<Scalars['String']['input']>;
+};
+
+
 export type MutationImportChatArgs = {
   input: ImportChatInput;
 };
@@ -593,6 +720,14 @@ export type MutationPurgeChatArgs = {
 export type MutationPushChunksArgs = {
   chunks: Array<ChunkInput>;
   streamId: Scalars['ID']['input'];
+};
+
+
+export type MutationRateMessageArgs = {
+  comment?: InputMaybe<Scalars['String']['input']>;
+  messageId: Scalars['ID']['input'];
+  rating?: InputMaybe<Rating>;
+  tags?: InputMaybe<Array<Scalars['String']['input']>>;
 };
 
 
@@ -624,6 +759,25 @@ export type MutationRestoreArchiveArgs = {
 
 export type MutationRestoreChatArgs = {
   id: Scalars['ID']['input'];
+};
+
+
+export type MutationRevokeShareArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+export type MutationSetChatTitleArgs = {
+  chatId: Scalars['ID']['input'];
+  title: Scalars['String']['input'];
+};
+
+
+export type MutationShareChatArgs = {
+  audience?: ShareAudience;
+  chatId: Scalars['ID']['input'];
+  expiresAt?: InputMaybe<Scalars['DateTime']['input']>;
+  messageId?: InputMaybe<Scalars['ID']['input']>;
 };
 
 
@@ -677,6 +831,11 @@ export type MutationWriteMemoryArgs = {
   input: WriteMemoryInput;
 };
 
+/** An object with an id that names it across the service. */
+export type Node = {
+  id: Scalars['ID']['output'];
+};
+
 export type PageInfo = {
   __typename?: 'PageInfo';
   endCursor: Maybe<Scalars['String']['output']>;
@@ -698,6 +857,10 @@ export type Query = {
   chat: Maybe<Chat>;
   /** The chats the caller may read, a keyset page at a time, grouped by calendar time in the given IANA timezone. */
   chats: ChatConnection;
+  /** Feedback on the chats the caller may change (its own, its team's shared ones; the whole tenant for admin), newest first (by when the rating was last set); keyset pages (first: default 20, at most 100) with signed cursors. Each node has the rated message, the question it answered and the stream's request and model. */
+  feedback: FeedbackConnection;
+  /** A file the caller may read (its own upload, or one a message references in a chat it may read); null otherwise. */
+  file: Maybe<File>;
   /** One interrupt of a chat the caller may read. */
   interrupt: Interrupt;
   /** The interrupts the caller may decide, across its chats, newest first (default: the PENDING ones); keyset pages (first: default 20, at most 100) with signed cursors. */
@@ -722,6 +885,8 @@ export type Query = {
   searchMemory: Array<MemoryHit>;
   /** Search what people and assistants said (user_input and text messages) in the chats you may read, best match first; near-ties newest first. first is capped at 100, window at 20. */
   searchMessages: Array<SearchHit>;
+  /** What a share link shows: the chat's title and the shared branch as it was when shared. PUBLIC links open without signing in; TENANT links to identities of the chat's tenant. A revoked, expired or unknown link is NOT_FOUND. Each read counts a view; reads are rate-limited (the shares class). */
+  sharedChat: Maybe<SharedChat>;
   /** Stack ids from the delegation's root down to this stack. */
   stackPath: Array<Scalars['String']['output']>;
   /** Usage recorded in [startTime, endTime) over the chats the caller may read, grouped by UTC day, assistant or chat creator; rows ordered by key. */
@@ -742,6 +907,18 @@ export type QueryChatsArgs = {
   orderBy?: InputMaybe<ChatOrderField>;
   timezone?: InputMaybe<Scalars['String']['input']>;
   weekStart?: InputMaybe<Weekday>;
+};
+
+
+export type QueryFeedbackArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  filter?: InputMaybe<FeedbackFilter>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+export type QueryFileArgs = {
+  id: Scalars['ID']['input'];
 };
 
 
@@ -833,6 +1010,11 @@ export type QuerySearchMessagesArgs = {
 };
 
 
+export type QuerySharedChatArgs = {
+  token: Scalars['String']['input'];
+};
+
+
 export type QueryStackPathArgs = {
   stackId: Scalars['String']['input'];
 };
@@ -844,6 +1026,11 @@ export type QueryUsageArgs = {
   groupBy?: InputMaybe<UsageGroup>;
   startTime: Scalars['DateTime']['input'];
 };
+
+/** A person's rating of an assistant's message. */
+export type Rating =
+  | 'DOWN'
+  | 'UP';
 
 /** A stored execution step of an interrupted or failed stream. */
 export type ResumeRecord = {
@@ -892,6 +1079,52 @@ export type SearchHit = {
   score: Scalars['Float']['output'];
   /** Messages just before and after the hit in its chat, oldest first. */
   window: Array<Message>;
+};
+
+/** A share link: a read-only snapshot of one branch of a chat. Only a hash of its token is kept, so token and url are given once, by shareChat; listed later they are null. */
+export type Share = {
+  __typename?: 'Share';
+  audience: ShareAudience;
+  createdAt: Scalars['DateTime']['output'];
+  /** When the link stops opening; null: never. */
+  expiresAt: Maybe<Scalars['DateTime']['output']>;
+  id: Scalars['ID']['output'];
+  /** The shared branch's last message. */
+  messageId: Scalars['ID']['output'];
+  revokedAt: Maybe<Scalars['DateTime']['output']>;
+  /** The link's secret (shareChat's answer only). */
+  token: Maybe<Scalars['String']['output']>;
+  /** The web app's page of the link, /s/{token} on this server (shareChat's answer only). */
+  url: Maybe<Scalars['String']['output']>;
+  /** How often the link was read. */
+  views: Scalars['Int']['output'];
+};
+
+/** Who may open a share link: PUBLIC, anyone with the link, signed in or not; TENANT, identities of the chat's tenant. */
+export type ShareAudience =
+  | 'PUBLIC'
+  | 'TENANT';
+
+/** What a share link shows: the chat's title and the shared branch as it was when shared, oldest first. */
+export type SharedChat = {
+  __typename?: 'SharedChat';
+  /** When the link was made. */
+  createdAt: Scalars['DateTime']['output'];
+  messages: Array<SharedMessage>;
+  title: Maybe<Scalars['String']['output']>;
+};
+
+/** One message as a share link shows it. */
+export type SharedMessage = {
+  __typename?: 'SharedMessage';
+  assistantId: Maybe<Scalars['String']['output']>;
+  createdAt: Scalars['DateTime']['output'];
+  /** The files the message references, in order, each with a signed address that works without credentials for a short time (CHATQL_FILE_URL_TTL) — also for that long after the link is revoked. */
+  files: Array<File>;
+  id: Scalars['ID']['output'];
+  props: Scalars['JSON']['output'];
+  role: Role;
+  type: Scalars['String']['output'];
 };
 
 /** A message's versions: the messages with the same parent. */
@@ -983,6 +1216,12 @@ export type TimeField =
   | 'CREATED_AT'
   | 'LAST_MESSAGE_AT';
 
+/** Where a chat's title came from. USER: a person named it (never replaced by an agent's or automatic title); AGENT: its agent did (setChatTitle); AUTO: the first USER message of a chat nobody named. */
+export type TitleSource =
+  | 'AGENT'
+  | 'AUTO'
+  | 'USER';
+
 /** Fields left out stay as they are. */
 export type UpdateChatInput = {
   /** null keeps the chat until it is deleted. */
@@ -1007,6 +1246,17 @@ export type UpdateMessageInput = {
   metadata?: InputMaybe<Scalars['JSON']['input']>;
   props?: InputMaybe<Scalars['JSON']['input']>;
   status?: InputMaybe<MessageStatus>;
+};
+
+/** Where to PUT a file's bytes, then call completeUpload. */
+export type Upload = {
+  __typename?: 'Upload';
+  expiresAt: Scalars['DateTime']['output'];
+  fileId: Scalars['ID']['output'];
+  /** Headers to send with the PUT. */
+  headers: Scalars['JSON']['output'];
+  /** PUT the bytes here (no other credentials needed) before expiresAt. */
+  uploadUrl: Scalars['String']['output'];
 };
 
 /** Tokens a chat used. */

@@ -20,9 +20,10 @@ from chatql_client.errors import (
     StreamEndedError,
     StreamStopped,
 )
+from chatql_client.files import UploadedFile, file_part
 from chatql_client.sync import SyncChatqlClient
 from chatql_client.writer import StreamWriter
 
 __all__ = ["AgentLoop", "ChatqlClient", "ChatqlError", "ChatqlTransportError", "Handler",
            "NoAnswer", "StreamEndedError", "StreamStopped", "StreamWriter",
-           "SyncChatqlClient"]
+           "SyncChatqlClient", "UploadedFile", "file_part"]

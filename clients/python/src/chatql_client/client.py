@@ -24,6 +24,7 @@ import httpx
 from chatql_client import documents
 from chatql_client.documents import CHAT_FIELDS, MESSAGE_FIELDS
 from chatql_client.errors import ChatqlError, ChatqlTransportError, NoAnswer
+from chatql_client.files import FileSource, UploadedFile, upload_source
 from chatql_client.types import (
     AppendReceipt,
     Chat,
@@ -356,6 +357,50 @@ class ChatqlClient:
             documents.SEARCH_MESSAGES,
             {"q": query, "f": first, "c": chat_id, "a": assistant_id, "w": window})
         return cast(list[SearchHit], data["searchMessages"])
+
+    # ---- files -----------------------------------------------------------------------
+
+    @property
+    def files_url(self) -> str:
+        """The service's upload address (``/files`` beside the GraphQL endpoint)."""
+        base = self.url.rstrip("/")
+        return base.removesuffix("/graphql") + "/files"
+
+    async def upload(self, file: FileSource, *, filename: str | None = None,
+                     media_type: str | None = None) -> UploadedFile:
+        """Store a file (a path, or bytes with a ``filename``) and return its description;
+        messages reference it by ``id`` (see :func:`~chatql_client.files.file_part`).
+
+        ``media_type`` is guessed from the name when not given. Refusals raise
+        :class:`~chatql_client.errors.ChatqlError` with the service's code
+        (``PAYLOAD_TOO_LARGE``, ``UNSUPPORTED_MEDIA_TYPE``, ``QUOTA_EXCEEDED`` …). An
+        upload that got no answer is sent again: at worst a second copy is kept, which
+        the service drops once nothing references it (the bytes are stored once)."""
+        source = upload_source(file, filename, media_type)
+
+        async def attempt() -> dict[str, Any]:
+            self.requests_sent += 1
+            try:
+                response = await self._http.post(
+                    self.files_url, params={"filename": source.filename},
+                    content=source.body(), headers={"content-type": source.media_type})
+            except httpx.TransportError as exc:
+                raise NoAnswer(f"{type(exc).__name__}: {exc}") from exc
+            if response.status_code >= 500:
+                raise NoAnswer(f"HTTP {response.status_code}: {response.text[:200]}")
+            try:
+                answer = response.json()
+            except ValueError:
+                answer = None
+            if response.status_code != 201 or not isinstance(answer, dict):
+                errors = answer.get("errors") if isinstance(answer, dict) else None
+                if errors:
+                    raise ChatqlError.from_error(errors[0])
+                raise ChatqlError(f"HTTP {response.status_code}: {response.text[:200]}",
+                                  f"HTTP_{response.status_code}")
+            return answer
+
+        return cast(UploadedFile, await self.with_retries(attempt))
 
     # ---- memory ----------------------------------------------------------------------
 

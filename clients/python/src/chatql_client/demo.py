@@ -7,6 +7,8 @@ answers deterministically — thinking, a tool call whose arguments grow, the to
 then markdown text with a table, a code block and bold — paced a little so a viewer sees
 it stream. With ``CHATQL_DEMO_APPROVALS=1`` it asks the person to approve its lookup
 first: the stream ends awaiting the decision, and the answer follows once it is made.
+Either model names the chat when it answers its first question (``s.set_title``; a
+title the person gave stays).
 """
 
 from __future__ import annotations
@@ -23,14 +25,37 @@ from chatql_client.client import ChatqlClient
 from chatql_client.types import Message
 from chatql_client.writer import StreamWriter
 
-__all__ = ["OfflineModel", "OpenAIChatModel", "demo_model", "run_demo"]
+__all__ = ["OfflineModel", "OpenAIChatModel", "demo_model", "demo_title", "run_demo"]
 
 DEMO_MODEL = "chatql-demo"
+#: The most words of the question a demo title keeps.
+TITLE_WORDS = 5
 
 
 def _content(message: Message) -> str:
     content = (message.get("props") or {}).get("content")
     return content if isinstance(content, str) else json.dumps(content)
+
+
+def demo_title(question: str) -> str | None:
+    """The demo's name for a chat: the first words of its first question, capitalised,
+    without the question's punctuation (None: a question without words)."""
+    words = question.split()
+    if not words:
+        return None
+    title = " ".join(words[:TITLE_WORDS]).rstrip(".,;:!?")
+    if len(words) > TITLE_WORDS:
+        title += "\u2026"
+    return title[:1].upper() + title[1:] or None
+
+
+async def _name_chat(context: list[Message], s: StreamWriter) -> None:
+    """On the chat's first question, the agent names the chat."""
+    questions = [m for m in context if m.get("role") == "USER"]
+    if len(questions) == 1 and not s.resume:
+        title = demo_title(_content(questions[0]))
+        if title is not None:
+            await s.set_title(title)
 
 
 def _pieces(text: str, size: int) -> list[str]:
@@ -81,6 +106,7 @@ class OfflineModel:
                     await self._pause()
                 return
         else:
+            await _name_chat(context, s)
             for piece in _words(f"The person asks: \u201c{question}\u201d. I will look it "
                                 "up with the lookup tool, then answer with a table and an "
                                 "example."):
@@ -158,6 +184,7 @@ class OpenAIChatModel:
                 yield json.loads(data)
 
     async def answer(self, context: list[Message], s: StreamWriter) -> None:
+        await _name_chat(context, s)
         async for chunk in self.chunks(context):
             for choice in chunk.get("choices") or []:
                 delta = choice.get("delta") or {}

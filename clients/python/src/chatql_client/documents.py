@@ -36,6 +36,7 @@ __all__ = [
     "SESSION_DELETE_MESSAGES",
     "SESSION_PAGE",
     "SESSION_START_OVER",
+    "SET_CHAT_TITLE",
     "START_STREAM",
     "STOP_STREAM",
     "UPDATE_MEMORY",
@@ -46,8 +47,8 @@ __all__ = [
 
 MESSAGE_FIELDS = ("id chatId requestId role type props blockId threadId assistantId sequence "
                   "status metadata tokens parentId createdAt")
-CHAT_FIELDS = ("id title assistantId mode status channel lastMessageAt activeLeafId metadata "
-               "createdAt createdBy")
+CHAT_FIELDS = ("id title titleSource assistantId mode status channel lastMessageAt activeLeafId "
+               "metadata createdAt createdBy")
 MEMORY_FIELDS = "id scope content pinned subject createdAt updatedAt"
 
 # ---- chats (ChatqlClient) ------------------------------------------------------------
@@ -104,6 +105,9 @@ PUSH_CHUNKS = ("mutation($id: ID!, $chunks: [ChunkInput!]!) { pushChunks(streamI
                "chunks: $chunks) { accepted duplicates lastSeq } }")
 RECORD_STEP = ("mutation($id: ID!, $step: StepInput!) { recordStep(streamId: $id, "
                "step: $step) }")
+#: The agent names the chat (a person's title stays).
+SET_CHAT_TITLE = ("mutation($c: ID!, $t: String!) { setChatTitle(chatId: $c, title: $t) "
+                  "{ id title titleSource } }")
 END_STREAM = (
     "mutation($id: ID!, $status: StreamStatus!, $error: String, $usage: UsageInput) "
     "{ endStream(streamId: $id, status: $status, error: $error, usage: $usage) "

@@ -30,6 +30,7 @@ __all__ = [
     "SearchHit",
     "Stream",
     "StreamResult",
+    "TitleSource",
 ]
 
 ChatStatus = Literal["ACTIVE", "ARCHIVED"]
@@ -48,6 +49,11 @@ MessageStatus = Literal["COMPLETED", "INTERRUPTED", "FAILED"]
 
 Role = Literal["USER", "ASSISTANT", "SYSTEM", "TOOL"]
 """The values of the GraphQL enum ``Role``."""
+
+TitleSource = Literal["USER", "AGENT", "AUTO"]
+"""Where a chat's title came from. USER: a person named it (never replaced by an agent's or
+automatic title); AGENT: its agent did (setChatTitle); AUTO: the first USER message of a chat
+nobody named."""
 
 
 class Message(TypedDict, total=False):
@@ -134,6 +140,8 @@ class Chat(TypedDict, total=False):
 
     id: str
     title: str | None
+    titleSource: TitleSource | None
+    """Where the title came from; null while the chat has none."""
     assistantId: str
     mode: str
     status: ChatStatus

@@ -26,7 +26,9 @@ How calls map to chunks: ``text`` and ``thinking`` append to the ``content`` of 
 other call in between starts a new one); ``tool_call`` creates a ``tool_call`` message with
 props ``{id, name, arguments}`` whose ``arguments`` grows by ``tool_arguments`` (append
 deltas at path ``arguments``); ``tool_result`` is a ``TOOL`` ``tool_result`` message with
-props ``{content, tool_call_id}``.
+props ``{content, tool_call_id}``; ``file`` uploads a file and writes a ``file`` message
+with props ``{fileId, mediaType, filename}`` (a whole message in one chunk, never a delta:
+the record keeps the file's id, not its bytes).
 """
 
 from __future__ import annotations
@@ -39,8 +41,15 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
-from chatql_client.documents import END_STREAM, PUSH_CHUNKS, RECORD_STEP, START_STREAM
+from chatql_client.documents import (
+    END_STREAM,
+    PUSH_CHUNKS,
+    RECORD_STEP,
+    SET_CHAT_TITLE,
+    START_STREAM,
+)
 from chatql_client.errors import ChatqlError, StreamEndedError, StreamStopped
+from chatql_client.files import FileSource, UploadedFile, file_part
 from chatql_client.types import StreamResult
 
 if TYPE_CHECKING:
@@ -556,6 +565,18 @@ class StreamWriter:
                                       "props": dict(props)}, block_id, thread_id))
         return message_id
 
+    async def file(self, file: FileSource, *, media_type: str | None = None,
+                   filename: str | None = None, block_id: str | None = None,
+                   thread_id: str | None = None) -> UploadedFile:
+        """Upload a file (a path, or bytes with a ``filename``) and answer with it: a
+        ``file`` message with props ``{fileId, mediaType, filename}``, which people
+        reading the chat may open (``Message.files``). Returns the stored file."""
+        self._check()
+        uploaded = await self.client.upload(file, filename=filename, media_type=media_type)
+        props = {key: value for key, value in file_part(uploaded).items() if key != "type"}
+        await self.message("file", props, block_id=block_id, thread_id=thread_id)
+        return uploaded
+
     async def sources(self, sources: list[Any], block_id: str | None = None,
                       thread_id: str | None = None) -> str:
         """What the answer drew on (retrieval): a ``sources`` message."""
@@ -588,6 +609,21 @@ class StreamWriter:
         finally:
             self._in_call -= 1
         self._last_push = time.monotonic()
+
+    async def set_title(self, title: str) -> bool:
+        """Name the chat (its ``titleSource`` becomes ``AGENT``): the title replaces an
+        automatic one (the first question's words) or an earlier one of the agent's; a
+        title a person gave is never replaced. Returns whether ``title`` is the chat's
+        title now. Sent at once (``setChatTitle``), apart from the stream's chunks."""
+        self._check()
+        title = title.strip()
+        self._in_call += 1
+        try:
+            data = await self.client.execute(SET_CHAT_TITLE, {"c": self.chat_id, "t": title})
+        finally:
+            self._in_call -= 1
+        chat = data["setChatTitle"]
+        return bool(chat["titleSource"] == "AGENT" and chat["title"] == title)
 
     def usage(self, prompt_tokens: int = 0, completion_tokens: int = 0,
               model: str | None = None) -> None:

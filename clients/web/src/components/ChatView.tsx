@@ -1,11 +1,11 @@
-import { AppendMessagesDocument, DeleteChatDocument, StopStreamDocument, UpdateChatDocument, type ChatqlClient, type MessageState } from "@chatql/client";
+import { AppendMessagesDocument, DeleteChatDocument, StopStreamDocument, type ChatqlClient, type MessageState } from "@chatql/client";
 import { useChatStream } from "@chatql/client/react";
 import { useEffect, useLayoutEffect, useRef, useState } from "react";
 
 import type { Place } from "../App";
 import { run, writeId } from "../api";
 import { downloadExport } from "../export";
-import { ChatDetailsDocument, EditMessageDocument, RegenerateDocument, StartOverDocument, SwitchBranchDocument } from "../generated/operations";
+import { EditMessageDocument, RegenerateDocument, StartOverDocument, SwitchBranchDocument } from "../generated/operations";
 import { useChatDetails, useThread, type ThreadMessage } from "../thread";
 import { ChatHeader } from "./ChatHeader";
 import { Composer } from "./Composer";
@@ -178,9 +178,9 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
     atBottom.current = true;
     setNaming(content);
   });
-  // The first message names the chat — once the answer's first words are on screen (or
-  // soon, when none comes), so naming never queues ahead of the agent's start. A message
-  // sent before the chat's details have loaded reads them first.
+  // The service names an untitled chat from its first message (and an agent may name it
+  // better): once the answer's first words are on screen (or soon, when none comes), the
+  // chat's details are read again so the header shows that name.
   const [naming, setNaming] = useState<string | null>(null);
   const answering = live !== null && live.messages.size > 0;
   const details = useRef(chat);
@@ -189,17 +189,7 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
     if (naming === null) return;
     const name = () => {
       setNaming(null);
-      void (async () => {
-        try {
-          const known = details.current.details ?? (await run(client, ChatDetailsDocument, { id: chatId })).chat;
-          if (known && !known.title) {
-            await client.request(UpdateChatDocument, { id: chatId, input: { title: naming.replace(/\s+/g, " ").slice(0, 60) } });
-            await details.current.reload();
-          }
-        } catch (error) {
-          setProblem((error as Error).message);
-        }
-      })();
+      void details.current.reload().catch((error: unknown) => setProblem((error as Error).message));
     };
     if (answering) {
       name();
@@ -207,7 +197,7 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
     }
     const timer = setTimeout(name, 1000);
     return () => clearTimeout(timer);
-  }, [naming, answering, client, chatId]);
+  }, [naming, answering]);
   // No answer started soon after a send: read the thread anyway (the question, stored).
   useEffect(() => {
     if (!sent || storedIds.has(sent.id) || streaming || pendingReload > 0) return;

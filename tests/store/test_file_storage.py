@@ -1,0 +1,115 @@
+"""The file storage backends, each against the real thing: a folder, and a SeaweedFS S3
+server (never a mock)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+
+from chatql.store.errors import InvalidArgument
+from chatql.store.files.backends import FileStorage, storage_from_url
+from chatql.store.files.backends.local import LocalStorage
+from chatql.store.files.backends.s3 import S3Storage
+from chatql.store.files.service import content_key, staging_key
+from tests.s3 import Seaweed, s3_environment, s3_server  # noqa: F401 - the fixture
+
+
+@pytest.fixture(params=["local", "s3"])
+def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FileStorage]:
+    if request.param == "local":
+        yield storage_from_url(f"file://{tmp_path / 'files'}")
+        return
+    server: Seaweed = request.getfixturevalue("s3_server")
+    saved = {name: os.environ.get(name) for name in s3_environment(server)}
+    os.environ.update(s3_environment(server))
+    try:
+        yield storage_from_url(f"s3://chatql/{tmp_path.name}")
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+async def pieces(data: bytes, size: int = 64 * 1024) -> AsyncIterator[bytes]:
+    for start in range(0, len(data), size):
+        yield data[start:start + size]
+
+
+async def read_all(storage: FileStorage, key: str) -> bytes:
+    return b"".join([chunk async for chunk in storage.read(key)])
+
+
+def test_the_url_picks_the_backend(tmp_path: Path) -> None:
+    assert isinstance(storage_from_url(f"file://{tmp_path}"), LocalStorage)
+    assert isinstance(storage_from_url("s3://bucket/prefix"), S3Storage)
+    for url in ("file://", "gs://bucket", "/plain/path"):
+        with pytest.raises(InvalidArgument):
+            storage_from_url(url)
+
+
+def test_keys_are_content_addressed_per_tenant() -> None:
+    digest = "ab" + "0" * 62
+    assert content_key("acme", digest) == f"objects/acme/ab/{digest}"
+    # A tenant id that is no safe path segment is hashed, never a path of its own.
+    for tenant in ("..", "a/b", "x" * 150, "ünïcode"):
+        key = content_key(tenant, digest)
+        assert key.startswith("objects/~") and key.count("/") == 3
+    assert content_key("acme", digest) != content_key("other", digest)
+    assert staging_key("f1") == "uploads/f1"
+
+
+async def test_write_read_promote_delete(storage: FileStorage) -> None:
+    data = os.urandom(6 * 1024 * 1024 + 123)  # more than one multipart part
+    await storage.write("uploads/one", pieces(data))
+    assert await storage.size("uploads/one") == len(data)
+    await storage.promote("uploads/one", "objects/t/ab/one")
+    assert await storage.size("uploads/one") is None
+    assert await read_all(storage, "objects/t/ab/one") == data
+    # Promoting onto an existing object replaces it.
+    await storage.write("uploads/two", pieces(b"second"))
+    await storage.promote("uploads/two", "objects/t/ab/one")
+    assert await read_all(storage, "objects/t/ab/one") == b"second"
+    await storage.delete("objects/t/ab/one")
+    await storage.delete("objects/t/ab/one")  # gone already: no error
+    assert await storage.size("objects/t/ab/one") is None
+    with pytest.raises(FileNotFoundError):
+        await read_all(storage, "objects/t/ab/one")
+
+
+async def test_a_failed_write_leaves_nothing(storage: FileStorage) -> None:
+    class Refused(Exception):
+        pass
+
+    async def broken() -> AsyncIterator[bytes]:
+        yield b"x" * (6 * 1024 * 1024)
+        raise Refused
+
+    with pytest.raises(Refused):
+        await storage.write("uploads/broken", broken())
+    assert await storage.size("uploads/broken") is None
+
+
+async def test_presigned_put(storage: FileStorage) -> None:
+    url = await storage.presign_put("uploads/signed", timedelta(minutes=5))
+    if isinstance(storage, LocalStorage):
+        assert url is None  # the service offers its own upload address instead
+        return
+    assert url is not None
+    async with httpx.AsyncClient() as http:
+        response = await http.put(url, content=b"put directly")
+    assert response.status_code == 200
+    assert await read_all(storage, "uploads/signed") == b"put directly"
+
+
+def test_local_keys_stay_inside_the_folder(tmp_path: Path) -> None:
+    storage = LocalStorage(str(tmp_path))
+    for key in ("../escape", "a/../../b", "", "/abs", "a//b"):
+        with pytest.raises(InvalidArgument):
+            storage.path_of(key)
