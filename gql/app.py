@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import logging
@@ -56,7 +57,6 @@ from chatql.gql.transport.ai_chat import resume_reply, send_messages
 from chatql.gql.transport.bodylimit import BodyLimitMiddleware, error_body
 from chatql.gql.transport.export import export_endpoint
 from chatql.gql.transport.files import file_routes, file_service_for
-from chatql.gql.transport.mcp import MCP_PATH, McpEndpoint
 from chatql.gql.transport.sse import (
     GRAPHQL_SSE_PROTOCOL,
     RelayedSubscription,
@@ -603,6 +603,35 @@ def freeze_startup_objects() -> None:
         gc.freeze()
 
 
+class _LazyMcp:
+    """``/mcp``, loaded on its first request: the MCP SDK (and the OpenTelemetry it
+    imports) stays out of a service no MCP client calls. Its session manager runs
+    from then until the app stops."""
+
+    def __init__(self, build: Any) -> None:
+        self._build = build
+        self._endpoint: Any = None
+        self._running: Any = None
+        self._lock = asyncio.Lock()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self._endpoint is None:
+            async with self._lock:
+                if self._endpoint is None:
+                    from chatql.gql.transport.mcp import McpEndpoint
+
+                    endpoint = self._build(McpEndpoint)
+                    running = endpoint.running()
+                    await running.__aenter__()
+                    self._running, self._endpoint = running, endpoint
+        await self._endpoint(scope, receive, send)
+
+    async def close(self) -> None:
+        running, self._running, self._endpoint = self._running, None, None
+        if running is not None:
+            await running.__aexit__(None, None, None)
+
+
 def create_app(settings: Settings | None = None) -> Starlette:
     """Build the app; with no settings they are read from ``CHATQL_*`` variables.
 
@@ -660,8 +689,10 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 feed.start(app.state.services, {"retention": retention})
             freeze_startup_objects()
             try:
-                async with mcp.running():
+                try:
                     yield
+                finally:
+                    await mcp.close()
             finally:
                 # Draining: /readyz answers 503 from here on.
                 readiness.close()
@@ -684,8 +715,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
 
     graphql = GraphQLEndpoint(services_of, settings, metrics=metrics, limiter=limiter,
                               persisted=persisted)
-    mcp = McpEndpoint(schema=graphql.schema, planner=graphql.planner, settings=settings,
-                      services_of=services_of, limiter=limiter)
+    mcp = _LazyMcp(lambda endpoint: endpoint(schema=graphql.schema, planner=graphql.planner,
+                                             settings=settings, services_of=services_of,
+                                             limiter=limiter))
     readiness = Readiness(services_of)
     operational = [Route("/healthz", readiness.healthz), Route("/readyz", readiness.readyz)]
     if feed is not None:
@@ -702,7 +734,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/ai/chat", send_messages, methods=["POST"]),
             Route("/ag-ui", run_agent, methods=["POST"]),
             Route("/ai/chat/{chat_id}/stream", resume_reply, methods=["GET"]),
-            Route(MCP_PATH, mcp, methods=["POST"]),
+            Route("/mcp", mcp, methods=["POST"]),
         ],
         lifespan=lifespan,
         middleware=[
