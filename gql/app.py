@@ -55,7 +55,7 @@ from chatql.gql.settings import Settings
 from chatql.gql.transport.ag_ui import run_agent
 from chatql.gql.transport.ai_chat import resume_reply, send_messages
 from chatql.gql.transport.bodylimit import BodyLimitMiddleware, error_body
-from chatql.gql.transport.export import export_endpoint
+from chatql.gql.transport.export import export_endpoint, import_endpoint
 from chatql.gql.transport.files import file_routes, file_service_for
 from chatql.gql.transport.sse import (
     GRAPHQL_SSE_PROTOCOL,
@@ -730,6 +730,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             *operational,
             *web_routes(settings),
             Route("/chats/{chat_id}/export", export_endpoint, methods=["GET"]),
+            Route("/chats/import", import_endpoint, methods=["POST"]),
             *file_routes(),
             Route("/ai/chat", send_messages, methods=["POST"]),
             Route("/ag-ui", run_agent, methods=["POST"]),
@@ -756,7 +757,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 max_age=600,
             ),
             Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes,
-                       exempt=("/files",)),
+                       exempt=("/files", "/chats/import")),
         ],
     )
     app.state.planner = graphql.planner

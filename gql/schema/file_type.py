@@ -4,12 +4,16 @@ A file's ``url`` is ``/files/{id}?expires=…&signature=…`` on the service its
 ``CHATQL_FILE_URL_TTL`` seconds (see gql/transport/files.py, which answers it): whoever
 was shown the file may hand the address to a browser (an ``<img src>``) without
 credentials, and it stops working soon after. The record keeps file ids, never
-addresses.
+addresses. A file shown through a share link (a :class:`SharedFile`) gets an address
+scoped to the link, ``/files/{id}?share=…&expires=…&signature=…``: besides its
+signature and lifetime, each read checks that the link still opens and still shows the
+file, so revoking the link (or its expiry, or deleting the chat) closes it at once.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -20,7 +24,8 @@ from strawberry.dataloader import DataLoader
 from chatql.gql.context import Context, Info
 from chatql.store.records import File as StoreFile
 
-__all__ = ["READ_PURPOSE", "File", "Node", "file_url", "message_files_loader"]
+__all__ = ["READ_PURPOSE", "File", "Node", "SharedFile", "file_url", "message_files_loader",
+           "share_purpose"]
 
 #: What a download address is signed for (an upload address says ``upload``).
 READ_PURPOSE = "read"
@@ -32,15 +37,33 @@ class Node:
     id: strawberry.ID
 
 
+def share_purpose(share_id: str) -> str:
+    """What an address of a file shown by the link ``share_id`` is signed for."""
+    return f"{READ_PURPOSE}:share:{share_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class SharedFile(StoreFile):
+    """A file as a share link shows it: its address is scoped to the link."""
+
+    share_id: str = ""
+
+
 def file_url(context: Context, file_id: str, *, purpose: str = READ_PURPOSE,
-             path: str = "") -> str:
+             path: str = "", share_id: str | None = None) -> str:
     """A signed address of the file on this service (absolute when the request's own
-    address is known), good for the service's file address lifetime."""
+    address is known), good for the service's file address lifetime; with
+    ``share_id``, scoped to that share link."""
     services = context.services
     assert services.files is not None
     expires = int(time.time() + services.files.limits.url_ttl)
+    scope = ""
+    if share_id is not None:
+        purpose = share_purpose(share_id)
+        scope = f"share={quote(share_id, safe='')}&"
     signature = services.files.signer.signature(purpose, file_id, expires)
-    relative = f"/files/{quote(file_id, safe='')}{path}?expires={expires}&signature={signature}"
+    relative = (f"/files/{quote(file_id, safe='')}{path}?{scope}expires={expires}"
+                f"&signature={signature}")
     request = context.request
     if request is None:
         return relative
@@ -65,9 +88,12 @@ class File(Node):
 
     @strawberry.field(description="Where to read its bytes: a signed address that works"
                       " without credentials for a short time (CHATQL_FILE_URL_TTL,"
-                      " default 15 minutes). Ask again for a fresh one; never store it.")
+                      " default 15 minutes). Ask again for a fresh one; never store it."
+                      " Shown through a share link, the address also stops working when"
+                      " the link is revoked or expires.")
     def url(self, info: Info) -> str:
-        return file_url(info.context, str(self.id))
+        share_id = self.share_id if isinstance(self, SharedFile) else None
+        return file_url(info.context, str(self.id), share_id=share_id)
 
 
 def message_files_loader(info: Info) -> DataLoader[str, list[StoreFile]]:

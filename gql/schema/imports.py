@@ -26,7 +26,8 @@ class ImportFormat(StrEnum):
 class ImportChatInput:
     format: ImportFormat
     document: JSON = strawberry.field(
-        description="CHATQL: the lines of a chatql export (chat line first) as a list. "
+        description="CHATQL: the lines of a chatql export (chat line first) as a list; "
+        "its file lines (an export with files=inline) are stored as files again. "
         'OPENAI: {"messages": [{role, content, tool_calls, tool_call_id, name}]}.'
     )
     chat_id: strawberry.ID | None = strawberry.field(
@@ -57,6 +58,7 @@ class ImportMutation:
             import_id=input.import_id if input.import_id is not None else new_id(),
             chat_id=None if input.chat_id is None else str(input.chat_id),
             assistant_id=input.assistant_id,
+            files=info.context.services.files,
         )
         await announce(info, "CREATED", chat.id)
         return chat  # type: ignore[return-value]

@@ -8,6 +8,7 @@ link may show: nothing on them leads back to the chat, its owner or its other br
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -17,14 +18,16 @@ from strawberry.dataloader import DataLoader
 from strawberry.scalars import JSON
 
 from chatql.gql.context import Context, Info
-from chatql.gql.schema.file_type import File, message_files_loader
+from chatql.gql.schema.file_type import File, SharedFile, message_files_loader
 from chatql.gql.schema.types import Role
 from chatql.store.chats import shares as store_shares
 from chatql.store.files.links import file_ids_in
+from chatql.store.records import File as StoreFile
 from chatql.store.records import Share as StoreShare
+from chatql.store.records import SharedChat as StoreSharedChat
 
 __all__ = ["Share", "ShareAudience", "SharedChat", "SharedMessage", "reader_tenant",
-           "share_url", "shares_loader"]
+           "remember_shown", "share_url", "shares_loader"]
 
 #: Where the web app shows a link; the path the server serves it on.
 SHARE_PATH = "/s/"
@@ -35,6 +38,22 @@ SHARE_PATH = "/s/"
 class ShareAudience(StrEnum):
     PUBLIC = "PUBLIC"
     TENANT = "TENANT"
+
+
+_SHOWN = "shared_messages"
+
+
+def remember_shown(context: Context, shared: StoreSharedChat) -> None:
+    """Note which link showed each of ``shared``'s messages (this request only), so
+    their files get addresses scoped to it."""
+    shown: dict[int, tuple[Any, str]] = context.loaders.setdefault(_SHOWN, {})
+    for message in shared.messages:
+        shown[id(message)] = (message, shared.share_id)
+
+
+def _shown_by(context: Context, message: Any) -> str | None:
+    found = context.loaders.get(_SHOWN, {}).get(id(message))
+    return None if found is None or found[0] is not message else str(found[1])
 
 
 def reader_tenant(context: Context) -> str | None:
@@ -81,16 +100,21 @@ class SharedMessage:
     assistant_id: str | None
 
     @strawberry.field(description="The files the message references, in order, each with"
-                      " a signed address that works without credentials for a short time"
-                      " (CHATQL_FILE_URL_TTL) — also for that long after the link is"
-                      " revoked.")
+                      " a signed address scoped to the link: it works without credentials"
+                      " for a short time (CHATQL_FILE_URL_TTL) and stops working (404) as"
+                      " soon as the link is revoked or expires.")
     async def files(self, info: Info) -> list[File]:
         found: list[Any] = await message_files_loader(info).load(str(self.id))
         if len(found) > 1:
             order = {file_id: place for place, file_id in enumerate(
                 file_ids_in(self.type, self.props, strict=False))}
             found.sort(key=lambda file: order.get(file.id, len(order)))
-        return found
+        share_id = _shown_by(info.context, self)
+        if share_id is None:  # pragma: no cover - every SharedMessage comes from a link
+            return []
+        scoped: list[Any] = [SharedFile(**{name: getattr(file, name) for name in _FILE_FIELDS},
+                                        share_id=share_id) for file in found]
+        return scoped
 
 
 @strawberry.type(description="What a share link shows: the chat's title and the shared"
@@ -101,6 +125,7 @@ class SharedChat:
     messages: list[SharedMessage]
 
 
+_FILE_FIELDS = tuple(field.name for field in dataclasses.fields(StoreFile))
 _SHARES = "shares"
 
 

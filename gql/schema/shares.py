@@ -15,7 +15,13 @@ import strawberry
 from chatql.gql.context import Info
 from chatql.gql.schema.announce import announce, bring_back
 from chatql.gql.schema.chat_type import Chat
-from chatql.gql.schema.share_types import Share, ShareAudience, SharedChat, reader_tenant
+from chatql.gql.schema.share_types import (
+    Share,
+    ShareAudience,
+    SharedChat,
+    reader_tenant,
+    remember_shown,
+)
 from chatql.store.chats import shares as store_shares
 from chatql.store.errors import ChatArchived
 from chatql.store.records import Share as StoreShare
@@ -36,6 +42,7 @@ class ShareQuery:
             info.context.db, token, tenant_id=reader_tenant(info.context), archive=services.archive)
         if services.share_views is not None:
             services.share_views.count(shared.share_id)
+        remember_shown(info.context, shared)
         return shared  # type: ignore[return-value]
 
 

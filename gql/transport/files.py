@@ -11,10 +11,12 @@ JSON: ``{id, filename, mediaType, size, sha256, width, height, createdAt}``.
 
 ``GET /files/{id}`` answers a signed address (``?expires=…&signature=…``, from
 ``File.url``; tampered or expired: 403) or, without one, a caller who may read the file
-(as on ``/graphql``; else 404). Files are served with ``X-Content-Type-Options: nosniff``,
-inline only for images other than SVG and for PDFs, as attachments otherwise, and with a
-sandboxing ``Content-Security-Policy`` unless they are PDFs: an uploaded SVG or HTML file
-never runs in the service's origin.
+(as on ``/graphql``; else 404). An address a share link gave also names the link
+(``?share=…``) and answers 404 once the link is revoked or expired, its chat deleted,
+or the file no longer among the messages it shows. Files are served with
+``X-Content-Type-Options: nosniff``, inline only for images other than SVG and for
+PDFs, as attachments otherwise, and with a sandboxing ``Content-Security-Policy``
+unless they are PDFs: an uploaded SVG or HTML file never runs in the service's origin.
 
 Errors have the GraphQL error shape with a matching status: 400 ``INVALID_ARGUMENT``,
 401 ``UNAUTHENTICATED``, 403 ``FORBIDDEN``, 404 ``NOT_FOUND``, 413 ``PAYLOAD_TOO_LARGE``
@@ -39,10 +41,11 @@ from starlette.routing import Route
 from chatql.gql.auth import identity_from_credentials
 from chatql.gql.context import Services
 from chatql.gql.errors import code_for
-from chatql.gql.schema.file_type import READ_PURPOSE
+from chatql.gql.schema.file_type import READ_PURPOSE, share_purpose
 from chatql.gql.schema.files import UPLOAD_PURPOSE
 from chatql.gql.settings import Settings
 from chatql.gql.transport.bodylimit import error_body
+from chatql.store.chats import shares as store_shares
 from chatql.store.db.database import Database
 from chatql.store.errors import (
     ChatqlError,
@@ -251,7 +254,17 @@ async def serve_file(request: Request) -> Response:
     file_id = request.path_params["file_id"]
     params = request.query_params
     try:
-        if "signature" in params or "expires" in params:
+        share_id = params.get("share")
+        if share_id is not None:
+            # An address a share link gave: good while its signature is, and only
+            # while the link still opens and shows the file.
+            refused = files.signer.verify(share_purpose(share_id), file_id,
+                                          params.get("expires"), params.get("signature"),
+                                          now=time.time())
+            if refused is not None:
+                raise Forbidden(refused)
+            found = await store_shares.shared_file(services.db, share_id, file_id)
+        elif "signature" in params or "expires" in params:
             refused = files.signer.verify(READ_PURPOSE, file_id, params.get("expires"),
                                           params.get("signature"), now=time.time())
             if refused is not None:

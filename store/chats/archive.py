@@ -147,7 +147,10 @@ async def _archive(db: Database, archive: ChatArchive, chat: Chat) -> bool:
     async with db.read() as conn:
         before = await _fingerprint(conn, chat.id)
     key = f"{chat.tenant_id}/{chat.id}/{new_id()}.jsonl"
-    digest, count = await archive.write(key, export_chat(db, chat))
+    # Interrupts and file links stay in their tables while the messages are away (and
+    # keep the files they reference from the orphan sweep): only messages and resume
+    # records move.
+    digest, count = await archive.write(key, export_chat(db, chat, with_interrupts=False))
     if not await archive.verify(key, digest, count):
         await archive.delete(key)
         raise PersistFailed("the archive copy did not read back as written; nothing deleted")

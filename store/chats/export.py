@@ -1,9 +1,15 @@
-"""A chat as JSON Lines: the chat, every message oldest first, then its resume records.
+"""A chat as JSON Lines: the chat, every message oldest first, its interrupts, then its
+resume records.
 
-Every line is one JSON object with a ``kind`` (``chat``, ``message`` or ``resume``)
-and the record's fields in the API's camelCase names; times are ISO 8601 in UTC. The
-first line also names the ``format`` (``chatql``) and its ``version``, so an import
-can tell what it reads.
+Every line is one JSON object with a ``kind`` (``chat``, ``message``, ``interrupt`` or
+``resume``) and the record's fields in the API's camelCase names; times are ISO 8601 in
+UTC. The first line also names the ``format`` (``chatql``) and its ``version``, so an import
+can tell what it reads. Lines the caller adds after the chat line (the ``file`` lines of
+``store/files/transfer.py``) come before the messages.
+
+An ``interrupt`` line is an approval or a question asked in the chat, with its state
+and decision (``interruptKind`` is ``TOOL_APPROVAL`` or ``INPUT``); the id of an
+interrupt is the id of the message that asked.
 
 Lines are produced from keyset pages (``sequence > last``), each read by one statement
 of its own, so memory stays flat however long the chat is and no connection is held
@@ -25,7 +31,14 @@ from sqlalchemy import JSON, select
 from chatql.store import prepared
 from chatql.store.chats.chat import get_chat
 from chatql.store.db.database import Database
-from chatql.store.db.tables import UTCDateTime, chats, columns_of_type, messages, resume_records
+from chatql.store.db.tables import (
+    UTCDateTime,
+    chats,
+    columns_of_type,
+    interrupts,
+    messages,
+    resume_records,
+)
 from chatql.store.errors import NotFound
 from chatql.store.ids import check_chat_id
 from chatql.store.messages.resume import resume_from_row
@@ -42,6 +55,7 @@ __all__ = [
     "chat_line",
     "chat_tenant",
     "export_chat",
+    "interrupt_line",
     "message_line",
     "open_export",
     "resume_line",
@@ -187,6 +201,23 @@ def resume_line(record: ResumeRecord) -> dict[str, Any]:
     }
 
 
+#: An interrupt line's fields after ``kind``: the table's columns but the chat's and
+#: tenant's (the importer's own), camelCased; ``kind`` is ``interruptKind``.
+_INTERRUPT_COLUMNS = tuple(column.name for column in interrupts.columns
+                           if column.name not in ("chat_id", "tenant_id"))
+_INTERRUPT_TIMES = columns_of_type(interrupts, kind=UTCDateTime)
+
+
+def interrupt_line(row: Any) -> dict[str, Any]:
+    """An interrupt row as its line."""
+    line: dict[str, Any] = {"kind": "interrupt"}
+    for column in _INTERRUPT_COLUMNS:
+        value = getattr(row, column)
+        key = "interruptKind" if column == "kind" else _camel(column)
+        line[key] = _time(value) if column in _INTERRUPT_TIMES else value
+    return line
+
+
 async def chat_tenant(db: Database, chat_id: str) -> str | None:
     """The tenant of the chat ``chat_id`` (ids are unique across tenants), or None.
 
@@ -208,11 +239,13 @@ async def open_export(db: Database, who: Identity, chat_id: str) -> Chat:
 
 
 async def export_chat(
-    db: Database, chat: Chat, *, page_size: int | None = None
+    db: Database, chat: Chat, *, page_size: int | None = None,
+    head: AsyncIterator[bytes] | None = None, with_interrupts: bool = True,
 ) -> AsyncIterator[bytes]:
     """The export of a chat returned by :func:`open_export`, as encoded chunks of whole
-    lines (newlines included): the chat line, chunks of at most :data:`EXPORT_CHUNK`
-    message lines, then each resume record.
+    lines (newlines included): the chat line, the lines of ``head``, chunks of at most
+    :data:`EXPORT_CHUNK` message lines, each interrupt (unless ``with_interrupts`` is
+    False: the cold archive leaves them in their table), then each resume record.
 
     Pages start at ``page_size`` rows (default :data:`EXPORT_PAGE_SIZE`) and then hold
     about :data:`EXPORT_PAGE_BYTES` of lines, judged by the first chunk of the page
@@ -222,6 +255,9 @@ async def export_chat(
     most two pages are in memory.
     """
     yield _encode(chat_line(chat))
+    if head is not None:
+        async for chunk in head:
+            yield chunk
     statement = _PAGE_STATEMENTS[db.dialect]
 
     async def read_page(after: int, size: int) -> Sequence[Any]:
@@ -248,6 +284,9 @@ async def export_chat(
         if reading is not None:
             reading.cancel()
     async with db.read() as conn:
+        asked = (await conn.execute(
+            select(interrupts).where(interrupts.c.chat_id == chat.id)
+            .order_by(interrupts.c.sequence, interrupts.c.id))).all() if with_interrupts else []
         records = (
             await conn.execute(
                 select(resume_records)
@@ -257,7 +296,9 @@ async def export_chat(
                           resume_records.c.id)
             )
         ).all()
-    # Resume records are a few per interrupted stream: read in one go.
+    # Interrupts and resume records are a few per stream: read in one go.
+    for row in asked:
+        yield _encode(interrupt_line(row))
     for record in records:
         yield _encode(resume_line(resume_from_row(record)))
 

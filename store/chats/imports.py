@@ -14,9 +14,13 @@ it is APPEND_CONFLICT. Every line is checked before anything is written; a malfo
 one is INVALID_ARGUMENT naming the line (1-based) or the message index, and the field.
 
 A chatql document keeps what the export recorded — message ids, sequences, statuses,
-props, metadata, timestamps, resume records — so export then import reproduces the
-chat. The importer becomes its owner (``createdBy``, team, tenant). Message ids are
-unique across the store: importing a chat whose messages still exist is CONFLICT.
+props, metadata, timestamps, interrupts with their state and decision, resume records —
+so export then import reproduces the chat. The importer becomes its owner
+(``createdBy``, team, tenant). Message ids (and so interrupt ids, which are the asking
+messages') are unique across the store: importing a chat whose messages still exist is
+CONFLICT. Files: a document's ``file`` lines are stored again for the importer (new
+ids, the messages' references renamed to them; ``store/files/transfer.py``); a
+reference with no file line stays as it is, linked when the importer may read the file.
 
 OpenAI-style documents (``{"messages": [{role, content, tool_calls, tool_call_id,
 name}]}``) become: ``user`` → USER ``user_input``; ``system``/``developer`` → SYSTEM
@@ -38,6 +42,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from chatql.store.chats.access import can_read_file
 from chatql.store.chats.chat import (
     CHAT_SHARES,
     CHAT_STATUSES,
@@ -50,8 +55,18 @@ from chatql.store.chats.titles import TITLE_SOURCES, automatic_title
 from chatql.store.db.database import Database
 from chatql.store.db.partitions import message_chats
 from chatql.store.db.rows import document_rows, write_rows
-from chatql.store.db.tables import chat_imports, chats, resume_records
+from chatql.store.db.tables import (
+    chat_imports,
+    chats,
+    files,
+    interrupts,
+    message_files,
+    resume_records,
+)
 from chatql.store.errors import AppendConflict, Conflict, InvalidArgument, NotFound
+from chatql.store.files.links import file_ids_in
+from chatql.store.files.service import FileService
+from chatql.store.files.transfer import FileLine, import_files, parse_file_line, remap_file_ids
 from chatql.store.ids import check_append_id, check_chat_id, check_message_id, new_id
 from chatql.store.jsonutil import canonical_digest
 from chatql.store.limits import ID_CHARS, MODE_CHARS, NAME_CHARS, TITLE_CHARS, TYPE_CHARS
@@ -80,11 +95,14 @@ _OPENAI_ROLES = {"user": "USER", "assistant": "ASSISTANT", "system": "SYSTEM",
 
 @dataclass(slots=True)
 class ParsedChat:
-    """A checked document: the chat row's values and its message and resume rows."""
+    """A checked document: the chat row's values; its message, interrupt and resume
+    rows; and the files its ``file`` lines carry."""
 
     chat: dict[str, Any]
     messages: list[dict[str, Any]] = field(default_factory=list)
     resume: list[dict[str, Any]] = field(default_factory=list)
+    interrupts: list[dict[str, Any]] = field(default_factory=list)
+    files: list[FileLine] = field(default_factory=list)
 
 
 def _bad(where: str, what: str) -> InvalidArgument:
@@ -270,9 +288,48 @@ def _resume_row(line: Mapping[str, Any], where: str) -> dict[str, Any]:
     }
 
 
+_INTERRUPT_KINDS = ("TOOL_APPROVAL", "INPUT")
+_INTERRUPT_STATES = ("PENDING", "RESOLVED", "EXPIRED", "CANCELLED")
+
+
+def _interrupt_row(line: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """An ``interrupt`` line as its row (the chat and tenant are the importer's)."""
+    try:
+        interrupt_id = check_message_id(str(line.get("id") or ""))
+        message_id = check_message_id(str(line.get("messageId") or ""))
+    except InvalidArgument as error:
+        raise _bad(where, f"fields 'id' and 'messageId': {error}") from None
+    decision = line.get("decision")
+    if decision is not None and not isinstance(decision, dict):
+        raise _bad(where, "field 'decision' must be a JSON object or null")
+    requested = _time(line, "requestedAt", where, now())
+    return {
+        "id": interrupt_id, "message_id": message_id,
+        "sequence": _int(line, "sequence", where),
+        "stream_id": _text(line, "streamId", where, required=True, limit=128),
+        "request_id": _text(line, "requestId", where),
+        "assistant_id": _text(line, "assistantId", where),
+        "kind": _one_of(line, "interruptKind", where, _INTERRUPT_KINDS, ""),
+        "state": _one_of(line, "state", where, _INTERRUPT_STATES, ""),
+        "tool_call_id": _text(line, "toolCallId", where),
+        "tool_name": _text(line, "toolName", where),
+        "arguments": line.get("arguments"),
+        "prompt": _text(line, "prompt", where, limit=0),
+        "response_schema": line.get("responseSchema"),
+        "reason": _text(line, "reason", where, limit=0),
+        "requested_at": requested,
+        "expires_at": _time(line, "expiresAt", where, None),
+        "decision": decision,
+        "decided_by": _text(line, "decidedBy", where),
+        "decided_at": _time(line, "decidedAt", where, None),
+        "decision_id": _text(line, "decisionId", where, limit=128),
+        "resumed_by": _text(line, "resumedBy", where),
+    }
+
+
 def parse_line(line: Any, number: int, parsed: ParsedChat, last_sequence: int) -> int:
-    """Check one message or resume line and add its row to ``parsed``; returns the
-    highest message sequence so far (sequences must rise strictly)."""
+    """Check one message, file, interrupt or resume line and add it to ``parsed``;
+    returns the highest message sequence so far (sequences must rise strictly)."""
     where = f"line {number}"
     if not isinstance(line, dict):
         raise _bad(where, "each line must be a JSON object")
@@ -288,7 +345,16 @@ def parse_line(line: Any, number: int, parsed: ParsedChat, last_sequence: int) -
     if kind == "resume":
         parsed.resume.append(_resume_row(line, where))
         return last_sequence
-    raise _bad(where, "field 'kind' must be 'message' or 'resume' after the chat line")
+    if kind == "interrupt":
+        parsed.interrupts.append(_interrupt_row(line, where))
+        return last_sequence
+    if kind == "file":
+        if parsed.messages or last_sequence:
+            raise _bad(where, "file lines must come before the messages")
+        parsed.files.append(parse_file_line(line, number))
+        return last_sequence
+    raise _bad(where, "field 'kind' must be 'message', 'file', 'interrupt' or 'resume' "
+               "after the chat line")
 
 
 def _openai_content(item: Mapping[str, Any], where: str) -> Any:
@@ -373,8 +439,28 @@ def parse_chatql(document: Any, who: Identity, *, chat_id: str | None,
     return parsed
 
 
-async def _write_rows(conn: AsyncConnection, chat_id: str, parsed: ParsedChat) -> None:
-    """Within the caller's transaction: the parsed messages and resume records."""
+async def _link_files(conn: AsyncConnection, who: Identity, chat_id: str,
+                     rows: list[dict[str, Any]]) -> None:
+    """The imported messages' file references the importer may read (the files the
+    import stored, or files of its tenant an export without files names), kept as
+    links like an append's; others stay unlinked."""
+    wanted = [(row["id"], file_id) for row in rows
+              for file_id in file_ids_in(row["type"], row["props"], strict=False)]
+    if not wanted:
+        return
+    readable = set((await conn.scalars(select(files.c.id).where(
+        files.c.id.in_(sorted({file_id for _, file_id in wanted})),
+        can_read_file(who, now())))).all())
+    links = [{"message_id": message_id, "file_id": file_id, "chat_id": chat_id}
+             for message_id, file_id in wanted if file_id in readable]
+    if links:
+        await conn.execute(insert(message_files), links)
+
+
+async def _write_rows(conn: AsyncConnection, chat_id: str, parsed: ParsedChat,
+                      who: Identity | None = None) -> None:
+    """Within the caller's transaction: the parsed messages (and, given the importer
+    ``who``, their file links), interrupts and resume records."""
     if parsed.messages:
         ids = [row["id"] for row in parsed.messages]
         if len(set(ids)) != len(ids):
@@ -390,6 +476,17 @@ async def _write_rows(conn: AsyncConnection, chat_id: str, parsed: ParsedChat) -
         # Sequences rise strictly through a document, so a batch's last is the highest.
         await conn.execute(update(chats).where(chats.c.id == chat_id)
                            .values(last_sequence=parsed.messages[-1]["sequence"]))
+        if who is not None:
+            await _link_files(conn, who, chat_id, parsed.messages)
+    if parsed.interrupts:
+        ids = [row["id"] for row in parsed.interrupts]
+        taken = (await conn.scalars(select(interrupts.c.id).where(interrupts.c.id.in_(ids)))
+                 ).all()
+        if taken or len(set(ids)) != len(ids):
+            raise Conflict(f"interrupt id {(taken or ids)[0]!r} is already taken")
+        tenant = await conn.scalar(select(chats.c.tenant_id).where(chats.c.id == chat_id))
+        await conn.execute(insert(interrupts), [
+            {**row, "chat_id": chat_id, "tenant_id": tenant} for row in parsed.interrupts])
     if parsed.resume:
         # Checked here, not only by a key: on hash-partitioned tables the primary key
         # is (chat_id, id), which would let another chat's record keep the same id.
@@ -434,8 +531,14 @@ async def import_chat(
     import_id: str,
     chat_id: str | None = None,
     assistant_id: str | None = None,
+    files: FileService | None = None,
+    blobs: Mapping[str, bytes] | None = None,
 ) -> Chat:
-    """Create a chat from ``document`` in one transaction, once per ``import_id``."""
+    """Create a chat from ``document`` in one transaction, once per ``import_id``.
+
+    The document's ``file`` lines are stored first through ``files`` (their bytes
+    inline, or in ``blobs`` by SHA-256 from a .tar; see ``store/files/transfer.py``)
+    and the messages' references renamed to the stored files."""
     check_append_id(import_id)
     if format not in IMPORT_FORMATS:
         raise InvalidArgument(f"format must be one of {', '.join(IMPORT_FORMATS)}")
@@ -443,15 +546,22 @@ async def import_chat(
                                "assistantId": assistant_id})
     parse = parse_chatql if format == "CHATQL" else parse_openai
     parsed = parse(document, who, chat_id=chat_id, assistant_id=assistant_id)
+    if parsed.files and await _earlier_read(db, who, import_id) is None:
+        if files is None:
+            raise InvalidArgument("this service keeps no files: import without file lines")
+        mapping = await import_files(files, who, parsed.files, blobs)
+        for row in parsed.messages:
+            row["props"] = remap_file_ids(row["type"], row["props"], mapping)
     try:
         async with db.write() as conn:
             earlier = await _earlier(conn, who, import_id)
             if earlier is None:
                 chat = await insert_chat(conn, parsed.chat)
-                await _write_rows(conn, chat.id, parsed)
+                await _write_rows(conn, chat.id, parsed, who)
                 await conn.execute(insert(chat_imports).values(
                     tenant_id=who.tenant_id, import_id=import_id, digest=digest,
-                    chat_id=chat.id, lines_done=1 + len(parsed.messages) + len(parsed.resume),
+                    chat_id=chat.id, lines_done=1 + len(parsed.messages) + len(parsed.resume)
+                + len(parsed.interrupts) + len(parsed.files),
                     complete=True, created_at=now(),
                 ))
     except IntegrityError:
@@ -502,7 +612,7 @@ class ImportRun:
         """Commit ``parsed``'s rows (``lines`` lines of the file) as one batch."""
         try:
             async with self.db.write() as conn:
-                await _write_rows(conn, self.chat_id, parsed)
+                await _write_rows(conn, self.chat_id, parsed, self.who)
                 self.lines_done += lines
                 await conn.execute(
                     update(chat_imports)
@@ -548,8 +658,13 @@ async def import_file(
                 chat_row = parse_chat_line(line, who, chat_id=chat_id, assistant_id=assistant_id)
                 continue
             last = parse_line(line, number, checker, last)
+            if checker.files:
+                raise InvalidArgument(
+                    f"line {number}: this export carries files; import it over HTTP "
+                    "(POST /chats/import), which stores them")
             del checker.messages[:]  # keep memory flat; one resume row marks "resume seen"
             del checker.resume[1:]
+            del checker.interrupts[:]
     if chat_row is None:
         raise InvalidArgument("line 1: the file is empty; it must start with the chat line")
     content = digest.hexdigest()
@@ -572,6 +687,7 @@ async def import_file(
             if number <= start:  # committed by an earlier run
                 del parsed.messages[:]
                 del parsed.resume[:]
+                del parsed.interrupts[:]
                 continue
             count += 1
             if count == batch_lines:

@@ -64,15 +64,17 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from chatql.store.chats import access
 from chatql.store.chats.archive import ChatArchive, restore_archive
 from chatql.store.chats.chat import insert_chat, normalised_fields, now, present
+from chatql.store.chats.titles import entitle
 from chatql.store.db.database import Database
 from chatql.store.db.partitions import message_chats
-from chatql.store.db.tables import UTCDateTime, chats, messages, shares
+from chatql.store.db.tables import UTCDateTime, chats, files, message_files, messages, shares
 from chatql.store.errors import ChatArchived, Forbidden, InvalidArgument, NotFound
+from chatql.store.files.service import file_from_row
 from chatql.store.ids import check_chat_id, check_message_id, new_id
 from chatql.store.messages import tree
 from chatql.store.messages.message import chain_end, insert_chain, message_from_row
 from chatql.store.prepared import PreparedStatement, compile_prepared, fetch, message_attribute
-from chatql.store.records import Chat, Identity, Message, Share, SharedChat, SharedMessage
+from chatql.store.records import Chat, File, Identity, Message, Share, SharedChat, SharedMessage
 
 __all__ = [
     "MAX_SHARED_MESSAGES",
@@ -84,6 +86,7 @@ __all__ = [
     "read_shared",
     "revoke_share",
     "share_chat",
+    "shared_file",
     "token_hash",
 ]
 
@@ -359,6 +362,31 @@ async def read_shared(db: Database, token: str, *, tenant_id: str | None,
     return SharedChat(title=title, created_at=created_at, messages=found, share_id=share_id)
 
 
+async def shared_file(db: Database, share_id: str, file_id: str) -> File | None:
+    """The READY file ``file_id`` as the link ``share_id`` shows it: None when the link
+    is revoked or expired, its chat deleted, or none of its messages references the
+    file (what a link's file addresses are checked against on every read)."""
+    at = now()
+    async with db.read() as conn:
+        link = (await conn.execute(
+            select(shares.c.chat_id, shares.c.message_ids)
+            .join(chats, chats.c.id == shares.c.chat_id)
+            .where(shares.c.id == share_id, shares.c.revoked_at.is_(None),
+                   or_(shares.c.expires_at.is_(None), shares.c.expires_at > at),
+                   chats.c.deleted_at.is_(None),
+                   or_(chats.c.expires_at.is_(None), chats.c.expires_at > at)))).first()
+        if link is None:
+            return None
+        holders = set((await conn.scalars(select(message_files.c.message_id).where(
+            message_files.c.file_id == file_id,
+            message_files.c.chat_id == link.chat_id))).all())
+        if not holders & set(link.message_ids or ()):
+            return None
+        row = (await conn.execute(select(files).where(
+            files.c.id == file_id, files.c.state == "READY"))).first()
+    return None if row is None else file_from_row(row)
+
+
 async def _write_views(db: Database, counted: dict[str, int]) -> None:
     async with db.write() as conn:
         await conn.execute(
@@ -507,4 +535,8 @@ async def _fork(db: Database, who: Identity, chat_id: str, path: Sequence[str] |
         written = await insert_chain(conn, chat.id, [new_id() for _ in found],
                                      [content(message) for message in found],
                                      last_sequence=0, parent_id=None, explicit_parent=True)
+        # An untitled source: the fork is titled from its first question, as any chat.
+        title = None if chat.title is not None else await entitle(conn, chat.id, written)
+    if title is not None:
+        chat = dataclasses.replace(chat, title=title, title_source="AUTO")
     return chain_end(chat, written[-1])

@@ -20,6 +20,7 @@ import pytest
 from sqlalchemy import select
 
 from chatql.gql.app import create_app
+from chatql.gql.schema.file_type import file_url
 from chatql.gql.settings import Settings
 from chatql.store.db.database import Database
 from chatql.store.db.tables import shares
@@ -369,6 +370,39 @@ async def test_a_branch_continues_as_a_new_chat(client: Client) -> None:
     assert (await client.error(FORK, {"share": link["token"]}, MALLORY))[0] == "NOT_FOUND"
 
 
+async def test_a_fork_of_an_untitled_chat_is_titled_from_its_first_question(
+        client: Client) -> None:
+    ids = await client.chat("nameless", ("ASSISTANT", "Hello, how can I help?"),
+                            ("USER", "Which trains run from Oslo to Bergen, and when?"),
+                            ("ASSISTANT", "Four a day."))
+    titled = "query($id: ID!) { chat(id: $id) { title titleSource } }"
+    assert (await client.data(titled, {"id": "nameless"}))["chat"] == {
+        "title": "Which trains run from Oslo to Bergen, and when", "titleSource": "AUTO"}
+    # The source's automatic title is kept by a fork, as any title is.
+    own = (await client.data(FORK, {"message": ids[2]}))["forkChat"]
+    assert own["title"] == "Which trains run from Oslo to Bergen, and when"
+
+    # A source still untitled (its first question came before titles, say): the fork
+    # takes its title from its own first USER message, here and on a later read.
+    await client.chat("blank", ("ASSISTANT", "Hi"), ("USER", "Pack for Lisbon in May?"))
+    await client.data('mutation { updateChat(id: "blank", input: {title: null}) { id } }')
+    assert (await client.data(titled, {"id": "blank"}))["chat"]["title"] is None
+    link = await client.share("blank", audience="PUBLIC")
+    for forked in ((await client.data(FORK, {"share": link["token"]}, CAROL))["forkChat"],
+                   (await client.data(FORK, {"message": (await client.data(
+                       MESSAGES, {"chat": "blank"}))["messages"]["edges"][-1]["node"]["id"]}
+                   ))["forkChat"]):
+        assert forked["title"] == "Pack for Lisbon in May"
+        who = CAROL if forked["createdBy"] == "carol" else BOB
+        assert (await client.data(titled, {"id": forked["id"]}, who))["chat"] == {
+            "title": "Pack for Lisbon in May", "titleSource": "AUTO"}
+    # A fork without any USER message stays untitled.
+    await client.chat("monologue", ("ASSISTANT", "Just me"))
+    await client.data('mutation { updateChat(id: "monologue", input: {title: null}) { id } }')
+    lone = await client.share("monologue", audience="PUBLIC")
+    assert (await client.data(FORK, {"share": lone["token"]}, CAROL))["forkChat"]["title"] is None
+
+
 async def test_a_link_to_an_archived_chat_brings_it_back(client: Client) -> None:
     await client.chat("cold", ("USER", "an old question"), ("ASSISTANT", "an old answer"))
     link = await client.share("cold", audience="PUBLIC")
@@ -383,7 +417,8 @@ async def test_a_link_to_an_archived_chat_brings_it_back(client: Client) -> None
 
 async def test_a_link_shows_its_messages_files(settings: Settings, tmp_path: Any) -> None:
     stored = dataclasses.replace(settings, files_url=f"file://{tmp_path / 'files'}")
-    async with uvicorn_serving(create_app(stored)) as port, httpx.AsyncClient(
+    http_app = create_app(stored)
+    async with uvicorn_serving(http_app) as port, httpx.AsyncClient(
             base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
         client = Client(http)
         uploaded = (await http.post("/files?filename=notes.txt", headers={
@@ -402,6 +437,54 @@ async def test_a_link_shows_its_messages_files(settings: Settings, tmp_path: Any
         assert (file["id"], file["filename"]) == (uploaded["id"], "notes.txt")
         fetched = await http.get(file["url"])  # no identity: the signed address opens it
         assert fetched.status_code == 200 and fetched.content == b"pack a coat\n"
+        # The address is the link's: it names the link, and cannot be moved to another.
+        assert f"share={link['id']}" in file["url"]
+        other = await client.share("with-file", audience="PUBLIC")
+        moved = file["url"].replace(link["id"], other["id"])
+        assert (await http.get(moved)).status_code == 403
+
+        # Revoked, the link takes its file addresses with it — before they expire.
+        await client.data(REVOKE, {"id": link["id"]})
+        gone = await http.get(file["url"])
+        assert gone.status_code == 404
+        assert gone.json()["errors"][0]["extensions"]["code"] == "NOT_FOUND"
+        # The owner still reads the file, and so does the other link.
+        assert (await http.get(f"/files/{uploaded['id']}", headers=BOB)).status_code == 200
+        (kept,) = (await client.data(
+            "query($t: String!) { sharedChat(token: $t) { messages { files { url } } } }",
+            {"t": other["token"]}, NOBODY))["sharedChat"]["messages"][0]["files"]
+        assert (await http.get(kept["url"])).content == b"pack a coat\n"
+
+        # A link's addresses show only what the link shows: a file added later is not
+        # among them, even signed for the link.
+        later = (await http.post("/files?filename=later.txt", headers={
+            **BOB, "content-type": "text/plain"}, content=b"later\n")).json()
+        await client.data(APPEND, {"chat": "with-file", "aid": "g", "messages": [
+            {"role": "USER", "type": "user_input", "props": {"content": [
+                {"type": "file", "fileId": later["id"], "mediaType": "text/plain",
+                 "filename": "later.txt"}]}}]})
+        services = http_app.state.services
+        forged = kept["url"].split("/files/")[0] + file_url(
+            _Context(services), later["id"], share_id=other["id"])
+        assert (await http.get(forged)).status_code == 404
+
+        # An expired link closes them too.
+        soon = (datetime.now(UTC) + timedelta(seconds=1.5)).isoformat()
+        brief = await client.share("with-file", audience="PUBLIC", expires=soon)
+        (short,) = (await client.data(
+            "query($t: String!) { sharedChat(token: $t) { messages { files { url } } } }",
+            {"t": brief["token"]}, NOBODY))["sharedChat"]["messages"][0]["files"]
+        assert (await http.get(short["url"])).status_code == 200
+        await asyncio.sleep(1.7)
+        assert (await http.get(short["url"])).status_code == 404
+
+
+@dataclasses.dataclass
+class _Context:
+    """Just what signing a file address needs of a request's context."""
+
+    services: Any
+    request: Any = None
 
 
 async def test_the_share_page_is_served_unindexed(served: tuple[Client, str]) -> None:
