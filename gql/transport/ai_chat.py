@@ -28,6 +28,11 @@ transport as it stands (``new DefaultChatTransport({api: '<chatql>/ai/chat'})``)
   pending the answer only reports the denials and finishes.
 - ``GET /ai/chat/{id}/stream`` resumes a live reply after a reload: the reply so far
   (from the stream's merged state) and then live, or 204 when nothing is live.
+- An agent's ``file`` message (props ``{fileId, mediaType, filename}``) reaches the
+  client as the AI SDK's ``file`` chunk ``{type: "file", url, mediaType}``, ``url`` a
+  signed address of the file (as ``File.url`` gives) — when the person may read the
+  file, or the agent writing the reply may (it is linked to the chat when the reply is
+  stored); otherwise it stays the ``data-file`` part it was.
 
 The caller is identified exactly as on ``/graphql`` and needs the same rights (append:
 write access to the chat). A body that is not what the SDK sends is a 400 with a
@@ -40,10 +45,11 @@ import base64
 import binascii
 import json
 import re
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any
-from urllib.parse import unquote, unquote_to_bytes, urlsplit
+from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -51,6 +57,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from chatql.gql.auth import identity_from_credentials
 from chatql.gql.context import Services
 from chatql.gql.errors import code_for
+from chatql.gql.schema.file_type import READ_PURPOSE
 from chatql.gql.transport import replies
 from chatql.gql.transport.bodylimit import error_body
 from chatql.gql.transport.ui_stream import UIChunk, UIMessageStream
@@ -105,7 +112,8 @@ async def send_messages(request: Request) -> Response:
             queue, decided = await replies.decide(services, who, chat_id, approvals,
                                                   kinds=("TOOL_APPROVAL",))
             return StreamingResponse(
-                _reply(services, chat_id, queue, resumed=_resumed(approvals, decided)),
+                _reply(services, request, who, chat_id, queue,
+                       resumed=_resumed(approvals, decided)),
                 media_type="text/event-stream", headers=UI_STREAM_HEADERS)
         if trigger == "submit-message":
             question = await _with_files(services, who, _newest_user_message(body))
@@ -122,7 +130,7 @@ async def send_messages(request: Request) -> Response:
     except ChatqlError as error:
         return _failure(error)
     return StreamingResponse(
-        _reply(services, chat_id, queue, question_id=question_id),
+        _reply(services, request, who, chat_id, queue, question_id=question_id),
         media_type="text/event-stream", headers=UI_STREAM_HEADERS)
 
 
@@ -142,7 +150,7 @@ async def resume_reply(request: Request) -> Response:
     if live is None:
         return Response(status_code=204)
     queue = await streams.subscribe(chat_id)
-    return StreamingResponse(_reply(services, chat_id, queue, live=live),
+    return StreamingResponse(_reply(services, request, who, chat_id, queue, live=live),
                              media_type="text/event-stream", headers=UI_STREAM_HEADERS)
 
 
@@ -341,20 +349,56 @@ async def _question_of(services: Services, who: Identity, chat_id: str,
 # ---- the reply -------------------------------------------------------------------------
 
 
-async def _reply(services: Services, chat_id: str, queue: SubscriberQueue, *,
-                 question_id: str | None = None, live: str | None = None,
-                 resumed: _Resumed | None = None) -> AsyncIterator[bytes]:
+async def _reply(services: Services, request: Request, who: Identity, chat_id: str,
+                 queue: SubscriberQueue, *, question_id: str | None = None,
+                 live: str | None = None, resumed: _Resumed | None = None,
+                 ) -> AsyncIterator[bytes]:
     """The UI message stream of one reply: the stream ``live`` (a resumed reply), the
     first stream that starts answering ``question_id``, or (``resumed``) the stream
     that resumes the chat after the person's decisions."""
-    translator = UIMessageStream(stream_id=live)
+    translator = UIMessageStream(stream_id=live, file_parts=services.files is not None)
     if resumed is not None:
         for chunk in translator.resuming(resumed.shown_calls, resumed.denied_calls):
             yield _sse(chunk)
         if resumed.pending:
             for chunk in translator.end("awaiting_input"):
                 yield _sse(chunk)
-    async for frame in replies.follow(services, chat_id, queue, translator, _sse,
+    async for frame in replies.follow(services, chat_id, queue, translator, _encode,
                                       question_id=question_id):
+        if frame.startswith(_UNSIGNED):
+            unsigned = json.loads(frame[len(_UNSIGNED):])
+            frame = _sse(await _file_chunk(services, request, who, translator, unsigned))
         yield frame
     yield b"data: [DONE]\n\n"
+
+
+#: Marks a translator's file chunk on its way out, until its address is signed (never
+#: sent: no SSE frame starts with a NUL).
+_UNSIGNED = b"\x00file:"
+
+
+def _encode(chunk: UIChunk) -> bytes:
+    if chunk.get("type") == "file" and "fileId" in chunk:
+        return _UNSIGNED + json.dumps(chunk).encode()
+    return _sse(chunk)
+
+
+async def _file_chunk(services: Services, request: Request, who: Identity,
+                      translator: UIMessageStream, unsigned: UIChunk) -> UIChunk:
+    """A ``file`` message's chunk: the AI SDK's ``file`` with a signed address when the
+    reader, or the identity writing the reply, may read the file; else its data part."""
+    files = services.files
+    file_id = unsigned["fileId"]
+    file = None if files is None else await files.readable(who, file_id)
+    if file is None and files is not None and services.streams is not None \
+            and translator.stream_id is not None:
+        stream = services.streams.buffered(translator.stream_id)
+        if stream is not None and stream.owner.tenant_id == who.tenant_id:
+            file = await files.readable(stream.owner, file_id)
+    if files is None or file is None:
+        return {"type": "data-file", "id": unsigned["id"], "data": unsigned["data"]}
+    expires = int(time.time() + files.limits.url_ttl)
+    signature = files.signer.signature(READ_PURPOSE, file.id, expires)
+    url = (str(request.base_url).rstrip("/") + f"/files/{quote(file.id, safe='')}"
+           f"?expires={expires}&signature={signature}")
+    return {"type": "file", "url": url, "mediaType": file.media_type}

@@ -32,6 +32,13 @@ delta and a whole replacement all give the same parts:
   the assistant message the client already shows: its ``start`` names no message id,
   denied calls come first as ``tool-output-denied``, and the results of calls the
   client already shows are ``tool-output-available`` for those parts.
+- A ``file`` message (an agent's answer with a file: props ``{fileId, mediaType,
+  filename}``) is, when the stream is made with ``file_parts``, one ``file`` chunk. The
+  translator knows no addresses: it sends ``{type: "file", fileId, mediaType, filename,
+  id, data}`` (``id`` the message id, ``data`` its props), and its caller replaces it
+  with the AI SDK's ``{type: "file", url, mediaType}`` (a signed address) or, when the
+  file may not be shown, with the ``data-file`` part it would otherwise be. Without
+  ``file_parts`` it is a ``data-file`` part like any other type.
 - Any other assistant message type ``T`` is a ``data-T`` part with the message id and
   its props as data, sent again (same id) whenever they change.
 - The person's own messages (role ``USER``) and producer events are not part of the
@@ -82,6 +89,8 @@ class UIMessageStream:
 
     #: The chatql stream whose chunks are translated (others are ignored).
     stream_id: str | None = None
+    #: Whether ``file`` messages are file chunks for the caller to sign (see above).
+    file_parts: bool = False
     view: dict[str, MessageState] = field(default_factory=dict)
     parts: dict[str, _Part] = field(default_factory=dict)
     started: bool = False
@@ -170,7 +179,22 @@ class UIMessageStream:
             return self._text(message.id, kind, content if isinstance(content, str) else "")
         if message.type == "tool_call":
             return self._tool_input(message.id, props)
+        if self.file_parts and message.type == "file" and isinstance(props.get("fileId"), str):
+            return self._file(message.id, props)
         return self._data(message.id, message.type, props)
+
+    def _file(self, message_id: str, props: dict[str, Any]) -> list[UIChunk]:
+        """A file chunk, once per message (the AI SDK appends a part for each)."""
+        if message_id in self.parts:
+            return []
+        data = json.loads(json.dumps(props))
+        self.parts[message_id] = _Part("file", message_id, open=False, data=data)
+        media_type = props.get("mediaType")
+        filename = props.get("filename")
+        return [{"type": "file", "fileId": props["fileId"],
+                 "mediaType": media_type if isinstance(media_type, str) else "",
+                 "filename": filename if isinstance(filename, str) else None,
+                 "id": message_id, "data": data}]
 
     def _text(self, message_id: str, kind: str, text: str) -> list[UIChunk]:
         out: list[UIChunk] = []

@@ -11,12 +11,16 @@ renames, archives and deletes; the stream writer fed a ``streamText`` stream sto
 the reply, fails on an error part and survives a lost push answer; the AI SDK's own
 ``DefaultChatTransport`` against ``POST /ai/chat`` stores the question, reads the reply
 as ``toUIMessages`` of the stored chat shows it, regenerates it, and surfaces a bad
-body's 400.
+body's 400; the assistant-ui attachment adapter uploads with progress (a refused file
+shows the service's message) and its message references the stored file, which
+``toUIMessages`` shows — with an agent's file message — at signed addresses; the
+feedback adapter's ratings read back as ``myFeedback``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 
 from chatql.gql.settings import Settings
@@ -26,6 +30,8 @@ from tests.gql.test_streams_ws import serve
 
 async def test_typescript_client_over_real_transports(settings: Settings) -> None:
     npx = require_node()
+    # Small enough for the live tests to show an upload refused for its size.
+    settings = dataclasses.replace(settings, file_max_bytes=1_000_000)
     async with serve(settings) as (server, _app):
         process = await asyncio.create_subprocess_exec(
             npx, "vitest", "run", "--config", "vitest.live.config.ts", "--reporter=verbose",
@@ -35,4 +41,4 @@ async def test_typescript_client_over_real_transports(settings: Settings) -> Non
         output, _ = await asyncio.wait_for(process.communicate(), 120)
     text = output.decode(errors="replace")
     assert process.returncode == 0, text
-    assert "17 passed" in text, text
+    assert "20 passed" in text, text

@@ -1,10 +1,13 @@
 """The AI SDK's file parts on ``POST /ai/chat`` over real HTTP: a data URL becomes a
 stored file (the message keeps its id, never the bytes), readable through
 ``Message.files``; a wrong declared type or a broken data URL is refused and stores
-nothing. On both databases."""
+nothing; an agent's ``file`` message reaches the client as a ``file`` chunk with a
+signed address, unless neither the person nor the agent may read the file. On both
+databases."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from typing import Any
@@ -14,9 +17,12 @@ import pytest
 
 from chatql.gql.settings import Settings
 from tests.conftest import BACKENDS, on_backend
-from tests.gql.test_ai_chat import posted
+from tests.gql.test_ai_chat import ask, awaiting, posted, ui_chunks
 from tests.gql.test_files import png
-from tests.gql.test_streams_ws import Http, serve
+from tests.gql.test_streams_ws import END, PUSH, START, Http, serve
+
+AGENT = {"X-User-Id": "bot", "X-Tenant-Id": "acme", "X-Roles": "agent"}
+STRANGER = {"X-User-Id": "eve", "X-Tenant-Id": "elsewhere"}
 
 STORED = """query($c: ID!) { chat(id: $c) { messages(first: 10) { edges { node {
   id props files { id filename mediaType size width height url } } } } } }"""
@@ -83,3 +89,78 @@ async def test_a_wrong_type_or_a_broken_data_url_stores_nothing(settings: Settin
                                             "image/png")) as response:
             assert response.status_code == 400
         assert await messages(http, "f-2") == []
+
+
+async def graphql(server: str, who: dict[str, str], query: str,
+                  variables: dict[str, Any]) -> Any:
+    async with httpx.AsyncClient(timeout=30) as client:
+        body = (await client.post(f"http://{server}/graphql", headers=who, json={
+            "query": query, "variables": variables})).json()
+    assert not body.get("errors"), body
+    return body["data"]
+
+
+async def uploaded(server: str, who: dict[str, str], data: bytes, filename: str) -> Any:
+    async with httpx.AsyncClient(timeout=30) as client:
+        response = await client.post(f"http://{server}/files", headers=who,
+                                     files={"file": (filename, data, "image/png")})
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+async def answer_with_file(server: str, http: Http, chat: str, question: str,
+                           file: dict[str, Any]) -> None:
+    """The agent (its own identity) answers with a line of text and the file."""
+    await awaiting(http, chat, question)
+    started = await graphql(server, AGENT, START, {"input": {
+        "chatId": chat, "requestId": question, "assistantId": "bot", "parentId": question}})
+    sid = started["startStream"]["id"]
+    await graphql(server, AGENT, PUSH, {"id": sid, "chunks": [
+        {"messageId": "a", "type": "text", "props": {"content": "Here is the chart."}},
+        {"messageId": "f", "type": "file", "props": {
+            "fileId": file["id"], "mediaType": file["mediaType"],
+            "filename": file["filename"]}},
+    ]})
+    await graphql(server, AGENT, END, {"id": sid, "status": "COMPLETED"})
+
+
+async def test_an_agents_file_message_streams_as_a_file_chunk_with_a_signed_url(
+        settings: Settings) -> None:
+    image = png(4, 4)
+    async with serve(settings) as (server, _app):
+        http = Http(server)
+        # The agent's own upload: the person cannot read it until the reply is stored
+        # (the agent may, so the live chunk carries its address).
+        file = await uploaded(server, AGENT, image, "chart.png")
+        async with posted(server, ask("f-3", "q1", "Draw me a chart")) as response:
+            assert response.status_code == 200
+            agent = asyncio.create_task(answer_with_file(server, http, "f-3", "q1", file))
+            chunks = [chunk async for chunk in ui_chunks(response)]
+            await agent
+        [chunk] = [chunk for chunk in chunks if chunk["type"] == "file"]
+        assert chunk["mediaType"] == "image/png" and set(chunk) == {"type", "url", "mediaType"}
+        assert chunk["url"].startswith(f"http://{server}/files/{file['id']}?expires=")
+        assert not [c for c in chunks if c["type"].startswith("data-")]
+        async with httpx.AsyncClient() as client:
+            served = await client.get(chunk["url"])
+        assert served.status_code == 200 and served.content == image
+        # Stored, the file message references the file, which the person may now read.
+        stored = (await messages(http, "f-3"))[-1]
+        assert stored["props"] == {"fileId": file["id"], "mediaType": "image/png",
+                                   "filename": "chart.png"}
+        assert [f["id"] for f in stored["files"]] == [file["id"]]
+
+
+async def test_a_file_neither_the_person_nor_the_agent_may_read_gets_no_address(
+        settings: Settings) -> None:
+    async with serve(settings) as (server, _app):
+        http = Http(server)
+        theirs = await uploaded(server, STRANGER, png(2, 2, salt=7), "secret.png")
+        async with posted(server, ask("f-4", "q1", "Show me something")) as response:
+            agent = asyncio.create_task(answer_with_file(server, http, "f-4", "q1", theirs))
+            chunks = [chunk async for chunk in ui_chunks(response)]
+            await agent
+        assert not [c for c in chunks if c["type"] == "file"]
+        [data] = [c for c in chunks if c["type"] == "data-file"]
+        assert data["data"]["fileId"] == theirs["id"]
+        assert "/files/" not in json.dumps(chunks)

@@ -26,6 +26,8 @@ export interface ChatqlClientOptions {
   readonly url: string;
   /** The WebSocket endpoint; derived from `url` (and the page's location) when left out. */
   readonly wsUrl?: string;
+  /** The upload endpoint (`POST /files`); `url` with `/graphql` replaced by `/files` when left out. */
+  readonly filesUrl?: string;
   /** Identity headers (`X-User-Id` … in dev mode, `Authorization` in jwt mode), read per request. */
   readonly headers?: () => Headers;
   readonly fetch?: typeof fetch;
@@ -49,6 +51,66 @@ export class ChatqlError extends Error {
   }
 }
 
+/** A stored file, as `POST /files` answers it. */
+export interface UploadedFile {
+  readonly id: string;
+  readonly filename: string;
+  readonly mediaType: string;
+  /** In bytes. */
+  readonly size: number;
+  /** The SHA-256 of its bytes, in hex. */
+  readonly sha256: string;
+  readonly width?: number | null;
+  readonly height?: number | null;
+  readonly createdAt?: string;
+}
+
+/** Options of {@link ChatqlClient.upload}. */
+export interface UploadOptions {
+  /** The file's name (default: a `File`'s own name, else `file`). */
+  readonly filename?: string;
+  /** Its media type (default: the blob's type, else `application/octet-stream`). */
+  readonly mediaType?: string;
+  /** Called as the bytes go out: bytes sent so far and in all. */
+  readonly onProgress?: (sent: number, total: number) => void;
+  readonly signal?: AbortSignal;
+}
+
+function filesUrlOf(url: string): string {
+  return /\/graphql\/?$/.test(url) ? url.replace(/\/graphql\/?$/, "/files") : `${url.replace(/\/$/, "")}/files`;
+}
+
+/** The error an HTTP answer in the GraphQL error shape (`{errors: [{message, extensions: {code}}]}`) carries. */
+function httpError(status: number, text: string): ChatqlError {
+  try {
+    const body = JSON.parse(text) as { errors?: { message?: string; extensions?: { code?: string } }[] };
+    if (Array.isArray(body.errors) && body.errors.length > 0) return new ChatqlError(body.errors);
+  } catch {
+    // not JSON: the status says it
+  }
+  return new ChatqlError([{ message: `HTTP ${status}${text ? `: ${text.slice(0, 200)}` : ""}` }]);
+}
+
+/** Bytes handed to `fetch` at a time (progress moves in steps this big at most). */
+const UPLOAD_SLICE = 64 * 1024;
+
+/** The blob's bytes as a stream, a slice at a time, that reports what has been read of it. */
+function counted(body: Blob, onProgress: (sent: number, total: number) => void): ReadableStream<Uint8Array> {
+  let sent = 0;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (sent >= body.size) {
+        controller.close();
+        return;
+      }
+      const slice = new Uint8Array(await body.slice(sent, sent + UPLOAD_SLICE).arrayBuffer());
+      sent += slice.byteLength;
+      controller.enqueue(slice);
+      onProgress(sent, body.size);
+    },
+  }, { highWaterMark: 0 });
+}
+
 function webSocketUrl(url: string): string {
   const base = typeof location === "undefined" ? "http://localhost/" : location.href;
   const absolute = new URL(url, base);
@@ -58,16 +120,22 @@ function webSocketUrl(url: string): string {
 
 export class ChatqlClient {
   readonly url: string;
+  /** Where files are uploaded (`POST /files`). */
+  readonly filesUrl: string;
   private readonly headers: () => Headers;
   private readonly fetcher: typeof fetch;
+  /** Whether a `fetch` was given (uploads then go through it, never `XMLHttpRequest`). */
+  private readonly ownFetch: boolean;
   private readonly wsUrl: string;
   private readonly webSocketImpl: unknown;
   private ws: Client | null = null;
 
   constructor(options: ChatqlClientOptions) {
     this.url = options.url;
+    this.filesUrl = options.filesUrl ?? filesUrlOf(options.url);
     this.headers = options.headers ?? (() => ({}));
     this.fetcher = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.ownFetch = options.fetch !== undefined;
     this.wsUrl = options.wsUrl ?? webSocketUrl(options.url);
     this.webSocketImpl = options.webSocketImpl;
   }
@@ -91,6 +159,61 @@ export class ChatqlClient {
     if (body.errors && body.errors.length > 0) throw new ChatqlError(body.errors);
     if (body.data === undefined) throw new ChatqlError([{ message: `HTTP ${response.status}` }]);
     return body.data;
+  }
+
+  /**
+   * Upload a file (`POST /files`, the bytes as the body): resolves to the stored file,
+   * rejects with {@link ChatqlError} (`PAYLOAD_TOO_LARGE`, `UNSUPPORTED_MEDIA_TYPE`,
+   * `QUOTA_EXCEEDED`, … with the service's message). `onProgress` follows the bytes out:
+   * in a browser through `XMLHttpRequest`'s upload events, elsewhere (or with a `fetch`
+   * of one's own) as `fetch` reads the body. A message references the file by its id:
+   * `{type: "file", fileId, mediaType, filename}` in `props.content`.
+   */
+  async upload(body: Blob, options: UploadOptions = {}): Promise<UploadedFile> {
+    const filename = options.filename ?? (typeof (body as { name?: unknown }).name === "string" && (body as File).name ? (body as File).name : "file");
+    const mediaType = options.mediaType ?? (body.type || "application/octet-stream");
+    const target = `${this.filesUrl}?filename=${encodeURIComponent(filename)}`;
+    const headers = { "content-type": mediaType, accept: "application/json", ...this.headers() };
+    const onProgress = options.onProgress;
+    if (onProgress && this.ownFetch === false && typeof XMLHttpRequest !== "undefined") {
+      return this.uploadWithXhr(target, headers, body, onProgress, options.signal);
+    }
+    const init: RequestInit & { duplex?: "half" } = { method: "POST", headers, signal: options.signal ?? null };
+    if (onProgress && typeof body.stream === "function") {
+      onProgress(0, body.size);
+      init.body = counted(body, onProgress);
+      init.duplex = "half";
+    } else {
+      init.body = body;
+    }
+    const response = await this.fetcher(target, init);
+    const text = await response.text();
+    if (!response.ok) throw httpError(response.status, text);
+    if (!init.duplex) onProgress?.(body.size, body.size);
+    return JSON.parse(text) as UploadedFile;
+  }
+
+  private uploadWithXhr(target: string, headers: Headers, body: Blob, onProgress: (sent: number, total: number) => void,
+    signal: AbortSignal | undefined): Promise<UploadedFile> {
+    return new Promise((resolve, reject) => {
+      const xhr = new XMLHttpRequest();
+      xhr.open("POST", target);
+      for (const [name, value] of Object.entries(headers)) xhr.setRequestHeader(name, value);
+      xhr.upload.onprogress = (event) => onProgress(event.loaded, event.lengthComputable ? event.total : body.size);
+      xhr.onload = () => {
+        if (xhr.status >= 200 && xhr.status < 300) resolve(JSON.parse(xhr.responseText) as UploadedFile);
+        else reject(httpError(xhr.status, xhr.responseText));
+      };
+      xhr.onerror = () => reject(new ChatqlError([{ message: "the upload failed (network error)" }]));
+      xhr.onabort = () => reject(signal?.reason instanceof Error ? signal.reason : new DOMException("The upload was aborted", "AbortError"));
+      if (signal?.aborted) {
+        xhr.abort();
+        return;
+      }
+      signal?.addEventListener("abort", () => xhr.abort(), { once: true });
+      onProgress(0, body.size);
+      xhr.send(body);
+    });
   }
 
   /** The shared `graphql-ws` client (one socket for every subscription). */

@@ -10,10 +10,10 @@ export {
   ChatEventsDocument, ChatStreamDocument, CreateChatDocument, UpdateChatDocument,
   DeleteChatDocument, AppendMessagesDocument, StartStreamDocument, PushChunksDocument,
   EndStreamDocument, StopStreamDocument, EditMessageDocument, RegenerateDocument,
-  TypedDocumentString,
+  FileDocument, RateMessageDocument, TypedDocumentString,
 } from "./generated/operations.js";
 export type {
-  ChatSummaryFieldsFragment, MessageFieldsFragment, ChunkFieldsFragment,
+  ChatSummaryFieldsFragment, MessageFieldsFragment, ChunkFieldsFragment, FileFieldsFragment,
   ChatsQueryVariables, ChatsQuery, ChatPageQueryVariables, ChatPageQuery,
   ChatQueryVariables, ChatQuery, MessagesQueryVariables, MessagesQuery,
   MessageTreeQueryVariables, MessageTreeQuery, ChatEventsSubscriptionVariables,
@@ -24,6 +24,7 @@ export type {
   StartStreamMutation, PushChunksMutationVariables, PushChunksMutation,
   EndStreamMutationVariables, EndStreamMutation, StopStreamMutationVariables,
   StopStreamMutation, EditMessageMutationVariables, EditMessageMutation,
-  RegenerateMutationVariables, RegenerateMutation,
+  RegenerateMutationVariables, RegenerateMutation, FileQueryVariables, FileQuery,
+  RateMessageMutationVariables, RateMessageMutation,
 } from "./generated/operations.js";
 export type * as Schema from "./generated/schema.js";

@@ -3,7 +3,8 @@
  * `useChat({ id: chatId, transport })` talks to chatql with no server code of its own.
  *
  * Sending appends the person's newest message (its `UIMessage` id is the stored
- * message's id and the append id, so a retried send appends once) and then follows the
+ * message's id and the append id, so a retried send appends once; its file parts are kept
+ * as references to chatql files — a data URL uploaded first) and then follows the
  * agent's reply: the first stream that starts in the chat after the append, read with
  * the stream follower (a dropped socket resumes with `afterSeq`) and turned into UI
  * message chunks by {@link UIChunkMapper}. Aborting (useChat's `stop()`) calls
@@ -27,7 +28,7 @@ import type { ChatqlClient } from "./client.js";
 import { StreamFollower, graphqlWsSource, type FollowerOptions, type StreamChunk, type StreamSource } from "./follower.js";
 import { AppendMessagesDocument, ChatInterruptsDocument, ResolveInterruptDocument, StopStreamDocument } from "./generated/operations.js";
 import { UIChunkMapper } from "./ui-chunks.js";
-import { uiMessageText } from "./ui-messages.js";
+import { uiMessageContent, withUploadedFiles } from "./ui-messages.js";
 
 export interface ChatqlChatTransportOptions {
   /** The message type a person's message is stored as (default `user_input`). */
@@ -113,10 +114,13 @@ export class ChatqlChatTransport<UI_MESSAGE extends UIMessage = UIMessage> imple
     const reader = this.read(chatId, accept, abortSignal);
     try {
       if (options.trigger === "submit-message" && last !== undefined) {
+        // Files at the service's addresses are kept by id; data URLs are uploaded first.
+        const content = await withUploadedFiles(uiMessageContent(last),
+          (blob, filename, mediaType) => this.client.upload(blob, { ...(filename === undefined ? {} : { filename }), mediaType }));
         await this.client.request(AppendMessagesDocument, {
           chatId,
           appendId: `ui:${last.id}`,
-          messages: [{ id: last.id, role: "USER", type: this.inputType, props: { content: uiMessageText(last) } }],
+          messages: [{ id: last.id, role: "USER", type: this.inputType, props: { content } }],
         });
       }
     } catch (error) {

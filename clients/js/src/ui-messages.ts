@@ -8,6 +8,14 @@
  * (props `{id, name, arguments}`) with its result (props `tool_call_id` naming the call)
  * → a `tool-<name>` part, any other type → a `data-<type>` part carrying the props.
  *
+ * Files: a person's message whose `content` is a list of parts (`{type: "text", text}`,
+ * `{type: "file", fileId, mediaType, filename}`) gives text and file parts, and an
+ * agent's `file` message (props `{fileId, mediaType, filename}`) a file part — the AI
+ * SDK's `{type: "file", mediaType, filename, url}`, `url` the signed address of the
+ * message's `files` (as fetched: `Message.files { id filename mediaType url }`). A file
+ * the message's `files` do not hold (not fetched, or no longer readable) has no part (a
+ * `file` message then stays a `data-file` part).
+ *
  * Given the chat's interrupts (`Chat.interrupts`), a tool call that asked for approval
  * takes the AI SDK's approval states: `approval-requested` while pending,
  * `approval-responded` once approved (then `output-available` with its result),
@@ -24,6 +32,17 @@ export interface StoredMessage {
   readonly type: string;
   readonly props: unknown;
   readonly parentId?: string | null;
+  /** The files the message references, with their signed addresses (`Message.files`). */
+  readonly files?: readonly StoredFile[] | null;
+}
+
+/** The fields of a file (`File`) a file part is made from. */
+export interface StoredFile {
+  readonly id: string;
+  readonly filename: string;
+  readonly mediaType: string;
+  /** A signed, short-lived address (`File.url`). */
+  readonly url: string;
 }
 
 type Part = UIMessage["parts"][number];
@@ -61,11 +80,46 @@ function propsOf(message: { readonly props: unknown }): Props {
   return typeof props === "object" && props !== null && !Array.isArray(props) ? (props as Props) : {};
 }
 
-/** The text a message carries (`content`, else `text`). */
+function isPart(value: unknown): value is Props & { readonly type: string } {
+  return typeof value === "object" && value !== null && typeof (value as Props).type === "string";
+}
+
+/** The text a message carries (`content`, else `text`; of a list of parts, its text parts). */
 export function textOf(message: { readonly props: unknown }): string {
   const props = propsOf(message);
   const content = props.content ?? props.text;
+  if (Array.isArray(content) && content.every(isPart)) {
+    return content.map((part) => (part.type === "text" && typeof part.text === "string" ? part.text : "")).join("");
+  }
   return typeof content === "string" ? content : content === undefined ? "" : JSON.stringify(content);
+}
+
+type FilePart = Extract<Part, { type: "file" }>;
+
+/** The AI SDK file part for a stored file reference (`{fileId | url, mediaType, filename}`). */
+function filePart(reference: Props, files: readonly StoredFile[] | null | undefined): FilePart | undefined {
+  const file = typeof reference.fileId === "string" ? files?.find((candidate) => candidate.id === reference.fileId) : undefined;
+  const url = file?.url ?? (typeof reference.fileId !== "string" && typeof reference.url === "string" ? reference.url : undefined);
+  if (url === undefined) return undefined;
+  const mediaType = typeof reference.mediaType === "string" && reference.mediaType ? reference.mediaType : file?.mediaType ?? "application/octet-stream";
+  const filename = typeof reference.filename === "string" ? reference.filename : file?.filename;
+  return { type: "file", mediaType, ...(filename === undefined ? {} : { filename }), url };
+}
+
+/** A person's message's parts: its text, and its files when its content is a list of parts. */
+function inputParts(message: StoredMessage): Part[] {
+  const content = propsOf(message).content;
+  if (!Array.isArray(content) || !content.every(isPart)) return [{ type: "text", text: textOf(message), state: "done" }];
+  const parts: Part[] = [];
+  for (const part of content) {
+    if (part.type === "text" && typeof part.text === "string") {
+      parts.push({ type: "text", text: part.text, state: "done" });
+    } else if (part.type === "file") {
+      const file = filePart(part, message.files);
+      if (file !== undefined) parts.push(file);
+    }
+  }
+  return parts;
 }
 
 /** A tool call's arguments as an object when they are complete JSON, else the raw text. */
@@ -116,7 +170,9 @@ export function partsOf(messages: readonly StoredMessage[], interrupts: Readonly
   const tools = new Map<string, number>();
   for (const message of messages) {
     if (message.type === "text" || message.type === "user_input") {
-      parts.push({ type: "text", text: textOf(message), state: "done" });
+      parts.push(...inputParts(message));
+    } else if (message.type === "file" && filePart(propsOf(message), message.files) !== undefined) {
+      parts.push(filePart(propsOf(message), message.files) as FilePart);
     } else if (message.type === "thinking") {
       parts.push({ type: "reasoning", id: message.id, text: textOf(message), state: "done" });
     } else if (message.type === "tool_call") {
@@ -174,4 +230,82 @@ export function toUIMessages(messages: readonly StoredMessage[], options: ToUIMe
 /** The text of a `UIMessage` (its text parts joined), as a person's message is stored. */
 export function uiMessageText(message: Pick<UIMessage, "parts">): string {
   return message.parts.map((part) => (part.type === "text" ? part.text : "")).join("");
+}
+
+/** A part of a person's stored message (`props.content` as a list). */
+export type StoredPart =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "file"; readonly fileId: string; readonly mediaType: string; readonly filename?: string }
+  | { readonly type: "file"; readonly url: string; readonly mediaType: string; readonly filename?: string };
+
+/** A file a message names before it is stored: by chatql file id, or by address (a URL or a data URL). */
+export interface FileReference {
+  readonly fileId?: string;
+  readonly url?: string;
+  readonly mediaType: string;
+  readonly filename?: string;
+}
+
+/**
+ * The id of the chatql file an address names: one of the service's own file addresses
+ * (`…/files/{id}`, signed or not); undefined for any other address.
+ */
+export function fileIdOfUrl(url: string): string | undefined {
+  if (url.startsWith("data:")) return undefined;
+  let path: string;
+  try {
+    path = new URL(url, "http://localhost/").pathname;
+  } catch {
+    return undefined;
+  }
+  return /\/files\/([A-Za-z0-9_-]{1,64})$/.exec(path)?.[1];
+}
+
+/** A stored file part for a reference: a chatql file by id, else the address as it is. */
+export function storedFilePart(reference: FileReference): StoredPart | undefined {
+  const fileId = reference.fileId ?? (reference.url === undefined ? undefined : fileIdOfUrl(reference.url));
+  const named = reference.filename === undefined ? {} : { filename: reference.filename };
+  if (fileId !== undefined) return { type: "file", fileId, mediaType: reference.mediaType, ...named };
+  if (reference.url !== undefined) return { type: "file", url: reference.url, mediaType: reference.mediaType, ...named };
+  return undefined;
+}
+
+/** A person's `props.content`: the text alone as a string, or (with files) the list of parts. */
+export function storedContent(parts: readonly StoredPart[]): string | StoredPart[] {
+  if (parts.every((part) => part.type === "text")) return parts.map((part) => (part as { text: string }).text).join("");
+  return [...parts];
+}
+
+/**
+ * A person's UI message as stored content: its text, and its file parts — a part at one
+ * of the service's file addresses (as `toUIMessages` or an upload gives) as a reference
+ * `{type: "file", fileId, mediaType, filename}`, any other (a data URL, say) by its `url`.
+ */
+export function uiMessageContent(message: Pick<UIMessage, "parts">): string | StoredPart[] {
+  const parts: StoredPart[] = [];
+  for (const part of message.parts) {
+    if (part.type === "text") parts.push({ type: "text", text: part.text });
+    else if (part.type === "file") {
+      const file = storedFilePart({ url: part.url, mediaType: part.mediaType, ...(part.filename === undefined ? {} : { filename: part.filename }) });
+      if (file !== undefined) parts.push(file);
+    }
+  }
+  return storedContent(parts);
+}
+
+/**
+ * The content with its data-URL files uploaded (`upload` stores the bytes and answers the
+ * file's id): the record keeps file ids, never bytes.
+ */
+export async function withUploadedFiles(
+  content: string | StoredPart[],
+  upload: (blob: Blob, filename: string | undefined, mediaType: string) => Promise<{ readonly id: string; readonly mediaType: string; readonly filename: string }>,
+): Promise<string | StoredPart[]> {
+  if (typeof content === "string") return content;
+  return Promise.all(content.map(async (part) => {
+    if (part.type !== "file" || !("url" in part) || !part.url.startsWith("data:")) return part;
+    const blob = await (await fetch(part.url)).blob();
+    const file = await upload(blob, part.filename, part.mediaType || blob.type);
+    return { type: "file", fileId: file.id, mediaType: file.mediaType, filename: file.filename } as const;
+  }));
 }

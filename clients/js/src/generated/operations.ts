@@ -129,6 +129,11 @@ export type MessageStatus =
   | 'FAILED'
   | 'INTERRUPTED';
 
+/** A person's rating of an assistant's message. */
+export type Rating =
+  | 'DOWN'
+  | 'UP';
+
 export type Role =
   | 'ASSISTANT'
   | 'SYSTEM'
@@ -179,7 +184,9 @@ export type UsageInput = {
 
 export type ChatSummaryFieldsFragment = { id: string, title: string | null, assistantId: string, lastMessageAt: string | null, createdAt: string, status: ChatStatus };
 
-export type MessageFieldsFragment = { id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, sequence: number, status: MessageStatus, createdAt: string, parentId: string | null };
+export type MessageFieldsFragment = { id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, sequence: number, status: MessageStatus, createdAt: string, parentId: string | null, files: Array<{ id: string, filename: string, mediaType: string, size: number, width: number | null, height: number | null, url: string }> };
+
+export type FileFieldsFragment = { id: string, filename: string, mediaType: string, size: number, width: number | null, height: number | null, url: string };
 
 export type ChunkFieldsFragment = { streamId: string, seq: number, fromSeq: number, snapshot: boolean, chunkId: string, messageId: string | null, blockId: string | null, threadId: string | null, type: string, role: Role | null, props: unknown, delta: boolean, deltaPath: string | null, deltaAction: string | null };
 
@@ -216,7 +223,7 @@ export type MessagesQueryVariables = Exact<{
 }>;
 
 
-export type MessagesQuery = { messages: { pageInfo: { hasPreviousPage: boolean, startCursor: string | null }, edges: Array<{ node: { id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, sequence: number, status: MessageStatus, createdAt: string, parentId: string | null } }> } };
+export type MessagesQuery = { messages: { pageInfo: { hasPreviousPage: boolean, startCursor: string | null }, edges: Array<{ node: { id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, sequence: number, status: MessageStatus, createdAt: string, parentId: string | null, files: Array<{ id: string, filename: string, mediaType: string, size: number, width: number | null, height: number | null, url: string }> } }> } };
 
 export type MessageTreeQueryVariables = Exact<{
   chatId: string;
@@ -225,7 +232,7 @@ export type MessageTreeQueryVariables = Exact<{
 }>;
 
 
-export type MessageTreeQuery = { messages: { pageInfo: { hasNextPage: boolean, endCursor: string | null }, edges: Array<{ node: { id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, sequence: number, status: MessageStatus, createdAt: string, parentId: string | null } }> } };
+export type MessageTreeQuery = { messages: { pageInfo: { hasNextPage: boolean, endCursor: string | null }, edges: Array<{ node: { id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, sequence: number, status: MessageStatus, createdAt: string, parentId: string | null, files: Array<{ id: string, filename: string, mediaType: string, size: number, width: number | null, height: number | null, url: string }> } }> } };
 
 export type ChatEventsSubscriptionVariables = Exact<{
   filter?: ChatFilter | null | undefined;
@@ -297,7 +304,7 @@ export type EndStreamMutationVariables = Exact<{
 }>;
 
 
-export type EndStreamMutation = { endStream: { messages: Array<{ id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, sequence: number, status: MessageStatus, createdAt: string, parentId: string | null }> } };
+export type EndStreamMutation = { endStream: { messages: Array<{ id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, sequence: number, status: MessageStatus, createdAt: string, parentId: string | null, files: Array<{ id: string, filename: string, mediaType: string, size: number, width: number | null, height: number | null, url: string }> }> } };
 
 export type StopStreamMutationVariables = Exact<{
   chatId: string;
@@ -313,7 +320,7 @@ export type EditMessageMutationVariables = Exact<{
 }>;
 
 
-export type EditMessageMutation = { editMessage: { id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, sequence: number, status: MessageStatus, createdAt: string, parentId: string | null } };
+export type EditMessageMutation = { editMessage: { id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, sequence: number, status: MessageStatus, createdAt: string, parentId: string | null, files: Array<{ id: string, filename: string, mediaType: string, size: number, width: number | null, height: number | null, url: string }> } };
 
 export type RegenerateMutationVariables = Exact<{
   messageId: string;
@@ -344,6 +351,23 @@ export type ResolveInterruptMutationVariables = Exact<{
 
 export type ResolveInterruptMutation = { resolveInterrupt: { id: string, chatId: string, messageId: string, requestId: string | null, kind: InterruptKind, state: InterruptState, toolCallId: string | null, toolName: string | null, arguments: unknown, prompt: string | null, responseSchema: unknown, reason: string | null, expiresAt: string | null, decision: { approved: boolean | null, editedArguments: unknown, response: unknown, reason: string | null, decidedBy: string } | null } };
 
+export type FileQueryVariables = Exact<{
+  id: string;
+}>;
+
+
+export type FileQuery = { file: { id: string, filename: string, mediaType: string, size: number, width: number | null, height: number | null, url: string } | null };
+
+export type RateMessageMutationVariables = Exact<{
+  messageId: string;
+  rating?: Rating | null | undefined;
+  comment?: string | null | undefined;
+  tags?: Array<string> | string | null | undefined;
+}>;
+
+
+export type RateMessageMutation = { rateMessage: { id: string, messageId: string, rating: Rating, comment: string | null, tags: Array<string>, updatedAt: string } | null };
+
 export class TypedDocumentString<TResult, TVariables>
   extends String
   implements DocumentTypeDecoration<TResult, TVariables>
@@ -372,6 +396,17 @@ export const ChatSummaryFieldsFragmentDoc = new TypedDocumentString(`
   status
 }
     `, {"fragmentName":"ChatSummaryFields"}) as unknown as TypedDocumentString<ChatSummaryFieldsFragment, unknown>;
+export const FileFieldsFragmentDoc = new TypedDocumentString(`
+    fragment FileFields on File {
+  id
+  filename
+  mediaType
+  size
+  width
+  height
+  url
+}
+    `, {"fragmentName":"FileFields"}) as unknown as TypedDocumentString<FileFieldsFragment, unknown>;
 export const MessageFieldsFragmentDoc = new TypedDocumentString(`
     fragment MessageFields on Message {
   id
@@ -386,8 +421,19 @@ export const MessageFieldsFragmentDoc = new TypedDocumentString(`
   status
   createdAt
   parentId
+  files {
+    ...FileFields
+  }
 }
-    `, {"fragmentName":"MessageFields"}) as unknown as TypedDocumentString<MessageFieldsFragment, unknown>;
+    fragment FileFields on File {
+  id
+  filename
+  mediaType
+  size
+  width
+  height
+  url
+}`, {"fragmentName":"MessageFields"}) as unknown as TypedDocumentString<MessageFieldsFragment, unknown>;
 export const ChunkFieldsFragmentDoc = new TypedDocumentString(`
     fragment ChunkFields on Chunk {
   streamId
@@ -519,6 +565,18 @@ export const MessagesDocument = new TypedDocumentString(`
   status
   createdAt
   parentId
+  files {
+    ...FileFields
+  }
+}
+fragment FileFields on File {
+  id
+  filename
+  mediaType
+  size
+  width
+  height
+  url
 }`) as unknown as TypedDocumentString<MessagesQuery, MessagesQueryVariables>;
 export const MessageTreeDocument = new TypedDocumentString(`
     query MessageTree($chatId: ID!, $first: Int, $after: String) {
@@ -547,6 +605,18 @@ export const MessageTreeDocument = new TypedDocumentString(`
   status
   createdAt
   parentId
+  files {
+    ...FileFields
+  }
+}
+fragment FileFields on File {
+  id
+  filename
+  mediaType
+  size
+  width
+  height
+  url
 }`) as unknown as TypedDocumentString<MessageTreeQuery, MessageTreeQueryVariables>;
 export const ChatEventsDocument = new TypedDocumentString(`
     subscription ChatEvents($filter: ChatFilter) {
@@ -675,6 +745,18 @@ export const EndStreamDocument = new TypedDocumentString(`
   status
   createdAt
   parentId
+  files {
+    ...FileFields
+  }
+}
+fragment FileFields on File {
+  id
+  filename
+  mediaType
+  size
+  width
+  height
+  url
 }`) as unknown as TypedDocumentString<EndStreamMutation, EndStreamMutationVariables>;
 export const StopStreamDocument = new TypedDocumentString(`
     mutation StopStream($chatId: ID!) {
@@ -700,6 +782,18 @@ export const EditMessageDocument = new TypedDocumentString(`
   status
   createdAt
   parentId
+  files {
+    ...FileFields
+  }
+}
+fragment FileFields on File {
+  id
+  filename
+  mediaType
+  size
+  width
+  height
+  url
 }`) as unknown as TypedDocumentString<EditMessageMutation, EditMessageMutationVariables>;
 export const RegenerateDocument = new TypedDocumentString(`
     mutation Regenerate($messageId: ID!) {
@@ -782,3 +876,35 @@ export const ResolveInterruptDocument = new TypedDocumentString(`
     decidedBy
   }
 }`) as unknown as TypedDocumentString<ResolveInterruptMutation, ResolveInterruptMutationVariables>;
+export const FileDocument = new TypedDocumentString(`
+    query File($id: ID!) {
+  file(id: $id) {
+    ...FileFields
+  }
+}
+    fragment FileFields on File {
+  id
+  filename
+  mediaType
+  size
+  width
+  height
+  url
+}`) as unknown as TypedDocumentString<FileQuery, FileQueryVariables>;
+export const RateMessageDocument = new TypedDocumentString(`
+    mutation RateMessage($messageId: ID!, $rating: Rating, $comment: String, $tags: [String!]) {
+  rateMessage(
+    messageId: $messageId
+    rating: $rating
+    comment: $comment
+    tags: $tags
+  ) {
+    id
+    messageId
+    rating
+    comment
+    tags
+    updatedAt
+  }
+}
+    `) as unknown as TypedDocumentString<RateMessageMutation, RateMessageMutationVariables>;

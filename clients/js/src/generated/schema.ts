@@ -343,7 +343,7 @@ export type File = Node & {
   sha256: Scalars['String']['output'];
   /** In bytes. */
   size: Scalars['Int']['output'];
-  /** Where to read its bytes: a signed address that works without credentials for a short time (CHATQL_FILE_URL_TTL, default 15 minutes). Ask again for a fresh one; never store it. */
+  /** Where to read its bytes: a signed address that works without credentials for a short time (CHATQL_FILE_URL_TTL, default 15 minutes). Ask again for a fresh one; never store it. Shown through a share link, the address also stops working when the link is revoked or expires. */
   url: Scalars['String']['output'];
   /** An image's width in pixels. */
   width: Maybe<Scalars['Int']['output']>;
@@ -355,7 +355,7 @@ export type ImportChatInput = {
   assistantId?: InputMaybe<Scalars['String']['input']>;
   /** The new chat's id (default: the export's, or generated). */
   chatId?: InputMaybe<Scalars['ID']['input']>;
-  /** CHATQL: the lines of a chatql export (chat line first) as a list. OPENAI: {"messages": [{role, content, tool_calls, tool_call_id, name}]}. */
+  /** CHATQL: the lines of a chatql export (chat line first) as a list; its file lines (an export with files=inline) are stored as files again. OPENAI: {"messages": [{role, content, tool_calls, tool_call_id, name}]}. */
   document: Scalars['JSON']['input'];
   format: ImportFormat;
   /** Re-sending the same importId with the same input returns the same chat and writes nothing (like appendId). */
@@ -1119,7 +1119,7 @@ export type SharedMessage = {
   __typename?: 'SharedMessage';
   assistantId: Maybe<Scalars['String']['output']>;
   createdAt: Scalars['DateTime']['output'];
-  /** The files the message references, in order, each with a signed address that works without credentials for a short time (CHATQL_FILE_URL_TTL) — also for that long after the link is revoked. */
+  /** The files the message references, in order, each with a signed address scoped to the link: it works without credentials for a short time (CHATQL_FILE_URL_TTL) and stops working (404) as soon as the link is revoked or expires. */
   files: Array<File>;
   id: Scalars['ID']['output'];
   props: Scalars['JSON']['output'];
