@@ -316,7 +316,37 @@ async def uvicorn_serving(app: Any, *, lifespan: str = "on",
         yield port
     finally:
         server.should_exit = True
-        await task
+        await _shut_down(server, task)
+
+
+SHUTDOWN_GRACE = 30.0
+
+
+async def _shut_down(server: uvicorn.Server, task: asyncio.Task[None]) -> None:
+    """Waits for uvicorn's graceful shutdown as ``chatql serve`` allows it (30 s). Past
+    that, a connection or task held the server open: every task's stack is printed, the
+    server is forced down and the test fails, naming what held it, instead of hanging
+    until the test's timeout."""
+    import sys
+
+    try:
+        async with asyncio.timeout(SHUTDOWN_GRACE):
+            await asyncio.shield(task)
+        return
+    except TimeoutError:
+        pass
+    held = [f"{t.get_name()}: {t.get_coro()!r}" for t in asyncio.all_tasks()
+            if t is not asyncio.current_task()]
+    print(f"\n[shutdown] uvicorn still open after {SHUTDOWN_GRACE:.0f} s; "
+          f"{len(server.server_state.connections)} connection(s)", file=sys.stderr)
+    for other in asyncio.all_tasks():
+        if other is not asyncio.current_task():
+            print(f"--- {other.get_name()}: {other.get_coro()!r}", file=sys.stderr)
+            other.print_stack(limit=12, file=sys.stderr)
+    server.force_exit = True
+    await task
+    raise AssertionError(f"the server did not shut down within {SHUTDOWN_GRACE:.0f} s: "
+                         + "; ".join(held))
 
 
 @pytest.fixture

@@ -645,8 +645,7 @@ class ChatEvents:
                 with reading_after(position):
                     async with self.db.read() as conn:
                         found = await read_ids(conn, list(ids))
-                chats = [None if chat is None else
-                         dataclasses.replace(chat, **{name: chat.id in found})
+                chats = [None if chat is None else _flagged(chat, name, chat.id in found)
                          for chat in chats]
         for event, chat in zip(events, chats, strict=True):
             if event is None:
@@ -662,3 +661,9 @@ class ChatEvents:
             sent = _Sent(event, chat)
             for audience in tenant.concerned(event.chat_id, chat, event.before):
                 audience.offer(event, chat, sent)
+
+
+def _flagged(chat: Chat, name: str, value: bool) -> Chat:
+    """``chat`` with its awaiting flag ``name`` set to ``value``."""
+    changes: dict[str, Any] = {name: value}
+    return dataclasses.replace(chat, **changes)

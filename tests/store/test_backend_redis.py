@@ -7,6 +7,7 @@ Redis (and key prefix) are two instances sharing it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -297,6 +298,33 @@ async def test_a_lease_ends_when_its_renewal_is_cancelled_mid_call(
     async def hold() -> None:
         async with broker.lease(stream_id):
             await entered.wait()  # the renewal is inside its Redis call
+
+    holder = asyncio.create_task(hold())
+    done, _ = await asyncio.wait({holder}, timeout=5)
+    assert done == {holder}, "the lease never ended: its renewal swallowed the cancellation"
+    holder.result()
+
+
+async def test_a_lease_ends_when_the_client_swallows_the_renewals_cancellation(
+        make_broker: Callable[..., RedisBackend]) -> None:
+    """The same cancellation, swallowed by the client, which answers the call as if
+    nothing happened: the renewal still stops (seen as a server that never shut down,
+    its request waiting on a renewer that kept renewing)."""
+    broker = make_broker(lease_seconds=0.03)
+    entered = asyncio.Event()
+
+    async def cancellation_swallowed(**_: Any) -> int:
+        entered.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(10)
+        return 1
+
+    broker._renew_script = cancellation_swallowed  # type: ignore[assignment]
+    stream_id = f"s-{uuid.uuid4().hex[:8]}"
+
+    async def hold() -> None:
+        async with broker.lease(stream_id):
+            await entered.wait()
 
     holder = asyncio.create_task(hold())
     done, _ = await asyncio.wait({holder}, timeout=5)

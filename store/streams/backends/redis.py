@@ -433,18 +433,20 @@ class RedisBackend(Backend):
 
     async def _renew(self, key: str, token: int) -> None:
         """Keep the lease while the operation runs (a long persist, say)."""
+        task = asyncio.current_task()
         while True:
             await asyncio.sleep(self._lease_ms / 3000)
             try:
-                if not await self._renew_script(keys=[key], args=[token, self._lease_ms]):
-                    return  # lost it: the next write is refused
+                renewed = await self._renew_script(keys=[key], args=[token, self._lease_ms])
             except (RedisError, OSError):
-                # The client may turn a cancellation that lands mid-call into a connection
-                # error: swallowing it would keep this task (and the operation awaiting
-                # it) alive for ever.
-                task = asyncio.current_task()
-                if task is not None and task.cancelling():
-                    raise asyncio.CancelledError from None
+                renewed = True  # the server may be briefly away: try again next period
+            # The client may swallow a cancellation that lands mid-call (answering, or
+            # raising a connection error instead): a renewer that kept going would keep
+            # this task, and the operation that awaits it, alive for ever.
+            if task is not None and task.cancelling():
+                raise asyncio.CancelledError
+            if not renewed:
+                return  # lost it: the next write is refused
 
     async def is_current(self, stream_id: str) -> bool:
         version = self._versions.get(stream_id)
