@@ -149,6 +149,23 @@ async def _path_messages(conn: AsyncConnection, chat_id: str,
     return [message_from_row(row) for row in rows]
 
 
+async def _copy_file_links(conn: AsyncConnection, source_chat_id: str, chat_id: str,
+                           copies: dict[str, str]) -> None:
+    """The copied messages reference the same files as their originals: the fork's
+    owner reads them through the fork (as through any chat they may read), also after
+    the link it came from is revoked, and they are kept while the fork references them.
+    Files belong to a tenant: a fork made in another tenant (from a public link) keeps
+    the references in its messages but reads no file through them."""
+    rows = (await conn.execute(
+        select(message_files.c.message_id, message_files.c.file_id).where(
+            message_files.c.chat_id == source_chat_id,
+            message_files.c.message_id.in_(list(copies))))).all()
+    if rows:
+        await conn.execute(insert(message_files), [
+            {"message_id": copies[row.message_id], "file_id": row.file_id, "chat_id": chat_id}
+            for row in rows])
+
+
 # ---- making, listing and revoking links -------------------------------------------------
 
 
@@ -535,6 +552,10 @@ async def _fork(db: Database, who: Identity, chat_id: str, path: Sequence[str] |
         written = await insert_chain(conn, chat.id, [new_id() for _ in found],
                                      [content(message) for message in found],
                                      last_sequence=0, parent_id=None, explicit_parent=True)
+        # A link row names its chat's tenant; one's own branch is in one's tenant.
+        if origin._mapping.get("tenant_id", who.tenant_id) == who.tenant_id:
+            await _copy_file_links(conn, chat_id, chat.id, {
+                old.id: new.id for old, new in zip(found, written, strict=True)})
         # An untitled source: the fork is titled from its first question, as any chat.
         title = None if chat.title is not None else await entitle(conn, chat.id, written)
     if title is not None:

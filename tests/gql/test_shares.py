@@ -479,6 +479,47 @@ async def test_a_link_shows_its_messages_files(settings: Settings, tmp_path: Any
         assert (await http.get(short["url"])).status_code == 404
 
 
+async def test_a_fork_reads_the_files_of_the_branch_it_copied(
+        settings: Settings, tmp_path: Any) -> None:
+    stored = dataclasses.replace(settings, files_url=f"file://{tmp_path / 'files'}")
+    async with uvicorn_serving(create_app(stored)) as port, httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+        client = Client(http)
+        uploaded = (await http.post("/files?filename=plan.txt", headers={
+            **BOB, "content-type": "text/plain"}, content=b"day one: walk\n")).json()
+        await client.data(CREATE, {"id": "forked-file", "title": "Plan"})
+        await client.data(APPEND, {"chat": "forked-file", "aid": "f", "messages": [
+            {"role": "USER", "type": "user_input", "props": {"content": [
+                {"type": "text", "text": "my plan"},
+                {"type": "file", "fileId": uploaded["id"], "mediaType": "text/plain",
+                 "filename": "plan.txt"}]}}]})
+        link = await client.share("forked-file", audience="PUBLIC")
+        ours = (await client.data(FORK, {"share": link["token"]}, CAROL))["forkChat"]
+        theirs = (await client.data(FORK, {"share": link["token"]}, MALLORY))["forkChat"]
+        await client.data(REVOKE, {"id": link["id"]})
+
+        async def files_of(fork: dict[str, Any], who: dict[str, str]) -> list[Any]:
+            edges = (await client.data(
+                "query($c: ID!) { messages(chatId: $c, first: 5) { edges { node {"
+                " props files { id url } } } } }", {"c": fork["id"]}, who))["messages"]["edges"]
+            (edge,) = edges
+            assert edge["node"]["props"]["content"][1]["fileId"] == uploaded["id"]
+            return list(edge["node"]["files"])
+
+        # The link is gone; Carol's fork, her own chat now, still reads its file.
+        (file,) = await files_of(ours, CAROL)
+        assert file["id"] == uploaded["id"]
+        assert (await http.get(file["url"])).content == b"day one: walk\n"
+        assert (await http.get(f"/files/{uploaded['id']}", headers=CAROL)).status_code == 200
+        # Files belong to their tenant: a fork in another keeps the reference, no file.
+        assert await files_of(theirs, MALLORY) == []
+        assert (await http.get(f"/files/{uploaded['id']}", headers=MALLORY)).status_code == 404
+        # Purging the original keeps the file while Carol's fork references it.
+        await client.data(DELETE, {"chat": "forked-file"})
+        await client.data("mutation($c: ID!) { purgeChat(id: $c) }", {"c": "forked-file"})
+        assert (await http.get(f"/files/{uploaded['id']}", headers=CAROL)).status_code == 200
+
+
 @dataclasses.dataclass
 class _Context:
     """Just what signing a file address needs of a request's context."""
