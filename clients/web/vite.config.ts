@@ -1,5 +1,6 @@
 import { fileURLToPath } from "node:url";
 
+import tailwindcss from "@tailwindcss/vite";
 import react from "@vitejs/plugin-react";
 import { defineConfig } from "vite";
 
@@ -8,7 +9,7 @@ const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 // Two pages, built into the Python package so `chatql serve` needs no Node.js:
 // index.html (the app, served at /) and playground.html (GraphiQL, at GET /graphql).
 export default defineConfig({
-  plugins: [react()],
+  plugins: [react(), tailwindcss()],
   resolve: {
     // The app uses the TypeScript client from its sources.
     alias: [

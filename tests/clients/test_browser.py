@@ -14,11 +14,18 @@ the line, the agent's answer streams in with rendered markdown; edit, the agent 
 second version, back to the first; regenerate, version 2 of the answer, back to version 1;
 a search hit on another branch opens there; rename, pin, tags, usage, export, start over
 with its note, delete, the trash and restore; Stop mid-answer; a reload mid-answer
-resumes. Each state is checked with axe-core (no serious or critical violation), no page
-error and no request to another host, and saved as a screenshot under the test's
-temporary folder (``screenshots/``, each path printed). The server runs on a fresh SQLite
-file (the storage paths are covered on both databases by the Python and TypeScript live
-tests).
+resumes; New chat creates nothing until the first message (typed at once after the
+click, Shift+Enter kept), the usage line counts the answer without a reload, a Pinned
+section, search snippets cut between words with the match marked, a deleted chat's hit
+leaving the results and its link (and one to a missing chat) saying so once and
+sending no more requests; math and highlighted code; thumbs and a share link with its
+read-only page; at 390, 768 and 1280 px in light and dark (the chat column at least
+300 px on a phone, the list a drawer behind the menu button), the theme toggle kept
+across a reload, identity in a settings dialog. Each state is checked with axe-core (no
+serious or critical violation), no page error and no request to another host, and saved
+as a screenshot under the test's temporary folder (``screenshots/``, each path printed).
+The server runs on a fresh SQLite file (the storage paths are covered on both databases
+by the Python and TypeScript live tests).
 Skipped without Node.js or Chromium, required under CI.
 """
 
@@ -147,10 +154,13 @@ def test_app_and_playground_in_chromium(chatql_serve: str, demo_agent: Path,
     )
     output = run.stdout + run.stderr + "\n--- demo agent ---\n" + demo_agent.read_text()
     assert run.returncode == 0, output
-    assert "# pass 9" in output and "# fail 0" in output, output
+    assert "# pass 13" in output and "# fail 0" in output, output
     shots = sorted(path.name for path in screenshots.glob("*.png"))
     for name in ("streaming", "answered", "edited", "version-1", "regenerated",
                  "regenerated-version-1", "search-hit", "started-over", "trash", "restored",
-                 "stopped", "resumed", "app", "playground"):
+                 "stopped", "resumed", "app", "playground",
+                 "390-light", "390-light-drawer", "768-light", "1280-light",
+                 "390-dark", "390-dark-drawer", "768-dark", "1280-dark",
+                 "settings", "math", "shared", "new-chat"):
         assert f"{name}.png" in shots, shots
     print(f"screenshots in {screenshots}: {', '.join(shots)}")

@@ -1,20 +1,35 @@
 import { ChatqlClient } from "@chatql/client";
-import { useCallback, useEffect, useMemo, useState } from "react";
+import * as Dialog from "@radix-ui/react-dialog";
+import * as Tooltip from "@radix-ui/react-tooltip";
+import { useCallback, useEffect, useMemo, useState, type ReactNode } from "react";
 
 import { ChatView } from "./components/ChatView";
-import { IdentityBar } from "./components/IdentityBar";
+import { IconButton } from "./components/controls";
+import { MenuIcon } from "./components/icons";
+import type { Shown } from "./components/MessageView";
+import { NewChatView } from "./components/NewChatView";
+import { SettingsDialog } from "./components/SettingsDialog";
+import { SharedView } from "./components/SharedView";
 import { Sidebar } from "./components/Sidebar";
 import { TrashView } from "./components/TrashView";
 import { pageConfig } from "./config";
 import { headersOf, initialIdentity, saveIdentity, type Identity } from "./identity";
+import { useTheme } from "./theme";
+import { ToastProvider } from "./toast";
 
 const config = pageConfig();
 
-/** Where the person is: a chat (optionally at one message), the trash, or nothing chosen. */
+/** Where the person is: a chat (optionally at one message), the trash, or a new chat (nothing chosen). */
 export interface Place {
   readonly chatId: string | null;
   readonly messageId: string | null;
   readonly trash: boolean;
+}
+
+/** A chat the new-chat view just created with its first message (shown at once by the chat's view). */
+export interface FirstMessage {
+  readonly chatId: string;
+  readonly message: Shown;
 }
 
 function placeFromUrl(): Place {
@@ -31,7 +46,37 @@ function urlOf(place: Place): string {
   return text ? `?${text}` : location.pathname;
 }
 
+function useWide(): boolean {
+  const query = "(min-width: 768px)";
+  const [wide, setWide] = useState(() => window.matchMedia(query).matches);
+  useEffect(() => {
+    const media = window.matchMedia(query);
+    const update = () => setWide(media.matches);
+    media.addEventListener("change", update);
+    return () => media.removeEventListener("change", update);
+  }, []);
+  return wide;
+}
+
+const sharePath = /^\/s\/([^/]+)$/.exec(location.pathname);
+
 export function App() {
+  return (
+    <ToastProvider>
+      <Tooltip.Provider delayDuration={400}>
+        {sharePath?.[1] ? <SharedPage token={decodeURIComponent(sharePath[1])} /> : <Shell />}
+      </Tooltip.Provider>
+    </ToastProvider>
+  );
+}
+
+function SharedPage({ token }: { token: string }) {
+  const client = useMemo(() => new ChatqlClient({ url: "/graphql", headers: () => headersOf(initialIdentity(config)) }), []);
+  useTheme();
+  return <SharedView client={client} token={token} />;
+}
+
+function Shell() {
   const [identity, setIdentity] = useState<Identity>(() => initialIdentity(config));
   const client = useMemo(() => {
     const headers = headersOf(identity);
@@ -39,40 +84,105 @@ export function App() {
   }, [identity]);
   useEffect(() => () => void client.reset(), [client]);
   const [place, setPlace] = useState<Place>(placeFromUrl);
+  const [drawer, setDrawer] = useState(false);
+  const [settings, setSettings] = useState(false);
+  // Chats deleted here, and a count that moves on every change to the list's membership
+  // (pin, delete, restore): search results and the Pinned section follow them.
+  const [deleted, setDeleted] = useState<ReadonlySet<string>>(() => new Set());
+  const [revision, setRevision] = useState(0);
+  const [first, setFirst] = useState<FirstMessage | null>(null);
+  // Moves on every New chat, so the composer of a new chat takes the focus again.
+  const [fresh, setFresh] = useState(0);
+  const theme = useTheme();
+  const wide = useWide();
+
   const go = useCallback((next: Place) => {
     setPlace(next);
+    setDrawer(false);
     history.replaceState(null, "", urlOf(next));
   }, []);
+  const changed = useCallback((chatId: string, gone: boolean) => {
+    setDeleted((current) => {
+      const next = new Set(current);
+      if (gone) next.add(chatId);
+      else next.delete(chatId);
+      return next;
+    });
+    setRevision((count) => count + 1);
+  }, []);
+  const newChat = useCallback(() => {
+    go({ chatId: null, messageId: null, trash: false });
+    setFresh((count) => count + 1);
+  }, [go]);
   const signedIn = config.auth === "dev" || Boolean(identity.Authorization);
   const change = (next: Identity) => {
     saveIdentity(config, next);
     setIdentity(next);
   };
   const identityKey = JSON.stringify(identity);
+
+  const sidebar = (
+    <Sidebar client={client} place={place} onGo={go} onNewChat={newChat} deleted={deleted} revision={revision}
+      identity={identity} auth={config.auth} dark={theme.dark}
+      onToggleTheme={() => theme.choose(theme.dark ? "light" : "dark")} onSettings={() => setSettings(true)} />
+  );
+  const menu = wide || !signedIn ? null : (
+    <IconButton label="Open the chat list" onClick={() => setDrawer(true)}><MenuIcon /></IconButton>
+  );
+
+  let view: ReactNode;
+  if (!signedIn) {
+    view = (
+      <div className="flex flex-1 flex-col items-center justify-center gap-3 p-6 text-center">
+        <h1 className="text-2xl font-semibold">chatql</h1>
+        <p>Paste a token to sign in.</p>
+        <button type="button" onClick={() => setSettings(true)}
+          className="cursor-pointer rounded-lg bg-zinc-900 px-4 py-2 text-white dark:bg-zinc-100 dark:text-zinc-900">Sign in</button>
+      </div>
+    );
+  } else if (place.trash) {
+    view = <TrashView key={identityKey} client={client} onGo={go} menu={menu} onRestored={(id) => changed(id, false)} />;
+  } else if (place.chatId) {
+    view = (
+      <ChatView key={`${place.chatId}|${identityKey}`} client={client} chatId={place.chatId}
+        focusMessageId={place.messageId} headers={headersOf(identity)} onGo={go} menu={menu}
+        first={first?.chatId === place.chatId ? first.message : null}
+        onPinned={() => setRevision((count) => count + 1)} onDeleted={(id) => changed(id, true)} />
+    );
+  } else {
+    view = (
+      <NewChatView key={`${fresh}|${identityKey}`} client={client} menu={menu}
+        onStarted={(chatId, message) => {
+          setFirst({ chatId, message });
+          go({ chatId, messageId: null, trash: false });
+        }} />
+    );
+  }
+
   return (
-    <div className="layout">
-      <header className="topbar">
-        <strong>chatql</strong>
-        <IdentityBar auth={config.auth} identity={identity} onChange={change} />
-        <a href="/graphql">Playground</a>
-      </header>
-      {signedIn ? (
-        <div className="panes">
-          <Sidebar client={client} place={place} onGo={go} />
-          <main className="chat" aria-label="Chat">
-            {place.trash ? (
-              <TrashView key={identityKey} client={client} onGo={go} />
-            ) : place.chatId ? (
-              <ChatView key={`${place.chatId}|${identityKey}`} client={client} chatId={place.chatId}
-                focusMessageId={place.messageId} headers={headersOf(identity)} onGo={go} />
-            ) : (
-              <p className="empty">Choose a chat, or start a new one.</p>
-            )}
-          </main>
-        </div>
-      ) : (
-        <p className="empty">Paste a token to sign in.</p>
+    <div className="flex h-dvh overflow-hidden">
+      {signedIn && wide && (
+        <aside className="flex w-72 shrink-0 flex-col border-r border-zinc-200 bg-zinc-50 dark:border-zinc-800 dark:bg-zinc-950">
+          {sidebar}
+        </aside>
       )}
+      {signedIn && !wide && (
+        <Dialog.Root open={drawer} onOpenChange={setDrawer}>
+          <Dialog.Portal>
+            <Dialog.Overlay className="fixed inset-0 z-40 bg-black/40" />
+            <Dialog.Content aria-describedby={undefined} onCloseAutoFocus={(event) => event.preventDefault()}
+              className="fixed inset-y-0 left-0 z-50 flex w-[85vw] max-w-xs flex-col bg-zinc-50 shadow-xl outline-none dark:bg-zinc-950">
+              <Dialog.Title className="sr-only">Chats</Dialog.Title>
+              {sidebar}
+            </Dialog.Content>
+          </Dialog.Portal>
+        </Dialog.Root>
+      )}
+      <main aria-label="Chat" className="flex min-w-0 flex-1 flex-col">
+        {view}
+      </main>
+      <SettingsDialog open={settings} onOpenChange={setSettings} auth={config.auth} identity={identity}
+        onChange={change} theme={theme.choice} onTheme={theme.choose} />
     </div>
   );
 }

@@ -5,6 +5,9 @@ import { createRoot } from "react-dom/client";
 
 import { App } from "./App";
 import "./app.css";
+import { applySavedTheme } from "./theme";
+
+applySavedTheme();
 
 const root = document.getElementById("app");
 if (root) {

@@ -7,7 +7,9 @@ import type { ChatqlClient } from "@chatql/client";
 import { useCallback, useEffect, useRef, useState } from "react";
 
 import { run } from "./api";
-import { ChatDetailsDocument, ThreadDocument, type ChatDetailsQuery, type ThreadMessageFragment } from "./generated/operations";
+import { useChatEvents } from "@chatql/client/react";
+
+import { ChatDetailsDocument, PinnedChatsDocument, ThreadDocument, type ChatDetailsQuery, type PinnedChatsQuery, type ThreadMessageFragment } from "./generated/operations";
 
 export type ThreadMessage = ThreadMessageFragment;
 export type ChatDetails = NonNullable<ChatDetailsQuery["chat"]>;
@@ -46,7 +48,8 @@ export function useThread(client: ChatqlClient, chatId: string) {
       }));
       return nodes;
     } catch (error) {
-      if (mine === generation.current) setThread((state) => ({ ...state, loading: false, error: error as Error }));
+      // No paging on after a failed read (a chat that is gone would be asked again and again).
+      if (mine === generation.current) setThread((state) => ({ ...state, hasOlder: false, loading: false, error: error as Error }));
       return [];
     } finally {
       if (mine === generation.current) busy.current = false;
@@ -62,20 +65,47 @@ export function useThread(client: ChatqlClient, chatId: string) {
   return { ...thread, reload, loadOlder };
 }
 
+/** The chat's details; `missing` once the server says there is no such chat (or it is in the trash). */
 export function useChatDetails(client: ChatqlClient, chatId: string) {
   const [details, setDetails] = useState<ChatDetails | null>(null);
+  const [missing, setMissing] = useState(false);
   const [error, setError] = useState<Error | null>(null);
   const reload = useCallback(async () => {
     try {
       const data = await run(client, ChatDetailsDocument, { id: chatId });
-      if (data.chat === null) setError(new Error("This chat does not exist or is not yours to read."));
-      setDetails(data.chat);
+      if (data.chat === null) setMissing(true);
+      else setDetails(data.chat);
     } catch (caught) {
-      setError(caught as Error);
+      const code = (caught as { code?: string }).code;
+      if (code === "NOT_FOUND" || code === "FORBIDDEN") setMissing(true);
+      else setError(caught as Error);
     }
   }, [client, chatId]);
   useEffect(() => {
     void reload();
   }, [reload]);
-  return { details, error, reload };
+  return { details, missing, error, reload };
+}
+
+export type PinnedChat = PinnedChatsQuery["chats"]["edges"][number]["node"];
+
+/** The pinned chats, read again on every change to the person's chats (`chatEvents`) and on `revision`. */
+export function usePinnedChats(client: ChatqlClient, revision: number): readonly PinnedChat[] {
+  const [chats, setChats] = useState<readonly PinnedChat[]>([]);
+  const [changes, setChanges] = useState(0);
+  useChatEvents(client, null, () => setChanges((count) => count + 1));
+  useEffect(() => {
+    let current = true;
+    // Several events at once (a stream's start and end) read the list once.
+    const timer = setTimeout(() => {
+      run(client, PinnedChatsDocument, { first: 50 })
+        .then((data) => current && setChats(data.chats.edges.map((edge) => edge.node)))
+        .catch(() => undefined);
+    }, changes === 0 ? 0 : 150);
+    return () => {
+      current = false;
+      clearTimeout(timer);
+    };
+  }, [client, revision, changes]);
+  return chats;
 }

@@ -18,13 +18,11 @@ after(async () => {
   await closeBrowser();
 });
 
-/** Unfolds every stored "Thinking" (folded once stored), so its text is read too. */
+/** Unfolds every folded part (thinking, tool calls and results, folded once stored), so its text is read too. */
 const expandThinking = async (log) => {
-  // Once every message shown is the stored copy (stored ones carry their time).
-  await log.page().waitForFunction(() => [...document.querySelectorAll('[role="log"] article')].every((a) => a.querySelector("time")));
-  for (const summary of await log.getByText("Thinking", { exact: true }).all()) {
-    if (!(await summary.evaluate((element) => element.parentElement.open))) await summary.click();
-  }
+  // Once every answer shown is the stored copy (a stored answer carries its time).
+  await log.page().waitForFunction(() => [...document.querySelectorAll('[role="log"] section[aria-label^="Answer from"]')].every((a) => a.querySelector("time")));
+  await log.page().evaluate(() => document.querySelectorAll('[role="log"] details').forEach((details) => { details.open = true; }));
 };
 
 const expectText = async (locator, value, timeout = 10000) => {
@@ -81,6 +79,30 @@ test("the app shows each part of a live stream growing, then the persisted resul
       assert.equal(occurrences(shown, part), 1, `${part} in ${shown}`);
     }
     if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/app.png` });
+    assert.deepEqual(blocked, []);
+    assert.deepEqual(failed, []);
+  } finally {
+    agent.close();
+    await ctx.close();
+  }
+});
+
+test("an answer with math and code: KaTeX renders the formula, the code is highlighted with a copy button", async () => {
+  const agent = producer();
+  const { ctx, blocked, failed } = await context(browser);
+  const page = await ctx.newPage();
+  try {
+    const streamId = await startChat(agent, id("math"), `Math ${run}`);
+    await agent.send({ op: "push", streamId, chunks: [text("m", "Euler: $e^{i\\pi} + 1 = 0$\n\n```js\nconst answer = 42;\n```\n")] });
+    await agent.send({ op: "end", streamId });
+    await page.goto(`${base}/?chat=${id("math")}`);
+    const log = page.getByRole("log");
+    await log.getByRole("math").first().waitFor();
+    const code = log.locator("pre code");
+    await code.getByText("42").waitFor();
+    assert.ok(await code.locator("span").count() > 0, "the code is highlighted");
+    await log.getByRole("button", { name: "Copy code" }).waitFor();
+    if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/math.png` });
     assert.deepEqual(blocked, []);
     assert.deepEqual(failed, []);
   } finally {

@@ -2,7 +2,8 @@
 // agent (`chatql-client demo --assistant demo`, started beside the server by the Python
 // test) answering every chat of assistant "demo": a person starts a chat, types, and reads
 // the agent's streamed answer; edits, regenerates, versions, search, the trash, start
-// over, Stop and a reload mid-answer. Found by role and visible text.
+// over, Stop and a reload mid-answer; the bugs a person met in the first minutes; the
+// layout at three widths in both themes. Found by role and visible text.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
@@ -24,10 +25,16 @@ async function openApp() {
 
 const chatIdOf = (page) => new URL(page.url()).searchParams.get("chat");
 
+/** New chat: a local view with the composer focused (the chat is created by the first message). */
 async function newChat(page) {
   await page.getByRole("button", { name: "New chat", exact: true }).click();
-  await page.waitForFunction(() => new URLSearchParams(location.search).has("chat"));
-  return chatIdOf(page);
+  await page.waitForFunction(() => document.activeElement?.getAttribute("aria-label") === "Message");
+}
+
+/** Picks `name` in the chat's menu (Chat actions). */
+async function chatAction(page, name) {
+  await page.getByRole("button", { name: "Chat actions" }).click();
+  await page.getByRole("menuitem", { name, exact: true }).click();
 }
 
 async function ask(page, words) {
@@ -36,6 +43,7 @@ async function ask(page, words) {
   await box.pressSequentially(words);
   await box.press("Enter");
   await page.getByRole("article", { name: "You, user input" }).filter({ hasText: words }).first().waitFor();
+  await page.waitForFunction(() => new URLSearchParams(location.search).has("chat"));
 }
 
 async function assertClean(page, blocked, errors, name) {
@@ -45,16 +53,17 @@ async function assertClean(page, blocked, errors, name) {
   assert.deepEqual(blocked, [], `requests to other hosts on ${name}`);
 }
 
-/** The stream has ended and the stored answer is shown (stored messages carry their time). */
+/** The stream has ended and the stored answer is shown (a stored answer carries its time). */
 async function answered(page) {
   await page.getByRole("button", { name: "Stop", exact: true }).waitFor({ state: "detached", timeout: 30000 });
-  await page.getByRole("log").getByRole("article", { name: "demo, text" }).locator("time").waitFor({ timeout: 30000 });
+  await page.getByRole("log").getByRole("region", { name: "Answer from demo" }).last().locator("time").waitFor({ timeout: 30000 });
+  await page.getByRole("log").getByRole("article", { name: "demo, text" }).waitFor({ timeout: 30000 });
 }
 
 test("a person talks to the agent: new chat, Enter sends, the answer streams in with rendered markdown; edit, regenerate, versions, search, start over, export, trash", async () => {
   const { ctx, page, blocked, errors } = await openApp();
   try {
-    const chatId = await newChat(page);
+    await newChat(page);
     const box = page.getByRole("textbox", { name: "Message" });
     // The composer has the focus; Shift+Enter breaks the line, Enter sends.
     assert.equal(await box.evaluate((element) => element === document.activeElement), true);
@@ -67,10 +76,8 @@ test("a person talks to the agent: new chat, Enter sends, the answer streams in 
     const question = log.getByRole("article", { name: "You, user input" });
     await question.getByText("please").waitFor();
     await page.waitForFunction(() => document.querySelector('textarea[aria-label="Message"]').value === "");
-    // The first message names the chat.
-    await page.getByRole("heading", { level: 1, name: `Tell me about XK42Q${run} please` }).waitFor();
-    await page.getByRole("navigation", { name: "Chats" }).getByRole("button", { name: `Tell me about XK42Q${run} please` }).waitFor();
-
+    await page.waitForFunction(() => new URLSearchParams(location.search).has("chat"));
+    const chatId = chatIdOf(page);
     // The demo agent answers on its own. While it streams: Stop beside a disabled
     // composer, the thinking and the tool call's arguments growing.
     await page.getByRole("button", { name: "Stop", exact: true }).waitFor();
@@ -78,6 +85,9 @@ test("a person talks to the agent: new chat, Enter sends, the answer streams in 
     await log.getByText("The person asks").first().waitFor();
     await log.getByLabel("Arguments").getByText('{"query"').waitFor();
     await snap(page, "streaming");
+    // The first message names the chat.
+    await page.getByRole("heading", { level: 1, name: `Tell me about XK42Q${run} please` }).waitFor();
+    await page.getByRole("navigation", { name: "Chats" }).getByRole("button", { name: `Tell me about XK42Q${run} please` }).waitFor();
     await answered(page);
     // The stored answer: markdown rendered (bold, a table, a code block).
     const answer = log.getByRole("article", { name: "demo, text" });
@@ -122,7 +132,7 @@ test("a person talks to the agent: new chat, Enter sends, the answer streams in 
 
     // Regenerate the answer: the agent answers the same question again; the new answer is
     // version 2 of 2, and ‹ moves back to the first answer.
-    const answerStart = log.getByRole("article", { name: "demo, thinking" });
+    const answerStart = log.getByRole("region", { name: "Answer from demo" });
     const firstAnswer = await answer.getAttribute("id");
     await answerStart.getByRole("button", { name: "Regenerate" }).click();
     await page.getByRole("button", { name: "Stop", exact: true }).waitFor();
@@ -156,30 +166,31 @@ test("a person talks to the agent: new chat, Enter sends, the answer streams in 
     await page.getByRole("searchbox", { name: "Search chats and messages" }).fill("");
 
     // Rename, pin, tag.
-    await page.getByRole("button", { name: "Rename" }).click();
+    await chatAction(page, "Rename");
     await page.getByRole("textbox", { name: "Chat title" }).fill(`Renamed ${run}`);
     await page.getByRole("button", { name: "Save title" }).click();
     await page.getByRole("heading", { level: 1, name: `Renamed ${run}` }).waitFor();
-    await page.getByRole("button", { name: "Pin" }).click();
+    await page.getByRole("button", { name: "Pin", exact: true }).click();
     await page.getByRole("button", { name: "Pinned", pressed: true }).waitFor();
+    await chatAction(page, "Add a tag");
     await page.getByRole("textbox", { name: "New tag" }).fill("demo-tag");
     await page.getByRole("button", { name: "Add tag" }).click();
     await page.getByRole("list", { name: "Tags" }).getByText("demo-tag").waitFor();
     await page.getByLabel("Usage").getByText(/Usage: \d+ prompt \+ \d+ completion tokens/).waitFor();
 
     // Export downloads the JSON Lines export.
-    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Export" }).click()]);
+    const [download] = await Promise.all([page.waitForEvent("download"), chatAction(page, "Export")]);
     const lines = readFileSync(await download.path(), "utf8").trim().split("\n").map((line) => JSON.parse(line));
     assert.ok(lines.length >= 6, `${lines.length} lines`);
     assert.match(JSON.stringify(lines), new RegExp(`XK42Q${run}`));
 
     // Start over: a visible note that the agent's memory is kept.
-    await page.getByRole("button", { name: "Start over" }).click();
+    await chatAction(page, "Start over");
     await page.getByRole("note").getByText("Its memory is kept.").waitFor();
     await assertClean(page, blocked, errors, "started-over");
 
     // Delete to the trash, then restore from it.
-    await page.getByRole("button", { name: "Delete" }).click();
+    await chatAction(page, "Delete");
     const nav = page.getByRole("navigation", { name: "Chats" });
     await nav.getByRole("button", { name: `Renamed ${run}` }).waitFor({ state: "detached" });
     await nav.getByRole("button", { name: "Trash" }).click();
@@ -235,6 +246,205 @@ test("a reload mid-answer resumes it: the answer completes once", async () => {
     assert.equal(await log.getByRole("table").count(), 1);
     assert.equal(occurrences(await log.innerText(), "Done."), 1);
     await assertClean(page, blocked, errors, "resumed");
+  } finally {
+    await ctx.close();
+  }
+});
+
+/** chatql's GraphQL requests over HTTP from `page` (their bodies), as they are sent. */
+function graphqlRequests(page) {
+  const sent = [];
+  page.on("request", (request) => {
+    if (new URL(request.url()).pathname === "/graphql" && request.method() === "POST") sent.push(request.postData() ?? "");
+  });
+  return sent;
+}
+
+/** Waits for one clear message about the chat, then asserts no request goes out for 2 s. */
+async function assertMissingChatIsQuiet(page, sent) {
+  await page.getByText(/This chat does not exist or was deleted/).waitFor();
+  await page.waitForTimeout(300);
+  const before = sent.length;
+  await page.waitForTimeout(2000);
+  assert.equal(sent.length, before, `requests after the message: ${sent.slice(before).join("\n")}`);
+  assert.equal(await page.getByText(/This chat does not exist or was deleted/).count(), 1);
+  assert.equal(await page.getByText("Loading messages…").count(), 0);
+}
+
+test("a link to a missing chat, or to a message in one, shows one clear message and sends no more requests", async () => {
+  const { ctx, page, blocked, errors } = await openApp();
+  try {
+    const sent = graphqlRequests(page);
+    await page.goto(`${base}/?chat=missing-${run}&message=missing-message-${run}`);
+    await assertMissingChatIsQuiet(page, sent);
+    await page.goto(`${base}/?chat=missing-${run}`);
+    await assertMissingChatIsQuiet(page, sent);
+    assert.deepEqual(errors, []);
+    assert.deepEqual(blocked, []);
+  } finally {
+    await ctx.close();
+  }
+});
+
+test("the first minutes: nothing is created before the first message, Shift+Enter right after New chat, usage after the answer, Pinned, search snippets, a deleted chat's hit and link", async () => {
+  const { ctx, page, blocked, errors } = await openApp();
+  try {
+    const sent = graphqlRequests(page);
+    const nav = page.getByRole("navigation", { name: "Chats" });
+    await nav.waitFor();
+    // Typing at once after New chat: every key lands in the composer, the newline kept.
+    await page.getByRole("button", { name: "New chat", exact: true }).click();
+    const before = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu";
+    const words = `${before} MARKER${run} ${before}`;
+    await page.keyboard.type("First line");
+    await page.keyboard.press("Shift+Enter");
+    await page.keyboard.type(words);
+    const box = page.getByRole("textbox", { name: "Message" });
+    assert.equal(await box.inputValue(), `First line\n${words}`);
+    // New chat made nothing on the server: no createChat, no "Untitled chat" in the list.
+    await page.waitForTimeout(1000);
+    assert.deepEqual(sent.filter((body) => body.includes("createChat")), []);
+    assert.equal(await nav.getByRole("button", { name: /Untitled chat/ }).count(), 0);
+    assert.equal(chatIdOf(page), null);
+    await assertClean(page, blocked, errors, "new-chat");
+    // The first message creates the chat.
+    await box.press("Enter");
+    await page.waitForFunction(() => new URLSearchParams(location.search).has("chat"));
+    const chatId = chatIdOf(page);
+    assert.equal(sent.filter((body) => body.includes("createChat")).length, 1);
+    await page.getByRole("log").getByRole("article", { name: "You, user input" }).getByText(`MARKER${run}`).waitFor();
+    await answered(page);
+    // The usage line counts the answer without a reload.
+    await page.getByLabel("Usage").getByText(/Usage: [1-9]\d* prompt \+ [1-9]\d* completion tokens/).waitFor({ timeout: 10000 });
+
+    // Pinned chats have their own section at the top of the list.
+    await page.getByRole("button", { name: "Pin", exact: true }).click();
+    await nav.getByRole("region", { name: "Pinned" }).getByRole("button", { name: /First line/ }).waitFor();
+
+    // A search hit: cut at word boundaries, the match marked.
+    await page.getByRole("searchbox", { name: "Search chats and messages" }).fill(`MARKER${run}`);
+    const hits = page.getByRole("region", { name: "Messages found" });
+    const hit = hits.getByRole("button").filter({ hasText: `MARKER${run}` }).first();
+    await hit.waitFor();
+    assert.equal(await hit.locator("mark").first().innerText(), `MARKER${run}`);
+    const known = new Set(`First line ${words}`.split(/\s+/));
+    const snippet = (await hit.locator("mark").first().evaluate((mark) => mark.parentElement.textContent)).replace(/…/g, " ");
+    for (const word of snippet.split(/\s+/).filter(Boolean)) assert.ok(known.has(word), `"${word}" is cut in "${snippet}"`);
+    await hit.click();
+    await page.waitForFunction(() => new URLSearchParams(location.search).has("message"));
+    const link = page.url();
+    assert.equal(chatIdOf(page), chatId);
+
+    // Deleted: its hit leaves the results; its link (with &message=) says so, quietly.
+    await chatAction(page, "Delete");
+    await nav.getByRole("button", { name: /First line/ }).first().waitFor({ state: "detached" });
+    await hits.getByRole("button").filter({ hasText: `MARKER${run}` }).waitFor({ state: "detached" });
+    await page.goto(link);
+    await assertMissingChatIsQuiet(page, sent);
+    assert.deepEqual(errors, []);
+    assert.deepEqual(blocked, []);
+  } finally {
+    await ctx.close();
+  }
+});
+
+test("at 390, 768 and 1280 px, light and dark: a reading column, the list a drawer on a phone, the theme toggle kept", async () => {
+  const { ctx, page, blocked, errors } = await openApp();
+  try {
+    await newChat(page);
+    await ask(page, `Widths and themes ${run}`);
+    await answered(page);
+    const log = page.getByRole("log");
+    // A code block: highlighted, with its copy button.
+    const answer = log.getByRole("article", { name: "demo, text" });
+    await answer.getByRole("button", { name: "Copy code" }).waitFor();
+    assert.ok(await answer.locator("pre code span").count() > 0, "the code is highlighted");
+    // A message's actions show on hover and on keyboard focus.
+    const question = log.getByRole("article", { name: "You, user input" });
+    const copy = question.getByRole("button", { name: "Copy" });
+    const shown = () => copy.evaluate((button) => getComputedStyle(button.parentElement).opacity);
+    await page.mouse.move(0, 0);
+    assert.equal(await shown(), "0");
+    await question.hover();
+    assert.equal(await shown(), "1");
+    await page.mouse.move(0, 0);
+    await copy.focus();
+    assert.equal(await shown(), "1");
+    const main = page.getByRole("main", { name: "Chat" });
+    const nav = page.getByRole("navigation", { name: "Chats" });
+    for (const scheme of ["light", "dark"]) {
+      await page.emulateMedia({ colorScheme: scheme });
+      for (const width of [390, 768, 1280]) {
+        await page.setViewportSize({ width, height: width === 390 ? 844 : 900 });
+        await page.waitForFunction((dark) => document.documentElement.classList.contains("dark") === dark, scheme === "dark");
+        await log.getByRole("article", { name: "demo, text" }).waitFor();
+        const column = await main.boundingBox();
+        if (width === 390) {
+          // A phone: the chat takes the screen; the list is a closed drawer behind the menu button.
+          assert.ok(column.width >= 300, `the chat column is ${column.width}px wide at 390px`);
+          assert.equal(await nav.count(), 0);
+          await assertClean(page, blocked, errors, `${width}-${scheme}`);
+          await page.getByRole("button", { name: "Open the chat list" }).click();
+          await nav.getByRole("button", { name: "New chat", exact: true }).waitFor();
+          await nav.getByRole("button", { name: `Widths and themes ${run}` }).waitFor();
+          await assertClean(page, blocked, errors, `${width}-${scheme}-drawer`);
+          await page.keyboard.press("Escape");
+          await nav.waitFor({ state: "detached" });
+          if (scheme === "light") {
+            // New chat from the drawer closes it and leaves the focus in the composer.
+            await page.getByRole("button", { name: "Open the chat list" }).click();
+            await nav.getByRole("button", { name: "New chat", exact: true }).click();
+            await nav.waitFor({ state: "detached" });
+            await page.waitForFunction(() => document.activeElement?.getAttribute("aria-label") === "Message");
+            await page.getByRole("button", { name: "Open the chat list" }).click();
+            await nav.getByRole("button", { name: `Widths and themes ${run}` }).click();
+            await nav.waitFor({ state: "detached" });
+            await log.getByRole("article", { name: "demo, text" }).waitFor();
+          }
+        } else {
+          await nav.getByRole("button", { name: `Widths and themes ${run}` }).waitFor();
+          assert.ok(column.width >= width - 300, `the chat column is ${column.width}px wide at ${width}px`);
+          await assertClean(page, blocked, errors, `${width}-${scheme}`);
+        }
+        // The reading column stays about 48rem wide, however wide the window.
+        const reading = await log.getByRole("region", { name: "Answer from demo" }).boundingBox();
+        assert.ok(reading.width <= 48 * 16, `the answer is ${reading.width}px wide`);
+      }
+    }
+    // Thumbs and share on the answer: the rating is kept; the share link is copied and shown.
+    await ctx.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
+    const turn = log.getByRole("region", { name: "Answer from demo" });
+    await turn.getByRole("button", { name: "Good answer" }).click();
+    await turn.getByRole("button", { name: "Good answer", pressed: true }).waitFor();
+    await turn.getByRole("button", { name: "Share" }).click();
+    const shared = page.getByText(/^Share link( copied)?: /);
+    await shared.waitFor();
+    const url = (await shared.innerText()).replace(/^Share link( copied)?: /, "");
+    assert.match(url, new RegExp(`^${base}/s/`));
+    // The toggle overrides the system's choice, and is kept across a reload.
+    await page.emulateMedia({ colorScheme: "light" });
+    await page.getByRole("button", { name: "Dark theme" }).click();
+    await page.waitForFunction(() => document.documentElement.classList.contains("dark"));
+    await page.reload();
+    await page.getByRole("button", { name: "Light theme" }).waitFor();
+    assert.equal(await page.evaluate(() => document.documentElement.classList.contains("dark")), true);
+    await turn.getByRole("button", { name: "Good answer", pressed: true }).waitFor();
+    await page.getByRole("button", { name: "Light theme" }).click();
+    await page.waitForFunction(() => !document.documentElement.classList.contains("dark"));
+    // The identity is set in the settings dialog, not in the top bar.
+    await page.getByRole("button", { name: "Settings" }).click();
+    const dialog = page.getByRole("dialog", { name: "Settings" });
+    assert.equal(await dialog.getByRole("textbox", { name: "User" }).inputValue(), "alice");
+    await assertClean(page, blocked, errors, "settings");
+    await dialog.getByRole("button", { name: "Cancel" }).click();
+    await dialog.waitFor({ state: "detached" });
+    // The share link opens a read-only copy of the conversation.
+    await page.goto(url);
+    await page.getByRole("heading", { level: 1, name: `Widths and themes ${run}` }).waitFor();
+    await page.getByRole("log").getByText("Ask me anything else.").waitFor();
+    assert.equal(await page.getByRole("textbox", { name: "Message" }).count(), 0);
+    assert.equal(await page.getByRole("button", { name: "Regenerate" }).count(), 0);
+    await assertClean(page, blocked, errors, "shared");
   } finally {
     await ctx.close();
   }

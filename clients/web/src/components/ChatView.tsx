@@ -1,46 +1,81 @@
 import { AppendMessagesDocument, DeleteChatDocument, StopStreamDocument, type ChatqlClient, type MessageState } from "@chatql/client";
 import { useChatStream } from "@chatql/client/react";
-import { useEffect, useLayoutEffect, useRef, useState } from "react";
+import { useEffect, useLayoutEffect, useMemo, useRef, useState, type ReactNode } from "react";
 
 import type { Place } from "../App";
 import { run, writeId } from "../api";
 import { downloadExport } from "../export";
-import { EditMessageDocument, RegenerateDocument, StartOverDocument, SwitchBranchDocument } from "../generated/operations";
-import { useChatDetails, useThread, type ThreadMessage } from "../thread";
+import { EditMessageDocument, RateMessageDocument, RegenerateDocument, ShareChatDocument, StartOverDocument, SwitchBranchDocument } from "../generated/operations";
+import { useChatDetails, useThread, type ChatDetails, type ThreadMessage } from "../thread";
+import { useToast } from "../toast";
 import { ChatHeader } from "./ChatHeader";
 import { Composer } from "./Composer";
+import { copyText } from "./Markdown";
 import { MessageList } from "./MessageList";
-import type { MessageActions, Shown } from "./MessageView";
+import type { MessageActions, Rating, Shown } from "./MessageView";
+
+export const MISSING_CHAT = "This chat does not exist or was deleted.";
 
 function fromStored(message: ThreadMessage, roles: ReadonlyMap<string, string>): Shown {
   return {
     ...message,
     props: (message.props ?? {}) as Record<string, unknown>,
     answerStart: message.role !== "USER" && message.parentId !== null && roles.get(message.parentId) === "USER",
+    feedback: message.myFeedback?.rating ?? null,
   };
 }
 
 function fromLive(message: MessageState, streamStatus: string): Shown {
   // Until the stored copy is read back, an ended stream's messages carry its status.
   const status = streamStatus === "interrupted" ? "INTERRUPTED" : streamStatus === "failed" ? "FAILED" : null;
-  return { ...message, status, createdAt: null, siblings: null, answerStart: false };
+  return { ...message, status, createdAt: null, siblings: null, answerStart: false, feedback: null };
 }
 
-/** One chat: its header, the conversation along the active branch with the live answer, the composer. */
-export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
+interface ChatViewProps {
   client: ChatqlClient;
   chatId: string;
   focusMessageId: string | null;
   headers: Readonly<Record<string, string>>;
   onGo: (place: Place) => void;
+  /** The menu button that opens the chat list (narrow screens). */
+  menu: ReactNode;
+  /** The first message, just sent from the new-chat view (shown until it is read back). */
+  first: Shown | null;
+  onPinned: () => void;
+  onDeleted: (chatId: string) => void;
+}
+
+/**
+ * One chat: its header, the conversation along the active branch with the live answer, the
+ * composer. A chat that does not exist (or is in the trash) is said so once, and nothing
+ * more is asked of the server for it.
+ */
+export function ChatView(props: ChatViewProps) {
+  const chat = useChatDetails(props.client, props.chatId);
+  if (chat.missing) {
+    return (
+      <>
+        <header className="flex h-14 shrink-0 items-center gap-2 px-3">{props.menu}</header>
+        <div className="flex flex-1 flex-col items-center justify-center gap-3 px-4 text-center">
+          <p role="alert" className="text-lg font-medium">{MISSING_CHAT}</p>
+          <button type="button" className="cursor-pointer text-blue-700 underline underline-offset-2 dark:text-blue-300"
+            onClick={() => props.onGo({ chatId: null, messageId: null, trash: false })}>Start a new chat</button>
+        </div>
+      </>
+    );
+  }
+  return <ChatBody {...props} chat={chat} />;
+}
+
+function ChatBody({ client, chatId, focusMessageId, headers, onGo, menu, first, onPinned, onDeleted, chat }: ChatViewProps & {
+  chat: { details: ChatDetails | null; error: Error | null; reload: () => Promise<void> };
 }) {
-  const chat = useChatDetails(client, chatId);
   const thread = useThread(client, chatId);
   const { state: live } = useChatStream(client, chatId);
+  const toast = useToast();
   const [stopping, setStopping] = useState(false);
   const [busy, setBusy] = useState(false);
-  const [problem, setProblem] = useState<string | null>(null);
-  const [sent, setSent] = useState<Shown | null>(null);
+  const [sent, setSent] = useState<Shown | null>(first);
   const scroller = useRef<HTMLDivElement>(null);
   const composer = useRef<HTMLTextAreaElement>(null);
   const streaming = live?.status === "live" && live.streamId !== null;
@@ -64,6 +99,8 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
     const missing = [...live.messages.keys()].some((id) => !have.has(id));
     if (!missing && pendingReload < 5) {
       setPendingReload(0);
+      // The answer is stored now, and its usage with it.
+      void chat.reload();
       return;
     }
     const timer = setTimeout(() => {
@@ -71,11 +108,20 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
       void thread.reload();
     }, pendingReload === 5 ? 0 : 300);
     return () => clearTimeout(timer);
-  }, [pendingReload, thread, live]);
+  }, [pendingReload, thread, live, chat]);
 
-  const roles = new Map(thread.messages.map((m) => [m.id, m.role]));
-  const storedIds = new Set(roles.keys());
-  const shown: Shown[] = thread.messages.map((m) => fromStored(m, roles));
+  const [ratings, setRatings] = useState<ReadonlyMap<string, Rating | null>>(() => new Map());
+  // The stored messages as shown, made once per read (not on every streamed delta), so
+  // the messages above a streaming answer are not drawn again.
+  const storedShown = useMemo(() => {
+    const roles = new Map(thread.messages.map((m) => [m.id, m.role]));
+    return thread.messages.map((m) => {
+      const message = fromStored(m, roles);
+      return ratings.has(m.id) ? { ...message, feedback: ratings.get(m.id) ?? null } : message;
+    });
+  }, [thread.messages, ratings]);
+  const storedIds = new Set(storedShown.map((m) => m.id));
+  const shown: Shown[] = [...storedShown];
   const shownBeforeLive = shown.length;
   // The live answer until its stored copy is read back (another branch shown later never
   // shows an old stream's messages).
@@ -103,7 +149,9 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
       element.focus();
       return;
     }
-    if (thread.hasOlder) {
+    if (thread.error) {
+      jumped.current = true;
+    } else if (thread.hasOlder) {
       void thread.loadOlder();
     } else if (thread.messages.length > 0) {
       jumped.current = true;
@@ -113,11 +161,11 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
           jumped.current = false;
           await thread.reload();
         } catch (error) {
-          setProblem((error as Error).message);
+          toast.fail(error);
         }
       })();
     }
-  }, [focusId, thread, client, chatId]);
+  }, [focusId, thread, client, chatId, toast]);
 
   // History paged back on scroll, keeping the messages in view where they were.
   const keep = useRef<{ height: number; top: number } | null>(null);
@@ -153,13 +201,12 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
   };
 
   const attempt = async (work: () => Promise<unknown>): Promise<boolean> => {
-    setProblem(null);
     setBusy(true);
     try {
       await work();
       return true;
     } catch (error) {
-      setProblem((error as Error).message);
+      toast.fail(error);
       return false;
     } finally {
       setBusy(false);
@@ -173,7 +220,7 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
     });
     const id = data.appendMessages.messageIds[0] ?? writeId();
     setSent({ id, type: "user_input", role: "USER", props: { content }, blockId: null, threadId: null, status: null,
-      createdAt: new Date().toISOString(), siblings: null, answerStart: false, sending: true });
+      createdAt: new Date().toISOString(), siblings: null, answerStart: false, sending: true, feedback: null });
     setFocusId(null);
     atBottom.current = true;
     setNaming(content);
@@ -181,7 +228,7 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
   // The service names an untitled chat from its first message (and an agent may name it
   // better): once the answer's first words are on screen (or soon, when none comes), the
   // chat's details are read again so the header shows that name.
-  const [naming, setNaming] = useState<string | null>(null);
+  const [naming, setNaming] = useState<string | null>(first ? textOfFirst(first) : null);
   const answering = live !== null && live.messages.size > 0;
   const details = useRef(chat);
   details.current = chat;
@@ -189,7 +236,7 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
     if (naming === null) return;
     const name = () => {
       setNaming(null);
-      void details.current.reload().catch((error: unknown) => setProblem((error as Error).message));
+      void details.current.reload().catch((error: unknown) => toast.fail(error));
     };
     if (answering) {
       name();
@@ -197,7 +244,7 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
     }
     const timer = setTimeout(name, 1000);
     return () => clearTimeout(timer);
-  }, [naming, answering]);
+  }, [naming, answering, toast]);
   // No answer started soon after a send: read the thread anyway (the question, stored).
   useEffect(() => {
     if (!sent || storedIds.has(sent.id) || streaming || pendingReload > 0) return;
@@ -210,9 +257,7 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
     if (!(await attempt(() => client.request(StopStreamDocument, { chatId })))) setStopping(false);
   };
 
-  const actions: MessageActions = {
-    busy: busy || streaming,
-    assistant: chat.details?.assistantId ?? "Assistant",
+  const handlers: Omit<MessageActions, "busy" | "assistant"> = {
     edit: (message, content) => attempt(async () => {
       await run(client, EditMessageDocument, { id: message.id, input: { props: { ...message.props, content } }, appendId: writeId() });
       setFocusId(null);
@@ -229,7 +274,7 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
         setFocusId(null);
         await thread.reload();
         // Focus stays on the switcher of the version now shown.
-        setTimeout(() => document.querySelector<HTMLElement>(`#message-${CSS.escape(target)} [aria-label="Versions"] button:not([disabled])`)?.focus());
+        setTimeout(() => document.querySelector<HTMLElement>(`[data-versions-of="${CSS.escape(target)}"] button:not([disabled])`)?.focus());
       });
     },
     regenerate: (message) => {
@@ -246,7 +291,36 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
         composer.current?.focus();
       });
     },
+    copy: (text) => void copyText(text, toast.notify),
+    rate: (message, rating) => {
+      setRatings((current) => new Map(current).set(message.id, rating));
+      void run(client, RateMessageDocument, { messageId: message.id, rating }).catch((error: unknown) => {
+        setRatings((current) => {
+          const next = new Map(current);
+          next.delete(message.id);
+          return next;
+        });
+        toast.fail(error);
+      });
+    },
+    share: (message) => void share(message.id),
   };
+  // One actions object while the chat is neither busy nor renamed: the messages, memoised
+  // on it, are not drawn again for every streamed delta; each call goes to this render's handlers.
+  const latest = useRef(handlers);
+  latest.current = handlers;
+  const disabled = busy || streaming;
+  const assistant = chat.details?.assistantId ?? "Assistant";
+  const actions = useMemo<MessageActions>(() => ({
+    busy: disabled,
+    assistant,
+    edit: (message, content) => latest.current.edit(message, content),
+    pickVersion: (message, index) => latest.current.pickVersion(message, index),
+    regenerate: (message) => latest.current.regenerate(message),
+    copy: (text) => latest.current.copy(text),
+    rate: (message, rating) => latest.current.rate(message, rating),
+    share: (message) => latest.current.share(message),
+  }), [disabled, assistant]);
 
   const startOver = () => attempt(async () => {
     await run(client, StartOverDocument, { chatId });
@@ -254,7 +328,19 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
   }).then(() => undefined);
   const remove = () => attempt(async () => {
     await client.request(DeleteChatDocument, { id: chatId });
+    onDeleted(chatId);
+    toast.notify("Moved to the trash.");
     onGo({ chatId: null, messageId: null, trash: false });
+  }).then(() => undefined);
+  const share = (messageId: string | null) => attempt(async () => {
+    const data = await run(client, ShareChatDocument, { chatId, messageId });
+    const url = new URL(data.shareChat.url ?? "", location.href).toString();
+    try {
+      await navigator.clipboard.writeText(url);
+      toast.notify(`Share link copied: ${url}`);
+    } catch {
+      toast.notify(`Share link: ${url}`);
+    }
   }).then(() => undefined);
   const exportChat = () => attempt(() => downloadExport(chatId, headers)).then(() => undefined);
 
@@ -264,21 +350,32 @@ export function ChatView({ client, chatId, focusMessageId, headers, onGo }: {
 
   return (
     <>
-      {chat.details && (
-        <ChatHeader client={client} chat={chat.details} streaming={streaming} onChanged={chat.reload}
-          onStartOver={startOver} onExport={exportChat} onDelete={remove} />
+      {chat.details ? (
+        <ChatHeader client={client} chat={chat.details} menu={menu} streaming={streaming} onChanged={chat.reload} onPinned={onPinned}
+          onStartOver={startOver} onExport={exportChat} onShare={() => share(null)} onDelete={remove} />
+      ) : (
+        <header className="flex h-14 shrink-0 items-center gap-2 border-b border-zinc-200 px-3 dark:border-zinc-800">{menu}</header>
       )}
-      {chat.error && <p role="alert">{chat.error.message}</p>}
-      {problem && <p role="alert">{problem}</p>}
-      {thread.error && <p role="alert">{thread.error.message}</p>}
-      {live?.error && <p role="alert">{live.error.message}</p>}
-      <div className="messages" ref={scroller} onScroll={() => { trackBottom(); onScroll(); }} aria-label="Messages" role="log" tabIndex={0}>
-        {thread.loading && <p className="loading">Loading messages…</p>}
-        {!thread.hasOlder && thread.messages.length > 0 && <p className="start">Start of the conversation</p>}
-        <MessageList messages={shown} actions={actions} focusId={focusId} />
-        {awaiting && <p className="waiting" role="status">Waiting for {actions.assistant} to answer…</p>}
+      {chat.error && <p role="alert" className="px-4 py-2 text-sm text-red-700 dark:text-red-300">{chat.error.message}</p>}
+      {thread.error && <p role="alert" className="px-4 py-2 text-sm text-red-700 dark:text-red-300">{thread.error.message}</p>}
+      {live?.error && <p role="alert" className="px-4 py-2 text-sm text-red-700 dark:text-red-300">{live.error.message}</p>}
+      <div ref={scroller} onScroll={() => { trackBottom(); onScroll(); }} aria-label="Messages" role="log" tabIndex={0}
+        className="min-h-0 flex-1 overflow-y-auto focus-visible:outline-none">
+        <div className="mx-auto flex w-full max-w-3xl flex-col gap-5 px-4 py-6">
+          {thread.loading && <p className="text-center text-sm text-zinc-600 dark:text-zinc-400">Loading messages…</p>}
+          {!thread.hasOlder && thread.messages.length > 0 && (
+            <p className="text-center text-xs text-zinc-600 dark:text-zinc-400">Start of the conversation</p>
+          )}
+          <MessageList messages={shown} actions={actions} focusId={focusId} />
+          {awaiting && <p className="text-sm text-zinc-600 dark:text-zinc-400" role="status">Waiting for {actions.assistant} to answer…</p>}
+        </div>
       </div>
       <Composer ref={composer} streaming={streaming} stopping={stopping} onSend={send} onStop={() => void stop()} />
     </>
   );
+}
+
+function textOfFirst(message: Shown): string {
+  const content = message.props.content;
+  return typeof content === "string" ? content : "";
 }

@@ -1,69 +1,98 @@
-import { CreateChatDocument, type ChatqlClient, type ChatSummary } from "@chatql/client";
+import type { ChatqlClient, ChatSummary } from "@chatql/client";
 import { useChatList } from "@chatql/client/react";
 import { useEffect, useState } from "react";
 
 import type { Place } from "../App";
+import type { Identity } from "../identity";
+import { usePinnedChats } from "../thread";
+import { Button, IconButton, inputClass } from "./controls";
+import { GearIcon, MoonIcon, PlusIcon, SunIcon, TrashIcon } from "./icons";
 import { SearchResults } from "./SearchResults";
 
-const ASSISTANT_KEY = "chatql.assistant";
-
-/** New chat, search (titles and message text), the live chat list and the trash. */
-export function Sidebar({ client, place, onGo }: { client: ChatqlClient; place: Place; onGo: (place: Place) => void }) {
+/** New chat, search (titles and message text), the Pinned chats, the live chat list by time, the trash and settings. */
+export function Sidebar({ client, place, onGo, onNewChat, deleted, revision, identity, auth, dark, onToggleTheme, onSettings }: {
+  client: ChatqlClient;
+  place: Place;
+  onGo: (place: Place) => void;
+  onNewChat: () => void;
+  deleted: ReadonlySet<string>;
+  revision: number;
+  identity: Identity;
+  auth: "dev" | "jwt";
+  dark: boolean;
+  onToggleTheme: () => void;
+  onSettings: () => void;
+}) {
   const [search, setSearch] = useState("");
   const [keywords, setKeywords] = useState("");
-  const [assistant, setAssistant] = useState(() => localStorage.getItem(ASSISTANT_KEY) ?? "demo");
-  const [problem, setProblem] = useState<string | null>(null);
   useEffect(() => {
     const timer = setTimeout(() => setKeywords(search.trim()), 250);
     return () => clearTimeout(timer);
   }, [search]);
   const list = useChatList(client, { keywords });
+  const pinned = usePinnedChats(client, revision).filter((chat) => !deleted.has(chat.id));
+  const pinnedIds = new Set(pinned.map((chat) => chat.id));
+  const groups = list.groups
+    .map((group) => ({ ...group, chats: group.chats.filter((chat) => !pinnedIds.has(chat.id) && !deleted.has(chat.id)) }))
+    .filter((group) => group.chats.length > 0);
+  const shownPinned = keywords ? pinned.filter((chat) => (chat.title ?? "").toLowerCase().includes(keywords.toLowerCase())) : pinned;
 
-  const newChat = async () => {
-    setProblem(null);
-    try {
-      localStorage.setItem(ASSISTANT_KEY, assistant);
-      const data = await client.request(CreateChatDocument, { input: { assistantId: assistant.trim() || "demo" } });
-      onGo({ chatId: data.createChat.id, messageId: null, trash: false });
-    } catch (error) {
-      setProblem((error as Error).message);
-    }
-  };
+  const link = (chat: { id: string; title?: string | null }) => (
+    <li key={chat.id}>
+      <button type="button" aria-current={chat.id === place.chatId && !place.trash ? "page" : undefined}
+        onClick={() => onGo({ chatId: chat.id, messageId: null, trash: false })}
+        className="w-full cursor-pointer truncate rounded-lg px-2.5 py-1.5 text-left text-sm hover:bg-zinc-200/70 aria-[current=page]:bg-zinc-200 dark:hover:bg-zinc-800 dark:aria-[current=page]:bg-zinc-800">
+        {chat.title || "Untitled chat"}
+        {list.typing.includes(chat.id) && <span className="text-zinc-600 dark:text-zinc-400"> · typing…</span>}
+      </button>
+    </li>
+  );
+  const heading = "px-2.5 pt-4 pb-1 text-xs font-medium text-zinc-600 dark:text-zinc-400";
+  const who = auth === "jwt" ? "Signed in with a token" : `${identity["X-User-Id"] || "dev"} · ${identity["X-Tenant-Id"] || "default"}`;
 
   return (
-    <nav className="sidebar" aria-label="Chats">
-      <div className="new-chat">
-        <button type="button" className="primary" onClick={() => void newChat()}>New chat</button>
-        <label>Assistant <input value={assistant} onChange={(event) => setAssistant(event.target.value)} size={8} /></label>
+    <nav aria-label="Chats" className="flex min-h-0 flex-1 flex-col">
+      <div className="flex flex-col gap-2 p-3">
+        <Button look="primary" className="w-full justify-start" onClick={onNewChat}><PlusIcon />New chat</Button>
+        <input type="search" aria-label="Search chats and messages" placeholder="Search chats and messages" value={search}
+          onChange={(event) => setSearch(event.target.value)} className={`${inputClass} w-full`} />
       </div>
-      {problem && <p role="alert">{problem}</p>}
-      <input type="search" aria-label="Search chats and messages" placeholder="Search chats and messages" value={search}
-        onChange={(event) => setSearch(event.target.value)} />
-      {keywords && <SearchResults client={client} query={keywords} onGo={onGo} />}
-      {list.error && <p role="alert">{list.error.message}</p>}
-      {list.groups.map((group) => (
-        <section key={group.key} aria-label={group.label}>
-          <h2>{group.label}</h2>
-          <ul>
-            {group.chats.map((chat: ChatSummary) => (
-              <li key={chat.id}>
-                <button type="button" aria-current={chat.id === place.chatId && !place.trash ? "page" : undefined}
-                  onClick={() => onGo({ chatId: chat.id, messageId: null, trash: false })}>
-                  {chat.title || "Untitled chat"}
-                  {list.typing.includes(chat.id) && <span className="typing"> · typing…</span>}
-                </button>
-              </li>
-            ))}
-          </ul>
-        </section>
-      ))}
-      {!list.loading && list.groups.length === 0 && !list.error && <p className="empty">No chats.</p>}
-      {list.hasMore && !list.loading && list.groups.length > 0 && (
-        <button type="button" onClick={() => void list.loadMore()}>Load more chats</button>
-      )}
-      {list.loading && <p>Loading…</p>}
-      <button type="button" className="trash-link" aria-current={place.trash ? "page" : undefined}
-        onClick={() => onGo({ chatId: null, messageId: null, trash: true })}>Trash</button>
+      <div className="min-h-0 flex-1 overflow-y-auto px-2 pb-2">
+        {keywords && <SearchResults client={client} query={keywords} onGo={onGo} deleted={deleted} revision={revision} />}
+        {shownPinned.length > 0 && (
+          <section aria-label="Pinned">
+            <h2 className={heading}>Pinned</h2>
+            <ul>{shownPinned.map(link)}</ul>
+          </section>
+        )}
+        {list.error && <p role="alert" className="px-2.5 text-sm text-red-700 dark:text-red-300">{list.error.message}</p>}
+        {groups.map((group) => (
+          <section key={group.key} aria-label={group.label}>
+            <h2 className={heading}>{group.label}</h2>
+            <ul>{group.chats.map((chat: ChatSummary) => link(chat))}</ul>
+          </section>
+        ))}
+        {!list.loading && groups.length === 0 && shownPinned.length === 0 && !list.error && (
+          <p className="px-2.5 pt-4 text-sm text-zinc-600 dark:text-zinc-400">No chats yet.</p>
+        )}
+        {list.hasMore && !list.loading && list.groups.length > 0 && (
+          <Button look="quiet" className="mt-2 w-full" onClick={() => void list.loadMore()}>Load more chats</Button>
+        )}
+        {list.loading && <p className="px-2.5 pt-4 text-sm text-zinc-600 dark:text-zinc-400">Loading…</p>}
+      </div>
+      <div className="flex flex-col gap-1 border-t border-zinc-200 p-2 dark:border-zinc-800">
+        <button type="button" aria-current={place.trash ? "page" : undefined}
+          onClick={() => onGo({ chatId: null, messageId: null, trash: true })}
+          className="flex w-full cursor-pointer items-center gap-2 rounded-lg px-2.5 py-1.5 text-left text-sm hover:bg-zinc-200/70 aria-[current=page]:bg-zinc-200 dark:hover:bg-zinc-800 dark:aria-[current=page]:bg-zinc-800">
+          <TrashIcon />Trash
+        </button>
+        <div className="flex items-center gap-1 px-1">
+          <span className="min-w-0 flex-1 truncate text-sm text-zinc-700 dark:text-zinc-300" title={who}>{who}</span>
+          <IconButton label={dark ? "Light theme" : "Dark theme"} onClick={onToggleTheme}>{dark ? <SunIcon /> : <MoonIcon />}</IconButton>
+          <IconButton label="Settings" onClick={onSettings}><GearIcon /></IconButton>
+          <a href="/graphql" className="rounded-lg px-2 py-1 text-sm text-blue-700 underline-offset-2 hover:underline dark:text-blue-300">Playground</a>
+        </div>
+      </div>
     </nav>
   );
 }

@@ -14,13 +14,18 @@ export type MessageStatus =
   | 'FAILED'
   | 'INTERRUPTED';
 
+/** A person's rating of an assistant's message. */
+export type Rating =
+  | 'DOWN'
+  | 'UP';
+
 export type Role =
   | 'ASSISTANT'
   | 'SYSTEM'
   | 'TOOL'
   | 'USER';
 
-export type ThreadMessageFragment = { id: string, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, status: MessageStatus, createdAt: string, parentId: string | null, siblings: { index: number, count: number, ids: Array<string> } };
+export type ThreadMessageFragment = { id: string, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, status: MessageStatus, createdAt: string, parentId: string | null, siblings: { index: number, count: number, ids: Array<string> }, myFeedback: { rating: Rating } | null };
 
 export type ChatDetailsQueryVariables = Exact<{
   id: string;
@@ -36,7 +41,7 @@ export type ThreadQueryVariables = Exact<{
 }>;
 
 
-export type ThreadQuery = { messages: { pageInfo: { hasPreviousPage: boolean, startCursor: string | null }, edges: Array<{ node: { id: string, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, status: MessageStatus, createdAt: string, parentId: string | null, siblings: { index: number, count: number, ids: Array<string> } } }> } };
+export type ThreadQuery = { messages: { pageInfo: { hasPreviousPage: boolean, startCursor: string | null }, edges: Array<{ node: { id: string, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, status: MessageStatus, createdAt: string, parentId: string | null, siblings: { index: number, count: number, ids: Array<string> }, myFeedback: { rating: Rating } | null } }> } };
 
 export type TrashQueryVariables = Exact<{
   first?: number | null | undefined;
@@ -91,6 +96,36 @@ export type RegenerateMutationVariables = Exact<{
 
 export type RegenerateMutation = { regenerate: { id: string, activeLeafId: string | null } };
 
+export type PinnedChatsQueryVariables = Exact<{
+  first?: number | null | undefined;
+}>;
+
+
+export type PinnedChatsQuery = { chats: { edges: Array<{ node: { id: string, title: string | null } }> } };
+
+export type RateMessageMutationVariables = Exact<{
+  messageId: string;
+  rating?: Rating | null | undefined;
+}>;
+
+
+export type RateMessageMutation = { rateMessage: { id: string, rating: Rating } | null };
+
+export type ShareChatMutationVariables = Exact<{
+  chatId: string;
+  messageId?: string | null | undefined;
+}>;
+
+
+export type ShareChatMutation = { shareChat: { id: string, url: string | null } };
+
+export type SharedChatQueryVariables = Exact<{
+  token: string;
+}>;
+
+
+export type SharedChatQuery = { sharedChat: { title: string | null, createdAt: string, messages: Array<{ id: string, role: Role, type: string, props: unknown, createdAt: string, assistantId: string | null }> } | null };
+
 export class TypedDocumentString<TResult, TVariables>
   extends String
   implements DocumentTypeDecoration<TResult, TVariables>
@@ -124,6 +159,9 @@ export const ThreadMessageFragmentDoc = new TypedDocumentString(`
     index
     count
     ids
+  }
+  myFeedback {
+    rating
   }
 }
     `, {"fragmentName":"ThreadMessage"}) as unknown as TypedDocumentString<ThreadMessageFragment, unknown>;
@@ -172,6 +210,9 @@ export const ThreadDocument = new TypedDocumentString(`
     index
     count
     ids
+  }
+  myFeedback {
+    rating
   }
 }`) as unknown as TypedDocumentString<ThreadQuery, ThreadQueryVariables>;
 export const TrashDocument = new TypedDocumentString(`
@@ -240,3 +281,47 @@ export const RegenerateDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<RegenerateMutation, RegenerateMutationVariables>;
+export const PinnedChatsDocument = new TypedDocumentString(`
+    query PinnedChats($first: Int) {
+  chats(first: $first, filter: {pinned: true}) {
+    edges {
+      node {
+        id
+        title
+      }
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<PinnedChatsQuery, PinnedChatsQueryVariables>;
+export const RateMessageDocument = new TypedDocumentString(`
+    mutation RateMessage($messageId: ID!, $rating: Rating) {
+  rateMessage(messageId: $messageId, rating: $rating) {
+    id
+    rating
+  }
+}
+    `) as unknown as TypedDocumentString<RateMessageMutation, RateMessageMutationVariables>;
+export const ShareChatDocument = new TypedDocumentString(`
+    mutation ShareChat($chatId: ID!, $messageId: ID) {
+  shareChat(chatId: $chatId, messageId: $messageId) {
+    id
+    url
+  }
+}
+    `) as unknown as TypedDocumentString<ShareChatMutation, ShareChatMutationVariables>;
+export const SharedChatDocument = new TypedDocumentString(`
+    query SharedChat($token: String!) {
+  sharedChat(token: $token) {
+    title
+    createdAt
+    messages {
+      id
+      role
+      type
+      props
+      createdAt
+      assistantId
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<SharedChatQuery, SharedChatQueryVariables>;
