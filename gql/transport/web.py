@@ -22,10 +22,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from starlette.datastructures import MutableHeaders
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chatql.gql.settings import Settings
 
@@ -67,6 +70,33 @@ def page_response(name: str, settings: Settings, request: Request, *,
     return HTMLResponse(html, headers=headers)
 
 
+#: Build output is named by its content's hash: a name never changes meaning, so a
+#: browser may keep it for a year without asking again.
+_IMMUTABLE = "public, max-age=31536000, immutable"
+
+
+class _Immutable:
+    """Marks every successful answer of ``app`` as cacheable for good."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_cached(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 200:
+                MutableHeaders(scope=message)["Cache-Control"] = _IMMUTABLE
+            await send(message)
+
+        await self.app(scope, receive, send_cached)
+
+
+def assets_app() -> ASGIApp:
+    """``/assets``: the hashed build output, cached for good and gzipped for clients
+    that accept it (the scripts shrink to about a third)."""
+    files = StaticFiles(directory=STATIC_DIR / "assets", check_dir=False)
+    return GZipMiddleware(_Immutable(files), minimum_size=1024)
+
+
 def web_routes(settings: Settings) -> list[BaseRoute]:
     """``/`` (the app), ``/s/{token}`` (a share link's page) and ``/assets`` (hashed,
     immutable build output)."""
@@ -82,6 +112,5 @@ def web_routes(settings: Settings) -> list[BaseRoute]:
     return [
         Route("/", app_page, methods=["GET"]),
         Route("/s/{token}", share_page, methods=["GET"]),
-        Mount("/assets", app=StaticFiles(directory=STATIC_DIR / "assets", check_dir=False),
-              name="assets"),
+        Mount("/assets", app=assets_app(), name="assets"),
     ]

@@ -9,8 +9,9 @@ from typing import Any
 
 import httpx
 
+from chatql.gql.app import create_app
 from chatql.gql.settings import Settings
-from tests.conftest import TEST_SECRET, running_app
+from tests.conftest import TEST_SECRET, running_app, uvicorn_serving
 
 HTML = {"Accept": "text/html"}
 
@@ -54,3 +55,24 @@ async def test_assets_are_served_and_the_playground_can_be_switched_off(
         assert response.status_code == 200, asset
     off = dataclasses.replace(settings, playground=False)
     assert (await get(off, "/graphql", HTML)).status_code == 404
+
+
+async def test_assets_are_gzipped_and_cached_for_good_over_http(settings: Settings) -> None:
+    """The hashed build output goes compressed and with a year's cache lifetime; a
+    missing one is a plain 404 that no cache keeps."""
+    async with uvicorn_serving(create_app(settings)) as port, httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}") as http:
+        page = await http.get("/", headers=HTML)
+        script = re.search(r'<script[^>]+src="(/assets/[^"]+\.js)"', page.text)
+        assert script is not None, page.text
+        zipped = await http.get(script.group(1), headers={"Accept-Encoding": "gzip"})
+        assert zipped.status_code == 200
+        assert zipped.headers["content-encoding"] == "gzip"
+        assert zipped.headers["cache-control"] == "public, max-age=31536000, immutable"
+        raw = await http.get(script.group(1), headers={"Accept-Encoding": "identity"})
+        assert "content-encoding" not in raw.headers
+        assert raw.content == zipped.content  # httpx decoded the gzip one
+        assert zipped.num_bytes_downloaded < raw.num_bytes_downloaded / 2
+        missing = await http.get("/assets/nothing-here.js")
+        assert missing.status_code == 404 and "immutable" not in missing.headers.get(
+            "cache-control", "")
