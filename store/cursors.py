@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import insert, select
@@ -38,6 +39,25 @@ def _b64(data: bytes) -> str:
 
 def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+#: The position of a list ordered by a moment, ties broken by id (newest first).
+MomentPosition = tuple[datetime, str]
+
+
+def moment_position_from(value: Any) -> MomentPosition:
+    """The moment-and-id position a signed cursor carried; INVALID_CURSOR when it is
+    not one."""
+    try:
+        at, item_id = value
+        if not isinstance(item_id, str):
+            raise ValueError
+        moment = datetime.fromisoformat(at)
+        if moment.tzinfo is None:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise InvalidCursor("the cursor is not valid for this list") from None
+    return moment.astimezone(UTC), item_id
 
 
 class CursorSigner:

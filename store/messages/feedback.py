@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, delete, exists, func, insert, or_, select, update
@@ -37,11 +37,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from chatql.store import jsonutil
 from chatql.store.chats import access
 from chatql.store.chats.chat import now, present
+from chatql.store.cursors import MomentPosition, moment_position_from
 from chatql.store.db.database import Database
 from chatql.store.db.partitions import message_chats
 from chatql.store.db.rows import record_from_mapping
 from chatql.store.db.tables import chats, feedback, messages, usage_records
-from chatql.store.errors import InvalidArgument, InvalidCursor, NotFound
+from chatql.store.errors import InvalidArgument, NotFound
 from chatql.store.ids import check_chat_id, check_message_id, new_id
 from chatql.store.limits import NAME_CHARS, TAG_CHARS, check_length
 from chatql.store.messages import tree
@@ -307,7 +308,7 @@ async def summaries(db: Database, who: Identity,
 
 
 #: A listing position: (rating last set at, feedback id); the listing runs newest first.
-Position = tuple[datetime, str]
+Position = MomentPosition
 
 
 def cursor_scope(who: Identity, feedback_filter: FeedbackFilter) -> str:
@@ -324,16 +325,7 @@ def position_of(item: Feedback) -> list[str]:
 
 def position_from(value: Any) -> Position:
     """The position a signed cursor carried; INVALID_CURSOR when it is not one."""
-    try:
-        at, feedback_id = value
-        if not isinstance(feedback_id, str):
-            raise ValueError
-        moment = datetime.fromisoformat(at)
-        if moment.tzinfo is None:
-            raise ValueError
-    except (TypeError, ValueError):
-        raise InvalidCursor("the cursor is not valid for this list") from None
-    return moment.astimezone(UTC), feedback_id
+    return moment_position_from(value)
 
 
 async def list_feedback(db: Database, who: Identity, feedback_filter: FeedbackFilter, *,

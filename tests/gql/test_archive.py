@@ -3,15 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-import random
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -27,6 +20,7 @@ from chatql.store.chats import chat as store_chats
 from chatql.store.db.database import Database
 from chatql.store.db.tables import messages, resume_records
 from tests.conftest import GraphQLClient, running_app
+from tests.s3 import Seaweed, s3_environment, s3_server  # noqa: F401 - a fixture
 
 Headers = Callable[..., dict[str, str]]
 CREATE = """mutation($input: CreateChatInput!) { createChat(input: $input) { id } }"""
@@ -230,96 +224,12 @@ async def test_archive_keeps_resume_records(
 # ---- s3:// against SeaweedFS -------------------------------------------------------
 
 
-def _weed_port() -> int:
-    """A free port whose +10000 neighbour (SeaweedFS's gRPC port) is free too."""
-    while True:
-        port = random.randint(20_000, 45_000)
-        if all(_free(p) for p in (port, port + 10_000)):
-            return port
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
-
-class Seaweed:
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.port = _weed_port()
-        # Fixed for the server's life: a restart on the same folder must use the same.
-        self.ports = [_weed_port() for _ in range(5)]
-        self.process: subprocess.Popen[bytes] | None = None
-        self.log: Any = None
-
-    def start(self) -> None:
-        weed = shutil.which("weed") or str(Path(sys.executable).parent / "weed")
-        ports = self.ports
-        self.log = log = open(self.folder / "weed.log", "ab")  # noqa: SIM115 - closed in stop
-        self.process = subprocess.Popen(
-            [weed, "server", f"-dir={self.folder}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-             f"-master.port={ports[0]}", f"-volume.port={ports[1]}", "-filer",
-             f"-filer.port={ports[2]}", "-s3", f"-s3.port={self.port}",
-             "-master.volumeSizeLimitMB=64", "-volume.max=4", "-s3.port.iceberg=0",
-             "-s3.port.lance=0", f"-iam.port={ports[3]}", "-master.telemetry=false",
-             f"-debug.port={ports[4]}"],
-            stdout=log, stderr=log, start_new_session=True,
-            # SeaweedFS turns S3 authentication on when it sees AWS credentials.
-            env={k: v for k, v in os.environ.items() if not k.startswith("AWS_")})
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                # 409: the bucket is already there (a restart on the same folder).
-                if httpx.put(f"http://127.0.0.1:{self.port}/chatql").status_code in (200, 409):
-                    return
-            except httpx.HTTPError:
-                pass
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.3)
-        self.stop()
-        tail = (self.folder / "weed.log").read_text(errors="replace")[-800:]
-        raise RuntimeError(f"SeaweedFS did not start: {tail}")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-        if self.log is not None:
-            self.log.close()
-            self.log = None
-
-
-@pytest.fixture(scope="module")
-def seaweed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seaweed]:
-    server = Seaweed(tmp_path_factory.mktemp("seaweed"))
-    try:
-        server.start()
-    except (OSError, RuntimeError) as error:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI requires the S3 tests, but SeaweedFS could not start: {error}")
-        pytest.skip(f"SeaweedFS could not start here: {error}")
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 @pytest.fixture
-def s3_settings(settings: Settings, seaweed: Seaweed, monkeypatch: pytest.MonkeyPatch,
-                tmp_path: Path) -> Settings:
-    # obstore reads the standard AWS variables; SeaweedFS here checks no credentials.
-    for name, value in {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{seaweed.port}",
-                        "AWS_ACCESS_KEY_ID": "chatql", "AWS_SECRET_ACCESS_KEY": "chatql",
-                        "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}.items():
+def s3_settings(settings: Settings, request: pytest.FixtureRequest,
+                monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Settings:
+    server: Seaweed = request.getfixturevalue("s3_server")
+    # obstore reads the standard AWS variables.
+    for name, value in s3_environment(server).items():
         monkeypatch.setenv(name, value)
     return dataclasses.replace(settings, archive_url=f"s3://chatql/{tmp_path.name}")
 
