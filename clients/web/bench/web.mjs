@@ -6,12 +6,20 @@
 // - last chunk → on screen: the agent pushes its last chunk (after 20 tokens 5 ms apart);
 //   the time from just before that push to the chunk's text in the DOM (both clocks are
 //   the machine's, read as timeOrigin + now()).
-// Prints one JSON line: {"app": {...}, "bare": {...}} with the per-round milliseconds.
+// Then, per page, long tasks while an answer streams: a chat of 200 messages (questions
+// and markdown answers) open, the agent pushes BENCH_TOKENS tokens (default 1,000) one
+// chunk each at 100 a second (a token every 10 ms on a schedule); a PerformanceObserver
+// of "longtask" entries, started once the chat shows, records every task over 50 ms until
+// the last token is in the DOM.
+// Prints one JSON line: {"app": {...}, "bare": {...}, "stream": {"app": {...}, "bare":
+// {...}}} with the per-round milliseconds and, per page, the long tasks' durations, the
+// tokens and the seconds the stream took.
 import { performance } from "node:perf_hooks";
 
 import { ALICE, base, launch } from "../test/helpers.mjs";
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 10);
+const tokens = Number(process.env.BENCH_TOKENS ?? 1000);
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -122,8 +130,74 @@ async function measure(page, kind, round) {
   return { first: seen.seen[`FIRST${round}`] - seen.enter, last: seen.seen[`END${round}`] - pushedAt };
 }
 
+/** A chat of 200 messages: questions and markdown answers (lists, a table, code). */
+async function longChat() {
+  const { createChat } = await gql('mutation { createChat(input: {assistantId: "bench", title: "long"}) { id } }');
+  const messages = [];
+  for (let n = 1; n <= 100; n += 1) {
+    messages.push({ role: "USER", type: "user_input", props: { content: `Question ${n}: how do I page through a long chat?` } });
+    let content = `Step **${n}**:\n\n1. Read \`messages(last: 50)\`.\n2. Keep the cursor.\n\n`
+      + "| field | meaning |\n|---|---|\n| `cursor` | where a page ends |\n";
+    if (n % 5 === 0) content += "\n```python\nfor page in pages(chat):\n    print(len(page))\n```\n";
+    if (n === 100) content += "\nLAST-OF-HISTORY";
+    messages.push({ role: "ASSISTANT", type: "text", assistantId: "bench", props: { content } });
+  }
+  await gql("mutation($c: ID!, $m: [MessageInput!]!) { appendMessages(chatId: $c, appendId: \"seed\", messages: $m) { lastSequence } }",
+    { c: createChat.id, m: messages });
+  return createChat.id;
+}
+
+/** Streams `tokens` tokens at 100 a second into the open chat; counts long tasks. */
+async function streamLongTasks(page, kind) {
+  const chatId = await longChat();
+  if (kind === "app") {
+    await page.goto(`${base}/?chat=${chatId}`);
+    await page.getByText("LAST-OF-HISTORY").first().waitFor({ timeout: 30000 });
+    await page.waitForFunction(() => window.__sockets.some((socket) => socket.readyState === 1));
+  } else {
+    await page.goto(`${base}/healthz?chat=${chatId}`);
+    await page.setContent(BARE);
+    await page.waitForFunction(() => window.__ready === true);
+  }
+  await sleep(500); // the subscription is in place, the page settled
+  await page.evaluate(() => {
+    window.__longTasks = [];
+    new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) window.__longTasks.push(entry.duration);
+    }).observe({ type: "longtask" });
+    window.__seen = {};
+    window.__watch = ["STREAM-END"];
+    new MutationObserver(() => {
+      if (!("STREAM-END" in window.__seen) && document.body.textContent.includes("STREAM-END")) {
+        window.__seen["STREAM-END"] = performance.now();
+      }
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+  const data = await gql("query($id: ID!) { chat(id: $id) { messages(last: 1) { edges { node { id } } } } }", { id: chatId });
+  const started = await gql("mutation($i: StartStreamInput!) { startStream(input: $i) { id } }",
+    { i: { chatId, requestId: `stream-${kind}`, parentId: data.chat.messages.edges[0].node.id } });
+  const streamId = started.startStream.id;
+  const push = (content) => gql("mutation($s: ID!, $c: [ChunkInput!]!) { pushChunks(streamId: $s, chunks: $c) { lastSeq } }",
+    { s: streamId, c: [{ messageId: "a", type: "text", props: { content }, delta: true }] });
+  const start = now();
+  for (let i = 0; i < tokens; i += 1) {
+    const wait = start + i * 10 - now();
+    if (wait > 0) await sleep(wait);
+    // Words, with a new paragraph, a list item or inline code now and then.
+    const token = i % 40 === 39 ? "\n\n" : i % 25 === 24 ? "\n- item " : i % 17 === 16 ? "`code` " : `word${i} `;
+    await push(token);
+  }
+  await push("STREAM-END");
+  const seconds = (now() - start) / 1000;
+  await page.waitForFunction(() => "STREAM-END" in window.__seen, null, { timeout: 30000 });
+  await gql("mutation($s: ID!) { endStream(streamId: $s, status: COMPLETED) { messages { id } } }", { s: streamId });
+  await sleep(300); // the answer's last render
+  const longTasks = await page.evaluate(() => window.__longTasks);
+  return { longTasks, tokens, seconds };
+}
+
 const browser = await launch();
-const results = { app: { first: [], last: [] }, bare: { first: [], last: [] } };
+const results = { app: { first: [], last: [] }, bare: { first: [], last: [] }, stream: {} };
 try {
   const ctx = await browser.newContext({ extraHTTPHeaders: ALICE });
   await ctx.addInitScript(() => {
@@ -154,6 +228,7 @@ try {
       results[kind].last.push(result.last);
     }
   }
+  for (const kind of ["bare", "app"]) results.stream[kind] = await streamLongTasks(page, kind);
 } finally {
   await browser.close();
 }
