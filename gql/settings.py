@@ -95,6 +95,12 @@ class Settings:
     file_url_ttl: float = 900.0
     #: Seconds an upload no message references is kept before the sweeper deletes it.
     file_orphan_ttl: float = 24 * 3600.0
+    #: Bytes of a text file's contents ``modelContext(files: INLINE)`` gives as text
+    #: (the rest is cut, with a marker saying so).
+    context_file_text_bytes: int = 100 * 1024
+    #: Largest file other than text ``modelContext(files: INLINE)`` gives as a data URL
+    #: (a larger one gets a signed URL, as with ``files: URL``).
+    context_file_inline_bytes: int = 5 * 1024 * 1024
     #: Fast plans switched off by name (comma-separated): ``reads``, ``push``,
     #: ``append``, ``chat_events``, ``chat_stream``, ``shared_chat``. The general
     #: executor then answers those operations; answers are the same bytes either way.

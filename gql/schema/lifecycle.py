@@ -8,8 +8,11 @@ import strawberry
 
 from chatql.gql.context import Info
 from chatql.gql.schema.announce import announce, bring_back
+from chatql.gql.schema.context_files import FileMode, with_files
 from chatql.gql.schema.types import Message
+from chatql.store.files.window import DEFAULT_CONTEXT_TEXT_BYTES, FILE_PART_TOKENS
 from chatql.store.messages import lifecycle as store_lifecycle
+from chatql.store.records import Message as StoreMessage
 
 __all__ = ["LifecycleMutation", "LifecycleQuery"]
 
@@ -29,7 +32,9 @@ class LifecycleQuery:
             "or expired one is followed by a TOOL tool_result {tool_call_id, denied: true, "
             "reason} unless the agent wrote a result; an answered question by a USER "
             "message holding the response. WINDOW_TOO_SMALL when the newest turn alone "
-            "does not fit either bound."
+            "does not fit either bound. File references carry what `files` says (see "
+            "FileMode); an estimate counts each file reference as "
+            f"{FILE_PART_TOKENS} tokens, or, given INLINE, a text file as its text shown."
         )
     )
     async def model_context(
@@ -45,17 +50,27 @@ class LifecycleQuery:
             "props.entries is the chat creator's recentMemory over these scopes "
             "([{id, scope, content, pinned}]); it counts as one message toward limit.",
         )] = None,
+        files: Annotated[FileMode, strawberry.argument(
+            description="How the files the messages reference are handed over: URL (the "
+            "default) signed urls, INLINE their bytes (and text files' contents), NONE "
+            "left out.",
+        )] = FileMode.URL,
     ) -> list[Message]:
-        context = await store_lifecycle.model_context(
-            info.context.db, info.context.identity, str(chat_id), limit,
-            max_tokens=max_tokens, include_thinking=bool(include_thinking),
-            memory_scopes=memory_scopes,
-        )
-        if not context and await bring_back(info, str(chat_id)):
-            context = await store_lifecycle.model_context(
-                info.context.db, info.context.identity, str(chat_id), limit
+        service = info.context.services.files
+        text_bytes = (DEFAULT_CONTEXT_TEXT_BYTES if service is None
+                      else service.limits.context_text_bytes)
+
+        async def window() -> list[StoreMessage]:
+            return await store_lifecycle.model_context(
+                info.context.db, info.context.identity, str(chat_id), limit,
+                max_tokens=max_tokens, include_thinking=bool(include_thinking),
+                memory_scopes=memory_scopes, files=files.value, file_text_bytes=text_bytes,
             )
-        return context  # type: ignore[return-value]
+
+        context = await window()
+        if not context and await bring_back(info, str(chat_id)):
+            context = await window()
+        return await with_files(info.context, context, files)  # type: ignore[return-value]
 
 
 @strawberry.type

@@ -87,7 +87,9 @@ def file_service_for(settings: Settings, db: Database, secret: bytes) -> FileSer
     limits = FileLimits(max_bytes=settings.file_max_bytes,
                         types=frozenset(normalise_type(kind) for kind in settings.file_types),
                         quota_bytes=settings.file_quota_bytes, url_ttl=settings.file_url_ttl,
-                        orphan_ttl=settings.file_orphan_ttl)
+                        orphan_ttl=settings.file_orphan_ttl,
+                        context_text_bytes=settings.context_file_text_bytes,
+                        context_inline_bytes=settings.context_file_inline_bytes)
     return FileService(db, storage_from_url(files_url_for(settings)), secret, limits)
 
 

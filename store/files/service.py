@@ -54,6 +54,7 @@ from chatql.store.errors import (
 from chatql.store.files.backends import FileStorage
 from chatql.store.files.signing import FileUrlSigner
 from chatql.store.files.sniff import HEAD_BYTES, check_content, normalise_type
+from chatql.store.files.window import DEFAULT_CONTEXT_INLINE_BYTES, DEFAULT_CONTEXT_TEXT_BYTES
 from chatql.store.ids import new_id
 from chatql.store.limits import check_length
 from chatql.store.records import File, Identity
@@ -89,6 +90,10 @@ class FileLimits:
     url_ttl: float = 900.0
     #: Seconds an upload no message references is kept.
     orphan_ttl: float = 24 * 3600.0
+    #: Bytes of a text file's contents ``modelContext(files: INLINE)`` gives as text.
+    context_text_bytes: int = DEFAULT_CONTEXT_TEXT_BYTES
+    #: Largest other file ``modelContext(files: INLINE)`` gives as a data URL.
+    context_inline_bytes: int = DEFAULT_CONTEXT_INLINE_BYTES
 
 
 @dataclass(frozen=True)

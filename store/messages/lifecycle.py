@@ -41,6 +41,13 @@ in for what came before (``props.summary``).
   by a ``USER`` message ``{"declined": true, "reason"}``.
 - The newest turn that does not fit on its own (in either bound) is
   ``WINDOW_TOO_SMALL``; older turns that do not fit are simply left out.
+- Files (``files``, one of :data:`~store.files.window.FILE_MODES`): with ``NONE`` the
+  file parts of list contents are dropped and ``file`` messages left out before
+  counting. An estimate never counts a file reference as the characters of its JSON:
+  each counts :data:`~store.files.window.FILE_PART_TOKENS`, except, with ``INLINE``, a
+  text file the message links, which counts one token per 4 bytes of the text shown
+  (at most ``file_text_bytes``). What the window's files carry (addresses, bytes) is
+  added above the store.
 
 The chat is read backwards from its end in keyset pages (growing for token-bounded
 windows) and reading stops as soon as a bound is reached, so a million-message chat
@@ -58,8 +65,19 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from chatql.store.chats.chat import fetch_visible_chat
 from chatql.store.db.database import Database
-from chatql.store.db.tables import chats, messages
+from chatql.store.db.tables import chats, files, message_files, messages
 from chatql.store.errors import InvalidArgument, NotFound, WindowTooSmall
+from chatql.store.files.links import FILE_TYPE
+from chatql.store.files.window import (
+    DEFAULT_CONTEXT_TEXT_BYTES,
+    FILE_MODES,
+    FILE_PART_TOKENS,
+    FILE_REFERENCE_KEYS,
+    is_file_part,
+    is_text_type,
+    text_tokens,
+    without_file_parts,
+)
 from chatql.store.ids import check_chat_id
 from chatql.store.jsonutil import canonical_json
 from chatql.store.memory import memory_message
@@ -159,15 +177,20 @@ async def model_context(
     max_tokens: int | None = None,
     include_thinking: bool = False,
     memory_scopes: Sequence[str] | None = None,
+    files: str = "URL",
+    file_text_bytes: int = DEFAULT_CONTEXT_TEXT_BYTES,
 ) -> list[Message]:
     """The messages an agent should send its model, oldest first (see module doc).
 
     With ``memory_scopes`` the context carries the chat creator's recent memory
     (``store.memory.memory_message``) after the system prompt; like the system prompt
     and the summary that follows it, it counts as one message toward ``limit`` and by
-    its tokens (estimated) toward ``max_tokens``.
+    its tokens (estimated) toward ``max_tokens``. ``files`` says how the window's files
+    are counted (and, with ``NONE``, drops them; see the module doc).
     """
     check_chat_id(chat_id)
+    if files not in FILE_MODES:
+        raise InvalidArgument(f"files must be one of {', '.join(FILE_MODES)}")
     if limit is None and max_tokens is None:
         raise InvalidArgument("pass limit (messages), maxTokens (tokens) or both")
     if limit is not None and limit <= 0:
@@ -187,7 +210,10 @@ async def model_context(
         boundary = None if row is None else message_from_row(row)
         summary = _summary_message(boundary)
         window = _Window(limit, max_tokens)
-        opening = [_counted(m) for m in (system, memory, summary) if m is not None]
+        counter = _Counter(files, file_text_bytes)
+        if system is not None:
+            await counter.load(conn, [system.id])
+        opening = [counter.count(m) for m in (system, memory, summary) if m is not None]
         if not window.fits(opening):
             raise WindowTooSmall(
                 "the system prompt, the memory message and the compaction summary alone"
@@ -197,9 +223,11 @@ async def model_context(
         hidden = [*MODEL_HIDDEN_TYPES, BOUNDARY_TYPE]
         if not include_thinking:
             hidden.append(THINKING_TYPE)
+        if files == "NONE":
+            hidden.append(FILE_TYPE)
         turns = [] if leaf is None else await _newest_turns(
             conn, chat_id, leaf, floor=0 if row is None else int(row.depth),
-            window=window, hidden=hidden,
+            window=window, hidden=hidden, counter=counter,
         )
     context = [message for turn in reversed(turns) for message in turn]
     return [*opening, *context]
@@ -210,11 +238,59 @@ def estimate_tokens(props: dict[str, Any]) -> int:
     return -(-len(canonical_json(props)) // 4)
 
 
-def _counted(message: Message) -> Message:
-    """``message`` with a token count: its own, or the estimate (marked as such)."""
-    if message.tokens is not None:
-        return message
-    return replace(message, tokens=estimate_tokens(message.props), tokens_estimated=True)
+class _Counter:
+    """Token counts of the window's messages as its file mode hands files over (see
+    the module doc); with ``NONE`` it also drops the file parts."""
+
+    def __init__(self, files: str, text_bytes: int) -> None:
+        self.files = files
+        self.text_bytes = text_bytes
+        #: (message id, file id) -> tokens, for the text files an INLINE window gives.
+        self.costs: dict[tuple[str, str], int] = {}
+
+    async def load(self, conn: AsyncConnection, message_ids: list[str]) -> None:
+        """Learn the sizes of the text files these messages link (INLINE only)."""
+        if self.files != "INLINE" or not message_ids:
+            return
+        rows = (await conn.execute(
+            select(message_files.c.message_id, files.c.id, files.c.media_type, files.c.size)
+            .join(files, files.c.id == message_files.c.file_id)
+            .where(message_files.c.message_id.in_(message_ids), files.c.state == "READY")
+        )).all()
+        for row in rows:
+            if is_text_type(row.media_type):
+                self.costs[(row.message_id, row.id)] = text_tokens(int(row.size),
+                                                                   self.text_bytes)
+
+    def count(self, message: Message) -> Message:
+        """``message`` with a token count: its own, or the estimate (marked as such)."""
+        if self.files == "NONE" and isinstance(message.props, dict):
+            props = without_file_parts(message.props)
+            if props is not message.props:
+                message = replace(message, props=props)
+        if message.tokens is not None:
+            return message
+        return replace(message, tokens=self._estimate(message), tokens_estimated=True)
+
+    def _estimate(self, message: Message) -> int:
+        props = message.props
+        if not isinstance(props, dict):
+            return estimate_tokens(props)
+        references: list[Any] = []
+        rest = props
+        if message.type == FILE_TYPE:
+            references.append(props.get("fileId"))
+            rest = {key: value for key, value in props.items()
+                    if key not in (*FILE_REFERENCE_KEYS, "url")}
+        content = rest.get("content")
+        if isinstance(content, list) and any(map(is_file_part, content)):
+            references.extend(part.get("fileId") for part in content if is_file_part(part))
+            rest = {**rest, "content": [part for part in content if not is_file_part(part)]}
+        if not references:
+            return estimate_tokens(props)
+        return (estimate_tokens(rest) if rest else 0) + sum(
+            self.costs.get((message.id, ref), FILE_PART_TOKENS) if isinstance(ref, str)
+            else FILE_PART_TOKENS for ref in references)
 
 
 class _Window:
@@ -340,7 +416,7 @@ def _for_model(row: Any, hidden: list[str]) -> bool:
 
 async def _newest_turns(
     conn: AsyncConnection, chat_id: str, leaf: str, *, floor: int, window: _Window,
-    hidden: list[str],
+    hidden: list[str], counter: _Counter,
 ) -> list[list[Message]]:
     """Whole turns of the branch ending at ``leaf`` below depth ``floor``, newest first.
 
@@ -364,6 +440,7 @@ async def _newest_turns(
                                                   floor=floor, dialect=conn.dialect.name))).all()
         asked = await interrupts.decided_for(conn, [row.id for row in rows
                                                     if interrupts.asks(row.type, row.props)])
+        await counter.load(conn, [row.id for row in rows if _for_model(row, hidden)])
         for row in rows:
             if not _for_model(row, hidden):
                 continue
@@ -374,7 +451,7 @@ async def _newest_turns(
             # Newest first: what the decision adds comes after the message that asked.
             for woven in ([] if decided is None else
                           interrupts.in_model_window(message, decided, answered)):
-                pending.append(_counted(woven))
+                pending.append(counter.count(woven))
                 if not window.fits(pending):
                     return _finish(turns, window, pending)
                 if woven.role == "USER":
@@ -384,7 +461,7 @@ async def _newest_turns(
                     pending = []
             if decided is not None:
                 message = interrupts.as_decided(message, decided)
-            pending.append(_counted(message))
+            pending.append(counter.count(message))
             if not window.fits(pending):
                 # Even if this turn ends further back, it can no longer fit.
                 return _finish(turns, window, pending)
