@@ -349,6 +349,12 @@ export type File = Node & {
   width: Maybe<Scalars['Int']['output']>;
 };
 
+/** How modelContext hands over the files its messages reference. URL (the default): a signed, short-lived url on each file part. INLINE: the bytes as a data: url, and for a text file its contents as text (cut at CHATQL_CONTEXT_FILE_TEXT_BYTES, with a marker); a cut text file, or another file larger than CHATQL_CONTEXT_FILE_INLINE_BYTES, gets the signed url instead. NONE: file parts are dropped and messages of type file left out. */
+export type FileMode =
+  | 'INLINE'
+  | 'NONE'
+  | 'URL';
+
 /** A chat to create from a document. */
 export type ImportChatInput = {
   /** Required for OPENAI; overrides the export's for CHATQL. */
@@ -873,7 +879,7 @@ export type Query = {
   messages: MessageConnection;
   /** A request's messages across every chat the caller may read, oldest first (by creation time, then chat and sequence); 50 a page by default, at most 200. */
   messagesByRequest: MessageConnection;
-  /** What an agent should send its model: the newest boundary's summary first (as a SYSTEM message), then the newest complete user-led turns that fit in `limit` messages and/or `maxTokens` tokens (at least one is required; the summary counts). Messages without a token count are estimated (one token per 4 characters of the props JSON) and marked tokensEstimated. UI-only types (loading, action, error), FAILED messages, INTERRUPTED tool_call messages and (unless includeThinking) thinking messages are left out. A person's decisions are woven in: an approved tool call carries the approved arguments; a denied or expired one is followed by a TOOL tool_result {tool_call_id, denied: true, reason} unless the agent wrote a result; an answered question by a USER message holding the response. WINDOW_TOO_SMALL when the newest turn alone does not fit either bound. */
+  /** What an agent should send its model: the newest boundary's summary first (as a SYSTEM message), then the newest complete user-led turns that fit in `limit` messages and/or `maxTokens` tokens (at least one is required; the summary counts). Messages without a token count are estimated (one token per 4 characters of the props JSON) and marked tokensEstimated. UI-only types (loading, action, error), FAILED messages, INTERRUPTED tool_call messages and (unless includeThinking) thinking messages are left out. A person's decisions are woven in: an approved tool call carries the approved arguments; a denied or expired one is followed by a TOOL tool_result {tool_call_id, denied: true, reason} unless the agent wrote a result; an answered question by a USER message holding the response. WINDOW_TOO_SMALL when the newest turn alone does not fit either bound. File references carry what `files` says (see FileMode); an estimate counts each file reference as 256 tokens, or, given INLINE, a text file as its text shown. */
   modelContext: Array<Message>;
   /** A person's memory across scopes: pinned entries first, then the most recently updated; limit is capped at 200. Another subject's memory needs role agent or admin (else: empty). */
   recentMemory: Array<MemoryEntry>;
@@ -968,6 +974,7 @@ export type QueryMessagesByRequestArgs = {
 
 export type QueryModelContextArgs = {
   chatId: Scalars['ID']['input'];
+  files?: FileMode;
   includeThinking?: InputMaybe<Scalars['Boolean']['input']>;
   limit?: InputMaybe<Scalars['Int']['input']>;
   maxTokens?: InputMaybe<Scalars['Int']['input']>;
