@@ -97,8 +97,8 @@ WIRE_TYPES = ("Message", "MessageInput", "Decision", "Interrupt", "Resumption", 
 #: Fields a document selects of a wire type whose own type has no TypedDict, left out of
 #: it, each with the reason. An entry no document needs any more fails the generator.
 UNTYPED_FIELDS = {
-    ("Chat", "messages"): "only the agent loop's AWAITED_LEAF selects it, to read the "
-                          "chat's newest message as plain JSON; no call returns it",
+    ("Chat", "messages"): "only the agent loop's AWAITED_LEAF and CUT_OFF select it, to "
+                          "read the chat's newest messages as plain JSON; no call returns it",
 }
 
 #: ``scalar name -> annotation``.

@@ -30,6 +30,11 @@ Rules kept here:
   transaction, so exactly one worker resumes.
 - **Cancelled**: stopping a chat's stream, or stopping a chat that waits for decisions,
   cancels its pending interrupts; purging a chat deletes them with it.
+- **Inline**: an asking message whose props also carry ``inline: true`` is asked by a
+  producer that waits for the decision inside its open stream. Its interrupt is
+  recorded when the chunk is pushed (:func:`record_inline`), never awaits a resumption
+  and does not make the stream end ``AWAITING_INPUT``; when the stream is persisted it
+  takes the message's sequence, and one still pending is cancelled.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import jsonschema
@@ -47,6 +52,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from chatql.store import jsonutil
 from chatql.store.chats import access
 from chatql.store.chats.chat import now, present
+from chatql.store.cursors import MomentPosition, moment_position_from
 from chatql.store.db.database import Database
 from chatql.store.db.tables import chats, interrupts
 from chatql.store.errors import (
@@ -54,7 +60,6 @@ from chatql.store.errors import (
     Expired,
     Forbidden,
     InvalidArgument,
-    InvalidCursor,
     NotFound,
 )
 from chatql.store.limits import NAME_CHARS, check_length
@@ -67,6 +72,7 @@ __all__ = [
     "InterruptPage",
     "as_decided",
     "asks",
+    "asks_later",
     "awaiting_decision_clause",
     "awaiting_resumption_clause",
     "can_decide",
@@ -81,10 +87,13 @@ __all__ = [
     "inbox",
     "position_from",
     "position_of",
+    "record_inline",
     "record_requested",
     "resolve",
     "resume_request_id",
+    "settle_inline",
     "to_resume",
+    "waits_inline",
 ]
 
 INTERRUPT_KINDS = ("TOOL_APPROVAL", "INPUT")
@@ -107,6 +116,18 @@ def asks(type: str, props: Any) -> str | None:
     if type == TOOL_CALL_TYPE and isinstance(props, dict) and props.get("needsApproval") is True:
         return "TOOL_APPROVAL"
     return None
+
+
+def waits_inline(props: Any) -> bool:
+    """Whether an asking message's producer waits for the decision in its open stream."""
+    return isinstance(props, dict) and props.get("inline") is True
+
+
+def asks_later(type: str, props: Any) -> str | None:
+    """The kind of interrupt a message asks for that waits for a resumption (not an
+    inline one), or None."""
+    kind = asks(type, props)
+    return None if kind is None or waits_inline(props) else kind
 
 
 def _expires_at(props: dict[str, Any], at: datetime) -> datetime | None:
@@ -134,36 +155,90 @@ def _schema(value: Any) -> Any:
     return value if isinstance(value, dict | bool) else None
 
 
+#: ``resumed_by`` of an inline interrupt: its producer waits for it in its stream.
+INLINE_MARK = "inline"
+
+
+def _row(message_id: str, type: str, props: Any, *, sequence: int, chat_id: str,
+         tenant_id: str, stream_id: str, request_id: str | None, assistant_id: str | None,
+         at: datetime) -> dict[str, Any] | None:
+    kind = asks(type, props)
+    if kind is None:
+        return None
+    props = props if isinstance(props, dict) else {}
+    return {
+        # One interrupt per message, named like it: a front end that saw the
+        # message live knows the interrupt's id before the stream is written.
+        "id": message_id, "chat_id": chat_id, "tenant_id": tenant_id,
+        "message_id": message_id, "sequence": sequence, "stream_id": stream_id,
+        "request_id": request_id,
+        "assistant_id": assistant_id, "kind": kind, "state": "PENDING",
+        "tool_call_id": _text(props.get("id") or props.get("toolCallId"), 200),
+        "tool_name": _text(props.get("name") or props.get("toolName"), 200),
+        "arguments": _arguments(props.get("arguments")) if kind == "TOOL_APPROVAL" else None,
+        "prompt": _text(props.get("prompt"), 10_000) if kind == "INPUT" else None,
+        "response_schema": _schema(props.get("responseSchema")) if kind == "INPUT" else None,
+        "reason": _text(props.get("reason")),
+        "requested_at": at, "expires_at": _expires_at(props, at),
+        # An inline interrupt is answered inside its stream: never a resumption's.
+        "resumed_by": INLINE_MARK if waits_inline(props) else None,
+    }
+
+
 async def record_requested(conn: AsyncConnection, *, chat_id: str, tenant_id: str,
                            stream_id: str, request_id: str | None,
                            assistant_id: str | None, written: Iterable[Message]) -> int:
-    """Within a stream's persist: an interrupt for every message of it that asks.
-    Returns how many."""
+    """Within a stream's persist: an interrupt for every message of it that asks (and
+    waits for a resumption). Returns how many."""
     at = now()
     rows: list[dict[str, Any]] = []
     for message in written:
-        kind = asks(message.type, message.props)
-        if kind is None:
+        if asks_later(message.type, message.props) is None:
             continue
-        props = message.props if isinstance(message.props, dict) else {}
-        rows.append({
-            # One interrupt per message, named like it: a front end that saw the
-            # message live knows the interrupt's id before the stream is written.
-            "id": message.id, "chat_id": chat_id, "tenant_id": tenant_id,
-            "message_id": message.id, "sequence": message.sequence, "stream_id": stream_id,
-            "request_id": request_id,
-            "assistant_id": assistant_id, "kind": kind, "state": "PENDING",
-            "tool_call_id": _text(props.get("id") or props.get("toolCallId"), 200),
-            "tool_name": _text(props.get("name") or props.get("toolName"), 200),
-            "arguments": _arguments(props.get("arguments")) if kind == "TOOL_APPROVAL" else None,
-            "prompt": _text(props.get("prompt"), 10_000) if kind == "INPUT" else None,
-            "response_schema": _schema(props.get("responseSchema")) if kind == "INPUT" else None,
-            "reason": _text(props.get("reason")),
-            "requested_at": at, "expires_at": _expires_at(props, at),
-        })
+        row = _row(message.id, message.type, message.props, sequence=message.sequence,
+                   chat_id=chat_id, tenant_id=tenant_id, stream_id=stream_id,
+                   request_id=request_id, assistant_id=assistant_id, at=at)
+        if row is not None:
+            rows.append(row)
     if rows:
         await conn.execute(interrupts.insert(), rows)
     return len(rows)
+
+
+async def record_inline(db: Database, *, message_id: str, type: str, props: Any,
+                        chat_id: str, tenant_id: str, stream_id: str,
+                        request_id: str | None, assistant_id: str | None) -> bool:
+    """While a stream is open: the interrupt of an inline asking message, once (a push
+    retried after a lost answer finds it recorded). Its sequence, until the stream is
+    written, is one past the chat's last message. Returns whether it was recorded now."""
+    async with db.write() as conn:
+        if await conn.scalar(select(interrupts.c.id).where(interrupts.c.id == message_id)):
+            return False
+        last = await conn.scalar(select(chats.c.last_sequence).where(chats.c.id == chat_id))
+        row = _row(message_id, type, props, sequence=int(last or 0) + 1, chat_id=chat_id,
+                   tenant_id=tenant_id, stream_id=stream_id, request_id=request_id,
+                   assistant_id=assistant_id, at=now())
+        if row is None:
+            return False
+        await conn.execute(interrupts.insert(), [row])
+    return True
+
+
+async def settle_inline(conn: AsyncConnection, stream_id: str,
+                        written: Iterable[Message]) -> None:
+    """Within a stream's persist: its inline interrupts take their messages' sequences;
+    those still pending are cancelled (nobody waits for them any more)."""
+    asked = {message.id: message.sequence for message in written
+             if waits_inline(message.props) and asks(message.type, message.props)}
+    for message_id, sequence in asked.items():
+        await conn.execute(update(interrupts).where(
+            interrupts.c.id == message_id, interrupts.c.stream_id == stream_id,
+        ).values(sequence=sequence))
+    if asked:
+        await conn.execute(update(interrupts).where(
+            interrupts.c.stream_id == stream_id, interrupts.c.state == "PENDING",
+            interrupts.c.resumed_by == INLINE_MARK,
+        ).values(state="CANCELLED", decided_at=now(), decided_by=None))
 
 
 def interrupt_from_row(row: Any) -> Interrupt:
@@ -250,7 +325,7 @@ class InterruptPage:
 
 
 #: An inbox position: (requested at, id); the inbox runs newest first.
-Position = tuple[datetime, str]
+Position = MomentPosition
 
 
 def cursor_scope(who: Identity, interrupt_filter: InterruptFilter) -> str:
@@ -266,16 +341,7 @@ def position_of(interrupt: Interrupt) -> list[str]:
 
 def position_from(value: Any) -> Position:
     """The position a signed cursor carried; INVALID_CURSOR when it is not one."""
-    try:
-        at, interrupt_id = value
-        if not isinstance(interrupt_id, str):
-            raise ValueError
-        moment = datetime.fromisoformat(at)
-        if moment.tzinfo is None:
-            raise ValueError
-    except (TypeError, ValueError):
-        raise InvalidCursor("the cursor is not valid for this list") from None
-    return moment.astimezone(UTC), interrupt_id
+    return moment_position_from(value)
 
 
 async def inbox(db: Database, who: Identity, interrupt_filter: InterruptFilter, *,

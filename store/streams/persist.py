@@ -135,6 +135,7 @@ async def write(db: Database, stream: StreamBuffer) -> StreamResult:
             resume.extend(await insert_resume(conn, chat_id, steps,
                                               request_id=stream.info.request_id,
                                               assistant_id=stream.assistant_id))
+            await interrupts.settle_inline(conn, stream.info.id, written)
             if stream.end_status == "AWAITING_INPUT":
                 await interrupts.record_requested(
                     conn, chat_id=chat_id, tenant_id=stream.owner.tenant_id,
@@ -180,7 +181,9 @@ async def _stored_messages(conn: Any, chat_id: str, message_ids: list[str] | Non
 async def _read_result(conn: Any, info: StreamInfo, stored: list[Message]) -> StreamResult:
     status = stored[0].status if stored else info.status
     if status == "COMPLETED" and await conn.scalar(
-            select(interrupts_table.c.id).where(interrupts_table.c.stream_id == info.id)
+            select(interrupts_table.c.id).where(
+                interrupts_table.c.stream_id == info.id,
+                interrupts_table.c.resumed_by.is_distinct_from(interrupts.INLINE_MARK))
             .limit(1)):
         status = "AWAITING_INPUT"
     resume_rows = (

@@ -93,9 +93,15 @@ def _empty_reply(stream_id: str, status: str, error: str | None) -> ChunkIn:
 
 
 def _asks(stream: StreamBuffer) -> bool:
-    """Whether a message of the stream asks a person (an approval or a question)."""
-    return any(interrupts.asks(message.type, message.props) is not None
+    """Whether a message of the stream asks a person (an approval or a question) and
+    waits for a resumption (an inline ask is answered within the stream)."""
+    return any(interrupts.asks_later(message.type, message.props) is not None
                for message in stream.state.messages.values())
+
+
+def _asks_inline(chunks: Sequence[ChunkIn]) -> bool:
+    return any(isinstance(chunk.props, dict) and chunk.props.get("inline") is True
+               and chunk.message_id is not None for chunk in chunks)
 
 
 def _byte_size(chunks: Sequence[ChunkIn]) -> int:
@@ -369,6 +375,22 @@ class StreamService:
                     # stream's last write (the idle clock every instance reads) moves.
                     await self.backend.save(stream, outcome.events, aliases=outcome.aliases,
                                             seen=outcome.seen, tokens=outcome.tokens)
+                # Asked inline: the producer waits in the stream for the decision.
+                asked = [] if not _asks_inline(chunks) else [
+                    (message.id, message.type, dict(message.props)) for message in (
+                        stream.state.messages.get(stream.state.aliases.get(
+                            chunk.message_id or "", chunk.message_id or ""))
+                        for chunk in chunks)
+                    if message is not None and interrupts.waits_inline(message.props)
+                    and interrupts.asks(message.type, message.props)]
+        for message_id, message_type, props in asked:
+            if await interrupts.record_inline(
+                    self.db, message_id=message_id, type=message_type, props=props,
+                    chat_id=stream.info.chat_id, tenant_id=stream.owner.tenant_id,
+                    stream_id=stream.info.id, request_id=stream.info.request_id,
+                    assistant_id=stream.assistant_id) and self.events is not None:
+                await self.events.publish("INTERRUPT_REQUESTED", stream.info.chat_id,
+                                          stream.owner.tenant_id)
         self.chunks_pushed += outcome.accepted
         return PushResult(accepted=outcome.accepted, duplicates=outcome.duplicates,
                           last_seq=last_seq)

@@ -185,6 +185,7 @@ async def test_a_cancelled_loop_waits_for_its_streams_ends_at_most_shutdown_time
         "START_STREAM": answer({"startStream": {"id": "s1", "chatId": "c1",
                                                 "requestId": "q", "status": "ACTIVE",
                                                 "idleTimeout": 60.0}}),
+        "RECORD_STEP": answer({"recordStep": True}),
         "MODEL_CONTEXT": answer({"modelContext": [QUESTION]}),
         "END_STREAM": end_stream,
     })

@@ -348,7 +348,7 @@ async def test_the_live_chat_list_hears_interrupts_requested_and_resolved(
         await listening(app, 2)
         ended = await client.ask("live", "q1", [question("m-live", "Sure?")])
         await client.data(RESOLVE, {"id": stored_id(ended, "question"), "response": "yes"})
-        await asyncio.wait_for(asyncio.gather(*listeners), 20)
+        await asyncio.wait_for(asyncio.gather(*listeners), 60)
     # Every list hears both. A list of the chats awaiting a decision sees the chat only
     # once the stream that asked was written (not while it ran), and sees it leave
     # (DELETED from that list) with the decision.

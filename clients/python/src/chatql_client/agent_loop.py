@@ -21,6 +21,16 @@ exactly one worker's start succeeds) and calls the handler again with the decisi
 context already holds them: a denied call followed by its refusal, an answer as the
 person's message.
 
+Retrying: a reply cut off because its worker vanished (the service ended its stream
+``INTERRUPTED`` when the heartbeats stopped, or when the service shut down) is answered
+again, by whichever worker claims ``<question id>.retry.<N>`` first (exactly one start
+succeeds), at most ``retries`` times per question (``CHATQL_AGENT_RETRIES``, default 2).
+The new answer is a sibling of the cut-off one, which stays, marked interrupted. A reply
+a person stopped is not retried, and neither is one whose retries are spent: Regenerate
+asks again. To tell the two apart, every answer records a step when it starts (a resume
+record is kept only for a stream that did not complete, with the reason the service
+ended it). The handler's context is the conversation up to the question.
+
 Cancelling :meth:`AgentLoop.run` ends every stream it has open ``INTERRUPTED`` before it
 returns, waiting at most ``shutdown_timeout`` seconds for the service to take those ends.
 
@@ -34,6 +44,8 @@ import asyncio
 import inspect
 import json
 import logging
+import os
+import re
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
@@ -42,7 +54,14 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import WebSocketException
 from websockets.typing import Subprotocol
 
-from chatql_client.documents import ACTIVE_LEAF, ANSWERS, AWAITED_LEAF, CHAT_EVENTS, RESUMPTION
+from chatql_client.documents import (
+    ACTIVE_LEAF,
+    ANSWERS,
+    AWAITED_LEAF,
+    CHAT_EVENTS,
+    CUT_OFF,
+    RESUMPTION,
+)
 from chatql_client.errors import ChatqlError, ChatqlTransportError, StreamStopped
 from chatql_client.types import Message
 
@@ -60,9 +79,42 @@ Handler = Callable[[list[Message], "StreamWriter"], Awaitable[Any]]
 #: Codes that mean another worker has (or had) this question: skip it.
 TAKEN = ("CONFLICT", "STREAM_ACTIVE")
 
+#: Times a reply cut off by a vanished worker is answered again, unless the loop is told
+#: otherwise (``retries=``) or ``CHATQL_AGENT_RETRIES`` says.
+DEFAULT_RETRIES = 2
+#: The step every answer records when it starts: kept (as a resume record) only when
+#: the stream does not complete, with the reason the service ended it.
+ANSWER_STEP = {"id": "chatql.answer", "type": "llm", "status": "running"}
+
 #: Seconds the service has to acknowledge the WebSocket (``connection_ack``), pings and
 #: other messages before it included; past it the loop reconnects.
 HANDSHAKE_TIMEOUT = 10.0
+
+
+def _retries_from_env() -> int:
+    raw = os.environ.get("CHATQL_AGENT_RETRIES", "").strip()
+    if not raw:
+        return DEFAULT_RETRIES
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"CHATQL_AGENT_RETRIES must be a whole number, not {raw!r}") from None
+    if value < 0:
+        raise ValueError("CHATQL_AGENT_RETRIES must be 0 or more")
+    return value
+
+
+def _retry_number(question_id: str, request_id: str | None) -> int | None:
+    """The number of the retry that would answer again a reply under ``request_id``
+    to the question ``question_id``: 1 after a first answer or a regeneration, N+1
+    after retry N; None when ``request_id`` answers no such question (a resumption)."""
+    if request_id is None:
+        return None
+    match = re.fullmatch(re.escape(question_id) + r"(?:\.[0-9]+|\.retry\.([0-9]+))?",
+                         request_id)
+    if match is None:
+        return None
+    return int(match[1]) + 1 if match[1] else 1
 
 
 def _parameters(handler: Handler) -> set[str]:
@@ -76,26 +128,35 @@ class AgentLoop:
     """Runs ``handler`` for every chat of ``assistant_id`` awaiting a reply.
 
     ``concurrency`` bounds the answers in progress at once; ``context_limit`` and
-    ``context_max_tokens`` bound ``modelContext``; ``relist_interval`` is how often the
+    ``context_max_tokens`` bound ``modelContext`` (``context_files``: how it hands over
+    files, ``"URL"``, ``"INLINE"`` or ``"NONE"``); ``relist_interval`` is how often the
     awaiting chats are listed again besides the events. ``shutdown_timeout`` is how long
     a cancelled :meth:`run` waits for its answers to end their streams: past it, it logs
     the answers still ending and returns (the service times their streams out).
+    ``retries`` is how many times a reply cut off by a vanished worker is answered again
+    (default: ``CHATQL_AGENT_RETRIES``, else 2; 0 turns retrying off).
     """
 
     def __init__(self, client: ChatqlClient, assistant_id: str, handler: Handler, *,
                  concurrency: int = 8, context_limit: int | None = 50,
                  context_max_tokens: int | None = None, include_thinking: bool = False,
                  relist_interval: float = 30.0, reconnect_delay: float = 0.5,
-                 shutdown_timeout: float = 30.0) -> None:
+                 shutdown_timeout: float = 30.0, retries: int | None = None,
+                 context_files: str = "URL") -> None:
         self.client = client
         self.assistant_id = assistant_id
         self.handler = handler
         self.context_limit = context_limit
         self.context_max_tokens = context_max_tokens
+        #: How ``modelContext`` hands over files: ``"URL"``, ``"INLINE"`` or ``"NONE"``.
+        self.context_files = context_files
         self.include_thinking = include_thinking
         self.relist_interval = relist_interval
         self.reconnect_delay = reconnect_delay
         self.shutdown_timeout = shutdown_timeout
+        self.retries = _retries_from_env() if retries is None else retries
+        if self.retries < 0:
+            raise ValueError("retries must be 0 or more")
         self._slots = asyncio.Semaphore(concurrency)
         self._busy: set[str] = set()
         self._again: set[str] = set()
@@ -241,8 +302,8 @@ class AgentLoop:
                 self._again.discard(chat_id)
                 self._consider(chat_id)
 
-    async def _question(self, chat_id: str) -> dict[str, Any] | None:
-        """The USER message the chat awaits an answer to, or None."""
+    async def _leaf(self, chat_id: str) -> dict[str, Any] | None:
+        """The chat's active leaf (id, role, sequence, status), or None."""
         chat = (await self.client.execute(AWAITED_LEAF, {"id": chat_id}))["chat"]
         if chat is None or chat["assistantId"] != self.assistant_id:
             return None
@@ -250,7 +311,7 @@ class AgentLoop:
         if not edges or edges[-1]["node"]["id"] != chat["activeLeafId"]:
             return None
         leaf: dict[str, Any] = edges[-1]["node"]
-        return leaf if leaf["role"] == "USER" else None
+        return leaf
 
     async def _answers(self, chat_id: str, question: dict[str, Any]) -> int:
         """How many answers the question has (its children, on every branch).
@@ -283,10 +344,13 @@ class AgentLoop:
 
     async def _claim_and_run(self, chat_id: str) -> None:
         client = self.client
-        question = await self._question(chat_id)
-        if question is None:
-            await self._resume(chat_id)
+        leaf = await self._leaf(chat_id)
+        if leaf is None or leaf["role"] != "USER":
+            if not await self._resume(chat_id) and leaf is not None \
+                    and leaf["status"] == "INTERRUPTED":
+                await self._retry(chat_id)
             return
+        question = leaf
         answers = await self._answers(chat_id, question)
         # Counted first, checked after: an answer that landed in between has moved the
         # active leaf, so a stale count is never used.
@@ -308,23 +372,33 @@ class AgentLoop:
             await self._run_handler(chat_id, s)
         self.answered.append(writer.stream_id)
 
-    async def _run_handler(self, chat_id: str, s: StreamWriter) -> None:
+    async def _run_handler(self, chat_id: str, s: StreamWriter,
+                           question_id: str | None = None) -> None:
+        # Kept only if the stream does not complete: why it ended tells a reply a
+        # person stopped from one whose worker vanished (see the module's Retrying).
+        await s.step(ANSWER_STEP)
         context = await self.client.model_context(chat_id, limit=self.context_limit,
                                                   max_tokens=self.context_max_tokens,
-                                                  include_thinking=self.include_thinking)
+                                                  include_thinking=self.include_thinking,
+                                                  files=self.context_files)
+        if question_id is not None:
+            # A retry: the cut-off reply on the active branch is not part of the turn.
+            ids = [message["id"] for message in context]
+            if question_id in ids:
+                context = context[:ids.index(question_id) + 1]
         if s.resume and self._takes_resume:
             await self.handler(context, s, resume=s.resume)  # type: ignore[call-arg]
         else:
             await self.handler(context, s)
 
-    async def _resume(self, chat_id: str) -> None:
+    async def _resume(self, chat_id: str) -> bool:
         """Resume a run whose person-in-the-loop decisions are all made: claim the
         resumption's request id (exactly one worker's start succeeds) and run the
-        handler again, with the decisions in ``s.resume``."""
+        handler again, with the decisions in ``s.resume``. False: nothing to resume."""
         client = self.client
         chat = (await client.execute(RESUMPTION, {"id": chat_id}))["chat"]
         if chat is None or chat["assistantId"] != self.assistant_id or not chat["resumption"]:
-            return
+            return False
         resumption = chat["resumption"]
         writer = client.stream(chat_id, request_id=resumption["requestId"],
                                assistant_id=self.assistant_id)
@@ -336,7 +410,59 @@ class AgentLoop:
                 if exc.code in TAKEN:
                     logger.debug("chat %s: %s taken elsewhere (%s)", chat_id,
                                  resumption["requestId"], exc.code)
-                    return
+                    return True
                 raise
             await self._run_handler(chat_id, s)
+        self.answered.append(writer.stream_id)
+        return True
+
+    async def _retry(self, chat_id: str) -> None:
+        """Answer again a reply cut off by a vanished worker (see the module's
+        Retrying): the active branch ends with one stream's INTERRUPTED reply to a
+        question, the service ended that stream for want of its producer, and the
+        question has retries left. Exactly one worker's claim of the retry succeeds."""
+        if self.retries <= 0:
+            return
+        client = self.client
+        data = await client.execute(CUT_OFF, {"id": chat_id})
+        chat = data["chat"]
+        if chat is None or chat["assistantId"] != self.assistant_id:
+            return
+        nodes = [edge["node"] for edge in chat["messages"]["edges"]]
+        if (not nodes or nodes[-1]["id"] != chat["activeLeafId"]
+                or nodes[-1]["role"] == "USER" or nodes[-1]["status"] != "INTERRUPTED"):
+            return
+        asked = [i for i, node in enumerate(nodes) if node["role"] == "USER"]
+        if not asked:
+            return
+        question, reply = nodes[asked[-1]], nodes[asked[-1] + 1:]
+        cut_off = reply[-1]["requestId"]
+        if any(node["requestId"] != cut_off for node in reply):
+            return  # more than one stream answered (a resumption): not retried
+        number = _retry_number(question["id"], cut_off)
+        if number is None:
+            return
+        vanished = any(record["requestId"] == cut_off and record["error"]
+                       for record in data["resumeRecords"])
+        if not vanished:
+            return  # a person stopped it (or it predates the step): Regenerate asks again
+        if number > self.retries:
+            logger.info("chat %s: the reply to %s was cut off again; %d retries spent, "
+                        "left for Regenerate", chat_id, question["id"], self.retries)
+            return
+        request_id = f"{question['id']}.retry.{number}"
+        writer = client.stream(chat_id, request_id=request_id, parent_id=question["id"],
+                               assistant_id=self.assistant_id)
+        async with AsyncExitStack() as stack:
+            try:
+                s = await stack.enter_async_context(writer)
+            except ChatqlError as exc:
+                if exc.code in TAKEN:
+                    logger.debug("chat %s: %s taken elsewhere (%s)", chat_id, request_id,
+                                 exc.code)
+                    return
+                raise
+            logger.info("chat %s: answering %s again (retry %d of %d): its reply was cut "
+                        "off", chat_id, question["id"], number, self.retries)
+            await self._run_handler(chat_id, s, question_id=question["id"])
         self.answered.append(writer.stream_id)

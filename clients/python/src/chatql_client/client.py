@@ -342,12 +342,18 @@ class ChatqlClient:
 
     async def model_context(self, chat_id: str, *, limit: int | None = 50,
                             max_tokens: int | None = None, include_thinking: bool = False,
-                            memory_scopes: Sequence[str] | None = None) -> list[Message]:
-        """What the agent should send its model (see the service's ``modelContext``)."""
+                            memory_scopes: Sequence[str] | None = None,
+                            files: str = "URL") -> list[Message]:
+        """What the agent should send its model (see the service's ``modelContext``).
+
+        ``files`` says how the files its messages reference come: ``"URL"`` (a signed,
+        short-lived ``url`` on each file part), ``"INLINE"`` (a ``data:`` URL, and a
+        text file's contents as ``text``) or ``"NONE"`` (left out)."""
         data = await self.execute(
             documents.MODEL_CONTEXT,
             {"c": chat_id, "l": limit, "t": max_tokens, "th": include_thinking,
-             "ms": list(memory_scopes) if memory_scopes is not None else None})
+             "ms": list(memory_scopes) if memory_scopes is not None else None,
+             "f": files})
         return cast(list[Message], data["modelContext"])
 
     async def search(self, query: str, *, first: int = 20, chat_id: str | None = None,

@@ -19,9 +19,12 @@ __all__ = [
     "CHAT_EVENTS",
     "CHAT_FIELDS",
     "CHAT_FOR",
+    "CHAT_INTERRUPTS",
     "CREATE_CHAT",
+    "CUT_OFF",
     "DELETE_MEMORY",
     "END_STREAM",
+    "INTERRUPT",
     "MEMORY_FIELDS",
     "MESSAGES",
     "MESSAGE_FIELDS",
@@ -31,11 +34,13 @@ __all__ = [
     "RECORD_STEP",
     "REGENERATE",
     "RESUMPTION",
+    "RUN_STATES",
     "SEARCH_MEMORY",
     "SEARCH_MESSAGES",
     "SESSION_DELETE_MESSAGES",
     "SESSION_PAGE",
     "SESSION_START_OVER",
+    "SETTLE_RUN_STATE",
     "SET_CHAT_TITLE",
     "START_STREAM",
     "STOP_STREAM",
@@ -73,9 +78,9 @@ MESSAGES = (f"query($c: ID!, $last: Int, $b: ID, $all: Boolean!) {{ messages(cha
             f"last: $last, branch: $b, allBranches: $all) {{ edges {{ node "
             f"{{ {MESSAGE_FIELDS} }} }} }} }}")
 MODEL_CONTEXT = (
-    f"query($c: ID!, $l: Int, $t: Int, $th: Boolean, $ms: [String!]) {{ modelContext("
-    f"chatId: $c, limit: $l, maxTokens: $t, includeThinking: $th, memoryScopes: $ms) "
-    f"{{ {MESSAGE_FIELDS} }} }}")
+    f"query($c: ID!, $l: Int, $t: Int, $th: Boolean, $ms: [String!], $f: FileMode!) {{ "
+    f"modelContext(chatId: $c, limit: $l, maxTokens: $t, includeThinking: $th, "
+    f"memoryScopes: $ms, files: $f) {{ {MESSAGE_FIELDS} }} }}")
 SEARCH_MESSAGES = (
     f"query($q: String!, $f: Int, $c: ID, $a: String, $w: Int) {{ searchMessages("
     f"query: $q, first: $f, chatId: $c, assistantId: $a, window: $w) {{ score "
@@ -120,12 +125,25 @@ END_STREAM = (
 CHAT_EVENTS = "subscription($f: ChatFilter) { chatEvents(filter: $f) { type chatId } }"
 #: The chat's assistant, active leaf and newest message: the question it awaits, if any.
 AWAITED_LEAF = ("query($id: ID!) { chat(id: $id) { id assistantId activeLeafId "
-                "messages(last: 1) { edges { node { id role sequence } } } } }")
+                "messages(last: 1) { edges { node { id role sequence status } } } } }")
 ACTIVE_LEAF = "query($id: ID!) { chat(id: $id) { activeLeafId } }"
 #: Decisions of a person that wait for a worker to resume the chat's run.
 RESUMPTION = ("query($id: ID!) { chat(id: $id) { id assistantId resumption { requestId "
               "decisions { id kind state toolCallId toolName arguments prompt "
               "decision { approved editedArguments response reason decidedBy } } } } }")
+#: The active branch's newest messages and the chat's resume records: whether the reply
+#: to the newest question was cut off by a worker that vanished.
+CUT_OFF = ("query($id: ID!) { chat(id: $id) { id assistantId activeLeafId "
+           "messages(last: 100) { edges { node { id role status requestId } } } } "
+           "resumeRecords(chatId: $id) { requestId status error } }")
+#: The fields of an interrupt a producer reads (the same as a resumption's decisions).
+INTERRUPT_FIELDS = ("id kind state streamId toolCallId toolName arguments prompt expiresAt "
+                    "decision { approved editedArguments response reason decidedBy }")
+#: A chat's interrupts: where an inline ask finds the one it made.
+CHAT_INTERRUPTS = ("query($id: ID!) { chat(id: $id) { interrupts { "
+                   + INTERRUPT_FIELDS + " } } }")
+#: One interrupt, as an inline ask waits for its decision.
+INTERRUPT = "query($id: ID!) { interrupt(id: $id) { " + INTERRUPT_FIELDS + " } }"
 #: The messages of every branch, newest first page by page: a question's answers.
 ANSWERS = ("query($c: ID!, $before: String) { messages(chatId: $c, allBranches: true, "
            "last: 100, before: $before) { edges { node { parentId sequence } } "
@@ -140,3 +158,9 @@ SESSION_PAGE = (
 SESSION_DELETE_MESSAGES = ("mutation($c: ID!, $ids: [ID!]!) { deleteMessages(chatId: $c, "
                            "ids: $ids) }")
 SESSION_START_OVER = "mutation($c: ID!) { startOver(chatId: $c) { id } }"
+#: The chat's resume records: where a paused run's ``RunState`` is kept.
+RUN_STATES = ("query($c: ID!) { resumeRecords(chatId: $c) { id requestId type status "
+              "input spaceSnapshot } }")
+#: A resumed run marks the record it continued from as done.
+SETTLE_RUN_STATE = ("mutation($id: ID!, $status: String) { updateResume(id: $id, "
+                    "status: $status) { id status } }")

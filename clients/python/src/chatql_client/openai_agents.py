@@ -37,22 +37,48 @@ draws a boundary (``startOver``): the agent starts afresh, while people still se
 whole conversation and nothing of the record is deleted. A boundary with a summary
 (``compactChat``) comes back as a first ``system`` item carrying the summary.
 ``pop_item`` deletes the newest item's message (with anything after it on the branch).
+
+Approvals: :func:`run_agent` runs an agent inside an agent-loop handler and streams its
+run into the handler's writer. When the run stops on tools that need approval (its
+``result.interruptions``, the SDK's ``ToolApprovalItem``), each call is written as a
+``tool_call`` needing approval (chatql keeps one interrupt per call, with its name,
+arguments and call id) and the run's serialised ``RunState`` is kept as a resume record
+of the stream, which ends ``AWAITING_INPUT``. Once the person has decided, the worker
+that claims the resumption calls the handler again; :func:`run_agent` then rebuilds the
+``RunState`` from that record, applies each decision (``approve``, or ``reject`` with the
+person's reason; an expired call counts as rejected) and continues the run::
+
+    from chatql_client.openai_agents import run_agent
+
+    async def handler(context, s):
+        await run_agent(agent, context, s, run_config=RunConfig(...))
+
+    await client.serve("helper", handler)
 """
 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from chatql_client.adapters import _jsonable
-from chatql_client.documents import SESSION_DELETE_MESSAGES, SESSION_PAGE, SESSION_START_OVER
+from chatql_client.documents import (
+    RUN_STATES,
+    SESSION_DELETE_MESSAGES,
+    SESSION_PAGE,
+    SESSION_START_OVER,
+    SETTLE_RUN_STATE,
+)
+from chatql_client.types import Message
 
 if TYPE_CHECKING:
     from chatql_client.client import ChatqlClient
+    from chatql_client.writer import StreamWriter
 
-__all__ = ["ChatqlSession", "item_to_message", "message_to_item"]
+__all__ = ["ChatqlSession", "item_to_message", "message_to_item", "run_agent"]
 
 ITEM_KEY = "openai_item"
 _PAGE = 100
@@ -209,3 +235,192 @@ class ChatqlSession:
     async def clear_session(self) -> None:
         """Start over: a boundary hides everything before it from the agent, not from people."""
         await self.client.execute(SESSION_START_OVER, {"c": self.chat_id})
+
+
+# ---- running an agent in a handler, with approvals --------------------------------------
+
+#: What marks the resume record that keeps a paused run's ``RunState``.
+RUN_STATE_KIND = "openai_agents.run_state"
+_RESUME = re.compile(r"^(?P<base>.*)\.resume\.(?P<n>[1-9][0-9]*)$")
+
+
+def _asked_by(request_id: str | None) -> str | None:
+    """The request id of the stream a resumption's request id continues."""
+    match = _RESUME.match(request_id or "")
+    if match is None:
+        return None
+    n = int(match["n"])
+    return match["base"] if n == 1 else f"{match['base']}.resume.{n - 1}"
+
+
+def _call_id(raw: Any) -> str | None:
+    value = raw.get("call_id") if isinstance(raw, Mapping) else getattr(raw, "call_id", None)
+    return value if isinstance(value, str) else None
+
+
+def _arguments_text(raw: Any) -> str:
+    value = raw.get("arguments") if isinstance(raw, Mapping) else getattr(raw, "arguments", None)
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else _json_text(value)
+
+
+def _rejection(decision: Mapping[str, Any]) -> str:
+    """What the model reads for a call the person did not approve."""
+    if decision.get("state") == "EXPIRED":
+        return "The person did not decide in time; the tool call was not run (expired)."
+    made = decision.get("decision") or {}
+    reason = made.get("reason")
+    return ("The person denied this tool call; it was not run"
+            + (f" (reason: {reason})." if reason else "."))
+
+
+def _approved(decision: Mapping[str, Any]) -> bool:
+    made = decision.get("decision") or {}
+    return decision.get("state") == "RESOLVED" and made.get("approved") is not False
+
+
+def _with_arguments(value: Any, call_id: str, arguments: str) -> Any:
+    """``value`` (a serialised ``RunState``) with the function call ``call_id`` carrying
+    ``arguments`` wherever the state holds it: the call as the model made it, the call
+    waiting for approval and the call about to run."""
+    if isinstance(value, list):
+        return [_with_arguments(entry, call_id, arguments) for entry in value]
+    if not isinstance(value, dict):
+        return value
+    changed = {key: _with_arguments(entry, call_id, arguments) for key, entry in value.items()}
+    ledger = changed.get("tool_invocations")
+    if isinstance(ledger, dict) and call_id in ledger:
+        # The SDK binds a call id to the invocation it saw (a fingerprint of its
+        # arguments): the person's edit makes it a new invocation, fingerprinted anew.
+        changed["tool_invocations"] = {key: entry for key, entry in ledger.items()
+                                       if key != call_id}
+    if (changed.get("call_id", changed.get("callId")) == call_id
+            and isinstance(changed.get("arguments"), str)):
+        changed["arguments"] = arguments
+    return changed
+
+
+async def _paused_state(s: StreamWriter) -> tuple[str, dict[str, Any]] | None:
+    """The resume record (id, RunState JSON) of the run this resumption continues."""
+    data = await s.client.execute(RUN_STATES, {"c": s.chat_id})
+    asked_by = _asked_by(s.request_id)
+    found: tuple[str, dict[str, Any]] | None = None
+    for record in data["resumeRecords"]:
+        marker = record.get("input") or {}
+        snapshot = record.get("spaceSnapshot") or {}
+        if (not isinstance(marker, Mapping) or marker.get("kind") != RUN_STATE_KIND
+                or not isinstance(snapshot.get("state"), Mapping)):
+            continue
+        if asked_by is not None and record.get("requestId") != asked_by:
+            continue
+        found = (record["id"], dict(snapshot["state"]))  # the newest such, oldest first
+    return found
+
+
+async def _stream_run(result: Any, s: StreamWriter, skip: set[str]) -> None:
+    """Write a streamed run's events into ``s`` as they come: text deltas, reasoning,
+    tool calls and their results (calls in ``skip`` were written before the pause)."""
+    from agents import ItemHelpers
+
+    streamed_text = False
+    async for event in result.stream_events():
+        if event.type == "raw_response_event":
+            data = event.data
+            if getattr(data, "type", None) == "response.output_text.delta" and data.delta:
+                streamed_text = True
+                await s.text(data.delta)
+            continue
+        if event.type != "run_item_stream_event":
+            continue
+        item = event.item
+        if event.name == "message_output_created":
+            if not streamed_text:  # a model that answers whole: the text in one piece
+                text = ItemHelpers.text_message_output(item)
+                if text:
+                    await s.text(text)
+            streamed_text = False
+        elif event.name == "tool_called":
+            call_id = _call_id(item.raw_item)
+            name = getattr(item.raw_item, "name", None)
+            if call_id is None or call_id in skip or not isinstance(name, str):
+                continue
+            skip.add(call_id)
+            await s.tool_call(call_id, name, _arguments_text(item.raw_item))
+        elif event.name == "tool_output":
+            call_id = _call_id(item.raw_item)
+            if call_id is not None:
+                await s.tool_result(call_id, _jsonable(item.output))
+        elif event.name == "reasoning_item_created":
+            summary = getattr(item.raw_item, "summary", None) or []
+            text = "\n\n".join(getattr(part, "text", "") for part in summary)
+            if text:
+                await s.thinking(text)
+
+
+async def run_agent(agent: Any, context: Sequence[Message], s: StreamWriter, *,
+                    run_config: Any = None, run_context: Any = None,
+                    max_turns: int | None = None) -> Any:
+    """Run ``agent`` (an ``agents.Agent``) for the chat and stream its run into ``s``.
+
+    A first answer runs on the model's context (``context``, as the agent loop hands it
+    to the handler). A resumption (``s.resume`` holds the person's decisions) rebuilds
+    the paused ``RunState`` from the chat's resume record, approves or rejects each
+    pending call as decided and continues the run. When the run stops on tools needing
+    approval, each becomes a ``tool_call`` needing approval and the ``RunState`` is kept
+    for the resumption; the stream then ends ``AWAITING_INPUT``. Returns the SDK's run
+    result. ``run_context`` is the SDK's run context (a mapping, so that it is kept with
+    the state); ``max_turns`` bounds the run as in ``Runner.run``."""
+    from agents import Runner, RunState
+
+    written: set[str] = set()
+    start: Any
+    settled: str | None = None
+    if s.resume:
+        paused = await _paused_state(s)
+        if paused is None:
+            raise RuntimeError(f"chat {s.chat_id}: no paused Agents SDK run to resume "
+                               f"(no resume record for {s.request_id})")
+        settled, state_json = paused
+        decisions = {d.get("toolCallId"): d for d in s.resume if d.get("kind") == "TOOL_APPROVAL"}
+        for call_id, decision in decisions.items():
+            edited = (decision.get("decision") or {}).get("editedArguments")
+            if isinstance(call_id, str) and edited is not None and _approved(decision):
+                # The person changed the arguments: the call runs (and the model reads
+                # it) as approved.
+                state_json = _with_arguments(state_json, call_id, _json_text(edited))
+        state = await RunState.from_json(agent, state_json)
+        for item in state.get_interruptions():
+            call_id = _call_id(item.raw_item)
+            made = decisions.get(call_id)
+            if made is None:
+                continue  # not decided in chatql: the SDK asks again
+            written.add(call_id or "")
+            if _approved(made):
+                state.approve(item)
+            else:
+                state.reject(item, rejection_message=_rejection(made))
+        start = state
+    else:
+        start = [item for item in (message_to_item(m) for m in context) if item is not None]
+    options: dict[str, Any] = {"run_config": run_config, "context": run_context}
+    if max_turns is not None:
+        options["max_turns"] = max_turns
+    result = Runner.run_streamed(agent, start, **options)
+    await _stream_run(result, s, written)
+    if result.interruptions:
+        for item in result.interruptions:
+            call_id = _call_id(item.raw_item)
+            if call_id is None:
+                continue
+            props = {"id": call_id, "name": item.name or "", "needsApproval": True,
+                     "arguments": _arguments_text(item.raw_item)}
+            # A call already streamed is re-written in place, now asking for approval.
+            await s.message("tool_call", props, message_id=f"call.{call_id}")
+        await s.step({"id": "openai-agents-run-state", "type": "llm", "status": "running",
+                      "input": {"kind": RUN_STATE_KIND,
+                                "callIds": [_call_id(i.raw_item) for i in result.interruptions]},
+                      "spaceSnapshot": {"state": result.to_state().to_json()}})
+    if settled is not None:
+        await s.client.execute(SETTLE_RUN_STATE, {"id": settled, "status": "completed"})
+    return result

@@ -113,6 +113,7 @@ class Interrupt(TypedDict):
     answer. Kept with the chat; decided once."""
 
     id: str
+    streamId: NotRequired[str]
     kind: InterruptKind
     state: InterruptState
     toolCallId: str | None
@@ -121,6 +122,7 @@ class Interrupt(TypedDict):
     """The tool call's arguments (parsed when they are JSON text)."""
     prompt: str | None
     """The question, for INPUT."""
+    expiresAt: NotRequired[str | None]
     decision: Decision | None
 
 
@@ -154,6 +156,9 @@ class Chat(TypedDict, total=False):
     activeLeafId: str | None
     """The last message of the active branch (what is shown and what the model reads); null while
     the chat has no messages."""
+    interrupts: list[Interrupt]
+    """What the chat's streams asked a person (approvals, questions), oldest first; state narrows
+    them."""
     resumption: Resumption | None
     """Decisions that wait for a worker to resume the run (every interrupt of the stream decided
     or expired, none resumed yet); null when there are none."""

@@ -34,15 +34,18 @@ the record keeps the file's id, not its bytes).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 import uuid
 from collections.abc import Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from chatql_client.documents import (
+    CHAT_INTERRUPTS,
     END_STREAM,
+    INTERRUPT,
     PUSH_CHUNKS,
     RECORD_STEP,
     SET_CHAT_TITLE,
@@ -65,6 +68,8 @@ MAX_PUSH = 1000
 DEFAULT_IDLE_TIMEOUT = 60.0
 #: The longest error text sent with a FAILED end.
 MAX_ERROR_TEXT = 2000
+#: Seconds between two looks at an interrupt an inline ask waits for.
+DECISION_POLL = 0.25
 
 
 def _input_message(value: str | Mapping[str, Any]) -> dict[str, Any]:
@@ -125,6 +130,7 @@ class StreamWriter:
         self._seen: set[str] = set()
         self._lanes: dict[tuple[str | None, str | None], tuple[str, str]] = {}
         self._calls: dict[str, tuple[str | None, str | None, str]] = {}
+        self._call_arguments: dict[str, str] = {}
         self._usage: dict[str, Any] | None = None
         self._lock = asyncio.Lock()
         self._timer: asyncio.TimerHandle | None = None
@@ -508,6 +514,7 @@ class StreamWriter:
         self._calls[call_id] = (block_id, thread_id, name)
         self._lanes[(block_id, thread_id)] = ("tool_call", message_id)
         self._seen.add(message_id)
+        self._call_arguments[call_id] = arguments_delta
         props: dict[str, Any] = {"id": call_id, "name": name, "arguments": arguments_delta}
         if needs_approval:
             props.update(_asking(reason, expires_in))
@@ -516,17 +523,106 @@ class StreamWriter:
             "messageId": message_id, "type": "tool_call", "role": "ASSISTANT",
             "props": props}, block_id, thread_id))
 
+    @overload
     async def ask(self, prompt: str, response_schema: Mapping[str, Any] | None = None, *,
                   reason: str | None = None, expires_in: float | None = None,
-                  block_id: str | None = None, thread_id: str | None = None) -> str:
-        """Ask the person a question (a ``question`` message); the stream ends
-        ``AWAITING_INPUT`` and the answer comes back in ``s.resume`` when the agent loop
-        resumes the chat. ``response_schema`` (a JSON Schema) is what an answer must
-        satisfy; the service refuses others. Returns the message's producer id."""
+                  block_id: str | None = None, thread_id: str | None = None,
+                  wait: Literal[False] = False, timeout: float | None = None) -> str: ...
+
+    @overload
+    async def ask(self, prompt: str, response_schema: Mapping[str, Any] | None = None, *,
+                  reason: str | None = None, expires_in: float | None = None,
+                  block_id: str | None = None, thread_id: str | None = None,
+                  wait: Literal[True], timeout: float | None = None) -> dict[str, Any]: ...
+
+    async def ask(self, prompt: str, response_schema: Mapping[str, Any] | None = None, *,
+                  reason: str | None = None, expires_in: float | None = None,
+                  block_id: str | None = None, thread_id: str | None = None,
+                  wait: bool = False, timeout: float | None = None) -> str | dict[str, Any]:
+        """Ask the person a question (a ``question`` message). ``response_schema`` (a
+        JSON Schema) is what an answer must satisfy; the service refuses others.
+
+        By default the stream then ends ``AWAITING_INPUT`` and the answer comes back in
+        ``s.resume`` when the agent loop resumes the chat; this returns the message's
+        producer id. With ``wait=True`` (the inline form) the agent waits here, in the
+        open stream, and this returns the decided interrupt as :meth:`ask_approval`
+        does (the answer in ``decision.response``; ``approved: false`` when the person
+        declined), after at most ``timeout`` seconds (else :class:`TimeoutError`)."""
         props: dict[str, Any] = {"prompt": prompt, **_asking(reason, expires_in)}
         if response_schema is not None:
             props["responseSchema"] = dict(response_schema)
-        return await self.message("question", props, block_id=block_id, thread_id=thread_id)
+        if not wait:
+            return await self.message("question", props, block_id=block_id,
+                                      thread_id=thread_id)
+        self._check()
+        message_id = self._new_id("question")
+        # The question's id lets the kit find its interrupt among the stream's.
+        props.update({"id": message_id, "inline": True})
+        await self.message("question", props, message_id=message_id, block_id=block_id,
+                           thread_id=thread_id)
+        return await self._wait_for_decision(message_id, timeout)
+
+    async def ask_approval(self, call_id: str, name: str | None = None,
+                           arguments: str | Mapping[str, Any] | None = None, *,
+                           reason: str | None = None, expires_in: float | None = None,
+                           timeout: float | None = None) -> dict[str, Any]:
+        """Ask the person to approve a tool call and wait for the decision here, in the
+        open stream (the inline form: heartbeats keep the stream alive meanwhile).
+
+        ``call_id`` names a call this stream started with :meth:`tool_call` (``name``
+        and ``arguments`` default to what it was given), or a new call, which then needs
+        ``name``. ``reason`` says why the agent asks; ``expires_in`` (seconds) is how
+        long the person has. Returns the decided interrupt, as in ``s.resume``: ``state``
+        ``RESOLVED`` with its ``decision`` (``approved``, ``editedArguments``,
+        ``reason``, ``decidedBy``), ``EXPIRED`` (count it as denied) or ``CANCELLED``.
+        ``timeout`` (seconds) bounds the wait: past it, :class:`TimeoutError` (the
+        interrupt stays pending until the stream ends, which cancels it)."""
+        self._check()
+        started = self._calls.get(call_id)
+        if started is None and name is None:
+            raise ValueError(f"ask_approval for {call_id!r}, a call this stream has not "
+                             "started: give its name")
+        if arguments is None:
+            text = self._call_arguments.get(call_id, "")
+        elif isinstance(arguments, str):
+            text = arguments
+        else:
+            text = json.dumps(dict(arguments), separators=(",", ":"))
+        call_name = name if name is not None else cast(tuple[Any, Any, str], started)[2]
+        block_id, thread_id = (started[0], started[1]) if started is not None else (None, None)
+        self._calls[call_id] = (block_id, thread_id, call_name)
+        self._call_arguments[call_id] = text
+        props: dict[str, Any] = {"id": call_id, "name": call_name, "arguments": text,
+                                 **_asking(reason, expires_in), "needsApproval": True,
+                                 "inline": True}
+        # Written whole (a started call's message is replaced, now asking).
+        await self.message("tool_call", props, message_id=f"call.{call_id}",
+                           block_id=block_id, thread_id=thread_id)
+        return await self._wait_for_decision(call_id, timeout)
+
+    async def _wait_for_decision(self, asked_id: str, timeout: float | None) -> dict[str, Any]:
+        """Push what waits, find the interrupt the service recorded for ``asked_id`` in
+        this stream and wait until it is decided, expired or cancelled."""
+        self._in_call += 1
+        try:
+            await self.flush()
+        finally:
+            self._in_call -= 1
+        async with asyncio.timeout(timeout):
+            interrupt_id: str | None = None
+            while interrupt_id is None:
+                data = await self.client.execute(CHAT_INTERRUPTS, {"id": self.chat_id})
+                chat = data.get("chat") or {}
+                interrupt_id = next((found["id"] for found in chat.get("interrupts") or []
+                                     if found["streamId"] == self.stream_id
+                                     and found["toolCallId"] == asked_id), None)
+                if interrupt_id is None:
+                    await asyncio.sleep(DECISION_POLL)
+            while True:
+                found = (await self.client.execute(INTERRUPT, {"id": interrupt_id}))["interrupt"]
+                if found["state"] != "PENDING":
+                    return cast(dict[str, Any], found)
+                await asyncio.sleep(DECISION_POLL)
 
     async def tool_arguments(self, call_id: str, delta: str) -> None:
         """Append ``delta`` to the arguments of the tool call ``call_id``."""
@@ -536,6 +632,7 @@ class StreamWriter:
                              "started: call tool_call first")
         if not delta:
             return
+        self._call_arguments[call_id] = self._call_arguments.get(call_id, "") + delta
         await self._call({"messageId": f"call.{call_id}", "type": "tool_call", "delta": True,
                           "deltaPath": "arguments", "props": {"arguments": delta}}, "arguments")
 
