@@ -50,18 +50,25 @@ import dataclasses
 import enum
 import json
 import logging
+import re
+import time
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
+from datetime import datetime
 from typing import Any, Protocol
+
+from chatql_client.documents import RUN_STATES
 
 __all__ = [
     "RunFailedError",
     "Writer",
+    "ag_ui_resume",
     "feed_ag_ui",
     "feed_anthropic",
     "feed_openai_chat",
     "feed_openai_responses",
     "feed_pydantic_ai",
+    "paused_step",
 ]
 
 logger = logging.getLogger("chatql_client.adapters")
@@ -642,6 +649,9 @@ async def feed_ag_ui(s: Writer, events: Events, *, thread_id: str | None = None)
                 await s.event("run_error", {"threadId": where,
                                             "message": _get(event, "message")})
             elif not nested:
+                outcome = _get(event, "outcome")
+                if _get(outcome, "type") == "interrupt":
+                    await _ag_ui_interrupts(s, feed, _get(outcome, "interrupts") or [])
                 usage = _get(event, "usage") or []
                 entries = usage if isinstance(usage, list) else [usage]
                 model = next((_get(item, "model") for item in entries if _get(item, "model")),
@@ -708,3 +718,108 @@ async def feed_ag_ui(s: Writer, events: Events, *, thread_id: str | None = None)
             continue
         else:
             feed.skip(event)
+
+
+# ---- a person in the loop: AG-UI interrupts, and what a resumption reads -------------
+
+#: The kind of the step that keeps which AG-UI interrupt each chatql one stands for.
+AG_UI_INTERRUPTS_KIND = "ag_ui.interrupts"
+_RESUME = re.compile(r"^(?P<base>.*)\.resume\.(?P<n>[1-9][0-9]*)$")
+
+
+def _asked_by(request_id: str | None) -> str | None:
+    """The request id of the stream a resumption's request id continues."""
+    match = _RESUME.match(request_id or "")
+    if match is None:
+        return None
+    n = int(match["n"])
+    return match["base"] if n == 1 else f"{match['base']}.resume.{n - 1}"
+
+
+async def paused_step(s: Any, kind: str) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
+    """The step of ``kind`` (its ``input.kind``) that the paused stream this resumption
+    continues recorded: (resume record id, input, spaceSnapshot); None when there is
+    none. For adapters that keep a framework's paused state beside the chat."""
+    data = await s.client.execute(RUN_STATES, {"c": s.chat_id})
+    asked_by = _asked_by(s.request_id)
+    found: tuple[str, dict[str, Any], dict[str, Any]] | None = None
+    for record in data["resumeRecords"]:
+        marker = record.get("input") or {}
+        if not isinstance(marker, Mapping) or marker.get("kind") != kind:
+            continue
+        if asked_by is not None and record.get("requestId") != asked_by:
+            continue
+        snapshot = record.get("spaceSnapshot")
+        # The newest such (records come oldest first).
+        found = (record["id"], dict(marker), dict(snapshot) if isinstance(snapshot, Mapping)
+                 else {})
+    return found
+
+
+def _expires_in(expires_at: Any) -> float | None:
+    if not isinstance(expires_at, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(expires_at.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    left = moment.timestamp() - time.time()
+    return max(left, 1.0)
+
+
+async def _ag_ui_interrupts(s: Writer, feed: _Feed, interrupts: list[Any]) -> None:
+    """The run paused for a person: each AG-UI interrupt becomes chatql's — on its tool
+    call when it names one the run started (an approval), else a question — and a step
+    keeps which AG-UI interrupt each stands for, so :func:`ag_ui_resume` can answer the
+    agent in its own ids."""
+    writer: Any = s
+    ids: dict[str, str] = {}
+    for interrupt in interrupts:
+        interrupt_id = str(_get(interrupt, "id"))
+        message = _get(interrupt, "message")
+        expires_in = _expires_in(_get(interrupt, "expires_at"))
+        call_id = _get(interrupt, "tool_call_id")
+        if isinstance(call_id, str) and call_id in feed.calls:
+            await writer.request_approval(call_id, reason=message, expires_in=expires_in)
+            ids[call_id] = interrupt_id
+            continue
+        props: dict[str, Any] = {"id": interrupt_id,
+                                 "prompt": message or str(_get(interrupt, "reason") or "")}
+        schema = _get(interrupt, "response_schema")
+        if isinstance(schema, Mapping):
+            props["responseSchema"] = dict(schema)
+        if expires_in is not None:
+            props["expiresIn"] = expires_in
+        await writer.message("question", props, message_id=f"question.{interrupt_id}")
+        ids[interrupt_id] = interrupt_id
+    if ids:
+        await writer.step({"id": "ag-ui-interrupts", "type": "llm", "status": "running",
+                           "input": {"kind": AG_UI_INTERRUPTS_KIND, "ids": ids}})
+
+
+async def ag_ui_resume(s: Any) -> list[dict[str, Any]]:
+    """The decisions of this resumption (``s.resume``) as the AG-UI ``resume`` entries
+    to run the agent again with, in the agent's own interrupt ids: an approval's
+    payload is ``{approved, reason, editedArguments}``, a question's the person's
+    answer; an expired or cancelled interrupt is ``cancelled``. Empty when nothing
+    resumes an AG-UI run."""
+    if not s.resume:
+        return []
+    found = await paused_step(s, AG_UI_INTERRUPTS_KIND)
+    ids: dict[str, str] = dict(found[1].get("ids") or {}) if found is not None else {}
+    entries: list[dict[str, Any]] = []
+    for decided in s.resume:
+        interrupt_id = ids.get(str(decided.get("toolCallId")))
+        if interrupt_id is None:
+            continue
+        decision = decided.get("decision") or {}
+        if decided.get("state") != "RESOLVED":
+            entries.append({"interruptId": interrupt_id, "status": "cancelled"})
+        elif decided.get("kind") == "TOOL_APPROVAL":
+            entries.append({"interruptId": interrupt_id, "status": "resolved", "payload": {
+                "approved": bool(decision.get("approved")), "reason": decision.get("reason"),
+                "editedArguments": decision.get("editedArguments")}})
+        else:
+            entries.append({"interruptId": interrupt_id, "status": "resolved",
+                            "payload": decision.get("response")})
+    return entries

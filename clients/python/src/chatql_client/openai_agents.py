@@ -59,14 +59,12 @@ person's reason; an expired call counts as rejected) and continues the run::
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from chatql_client.adapters import _jsonable
+from chatql_client.adapters import _jsonable, paused_step
 from chatql_client.documents import (
-    RUN_STATES,
     SESSION_DELETE_MESSAGES,
     SESSION_PAGE,
     SESSION_START_OVER,
@@ -241,16 +239,6 @@ class ChatqlSession:
 
 #: What marks the resume record that keeps a paused run's ``RunState``.
 RUN_STATE_KIND = "openai_agents.run_state"
-_RESUME = re.compile(r"^(?P<base>.*)\.resume\.(?P<n>[1-9][0-9]*)$")
-
-
-def _asked_by(request_id: str | None) -> str | None:
-    """The request id of the stream a resumption's request id continues."""
-    match = _RESUME.match(request_id or "")
-    if match is None:
-        return None
-    n = int(match["n"])
-    return match["base"] if n == 1 else f"{match['base']}.resume.{n - 1}"
 
 
 def _call_id(raw: Any) -> str | None:
@@ -303,19 +291,10 @@ def _with_arguments(value: Any, call_id: str, arguments: str) -> Any:
 
 async def _paused_state(s: StreamWriter) -> tuple[str, dict[str, Any]] | None:
     """The resume record (id, RunState JSON) of the run this resumption continues."""
-    data = await s.client.execute(RUN_STATES, {"c": s.chat_id})
-    asked_by = _asked_by(s.request_id)
-    found: tuple[str, dict[str, Any]] | None = None
-    for record in data["resumeRecords"]:
-        marker = record.get("input") or {}
-        snapshot = record.get("spaceSnapshot") or {}
-        if (not isinstance(marker, Mapping) or marker.get("kind") != RUN_STATE_KIND
-                or not isinstance(snapshot.get("state"), Mapping)):
-            continue
-        if asked_by is not None and record.get("requestId") != asked_by:
-            continue
-        found = (record["id"], dict(snapshot["state"]))  # the newest such, oldest first
-    return found
+    found = await paused_step(s, RUN_STATE_KIND)
+    if found is None or not isinstance(found[2].get("state"), Mapping):
+        return None
+    return found[0], dict(found[2]["state"])
 
 
 async def _stream_run(result: Any, s: StreamWriter, skip: set[str]) -> None:

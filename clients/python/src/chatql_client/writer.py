@@ -577,6 +577,26 @@ class StreamWriter:
         ``reason``, ``decidedBy``), ``EXPIRED`` (count it as denied) or ``CANCELLED``.
         ``timeout`` (seconds) bounds the wait: past it, :class:`TimeoutError` (the
         interrupt stays pending until the stream ends, which cancels it)."""
+        await self._ask_about_call(call_id, name, arguments, reason, expires_in, inline=True)
+        return await self._wait_for_decision(call_id, timeout)
+
+    async def request_approval(self, call_id: str, *, reason: str | None = None,
+                               expires_in: float | None = None) -> None:
+        """Mark the tool call ``call_id`` this stream started as needing a person's
+        approval, in the resumed form (as ``tool_call(..., needs_approval=True)`` would
+        have): the stream ends ``AWAITING_INPUT`` and the decision comes back in
+        ``s.resume``. For a framework that says only once its run has paused that a
+        call waits for approval."""
+        if call_id not in self._calls:
+            raise ValueError(f"request_approval for {call_id!r}, a call this stream has not "
+                             "started")
+        await self._ask_about_call(call_id, None, None, reason, expires_in, inline=False)
+
+    async def _ask_about_call(self, call_id: str, name: str | None,
+                              arguments: str | Mapping[str, Any] | None, reason: str | None,
+                              expires_in: float | None, *, inline: bool) -> None:
+        """Write the call ``call_id`` (started, or new with ``name``) again, whole, now
+        asking for approval."""
         self._check()
         started = self._calls.get(call_id)
         if started is None and name is None:
@@ -593,12 +613,12 @@ class StreamWriter:
         self._calls[call_id] = (block_id, thread_id, call_name)
         self._call_arguments[call_id] = text
         props: dict[str, Any] = {"id": call_id, "name": call_name, "arguments": text,
-                                 **_asking(reason, expires_in), "needsApproval": True,
-                                 "inline": True}
+                                 **_asking(reason, expires_in), "needsApproval": True}
+        if inline:
+            props["inline"] = True
         # Written whole (a started call's message is replaced, now asking).
         await self.message("tool_call", props, message_id=f"call.{call_id}",
                            block_id=block_id, thread_id=thread_id)
-        return await self._wait_for_decision(call_id, timeout)
 
     async def _wait_for_decision(self, asked_id: str, timeout: float | None) -> dict[str, Any]:
         """Push what waits, find the interrupt the service recorded for ``asked_id`` in
