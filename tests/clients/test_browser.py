@@ -19,9 +19,15 @@ click, Shift+Enter kept), the usage line counts the answer without a reload, a P
 section, search snippets cut between words with the match marked, a deleted chat's hit
 leaving the results and its link (and one to a missing chat) saying so once and
 sending no more requests; math and highlighted code; thumbs and a share link with its
-read-only page; at 390, 768 and 1280 px in light and dark (the chat column at least
+read-only page, continued as a chat of one's own; a second demo agent (assistant
+"demo-approvals", ``CHATQL_DEMO_APPROVALS=1``) asking before its lookup: approved, the
+resumed answer streams in; denied with a reason, the agent says so; at 390, 768 and 1280 px in light and dark (the chat column at least
 300 px on a phone, the list a drawer behind the menu button), the theme toggle kept
-across a reload, identity in a settings dialog. Each state is checked with axe-core (no
+across a reload, identity in a settings dialog. Approvals inline on a producer's tool calls
+(approve, deny with a reason, edit the arguments as validated JSON, answer a question), the
+"Waiting for you" inbox following them, all kept across a reload; attachments in the
+composer (the attach button, a pasted image, dropped files, a refused file's reason) sent
+as file parts and shown from the server (a thumbnail, a download). Each state is checked with axe-core (no
 serious or critical violation), no page error and no request to another host, and saved
 as a screenshot under the test's temporary folder (``screenshots/``, each path printed).
 The server runs on a fresh SQLite file (the storage paths are covered on both databases
@@ -141,8 +147,18 @@ def demo_agent(chatql_serve: str, tmp_path: Path) -> Iterator[Path]:
         yield log
 
 
+@pytest.fixture
+def approvals_agent(chatql_serve: str, tmp_path: Path) -> Iterator[Path]:
+    """A second demo agent, of assistant "demo-approvals", that asks the person to approve
+    its lookup before it runs; yields its log."""
+    with demo_agent_process(chatql_serve, tmp_path / "approvals-agent.log",
+                            DEMO_AGENT_HEADERS, assistant="demo-approvals",
+                            approvals=True) as log:
+        yield log
+
+
 def test_app_and_playground_in_chromium(chatql_serve: str, demo_agent: Path,
-                                        tmp_path: Path) -> None:
+                                        approvals_agent: Path, tmp_path: Path) -> None:
     require_node(WEB_DIR)
     browser = chromium()
     screenshots = tmp_path / "screenshots"
@@ -152,15 +168,17 @@ def test_app_and_playground_in_chromium(chatql_serve: str, demo_agent: Path,
         timeout=300, env={**os.environ, "CHATQL_URL": chatql_serve, "CHROMIUM_PATH": browser,
                           "SCREENSHOT_DIR": str(screenshots)},
     )
-    output = run.stdout + run.stderr + "\n--- demo agent ---\n" + demo_agent.read_text()
+    output = (run.stdout + run.stderr + "\n--- demo agent ---\n" + demo_agent.read_text()
+              + "\n--- approvals agent ---\n" + approvals_agent.read_text())
     assert run.returncode == 0, output
-    assert "# pass 13" in output and "# fail 0" in output, output
+    assert "# pass 16" in output and "# fail 0" in output, output
     shots = sorted(path.name for path in screenshots.glob("*.png"))
     for name in ("streaming", "answered", "edited", "version-1", "regenerated",
                  "regenerated-version-1", "search-hit", "started-over", "trash", "restored",
                  "stopped", "resumed", "app", "playground",
                  "390-light", "390-light-drawer", "768-light", "1280-light",
                  "390-dark", "390-dark-drawer", "768-dark", "1280-dark",
-                 "settings", "math", "shared", "new-chat"):
+                 "settings", "math", "shared", "new-chat", "forked", "approval", "approved",
+                 "approvals", "decided", "attachments", "sent-files"):
         assert f"{name}.png" in shots, shots
     print(f"screenshots in {screenshots}: {', '.join(shots)}")

@@ -73,7 +73,8 @@ export function App() {
 function SharedPage({ token }: { token: string }) {
   const client = useMemo(() => new ChatqlClient({ url: "/graphql", headers: () => headersOf(initialIdentity(config)) }), []);
   useTheme();
-  return <SharedView client={client} token={token} />;
+  const signedIn = config.auth === "dev" || Boolean(initialIdentity(config).Authorization);
+  return <SharedView client={client} token={token} signedIn={signedIn} />;
 }
 
 function Shell() {
@@ -120,6 +121,7 @@ function Shell() {
     setIdentity(next);
   };
   const identityKey = JSON.stringify(identity);
+  const headers = useMemo(() => headersOf(identity), [identity]);
 
   const sidebar = (
     <Sidebar client={client} place={place} onGo={go} onNewChat={newChat} deleted={deleted} revision={revision}
@@ -145,13 +147,14 @@ function Shell() {
   } else if (place.chatId) {
     view = (
       <ChatView key={`${place.chatId}|${identityKey}`} client={client} chatId={place.chatId}
-        focusMessageId={place.messageId} headers={headersOf(identity)} onGo={go} menu={menu}
+        focusMessageId={place.messageId} headers={headers} onGo={go} menu={menu}
+        onDecided={() => setRevision((count) => count + 1)}
         first={first?.chatId === place.chatId ? first.message : null}
         onPinned={() => setRevision((count) => count + 1)} onDeleted={(id) => changed(id, true)} />
     );
   } else {
     view = (
-      <NewChatView key={`${fresh}|${identityKey}`} client={client} menu={menu}
+      <NewChatView key={`${fresh}|${identityKey}`} client={client} menu={menu} headers={headers}
         onStarted={(chatId, message) => {
           setFirst({ chatId, message });
           go({ chatId, messageId: null, trash: false });

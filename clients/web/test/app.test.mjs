@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
-import { base, closeBrowser, context, occurrences, producer, sharedBrowser, text } from "./helpers.mjs";
+import { base, closeBrowser, context, occurrences, producer, seriousViolations, sharedBrowser, snap, text } from "./helpers.mjs";
 // The chat-client flows run in this same process, with the same browser.
 import "./chat-client.test.mjs";
 
@@ -265,6 +265,195 @@ test("the playground works with every other host blocked: a query and a live cha
     assert.deepEqual(blocked, []);
     assert.deepEqual(failed, []);
     await agent.send({ op: "end", streamId });
+  } finally {
+    agent.close();
+    await ctx.close();
+  }
+});
+
+/** A stream that asks a person, then ends (it waits, AWAITING_INPUT): three tool calls needing approval and a question. */
+async function askingChat(agent, chatId, title) {
+  const streamId = await startChat(agent, chatId, title);
+  const call = (messageId, name, args, extra = {}) => ({
+    messageId, type: "tool_call", props: { id: messageId, name, arguments: JSON.stringify(args), needsApproval: true, ...extra },
+  });
+  const pushed = await agent.send({ op: "push", streamId, chunks: [
+    call("c1", "send_email", { to: "board@acme.test" }, { reason: "it leaves the company" }),
+    call("c2", "delete_files", { path: "/reports" }),
+    call("c3", "book_flight", { city: "Oslo" }),
+    { messageId: "q1", type: "question", props: { prompt: "Which seat do you prefer?", responseSchema: { type: "string" } } },
+  ] });
+  assert.equal(pushed.errors, undefined, JSON.stringify(pushed));
+  const ended = await agent.send({ op: "end", streamId });
+  assert.equal(ended.errors, undefined, JSON.stringify(ended));
+}
+
+test("approvals inline and the inbox: approve, deny with a reason, edit arguments (validated), answer a question; kept across a reload", async () => {
+  const agent = producer();
+  const { ctx, blocked, failed } = await context(browser);
+  const page = await ctx.newPage();
+  const errors = [];
+  page.on("pageerror", (error) => errors.push(String(error)));
+  try {
+    const title = `Approvals ${run}`;
+    await askingChat(agent, id("approvals"), title);
+    await page.goto(`${base}/`);
+    // The inbox: what waits for the person, across chats, each opening its chat at the call.
+    const nav = page.getByRole("navigation", { name: "Chats" });
+    const inbox = nav.getByRole("region", { name: "Waiting for you" });
+    const mine = inbox.getByRole("listitem").filter({ hasText: title });
+    await mine.first().waitFor();
+    assert.equal(await mine.count(), 4);
+    await inbox.getByRole("button", { name: /^Waiting for you \d+$/ }).waitFor();
+    await mine.filter({ hasText: "Approve book_flight" }).getByRole("button").click();
+    await page.waitForURL(new RegExp(`chat=${id("approvals")}`));
+    const log = page.getByRole("log");
+    const email = log.getByRole("group", { name: "Approve send_email?" });
+    await email.getByText("Waiting for your approval: it leaves the company").waitFor();
+    // Pending comes from the server: still there after a reload.
+    await page.reload();
+    await email.getByRole("button", { name: "Approve", exact: true }).waitFor();
+    assert.deepEqual(await seriousViolations(page), []);
+    await snap(page, "approvals");
+    // Approve.
+    await email.getByRole("button", { name: "Approve", exact: true }).click();
+    await expectText(log, "Approved by alice");
+    assert.equal(await email.count(), 0, "a decided call has no buttons");
+    // Deny, with a reason.
+    const remove = log.getByRole("group", { name: "Approve delete_files?" });
+    await remove.getByRole("button", { name: "Deny" }).click();
+    await remove.getByRole("textbox", { name: "Reason (optional)" }).fill("too risky");
+    await remove.getByRole("button", { name: "Deny" }).click();
+    await expectText(log, "Denied by alice: too risky");
+    // Edit the arguments: JSON, checked before it can be sent.
+    const flight = log.getByRole("group", { name: "Approve book_flight?" });
+    await flight.getByRole("button", { name: "Edit arguments" }).click();
+    const editor = flight.getByRole("textbox", { name: "Arguments (JSON)" });
+    assert.deepEqual(JSON.parse(await editor.inputValue()), { city: "Oslo" });
+    await editor.fill('{"city": ');
+    await flight.getByRole("alert").getByText("Not valid JSON").waitFor();
+    assert.equal(await flight.getByRole("button", { name: "Approve with these arguments" }).isDisabled(), true);
+    await editor.fill('{"city": "Bergen"}');
+    await flight.getByRole("button", { name: "Approve with these arguments" }).click();
+    await expectText(log, "Approved with edited arguments by alice");
+    // A question: its prompt and an answer.
+    const question = log.getByRole("form", { name: "Answer the question" });
+    await question.getByText("Which seat do you prefer?").waitFor();
+    await question.getByRole("textbox", { name: "Your answer" }).fill("Window");
+    await question.getByRole("button", { name: "Send answer" }).click();
+    await expectText(log, "Answered by alice: Window");
+    // The inbox follows: nothing of this chat waits any more.
+    await mine.first().waitFor({ state: "detached" });
+    // Decided once: after a reload the decisions are shown, and nothing can be decided again.
+    await page.reload();
+    await expectText(log, "Denied by alice: too risky");
+    await expectText(log, "Answered by alice: Window");
+    await expectText(log, "Approved with edited arguments by alice");
+    for (const name of ["Approve", "Deny", "Edit arguments", "Send answer"]) {
+      assert.equal(await log.getByRole("button", { name, exact: true }).count(), 0, name);
+    }
+    assert.deepEqual(await seriousViolations(page), []);
+    await snap(page, "decided");
+    // The inline form: a call that asks while its stream is still open, decided on the live row.
+    const inline = id("inline-approval");
+    const streamId = await startChat(agent, inline, `Inline approval ${run}`);
+    await page.goto(`${base}/?chat=${inline}`);
+    await page.getByRole("button", { name: "Stop", exact: true }).waitFor();
+    const asked = await agent.send({ op: "push", streamId, chunks: [{ messageId: "c9", type: "tool_call",
+      props: { id: "c9", name: "send_sms", arguments: '{"to": "+4700000000"}', needsApproval: true, inline: true } }] });
+    assert.equal(asked.errors, undefined, JSON.stringify(asked));
+    const sms = log.getByRole("group", { name: "Approve send_sms?" });
+    await sms.getByRole("button", { name: "Approve", exact: true }).click();
+    await expectText(log, "Approved by alice");
+    await agent.send({ op: "push", streamId, chunks: [text("after", "Sent the message.")] });
+    await expectText(log, "Sent the message.");
+    await agent.send({ op: "end", streamId });
+    await page.getByRole("button", { name: "Stop", exact: true }).waitFor({ state: "detached" });
+    await expectText(log, "Approved by alice");
+    assert.deepEqual(blocked, []);
+    assert.deepEqual(failed, []);
+    assert.deepEqual(errors, []);
+  } finally {
+    agent.close();
+    await ctx.close();
+  }
+});
+
+// A 1×1 PNG.
+const PIXEL = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64");
+
+test("attachments: the attach button, a pasted image, files dropped on the composer; progress, remove, a refused file's reason; sent and shown", async () => {
+  const agent = producer();
+  const { ctx, blocked, failed } = await context(browser);
+  const page = await ctx.newPage();
+  const errors = [];
+  page.on("pageerror", (error) => errors.push(String(error)));
+  try {
+    const chatId = id("files");
+    await agent.send({ op: "create", chatId, title: `Files ${run}` });
+    await page.goto(`${base}/?chat=${chatId}`);
+    const composer = page.getByRole("form", { name: "Message composer" });
+    const box = composer.getByRole("textbox", { name: "Message" });
+    await box.waitFor();
+    // The attach button opens the file chooser.
+    const [chooser] = await Promise.all([
+      page.waitForEvent("filechooser"),
+      composer.getByRole("button", { name: "Attach files" }).click(),
+    ]);
+    await chooser.setFiles({ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("remember the milk\n") });
+    const chips = composer.getByRole("list", { name: "Files to send" });
+    await chips.getByText("notes.txt").waitFor();
+    // A pasted image, and files dropped on the composer.
+    await box.evaluate((element, bytes) => {
+      const data = new DataTransfer();
+      data.items.add(new File([new Uint8Array(bytes)], "pixel.png", { type: "image/png" }));
+      element.dispatchEvent(new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }));
+    }, [...PIXEL]);
+    await chips.getByText("pixel.png").waitFor();
+    await composer.evaluate((element) => {
+      const data = new DataTransfer();
+      data.items.add(new File(["a,b\n1,2\n"], "extra.csv", { type: "text/csv" }));
+      data.items.add(new File(["MZ"], "tool.exe", { type: "application/x-msdownload" }));
+      element.dispatchEvent(new DragEvent("dragover", { dataTransfer: data, bubbles: true, cancelable: true }));
+      element.dispatchEvent(new DragEvent("drop", { dataTransfer: data, bubbles: true, cancelable: true }));
+    });
+    await chips.getByText("extra.csv").waitFor();
+    // A refused file: the server's reason as a toast, and no chip.
+    await page.getByRole("status").or(page.getByRole("alert")).getByText(/tool\.exe: .+/).first().waitFor();
+    await chips.getByText("tool.exe").waitFor({ state: "detached" });
+    // Every upload done (no progress bar left); one removed.
+    await chips.getByRole("progressbar").first().waitFor({ state: "detached" });
+    await chips.getByRole("button", { name: "Remove extra.csv" }).click();
+    await chips.getByText("extra.csv").waitFor({ state: "detached" });
+    assert.deepEqual(await seriousViolations(page), []);
+    await snap(page, "attachments");
+    await box.fill(`What do these say? ${run}`);
+    await box.press("Enter");
+    const sent = page.getByRole("log").getByRole("article", { name: "You, user input" });
+    await sent.getByText(`What do these say? ${run}`).waitFor();
+    await chips.waitFor({ state: "detached" });
+    // Stored: the image as a thumbnail, the text file as a download, from the server after a reload.
+    await page.reload();
+    const image = sent.getByRole("img", { name: "pixel.png" });
+    await image.waitFor();
+    await page.waitForFunction(() => [...document.querySelectorAll('[role="log"] img')].some((img) => img.complete && img.naturalWidth === 1));
+    const download = sent.getByRole("link", { name: /^Download notes\.txt/ });
+    await download.waitFor();
+    const href = await download.getAttribute("href");
+    const bytes = await page.request.get(new URL(href, base).toString());
+    assert.equal(bytes.status(), 200);
+    assert.equal(await bytes.text(), "remember the milk\n");
+    assert.equal(await sent.getByText("extra.csv").count(), 0);
+    // The message's content: the text, then the file parts.
+    const stored = await agent.send({ op: "leaf", chatId });
+    assert.deepEqual(stored.content.map((part) => part.type === "text" ? part.text : `${part.filename} ${part.mediaType}`),
+      [`What do these say? ${run}`, "notes.txt text/plain", "pixel.png image/png"]);
+    assert.deepEqual(await seriousViolations(page), []);
+    await snap(page, "sent-files");
+    assert.deepEqual(blocked, []);
+    // The one refused request is the file the server would not take.
+    assert.deepEqual(failed.map((line) => line.split(" ")[0]), ["415"]);
+    assert.deepEqual(errors, []);
   } finally {
     agent.close();
     await ctx.close();

@@ -3,7 +3,9 @@
 // test) answering every chat of assistant "demo": a person starts a chat, types, and reads
 // the agent's streamed answer; edits, regenerates, versions, search, the trash, start
 // over, Stop and a reload mid-answer; the bugs a person met in the first minutes; the
-// layout at three widths in both themes. Found by role and visible text.
+// layout at three widths in both themes; a share link continued as one's own chat; and a
+// second demo agent (assistant "demo-approvals") asking before its lookup, approved and
+// denied. Found by role and visible text.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
@@ -445,6 +447,54 @@ test("at 390, 768 and 1280 px, light and dark: a reading column, the list a draw
     assert.equal(await page.getByRole("textbox", { name: "Message" }).count(), 0);
     assert.equal(await page.getByRole("button", { name: "Regenerate" }).count(), 0);
     await assertClean(page, blocked, errors, "shared");
+    // A signed-in person continues it as a chat of their own: a copy, opened at once.
+    await page.getByRole("button", { name: "Continue this chat" }).click();
+    await page.waitForURL(/\?chat=/);
+    const forked = chatIdOf(page);
+    await page.getByRole("log").getByText("Ask me anything else.").waitFor();
+    await page.getByRole("textbox", { name: "Message" }).waitFor();
+    await page.getByRole("navigation", { name: "Chats" }).getByRole("button", { name: `Widths and themes ${run}` }).first().waitFor();
+    assert.ok(forked, "the copy has its own chat");
+    await assertClean(page, blocked, errors, "forked");
+  } finally {
+    await ctx.close();
+  }
+});
+
+test("an agent asks before its tool runs: Deny says why and the agent answers so; Approve and the resumed answer streams in", async () => {
+  const { ctx, page, blocked, errors } = await openApp();
+  try {
+    // The demo agent of assistant "demo-approvals" asks before its lookup.
+    await newChat(page);
+    await page.getByRole("combobox", { name: "Assistant" }).fill("demo-approvals");
+    await ask(page, `Approve me ${run}`);
+    const log = page.getByRole("log");
+    const approval = log.getByRole("group", { name: "Approve lookup?" });
+    await approval.getByText("Waiting for your approval: the lookup reads your question").waitFor({ timeout: 30000 });
+    // The inbox has it too.
+    const inbox = page.getByRole("navigation", { name: "Chats" }).getByRole("region", { name: "Waiting for you" });
+    await inbox.getByRole("button", { name: /Approve lookup/ }).first().waitFor();
+    await assertClean(page, blocked, errors, "approval");
+    await approval.getByRole("button", { name: "Approve", exact: true }).click();
+    await log.getByText("Approved by alice").waitFor();
+    // The agent resumes: the lookup's result, then the answer, streamed in.
+    await log.getByText("Here is what I found about").waitFor({ timeout: 30000 });
+    await page.getByRole("button", { name: "Stop", exact: true }).waitFor({ state: "detached", timeout: 30000 });
+    // A second question, denied with a reason: the agent says it did not run the lookup.
+    await ask(page, `Deny me ${run}`);
+    const second = log.getByRole("group", { name: "Approve lookup?" });
+    await second.getByRole("button", { name: "Deny" }).waitFor({ timeout: 30000 });
+    await second.getByRole("button", { name: "Deny" }).click();
+    await second.getByRole("textbox", { name: "Reason (optional)" }).fill("not now");
+    await second.getByRole("button", { name: "Deny" }).click();
+    await log.getByText("Denied by alice: not now").waitFor();
+    await log.getByText("You declined the lookup (not now)").waitFor({ timeout: 30000 });
+    await page.getByRole("button", { name: "Stop", exact: true }).waitFor({ state: "detached", timeout: 30000 });
+    await page.reload();
+    await log.getByText("Approved by alice").waitFor();
+    await log.getByText("Denied by alice: not now").waitFor();
+    assert.equal(await log.getByRole("button", { name: "Approve", exact: true }).count(), 0);
+    await assertClean(page, blocked, errors, "approved");
   } finally {
     await ctx.close();
   }

@@ -1,6 +1,6 @@
 // A separate producer process for the browser tests: an agent runtime that talks to
 // chatql over HTTP. It reads one JSON command per line on stdin and answers each with
-// one JSON line on stdout: {"op":"create"|"start"|"push"|"end"|"answer"|"settle", ...}.
+// one JSON line on stdout: {"op":"create"|"start"|"push"|"end"|"answer"|"settle"|"leaf", ...}.
 // "answer" plays a scripted agent: it answers the chat's active leaf (the person's
 // question) in the background — thinking, a tool call whose arguments grow, its result,
 // then markdown — a piece every `pace` ms; "settle" waits for that answer to end.
@@ -75,6 +75,12 @@ operations.answer = async ({ chatId, pace = 30 }) => {
 };
 
 operations.settle = async ({ chatId }) => answers.get(chatId);
+
+// The chat's active leaf's content (what a person's message stored).
+operations.leaf = async ({ chatId }) => {
+  const found = await gql("query($id: ID!) { chat(id: $id) { messages(last: 1) { edges { node { id props } } } } }", { id: chatId });
+  return { content: found.data?.chat?.messages.edges[0]?.node.props.content ?? null, errors: found.errors };
+};
 
 for await (const line of createInterface({ input: process.stdin })) {
   if (!line.trim()) continue;

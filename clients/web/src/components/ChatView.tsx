@@ -3,9 +3,10 @@ import { useChatStream } from "@chatql/client/react";
 import { useEffect, useLayoutEffect, useMemo, useRef, useState, type ReactNode } from "react";
 
 import type { Place } from "../App";
-import { run, writeId } from "../api";
+import { composeContent, contentText, run, uploader, withText, writeId, type UploadedFile } from "../api";
 import { downloadExport } from "../export";
-import { EditMessageDocument, RateMessageDocument, RegenerateDocument, ShareChatDocument, StartOverDocument, SwitchBranchDocument } from "../generated/operations";
+import { useChatInterrupts, type DecisionInput, type InterruptInfo } from "../interrupts";
+import { EditMessageDocument, RateMessageDocument, ResolveInterruptDocument, RegenerateDocument, ShareChatDocument, StartOverDocument, SwitchBranchDocument } from "../generated/operations";
 import { useChatDetails, useThread, type ChatDetails, type ThreadMessage } from "../thread";
 import { useToast } from "../toast";
 import { ChatHeader } from "./ChatHeader";
@@ -43,6 +44,8 @@ interface ChatViewProps {
   first: Shown | null;
   onPinned: () => void;
   onDeleted: (chatId: string) => void;
+  /** An interrupt of the chat was decided here (the inbox reads itself again). */
+  onDecided?: () => void;
 }
 
 /**
@@ -67,7 +70,7 @@ export function ChatView(props: ChatViewProps) {
   return <ChatBody {...props} chat={chat} />;
 }
 
-function ChatBody({ client, chatId, focusMessageId, headers, onGo, menu, first, onPinned, onDeleted, chat }: ChatViewProps & {
+function ChatBody({ client, chatId, focusMessageId, headers, onGo, menu, first, onPinned, onDeleted, onDecided, chat }: ChatViewProps & {
   chat: { details: ChatDetails | null; error: Error | null; reload: () => Promise<void> };
 }) {
   const thread = useThread(client, chatId);
@@ -79,6 +82,12 @@ function ChatBody({ client, chatId, focusMessageId, headers, onGo, menu, first, 
   const scroller = useRef<HTMLDivElement>(null);
   const composer = useRef<HTMLTextAreaElement>(null);
   const streaming = live?.status === "live" && live.streamId !== null;
+  const upload = useMemo(() => uploader(headers), [headers]);
+  // What the chat's streams asked a person: read with the thread, when a stream starts or
+  // ends, when a streamed message asks (a tool call needing approval, a question), and on
+  // the chat's interrupt events.
+  const asking = live ? [...live.messages.values()].filter((m) => m.type === "question" || m.props.needsApproval === true).map((m) => m.id).join(",") : "";
+  const interrupts = useChatInterrupts(client, chatId, `${thread.messages.length}|${thread.messages[thread.messages.length - 1]?.id ?? ""}|${live?.status ?? ""}|${asking}`);
 
   // When a stream ends its messages are in the database: read them from there (again,
   // briefly, while the write that ended the stream is not visible yet).
@@ -140,6 +149,16 @@ function ChatBody({ client, chatId, focusMessageId, headers, onGo, menu, first, 
   // A search hit: page back until it is on screen; a hit on another branch switches to it.
   const [focusId, setFocusId] = useState<string | null>(focusMessageId);
   const jumped = useRef(false);
+  // Another message of this chat asked for (an inbox entry): jump to it.
+  const askedFocus = useRef(focusMessageId);
+  useEffect(() => {
+    if (focusMessageId === askedFocus.current) return;
+    askedFocus.current = focusMessageId;
+    if (focusMessageId) {
+      jumped.current = false;
+      setFocusId(focusMessageId);
+    }
+  }, [focusMessageId]);
   useEffect(() => {
     if (!focusId || jumped.current || thread.loading) return;
     const element = document.getElementById(`message-${focusId}`);
@@ -213,7 +232,8 @@ function ChatBody({ client, chatId, focusMessageId, headers, onGo, menu, first, 
     }
   };
 
-  const send = (content: string) => attempt(async () => {
+  const send = (text: string, files: readonly UploadedFile[]) => attempt(async () => {
+    const content = composeContent(text, files);
     const data = await client.request(AppendMessagesDocument, {
       chatId, appendId: writeId(),
       messages: [{ role: "USER", type: "user_input", props: { content } }],
@@ -223,7 +243,7 @@ function ChatBody({ client, chatId, focusMessageId, headers, onGo, menu, first, 
       createdAt: new Date().toISOString(), siblings: null, answerStart: false, sending: true, feedback: null });
     setFocusId(null);
     atBottom.current = true;
-    setNaming(content);
+    setNaming(text);
   });
   // The service names an untitled chat from its first message (and an agent may name it
   // better): once the answer's first words are on screen (or soon, when none comes), the
@@ -257,9 +277,11 @@ function ChatBody({ client, chatId, focusMessageId, headers, onGo, menu, first, 
     if (!(await attempt(() => client.request(StopStreamDocument, { chatId })))) setStopping(false);
   };
 
-  const handlers: Omit<MessageActions, "busy" | "assistant"> = {
+  const handlers: Omit<MessageActions, "busy" | "assistant" | "interrupts" | "decide"> & {
+    decide(interrupt: InterruptInfo, decision: DecisionInput): Promise<boolean>;
+  } = {
     edit: (message, content) => attempt(async () => {
-      await run(client, EditMessageDocument, { id: message.id, input: { props: { ...message.props, content } }, appendId: writeId() });
+      await run(client, EditMessageDocument, { id: message.id, input: { props: { ...message.props, content: withText(message.props.content, content) } }, appendId: writeId() });
       setFocusId(null);
       await thread.reload();
       composer.current?.focus();
@@ -304,7 +326,29 @@ function ChatBody({ client, chatId, focusMessageId, headers, onGo, menu, first, 
       });
     },
     share: (message) => void share(message.id),
+    decide: (interrupt, decision) => attempt(async () => {
+      const data = await run(client, ResolveInterruptDocument, { id: interrupt.id, decisionId: writeId(), ...decision });
+      interrupts.update(data.resolveInterrupt);
+      onDecided?.();
+    }),
   };
+  // A streamed message that asks is matched to its interrupt by its id, or (while its
+  // stored copy is not read yet) by the tool call's id or the question's prompt.
+  const liveAsking = shown.filter((m) => m.createdAt === null && (m.type === "question" || m.props.needsApproval === true));
+  const liveKey = liveAsking.map((m) => m.id).join(",");
+  const shownInterrupts = useMemo(() => {
+    const missing = liveAsking.filter((m) => !interrupts.byMessage.has(m.id));
+    if (missing.length === 0) return interrupts.byMessage;
+    const all = new Map(interrupts.byMessage);
+    const candidates = [...interrupts.byMessage.values()].filter((i) => !storedIds.has(i.messageId));
+    for (const message of missing) {
+      const found = candidates.find((i) => message.type === "question"
+        ? i.kind === "INPUT" && i.prompt === message.props.prompt
+        : i.kind === "TOOL_APPROVAL" && i.toolCallId === message.props.id);
+      if (found) all.set(message.id, found);
+    }
+    return all;
+  }, [interrupts.byMessage, liveKey, thread.messages]);
   // One actions object while the chat is neither busy nor renamed: the messages, memoised
   // on it, are not drawn again for every streamed delta; each call goes to this render's handlers.
   const latest = useRef(handlers);
@@ -320,7 +364,9 @@ function ChatBody({ client, chatId, focusMessageId, headers, onGo, menu, first, 
     copy: (text) => latest.current.copy(text),
     rate: (message, rating) => latest.current.rate(message, rating),
     share: (message) => latest.current.share(message),
-  }), [disabled, assistant]);
+    interrupts: shownInterrupts,
+    decide: (interrupt: InterruptInfo, decision: DecisionInput) => latest.current.decide(interrupt, decision),
+  }), [disabled, assistant, shownInterrupts]);
 
   const startOver = () => attempt(async () => {
     await run(client, StartOverDocument, { chatId });
@@ -370,12 +416,11 @@ function ChatBody({ client, chatId, focusMessageId, headers, onGo, menu, first, 
           {awaiting && <p className="text-sm text-zinc-600 dark:text-zinc-400" role="status">Waiting for {actions.assistant} to answer…</p>}
         </div>
       </div>
-      <Composer ref={composer} streaming={streaming} stopping={stopping} onSend={send} onStop={() => void stop()} />
+      <Composer ref={composer} streaming={streaming} stopping={stopping} onSend={send} onStop={() => void stop()} upload={upload} />
     </>
   );
 }
 
 function textOfFirst(message: Shown): string {
-  const content = message.props.content;
-  return typeof content === "string" ? content : "";
+  return contentText(message.props.content);
 }

@@ -1,31 +1,86 @@
-import { forwardRef, useId, useLayoutEffect, useRef, useState, type KeyboardEvent } from "react";
+import { forwardRef, useEffect, useId, useLayoutEffect, useRef, useState, type ClipboardEvent, type DragEvent, type KeyboardEvent } from "react";
 
-import { StopIcon, SendIcon } from "./icons";
+import { formatSize, type UploadedFile, type Uploader } from "../api";
+import { useToast } from "../toast";
+import { CloseIcon, FileIcon, PaperclipIcon, SendIcon, StopIcon } from "./icons";
+
+/** A file in the composer: uploading (with its progress), then uploaded (its stored id). */
+interface Attachment {
+  readonly key: number;
+  readonly file: File;
+  /** An image's preview (an object URL of the file itself). */
+  readonly preview: string | null;
+  readonly progress: number;
+  readonly uploaded: UploadedFile | null;
+}
 
 /**
  * Where the person writes: Enter sends, Shift+Enter breaks the line. The text is the
  * composer's own state, whatever happens to the chat meanwhile. Sending is off while a
- * reply streams; Stop takes the send button's place then.
+ * reply streams; Stop takes the send button's place then. With `upload`, files join the
+ * message: the attach button, a pasted image, or files dropped on the composer, each
+ * uploaded at once (its progress shown) and sent with the text.
  */
 export const Composer = forwardRef<HTMLTextAreaElement, {
   streaming: boolean;
   stopping: boolean;
-  onSend: (text: string) => Promise<boolean>;
+  onSend: (text: string, files: readonly UploadedFile[]) => Promise<boolean>;
   onStop: () => void;
   autoFocus?: boolean;
   placeholder?: string;
-}>(function Composer({ streaming, stopping, onSend, onStop, autoFocus = false, placeholder }, ref) {
+  upload?: Uploader;
+}>(function Composer({ streaming, stopping, onSend, onStop, autoFocus = false, placeholder, upload }, ref) {
   const [text, setText] = useState("");
   const [sending, setSending] = useState(false);
+  const [attachments, setAttachments] = useState<readonly Attachment[]>([]);
+  const [dragging, setDragging] = useState(false);
   const box = useRef<HTMLTextAreaElement | null>(null);
+  const picker = useRef<HTMLInputElement | null>(null);
+  const nextKey = useRef(0);
+  const toast = useToast();
   const hint = useId();
+  const uploading = attachments.some((attachment) => attachment.uploaded === null);
+  const ready = attachments.filter((attachment) => attachment.uploaded !== null);
+
+  // The previews' object URLs go with the composer.
+  const previews = useRef(new Set<string>());
+  useEffect(() => () => previews.current.forEach((url) => URL.revokeObjectURL(url)), []);
+  const drop = (key: number) => setAttachments((current) => current.filter((attachment) => {
+    if (attachment.key === key && attachment.preview) {
+      URL.revokeObjectURL(attachment.preview);
+      previews.current.delete(attachment.preview);
+    }
+    return attachment.key !== key;
+  }));
+
+  const add = (files: readonly File[]) => {
+    if (!upload) return;
+    for (const file of files) {
+      const key = ++nextKey.current;
+      const preview = file.type.startsWith("image/") ? URL.createObjectURL(file) : null;
+      if (preview) previews.current.add(preview);
+      setAttachments((current) => [...current, { key, file, preview, progress: 0, uploaded: null }]);
+      const change = (patch: Partial<Attachment>) =>
+        setAttachments((current) => current.map((attachment) => attachment.key === key ? { ...attachment, ...patch } : attachment));
+      upload(file, (progress) => change({ progress }))
+        .then((uploaded) => change({ uploaded, progress: 1 }))
+        .catch((error: unknown) => {
+          toast.fail(error);
+          drop(key);
+        });
+    }
+  };
+
   const send = async () => {
     const value = text.trim();
-    if (!value || streaming || sending) return;
+    if ((!value && ready.length === 0) || uploading || streaming || sending) return;
     setSending(true);
-    const sent = await onSend(value);
+    const sent = await onSend(value, ready.map((attachment) => attachment.uploaded as UploadedFile));
     setSending(false);
-    if (sent) setText("");
+    if (sent) {
+      setText("");
+      for (const attachment of attachments) drop(attachment.key);
+    }
   };
   const onKeyDown = (event: KeyboardEvent<HTMLTextAreaElement>) => {
     if (event.key === "Enter" && !event.shiftKey && !event.nativeEvent.isComposing) {
@@ -33,6 +88,14 @@ export const Composer = forwardRef<HTMLTextAreaElement, {
       void send();
     }
   };
+  const onPaste = (event: ClipboardEvent<HTMLTextAreaElement>) => {
+    if (!upload) return;
+    const files = [...event.clipboardData.files];
+    if (files.length === 0) return;
+    event.preventDefault();
+    add(files);
+  };
+  const dragHasFiles = (event: DragEvent) => [...event.dataTransfer.types].includes("Files");
   // Grows with its text, up to about ten lines.
   useLayoutEffect(() => {
     const element = box.current;
@@ -40,34 +103,92 @@ export const Composer = forwardRef<HTMLTextAreaElement, {
     element.style.height = "auto";
     element.style.height = `${Math.min(element.scrollHeight, 240)}px`;
   }, [text]);
+  const canSend = !sending && !uploading && (text.trim() !== "" || ready.length > 0);
   return (
     <form aria-label="Message composer" className="mx-auto w-full max-w-3xl px-3 pb-3 sm:px-4" onSubmit={(event) => {
       event.preventDefault();
       void send();
-    }}>
-      <div className="flex items-end gap-2 rounded-2xl border border-zinc-300 bg-white p-2 shadow-sm focus-within:border-zinc-500 dark:border-zinc-600 dark:bg-zinc-800 dark:focus-within:border-zinc-400">
-        <textarea ref={(element) => {
-          box.current = element;
-          if (typeof ref === "function") ref(element);
-          else if (ref) ref.current = element;
-        }} aria-label="Message" placeholder={placeholder ?? "Write a message"}
-          aria-describedby={hint}
-          value={text} rows={1} autoFocus={autoFocus} onChange={(event) => setText(event.target.value)} onKeyDown={onKeyDown}
-          disabled={streaming}
-          className="max-h-60 min-h-10 flex-1 resize-none bg-transparent px-2 py-2 text-base placeholder:text-zinc-500 focus-visible:outline-none disabled:opacity-60 dark:placeholder:text-zinc-400" />
-        {streaming ? (
-          <button type="button" onClick={onStop} disabled={stopping} aria-label="Stop"
-            className="inline-flex size-9 shrink-0 cursor-pointer items-center justify-center rounded-full bg-zinc-900 text-white disabled:opacity-50 dark:bg-zinc-100 dark:text-zinc-900">
-            <StopIcon />
-          </button>
-        ) : (
-          <button type="submit" disabled={sending || text.trim() === ""} aria-label="Send"
-            className="inline-flex size-9 shrink-0 cursor-pointer items-center justify-center rounded-full bg-zinc-900 text-white disabled:cursor-not-allowed disabled:opacity-40 dark:bg-zinc-100 dark:text-zinc-900">
-            <SendIcon />
-          </button>
+    }}
+      onDragOver={(event) => {
+        if (!upload || !dragHasFiles(event)) return;
+        event.preventDefault();
+        setDragging(true);
+      }}
+      onDragLeave={() => setDragging(false)}
+      onDrop={(event) => {
+        if (!upload) return;
+        event.preventDefault();
+        setDragging(false);
+        add([...event.dataTransfer.files]);
+      }}>
+      <div className={`flex flex-col gap-2 rounded-2xl border bg-white p-2 shadow-sm focus-within:border-zinc-500 dark:bg-zinc-800 dark:focus-within:border-zinc-400 ${dragging ? "border-blue-500 ring-2 ring-blue-300 dark:border-blue-400" : "border-zinc-300 dark:border-zinc-600"}`}>
+        {attachments.length > 0 && (
+          <ul aria-label="Files to send" className="flex flex-wrap gap-2 px-1 pt-1">
+            {attachments.map((attachment) => {
+              const name = attachment.file.name || "pasted file";
+              return (
+                <li key={attachment.key} className="relative flex max-w-60 items-center gap-2 rounded-lg border border-zinc-200 bg-zinc-50 py-1 pr-8 pl-1 text-sm dark:border-zinc-700 dark:bg-zinc-900">
+                  {attachment.preview
+                    ? <img src={attachment.preview} alt="" className="size-10 shrink-0 rounded object-cover" />
+                    : <span className="flex size-10 shrink-0 items-center justify-center rounded bg-zinc-200 dark:bg-zinc-700"><FileIcon /></span>}
+                  <span className="flex min-w-0 flex-col">
+                    <span className="truncate font-medium">{name}</span>
+                    <span className="text-xs text-zinc-600 dark:text-zinc-400">
+                      {formatSize(attachment.file.size)}{attachment.uploaded ? "" : ` · uploading ${Math.round(attachment.progress * 100)}%`}
+                    </span>
+                    {!attachment.uploaded && (
+                      <progress aria-label={`Uploading ${name}`} value={Math.round(attachment.progress * 100)} max={100} className="h-1 w-full" />
+                    )}
+                  </span>
+                  <button type="button" aria-label={`Remove ${name}`} title="Remove" onClick={() => drop(attachment.key)}
+                    className="absolute top-1 right-1 inline-flex size-6 cursor-pointer items-center justify-center rounded-full text-zinc-700 hover:bg-zinc-200 dark:text-zinc-300 dark:hover:bg-zinc-700">
+                    <CloseIcon />
+                  </button>
+                </li>
+              );
+            })}
+          </ul>
         )}
+        <div className="flex items-end gap-2">
+          {upload && (
+            <>
+              <input ref={picker} type="file" multiple className="hidden" tabIndex={-1}
+                onChange={(event) => {
+                  add([...(event.target.files ?? [])]);
+                  event.target.value = "";
+                }} />
+              <button type="button" aria-label="Attach files" title="Attach files" disabled={streaming} onClick={() => picker.current?.click()}
+                className="inline-flex size-9 shrink-0 cursor-pointer items-center justify-center rounded-full text-zinc-700 hover:bg-zinc-100 disabled:cursor-not-allowed disabled:opacity-40 dark:text-zinc-300 dark:hover:bg-zinc-700">
+                <PaperclipIcon />
+              </button>
+            </>
+          )}
+          <textarea ref={(element) => {
+            box.current = element;
+            if (typeof ref === "function") ref(element);
+            else if (ref) ref.current = element;
+          }} aria-label="Message" placeholder={placeholder ?? "Write a message"}
+            aria-describedby={hint}
+            value={text} rows={1} autoFocus={autoFocus} onChange={(event) => setText(event.target.value)} onKeyDown={onKeyDown}
+            onPaste={onPaste}
+            disabled={streaming}
+            className="max-h-60 min-h-10 flex-1 resize-none bg-transparent px-2 py-2 text-base placeholder:text-zinc-500 focus-visible:outline-none disabled:opacity-60 dark:placeholder:text-zinc-400" />
+          {streaming ? (
+            <button type="button" onClick={onStop} disabled={stopping} aria-label="Stop"
+              className="inline-flex size-9 shrink-0 cursor-pointer items-center justify-center rounded-full bg-zinc-900 text-white disabled:opacity-50 dark:bg-zinc-100 dark:text-zinc-900">
+              <StopIcon />
+            </button>
+          ) : (
+            <button type="submit" disabled={!canSend} aria-label="Send"
+              className="inline-flex size-9 shrink-0 cursor-pointer items-center justify-center rounded-full bg-zinc-900 text-white disabled:cursor-not-allowed disabled:opacity-40 dark:bg-zinc-100 dark:text-zinc-900">
+              <SendIcon />
+            </button>
+          )}
+        </div>
       </div>
-      <p id={hint} className="mt-1.5 hidden text-center text-xs text-zinc-600 sm:block dark:text-zinc-400">Enter sends · Shift+Enter for a new line</p>
+      <p id={hint} className="mt-1.5 hidden text-center text-xs text-zinc-600 sm:block dark:text-zinc-400">
+        Enter sends · Shift+Enter for a new line{upload ? " · paste or drop files to attach" : ""}
+      </p>
     </form>
   );
 });

@@ -1,6 +1,6 @@
 import { memo } from "react";
 
-import { textOf } from "../api";
+import { contentText } from "../api";
 import { ActionButton } from "./controls";
 import { CopyIcon, RegenerateIcon, ShareIcon, ThumbDownIcon, ThumbUpIcon } from "./icons";
 import { MEMORY_NOTE, Part, revealClass, Time, UserMessage, type MessageActions, type Shown } from "./MessageView";
@@ -70,7 +70,10 @@ const Turn = memo(function Turn({ parts, actions, focusId, last }: TurnProps) {
     if (block && part.blockId !== null && block.blockId === part.blockId) block.parts.push(part);
     else blocks.push({ key: part.id, blockId: part.blockId, parts: [part] });
   }
-  const view = (part: Shown) => <Part key={part.id} message={part} assistant={actions.assistant} focused={part.id === focusId} />;
+  const view = (part: Shown) => (
+    <Part key={part.id} message={part} assistant={actions.assistant} focused={part.id === focusId}
+      interrupt={actions.interrupts?.get(part.id)} decide={actions.decide} />
+  );
   const feedback = rated?.feedback ?? null;
   return (
     <section aria-label={`Answer from ${actions.assistant}`} className="group/message flex flex-col gap-2">
@@ -95,7 +98,7 @@ const Turn = memo(function Turn({ parts, actions, focusId, last }: TurnProps) {
           )}
           <div className={`flex items-center gap-0.5 ${revealClass(last)}`}>
             {texts.length > 0 && (
-              <ActionButton label="Copy" onClick={() => actions.copy(texts.map((part) => textOf(part.props.content)).join("\n\n"))}><CopyIcon /></ActionButton>
+              <ActionButton label="Copy" onClick={() => actions.copy(texts.map((part) => contentText(part.props.content)).join("\n\n"))}><CopyIcon /></ActionButton>
             )}
             {start.answerStart && start.parentId && !actions.readOnly && (
               <ActionButton label="Regenerate" disabled={actions.busy} onClick={() => actions.regenerate(start)}><RegenerateIcon /></ActionButton>

@@ -1,8 +1,11 @@
 import { memo, useState, type ReactNode } from "react";
 
-import { textOf } from "../api";
+import { contentText, fileParts, textOf } from "../api";
+import type { DecisionInput, InterruptInfo } from "../interrupts";
+import { MessageFiles, type MessageFile, type ShownFile } from "./Attachments";
 import { ActionButton, Button } from "./controls";
 import { CopyIcon, EditIcon } from "./icons";
+import { InterruptPanel } from "./InterruptPanel";
 import { Markdown } from "./Markdown";
 import { VersionSwitcher } from "./VersionSwitcher";
 
@@ -27,6 +30,18 @@ export interface Shown {
   readonly sending?: boolean;
   /** The person's own rating of this message. */
   readonly feedback: Rating | null;
+  /** The files it references, with their addresses (stored messages). */
+  readonly files?: readonly MessageFile[];
+}
+
+/** A message's files: the stored ones (with addresses), else those its content names. */
+export function filesOf(message: Shown): ShownFile[] {
+  if (message.files && message.files.length > 0) return [...message.files];
+  const parts = fileParts(message.props.content);
+  if (message.type === "file" && typeof message.props.fileId === "string") {
+    parts.push({ type: "file", fileId: message.props.fileId, mediaType: String(message.props.mediaType ?? ""), filename: String(message.props.filename ?? "file") });
+  }
+  return parts.map((part) => ({ id: part.fileId, filename: part.filename, mediaType: part.mediaType ?? "" }));
 }
 
 export interface MessageActions {
@@ -41,6 +56,10 @@ export interface MessageActions {
   copy(text: string): void;
   rate(message: Shown, rating: Rating | null): void;
   share(message: Shown): void;
+  /** What the chat's streams asked a person, by the id of the message that asked. */
+  readonly interrupts?: ReadonlyMap<string, InterruptInfo>;
+  /** Decides an interrupt (absent: read-only). */
+  decide?(interrupt: InterruptInfo, decision: DecisionInput): Promise<boolean>;
 }
 
 export const MEMORY_NOTE = "Started over: the agent no longer reads the messages above. Its memory is kept.";
@@ -97,9 +116,14 @@ function Fold({ open, summary, children }: { open: boolean; summary: ReactNode; 
 const preClass = "overflow-x-auto rounded-md bg-zinc-50 p-2 text-xs whitespace-pre-wrap dark:bg-zinc-950";
 
 /** One part of an answer (thinking, a tool call, its result, text, an error note), without a header of its own. */
-export function Part({ message, assistant, focused }: { message: Shown; assistant: string; focused: boolean }) {
+export function Part({ message, assistant, focused, interrupt, decide }: {
+  message: Shown; assistant: string; focused: boolean;
+  interrupt?: InterruptInfo | undefined;
+  decide?: ((interrupt: InterruptInfo, decision: DecisionInput) => Promise<boolean>) | undefined;
+}) {
   const { props } = message;
-  const content = textOf(props.content);
+  const content = contentText(props.content);
+  const waiting = interrupt?.state === "PENDING";
   const live = message.createdAt === null;
   let body: ReactNode;
   switch (message.type) {
@@ -113,11 +137,27 @@ export function Part({ message, assistant, focused }: { message: Shown; assistan
       break;
     case "tool_call":
       body = (
-        <Fold open={live} summary={<>Tool call: <code className="font-mono text-xs">{textOf(props.name)}</code>
-          <span className="text-xs text-zinc-600 dark:text-zinc-400">{live ? " · running…" : " · called"}</span></>}>
-          <pre aria-label="Arguments" className={preClass}>{textOf(props.arguments)}</pre>
-        </Fold>
+        <>
+          <Fold open={live || waiting} summary={<>Tool call: <code className="font-mono text-xs">{textOf(props.name)}</code>
+            <span className="text-xs text-zinc-600 dark:text-zinc-400">
+              {waiting ? " · waiting for you" : interrupt ? ` · ${interrupt.state === "RESOLVED" && interrupt.decision?.approved ? "approved" : interrupt.state === "RESOLVED" ? "denied" : interrupt.state.toLowerCase()}` : live ? " · running…" : " · called"}
+            </span></>}>
+            <pre aria-label="Arguments" className={preClass}>{textOf(props.arguments)}</pre>
+          </Fold>
+          {interrupt && <InterruptPanel interrupt={interrupt} decide={decide} />}
+        </>
       );
+      break;
+    case "question":
+      body = (
+        <div>
+          <p className="text-sm"><span className="font-medium">Question: </span>{textOf(props.prompt)}</p>
+          {interrupt && <InterruptPanel interrupt={interrupt} decide={decide} />}
+        </div>
+      );
+      break;
+    case "file":
+      body = <MessageFiles files={filesOf(message)} />;
       break;
     case "tool_result":
       body = (
@@ -153,7 +193,8 @@ export function Part({ message, assistant, focused }: { message: Shown; assistan
 /** The person's message: a bubble on the right, with its time, versions, copy and edit. */
 export const UserMessage = memo(function UserMessage({ message, actions, focused, last }: { message: Shown; actions: MessageActions; focused: boolean; last: boolean }) {
   const [editing, setEditing] = useState(false);
-  const content = textOf(message.props.content);
+  const content = contentText(message.props.content);
+  const files = filesOf(message);
   const versions = message.siblings && message.siblings.count > 1;
   return (
     <article id={`message-${message.id}`} tabIndex={-1} aria-label="You, user input"
@@ -169,8 +210,9 @@ export const UserMessage = memo(function UserMessage({ message, actions, focused
           if (saved) setEditing(false);
         }} />
       ) : (
-        <p className="max-w-[85%] rounded-2xl bg-zinc-100 px-4 py-2 whitespace-pre-wrap break-words dark:bg-zinc-800">{content}</p>
+        content && <p className="max-w-[85%] rounded-2xl bg-zinc-100 px-4 py-2 whitespace-pre-wrap break-words dark:bg-zinc-800">{content}</p>
       )}
+      <MessageFiles files={files} align="end" />
       {!editing && (
         <div className="-mt-1 flex h-8 items-center gap-1">
           {versions && message.siblings && (

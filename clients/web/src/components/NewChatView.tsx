@@ -1,7 +1,7 @@
 import { AppendMessagesDocument, CreateChatDocument, type ChatqlClient } from "@chatql/client";
-import { useEffect, useRef, useState, type ReactNode } from "react";
+import { useEffect, useMemo, useRef, useState, type ReactNode } from "react";
 
-import { writeId } from "../api";
+import { composeContent, uploader, writeId, type UploadedFile } from "../api";
 import { useToast } from "../toast";
 import { Composer } from "./Composer";
 import { inputClass } from "./controls";
@@ -13,8 +13,9 @@ const ASSISTANT_KEY = "chatql.assistant";
  * A new chat: the assistant to talk to and the composer. Nothing exists on the server
  * until the first message is sent; sending creates the chat with that message.
  */
-export function NewChatView({ client, menu, onStarted }: {
+export function NewChatView({ client, menu, onStarted, headers }: {
   client: ChatqlClient;
+  headers: Readonly<Record<string, string>>;
   menu: ReactNode;
   onStarted: (chatId: string, message: Shown) => void;
 }) {
@@ -26,7 +27,9 @@ export function NewChatView({ client, menu, onStarted }: {
     const timer = setTimeout(() => composer.current?.focus());
     return () => clearTimeout(timer);
   }, []);
-  const send = async (content: string): Promise<boolean> => {
+  const upload = useMemo(() => uploader(headers), [headers]);
+  const send = async (text: string, files: readonly UploadedFile[]): Promise<boolean> => {
+    const content = composeContent(text, files);
     try {
       const assistantId = assistant.trim() || "demo";
       localStorage.setItem(ASSISTANT_KEY, assistantId);
@@ -59,7 +62,7 @@ export function NewChatView({ client, menu, onStarted }: {
         </label>
         <div className="w-full max-w-3xl">
           <Composer ref={composer} streaming={false} stopping={false} onSend={send} onStop={() => undefined} autoFocus
-            placeholder="Ask anything" />
+            placeholder="Ask anything" upload={upload} />
         </div>
       </div>
     </>

@@ -2,7 +2,7 @@ import type { ChatqlClient } from "@chatql/client";
 import { useEffect, useState } from "react";
 
 import type { Place } from "../App";
-import { run, textOf } from "../api";
+import { contentText, run } from "../api";
 import { SearchMessagesDocument, type SearchMessagesQuery } from "../generated/operations";
 
 type Hit = SearchMessagesQuery["searchMessages"][number];
@@ -40,7 +40,7 @@ export function SearchResults({ client, query, onGo, deleted, revision }: {
       {shown?.length === 0 && <p className="px-2.5 text-sm text-zinc-600 dark:text-zinc-400">No messages match.</p>}
       <ul>
         {shown?.map((hit) => {
-          const { before, match, after, cutStart, cutEnd } = snippet(textOf((hit.message.props as { content?: unknown } | null)?.content), query);
+          const { before, match, after, cutStart, cutEnd } = snippet(contentText((hit.message.props as { content?: unknown } | null)?.content), query);
           return (
             <li key={hit.message.id}>
               <button type="button" onClick={() => onGo({ chatId: hit.chat.id, messageId: hit.message.id, trash: false })}

@@ -2,18 +2,33 @@ import type { ChatqlClient } from "@chatql/client";
 import { useEffect, useState } from "react";
 
 import { run } from "../api";
-import { SharedChatDocument, type SharedChatQuery } from "../generated/operations";
+import { ForkSharedChatDocument, SharedChatDocument, type SharedChatQuery } from "../generated/operations";
 import { useToast } from "../toast";
+import { Button } from "./controls";
 import { copyText } from "./Markdown";
 import { MessageList } from "./MessageList";
 import type { MessageActions, Shown } from "./MessageView";
 
 type Shared = NonNullable<SharedChatQuery["sharedChat"]>;
 
-/** A share link's page (`/s/{token}`): the shared branch of a chat, read-only. */
-export function SharedView({ client, token }: { client: ChatqlClient; token: string }) {
+/**
+ * A share link's page (`/s/{token}`): the shared branch of a chat, read-only. A signed-in
+ * person may continue it as a chat of their own (a copy of the shared messages).
+ */
+export function SharedView({ client, token, signedIn }: { client: ChatqlClient; token: string; signedIn: boolean }) {
   const [shared, setShared] = useState<Shared | null | undefined>(undefined);
+  const [forking, setForking] = useState(false);
   const toast = useToast();
+  const fork = async () => {
+    setForking(true);
+    try {
+      const data = await run(client, ForkSharedChatDocument, { token });
+      location.assign(`/?chat=${encodeURIComponent(data.forkChat.id)}`);
+    } catch (error) {
+      toast.fail(error);
+      setForking(false);
+    }
+  };
   useEffect(() => {
     run(client, SharedChatDocument, { token })
       .then((data) => setShared(data.sharedChat))
@@ -26,7 +41,7 @@ export function SharedView({ client, token }: { client: ChatqlClient; token: str
   const messages: Shown[] = (shared?.messages ?? []).map((message, index, all) => ({
     id: message.id, role: message.role, type: message.type, props: (message.props ?? {}) as Record<string, unknown>,
     blockId: null, threadId: null, status: null, createdAt: message.createdAt, siblings: null, parentId: null,
-    answerStart: message.role !== "USER" && all[index - 1]?.role === "USER", feedback: null,
+    answerStart: message.role !== "USER" && all[index - 1]?.role === "USER", feedback: null, files: message.files,
   }));
   const actions: MessageActions = {
     busy: true, assistant, readOnly: true,
@@ -37,6 +52,9 @@ export function SharedView({ client, token }: { client: ChatqlClient; token: str
     <main aria-label="Shared chat" className="flex h-dvh flex-col">
       <header className="flex h-14 shrink-0 items-center gap-3 border-b border-zinc-200 px-4 dark:border-zinc-800">
         <h1 className="min-w-0 flex-1 truncate text-base font-semibold">{shared === null ? "Link not found" : shared?.title || "Shared chat"}</h1>
+        {shared && signedIn && (
+          <Button look="primary" disabled={forking} onClick={() => void fork()}>Continue this chat</Button>
+        )}
         <a href="/" className="text-sm text-blue-700 underline underline-offset-2 dark:text-blue-300">Open chatql</a>
       </header>
       <div role="log" aria-label="Messages" tabIndex={0} className="min-h-0 flex-1 overflow-y-auto focus-visible:outline-none">

@@ -4,6 +4,7 @@ import { useEffect, useState } from "react";
 
 import type { Place } from "../App";
 import type { Identity } from "../identity";
+import { useInbox, type InboxEntry } from "../interrupts";
 import { usePinnedChats } from "../thread";
 import { Button, IconButton, inputClass } from "./controls";
 import { GearIcon, MoonIcon, PlusIcon, SunIcon, TrashIcon } from "./icons";
@@ -31,6 +32,8 @@ export function Sidebar({ client, place, onGo, onNewChat, deleted, revision, ide
   }, [search]);
   const list = useChatList(client, { keywords });
   const pinned = usePinnedChats(client, revision).filter((chat) => !deleted.has(chat.id));
+  const inbox = useInbox(client, revision).filter((entry) => !deleted.has(entry.chatId));
+  const [inboxOpen, setInboxOpen] = useState(true);
   const pinnedIds = new Set(pinned.map((chat) => chat.id));
   const groups = list.groups
     .map((group) => ({ ...group, chats: group.chats.filter((chat) => !pinnedIds.has(chat.id) && !deleted.has(chat.id)) }))
@@ -59,6 +62,30 @@ export function Sidebar({ client, place, onGo, onNewChat, deleted, revision, ide
       </div>
       <div className="min-h-0 flex-1 overflow-y-auto px-2 pb-2">
         {keywords && <SearchResults client={client} query={keywords} onGo={onGo} deleted={deleted} revision={revision} />}
+        {inbox.length > 0 && (
+          <section aria-label="Waiting for you" className="pt-2">
+            <h2>
+              <button type="button" aria-expanded={inboxOpen} onClick={() => setInboxOpen(!inboxOpen)}
+                className="flex w-full cursor-pointer items-center gap-2 rounded-lg px-2.5 py-1.5 text-left text-sm font-medium hover:bg-zinc-200/70 dark:hover:bg-zinc-800">
+                <span className="flex-1">Waiting for you</span>
+                <span className="rounded-full bg-amber-200 px-2 py-0.5 text-xs font-semibold text-amber-950 dark:bg-amber-800 dark:text-amber-50">{inbox.length}</span>
+              </button>
+            </h2>
+            {inboxOpen && (
+              <ul>
+                {inbox.map((entry) => (
+                  <li key={entry.id}>
+                    <button type="button" onClick={() => onGo({ chatId: entry.chatId, messageId: entry.messageId, trash: false })}
+                      className="flex w-full cursor-pointer flex-col rounded-lg px-2.5 py-1.5 text-left text-sm hover:bg-zinc-200/70 dark:hover:bg-zinc-800">
+                      <span className="truncate">{askOf(entry)}</span>
+                      <span className="truncate text-xs text-zinc-600 dark:text-zinc-400">{entry.chat?.title || "Untitled chat"}</span>
+                    </button>
+                  </li>
+                ))}
+              </ul>
+            )}
+          </section>
+        )}
         {shownPinned.length > 0 && (
           <section aria-label="Pinned">
             <h2 className={heading}>Pinned</h2>
@@ -95,4 +122,10 @@ export function Sidebar({ client, place, onGo, onNewChat, deleted, revision, ide
       </div>
     </nav>
   );
+}
+
+/** What an interrupt asks, in a few words. */
+function askOf(entry: InboxEntry): string {
+  if (entry.kind === "INPUT") return `Question: ${entry.prompt ?? ""}`;
+  return `Approve ${entry.toolName ?? "a tool call"}`;
 }

@@ -26,3 +26,6 @@ export const ThumbUpIcon = () => <Icon><path d="M7 10v11M15 5.9 14 10h5.8a2 2 0 
 export const ThumbDownIcon = () => <Icon><path d="M17 14V3M9 18.1 10 14H4.2a2 2 0 0 1-2-2.3l1.4-7A2 2 0 0 1 5.5 3H17v11l-4 8a3 3 0 0 1-3-3.9z" /></Icon>;
 export const ShareIcon = () => <Icon><path d="M4 12v7a2 2 0 0 0 2 2h12a2 2 0 0 0 2-2v-7M16 6l-4-4-4 4M12 2v13" /></Icon>;
 export const TrashIcon = () => <Icon><path d="M3 6h18M8 6V4h8v2M19 6l-1 14H6L5 6" /></Icon>;
+export const FileIcon = () => <Icon><path d="M14 2H6a2 2 0 0 0-2 2v16a2 2 0 0 0 2 2h12a2 2 0 0 0 2-2V8z" /><path d="M14 2v6h6" /></Icon>;
+export const PaperclipIcon = () => <Icon className="size-5"><path d="m21.4 11.1-9.2 9.2a6 6 0 0 1-8.5-8.5l9.2-9.2a4 4 0 0 1 5.7 5.7l-9.2 9.2a2 2 0 0 1-2.8-2.8l8.5-8.5" /></Icon>;
+export const CloseIcon = () => <Icon className="size-3.5"><path d="M18 6 6 18M6 6l12 12" /></Icon>;

@@ -9,6 +9,18 @@ export type EditMessageInput = {
   props?: unknown;
 };
 
+/** What an interrupt asks: TOOL_APPROVAL (may this tool call run, with these arguments?) or INPUT (a question with an answer to give). */
+export type InterruptKind =
+  | 'INPUT'
+  | 'TOOL_APPROVAL';
+
+/** PENDING until decided; RESOLVED once decided; EXPIRED when its expiresAt passed first (it counts as denied); CANCELLED when the stream was stopped. */
+export type InterruptState =
+  | 'CANCELLED'
+  | 'EXPIRED'
+  | 'PENDING'
+  | 'RESOLVED';
+
 export type MessageStatus =
   | 'COMPLETED'
   | 'FAILED'
@@ -25,7 +37,44 @@ export type Role =
   | 'TOOL'
   | 'USER';
 
-export type ThreadMessageFragment = { id: string, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, status: MessageStatus, createdAt: string, parentId: string | null, siblings: { index: number, count: number, ids: Array<string> }, myFeedback: { rating: Rating } | null };
+export type ThreadMessageFragment = { id: string, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, status: MessageStatus, createdAt: string, parentId: string | null, siblings: { index: number, count: number, ids: Array<string> }, myFeedback: { rating: Rating } | null, files: Array<{ id: string, filename: string, mediaType: string, size: number, url: string, width: number | null, height: number | null }> };
+
+export type MessageFileFragment = { id: string, filename: string, mediaType: string, size: number, url: string, width: number | null, height: number | null };
+
+export type InterruptFieldsFragment = { id: string, chatId: string, messageId: string, kind: InterruptKind, state: InterruptState, toolCallId: string | null, toolName: string | null, arguments: unknown, prompt: string | null, responseSchema: unknown, reason: string | null, requestedAt: string, expiresAt: string | null, decision: { approved: boolean | null, editedArguments: unknown, response: unknown, reason: string | null, decidedBy: string, decidedAt: string } | null };
+
+export type ChatInterruptsQueryVariables = Exact<{
+  chatId: string;
+}>;
+
+
+export type ChatInterruptsQuery = { chat: { id: string, interrupts: Array<{ id: string, chatId: string, messageId: string, kind: InterruptKind, state: InterruptState, toolCallId: string | null, toolName: string | null, arguments: unknown, prompt: string | null, responseSchema: unknown, reason: string | null, requestedAt: string, expiresAt: string | null, decision: { approved: boolean | null, editedArguments: unknown, response: unknown, reason: string | null, decidedBy: string, decidedAt: string } | null }> } | null };
+
+export type InboxQueryVariables = Exact<{
+  first?: number | null | undefined;
+}>;
+
+
+export type InboxQuery = { interrupts: { edges: Array<{ node: { id: string, chatId: string, messageId: string, kind: InterruptKind, state: InterruptState, toolCallId: string | null, toolName: string | null, arguments: unknown, prompt: string | null, responseSchema: unknown, reason: string | null, requestedAt: string, expiresAt: string | null, chat: { id: string, title: string | null } | null, decision: { approved: boolean | null, editedArguments: unknown, response: unknown, reason: string | null, decidedBy: string, decidedAt: string } | null } }> } };
+
+export type ResolveInterruptMutationVariables = Exact<{
+  id: string;
+  approved?: boolean | null | undefined;
+  editedArguments?: unknown;
+  response?: unknown;
+  reason?: string | null | undefined;
+  decisionId?: string | null | undefined;
+}>;
+
+
+export type ResolveInterruptMutation = { resolveInterrupt: { id: string, chatId: string, messageId: string, kind: InterruptKind, state: InterruptState, toolCallId: string | null, toolName: string | null, arguments: unknown, prompt: string | null, responseSchema: unknown, reason: string | null, requestedAt: string, expiresAt: string | null, decision: { approved: boolean | null, editedArguments: unknown, response: unknown, reason: string | null, decidedBy: string, decidedAt: string } | null } };
+
+export type ForkSharedChatMutationVariables = Exact<{
+  token: string;
+}>;
+
+
+export type ForkSharedChatMutation = { forkChat: { id: string } };
 
 export type ChatDetailsQueryVariables = Exact<{
   id: string;
@@ -41,7 +90,7 @@ export type ThreadQueryVariables = Exact<{
 }>;
 
 
-export type ThreadQuery = { messages: { pageInfo: { hasPreviousPage: boolean, startCursor: string | null }, edges: Array<{ node: { id: string, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, status: MessageStatus, createdAt: string, parentId: string | null, siblings: { index: number, count: number, ids: Array<string> }, myFeedback: { rating: Rating } | null } }> } };
+export type ThreadQuery = { messages: { pageInfo: { hasPreviousPage: boolean, startCursor: string | null }, edges: Array<{ node: { id: string, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, status: MessageStatus, createdAt: string, parentId: string | null, siblings: { index: number, count: number, ids: Array<string> }, myFeedback: { rating: Rating } | null, files: Array<{ id: string, filename: string, mediaType: string, size: number, url: string, width: number | null, height: number | null }> } }> } };
 
 export type TrashQueryVariables = Exact<{
   first?: number | null | undefined;
@@ -124,7 +173,7 @@ export type SharedChatQueryVariables = Exact<{
 }>;
 
 
-export type SharedChatQuery = { sharedChat: { title: string | null, createdAt: string, messages: Array<{ id: string, role: Role, type: string, props: unknown, createdAt: string, assistantId: string | null }> } | null };
+export type SharedChatQuery = { sharedChat: { title: string | null, createdAt: string, messages: Array<{ id: string, role: Role, type: string, props: unknown, createdAt: string, assistantId: string | null, files: Array<{ id: string, filename: string, mediaType: string, size: number, url: string, width: number | null, height: number | null }> }> } | null };
 
 export class TypedDocumentString<TResult, TVariables>
   extends String
@@ -144,6 +193,17 @@ export class TypedDocumentString<TResult, TVariables>
     return this.value;
   }
 }
+export const MessageFileFragmentDoc = new TypedDocumentString(`
+    fragment MessageFile on File {
+  id
+  filename
+  mediaType
+  size
+  url
+  width
+  height
+}
+    `, {"fragmentName":"MessageFile"}) as unknown as TypedDocumentString<MessageFileFragment, unknown>;
 export const ThreadMessageFragmentDoc = new TypedDocumentString(`
     fragment ThreadMessage on Message {
   id
@@ -163,8 +223,156 @@ export const ThreadMessageFragmentDoc = new TypedDocumentString(`
   myFeedback {
     rating
   }
+  files {
+    ...MessageFile
+  }
 }
-    `, {"fragmentName":"ThreadMessage"}) as unknown as TypedDocumentString<ThreadMessageFragment, unknown>;
+    fragment MessageFile on File {
+  id
+  filename
+  mediaType
+  size
+  url
+  width
+  height
+}`, {"fragmentName":"ThreadMessage"}) as unknown as TypedDocumentString<ThreadMessageFragment, unknown>;
+export const InterruptFieldsFragmentDoc = new TypedDocumentString(`
+    fragment InterruptFields on Interrupt {
+  id
+  chatId
+  messageId
+  kind
+  state
+  toolCallId
+  toolName
+  arguments
+  prompt
+  responseSchema
+  reason
+  requestedAt
+  expiresAt
+  decision {
+    approved
+    editedArguments
+    response
+    reason
+    decidedBy
+    decidedAt
+  }
+}
+    `, {"fragmentName":"InterruptFields"}) as unknown as TypedDocumentString<InterruptFieldsFragment, unknown>;
+export const ChatInterruptsDocument = new TypedDocumentString(`
+    query ChatInterrupts($chatId: ID!) {
+  chat(id: $chatId) {
+    id
+    interrupts {
+      ...InterruptFields
+    }
+  }
+}
+    fragment InterruptFields on Interrupt {
+  id
+  chatId
+  messageId
+  kind
+  state
+  toolCallId
+  toolName
+  arguments
+  prompt
+  responseSchema
+  reason
+  requestedAt
+  expiresAt
+  decision {
+    approved
+    editedArguments
+    response
+    reason
+    decidedBy
+    decidedAt
+  }
+}`) as unknown as TypedDocumentString<ChatInterruptsQuery, ChatInterruptsQueryVariables>;
+export const InboxDocument = new TypedDocumentString(`
+    query Inbox($first: Int) {
+  interrupts(first: $first) {
+    edges {
+      node {
+        ...InterruptFields
+        chat {
+          id
+          title
+        }
+      }
+    }
+  }
+}
+    fragment InterruptFields on Interrupt {
+  id
+  chatId
+  messageId
+  kind
+  state
+  toolCallId
+  toolName
+  arguments
+  prompt
+  responseSchema
+  reason
+  requestedAt
+  expiresAt
+  decision {
+    approved
+    editedArguments
+    response
+    reason
+    decidedBy
+    decidedAt
+  }
+}`) as unknown as TypedDocumentString<InboxQuery, InboxQueryVariables>;
+export const ResolveInterruptDocument = new TypedDocumentString(`
+    mutation ResolveInterrupt($id: ID!, $approved: Boolean, $editedArguments: JSON, $response: JSON, $reason: String, $decisionId: ID) {
+  resolveInterrupt(
+    id: $id
+    approved: $approved
+    editedArguments: $editedArguments
+    response: $response
+    reason: $reason
+    decisionId: $decisionId
+  ) {
+    ...InterruptFields
+  }
+}
+    fragment InterruptFields on Interrupt {
+  id
+  chatId
+  messageId
+  kind
+  state
+  toolCallId
+  toolName
+  arguments
+  prompt
+  responseSchema
+  reason
+  requestedAt
+  expiresAt
+  decision {
+    approved
+    editedArguments
+    response
+    reason
+    decidedBy
+    decidedAt
+  }
+}`) as unknown as TypedDocumentString<ResolveInterruptMutation, ResolveInterruptMutationVariables>;
+export const ForkSharedChatDocument = new TypedDocumentString(`
+    mutation ForkSharedChat($token: String!) {
+  forkChat(fromShare: $token) {
+    id
+  }
+}
+    `) as unknown as TypedDocumentString<ForkSharedChatMutation, ForkSharedChatMutationVariables>;
 export const ChatDetailsDocument = new TypedDocumentString(`
     query ChatDetails($id: ID!) {
   chat(id: $id) {
@@ -214,6 +422,18 @@ export const ThreadDocument = new TypedDocumentString(`
   myFeedback {
     rating
   }
+  files {
+    ...MessageFile
+  }
+}
+fragment MessageFile on File {
+  id
+  filename
+  mediaType
+  size
+  url
+  width
+  height
 }`) as unknown as TypedDocumentString<ThreadQuery, ThreadQueryVariables>;
 export const TrashDocument = new TypedDocumentString(`
     query Trash($first: Int) {
@@ -321,7 +541,18 @@ export const SharedChatDocument = new TypedDocumentString(`
       props
       createdAt
       assistantId
+      files {
+        ...MessageFile
+      }
     }
   }
 }
-    `) as unknown as TypedDocumentString<SharedChatQuery, SharedChatQueryVariables>;
+    fragment MessageFile on File {
+  id
+  filename
+  mediaType
+  size
+  url
+  width
+  height
+}`) as unknown as TypedDocumentString<SharedChatQuery, SharedChatQueryVariables>;
