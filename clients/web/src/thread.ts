@@ -4,7 +4,7 @@
  * hooks' stores; components only read it and ask for a reload after a write.
  */
 import type { ChatqlClient } from "@chatql/client";
-import { useCallback, useEffect, useRef, useState } from "react";
+import { startTransition, useCallback, useEffect, useRef, useState } from "react";
 
 import { run } from "./api";
 import { useChatEvents } from "@chatql/client/react";
@@ -29,6 +29,7 @@ export function useThread(client: ChatqlClient, chatId: string) {
   const cursor = useRef<string | null>(null);
   const generation = useRef(0);
   const busy = useRef(false);
+  const shown = useRef(false);
 
   const page = useCallback(async (fresh: boolean): Promise<readonly ThreadMessage[]> => {
     if (busy.current && !fresh) return [];
@@ -40,12 +41,18 @@ export function useThread(client: ChatqlClient, chatId: string) {
       if (mine !== generation.current) return [];
       const nodes = data.messages.edges.map((edge) => edge.node);
       cursor.current = data.messages.pageInfo.startCursor ?? cursor.current;
-      setThread((state) => ({
+      const show = () => setThread((state) => ({
         messages: fresh ? nodes : [...nodes, ...state.messages],
         hasOlder: data.messages.pageInfo.hasPreviousPage,
         loading: false,
         error: null,
       }));
+      // A chat's first page of rendered markdown is a lot of work: as a transition, React
+      // draws it in slices, so typing, scrolling and a live answer never wait on it.
+      // Later reads (after an edit, a switch) apply at once: focus follows them.
+      if (shown.current) show();
+      else startTransition(show);
+      shown.current = true;
       return nodes;
     } catch (error) {
       // No paging on after a failed read (a chat that is gone would be asked again and again).
