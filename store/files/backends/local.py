@@ -53,10 +53,11 @@ class LocalStorage(FileStorage):
             async for chunk in chunks:
                 batch += chunk
                 if len(batch) >= _WRITE_BATCH:
-                    await asyncio.to_thread(handle.write, bytes(batch))
-                    batch.clear()
+                    # Handed over whole (no copy); the next batch is a new buffer.
+                    await asyncio.to_thread(handle.write, batch)
+                    batch = bytearray()
             if batch:
-                await asyncio.to_thread(handle.write, bytes(batch))
+                await asyncio.to_thread(handle.write, batch)
             await asyncio.to_thread(handle.close)
             await asyncio.to_thread(os.replace, partial, target)
         except BaseException:
