@@ -19,11 +19,13 @@
 
 import { ChatqlError, type ChatqlClient } from "./client.js";
 import {
+  ChatInterruptsDocument,
   EndStreamDocument,
   PushChunksDocument,
   StartStreamDocument,
   type ChunkInput,
   type EndStreamMutation,
+  type InterruptFieldsFragment,
   type MessageInput,
   type StartStreamMutation,
 } from "./generated/operations.js";
@@ -104,7 +106,7 @@ export async function startStream(client: ChatqlClient, options: StartStreamOpti
   return new StreamWriter(client, stream.id, {
     ...options,
     heartbeatMs: idle === null ? options.heartbeatMs ?? 20_000 : (idle * 1000) / 3,
-  });
+  }, stream.chatId);
 }
 
 /**
@@ -127,6 +129,8 @@ export async function withStream<T>(client: ChatqlClient, options: StartStreamOp
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** How often an inline ask looks for the person's decision. */
+const DECISION_POLL_MS = 250;
 
 /** How an agent asks a person (a tool call needing approval, a question). */
 export interface AskingOptions {
@@ -168,8 +172,10 @@ export class StreamWriter {
   private textId: string | null = null;
   private thinkingId: string | null = null;
   private usageInput: Usage | null = null;
+  /** The calls this stream started: what an inline approval writes again. */
+  private readonly calls = new Map<string, { name: string; arguments: string; options: MessageOptions }>();
 
-  constructor(private readonly client: ChatqlClient, streamId: string, options: Omit<StartStreamOptions, "chatId"> = {}) {
+  constructor(private readonly client: ChatqlClient, streamId: string, options: Omit<StartStreamOptions, "chatId"> = {}, readonly chatId: string | null = null) {
     this.streamId = streamId;
     this.flushIntervalMs = options.flushIntervalMs ?? 20;
     this.maxBatch = options.maxBatch ?? 256;
@@ -220,6 +226,61 @@ export class StreamWriter {
     const props: Record<string, unknown> = { id: callId, name, arguments: argumentsDelta };
     if (options.needsApproval) Object.assign(props, asking(options), { needsApproval: true });
     this.push({ ...this.placement(options), type: "tool_call", messageId: `call:${callId}`, role: "ASSISTANT", props });
+    this.calls.set(callId, { name, arguments: argumentsDelta, options: { blockId: options.blockId, threadId: options.threadId } });
+  }
+
+  /**
+   * The inline form of an approval: asks the person to approve the call `callId` (one
+   * this stream started with {@link toolCall}, or a new one when `name` is given) and
+   * waits here, in the open stream — heartbeats keep it alive — for the decision.
+   * Resolves to the decided interrupt: `RESOLVED` with its `decision` (`approved`,
+   * `editedArguments`, `reason`, `decidedBy`), `EXPIRED` (count it as denied) or
+   * `CANCELLED`; rejects with a `TimeoutError` after `timeoutMs`.
+   */
+  async askApproval(callId: string, options: AskingOptions & { readonly name?: string; readonly arguments?: string | Readonly<Record<string, unknown>>; readonly timeoutMs?: number } = {}): Promise<InterruptFieldsFragment> {
+    const started = this.calls.get(callId);
+    const name = options.name ?? started?.name;
+    if (name === undefined) throw new Error(`askApproval for ${callId}, a call this stream has not started: give its name`);
+    const given = options.arguments;
+    const args = given === undefined ? started?.arguments ?? "" : typeof given === "string" ? given : JSON.stringify(given);
+    const placement = started?.options ?? {};
+    this.calls.set(callId, { name, arguments: args, options: placement });
+    // Written whole: a started call's message is replaced, now asking.
+    this.message("tool_call", { id: callId, name, arguments: args, ...asking(options), needsApproval: true, inline: true },
+      { ...placement, messageId: `call:${callId}` });
+    return this.waitForDecision(callId, options.timeoutMs);
+  }
+
+  /**
+   * The inline form of a question: asks `prompt` and waits here, in the open stream, for
+   * the answer. Resolves to the decided interrupt as {@link askApproval} does (the answer
+   * in `decision.response`; `approved: false` when the person declined).
+   */
+  async askAndWait(prompt: string, options: MessageOptions & AskingOptions & { readonly responseSchema?: Readonly<Record<string, unknown>>; readonly timeoutMs?: number } = {}): Promise<InterruptFieldsFragment> {
+    const messageId = options.messageId ?? this.nextId("question");
+    const props: Record<string, unknown> = { id: messageId, prompt, ...asking(options), inline: true };
+    if (options.responseSchema !== undefined) props.responseSchema = options.responseSchema;
+    this.message("question", props, { ...options, messageId });
+    return this.waitForDecision(messageId, options.timeoutMs);
+  }
+
+  private async waitForDecision(askedId: string, timeoutMs?: number): Promise<InterruptFieldsFragment> {
+    const chatId = this.chatId;
+    if (chatId === null) throw new Error("an inline ask needs the stream's chat: open it with startStream or withStream");
+    await this.flush();
+    const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
+    for (;;) {
+      this.check();
+      const data = await this.client.request(ChatInterruptsDocument, { id: chatId });
+      const found = (data.chat?.interrupts ?? []).find((interrupt) => interrupt.streamId === this.streamId && interrupt.toolCallId === askedId);
+      if (found !== undefined && found.state !== "PENDING") return found;
+      if (Date.now() >= deadline) {
+        const error = new Error(`no decision on ${askedId} within ${timeoutMs} ms`);
+        error.name = "TimeoutError";
+        throw error;
+      }
+      await sleep(DECISION_POLL_MS);
+    }
   }
 
   /**
@@ -236,6 +297,8 @@ export class StreamWriter {
   }
 
   toolArguments(callId: string, delta: string): void {
+    const started = this.calls.get(callId);
+    if (started !== undefined) started.arguments += delta;
     this.push({ type: "tool_call", messageId: `call:${callId}`, props: { arguments: delta }, delta: true, deltaPath: "arguments" }, "arguments");
   }
 

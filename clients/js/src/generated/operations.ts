@@ -329,7 +329,7 @@ export type RegenerateMutationVariables = Exact<{
 
 export type RegenerateMutation = { regenerate: { activeLeafId: string | null, id: string, title: string | null, assistantId: string, lastMessageAt: string | null, createdAt: string, status: ChatStatus } };
 
-export type InterruptFieldsFragment = { id: string, chatId: string, messageId: string, requestId: string | null, kind: InterruptKind, state: InterruptState, toolCallId: string | null, toolName: string | null, arguments: unknown, prompt: string | null, responseSchema: unknown, reason: string | null, expiresAt: string | null, decision: { approved: boolean | null, editedArguments: unknown, response: unknown, reason: string | null, decidedBy: string } | null };
+export type InterruptFieldsFragment = { id: string, chatId: string, streamId: string, messageId: string, requestId: string | null, kind: InterruptKind, state: InterruptState, toolCallId: string | null, toolName: string | null, arguments: unknown, prompt: string | null, responseSchema: unknown, reason: string | null, expiresAt: string | null, decision: { approved: boolean | null, editedArguments: unknown, response: unknown, reason: string | null, decidedBy: string } | null };
 
 export type ChatInterruptsQueryVariables = Exact<{
   id: string;
@@ -337,7 +337,7 @@ export type ChatInterruptsQueryVariables = Exact<{
 }>;
 
 
-export type ChatInterruptsQuery = { chat: { id: string, interrupts: Array<{ id: string, chatId: string, messageId: string, requestId: string | null, kind: InterruptKind, state: InterruptState, toolCallId: string | null, toolName: string | null, arguments: unknown, prompt: string | null, responseSchema: unknown, reason: string | null, expiresAt: string | null, decision: { approved: boolean | null, editedArguments: unknown, response: unknown, reason: string | null, decidedBy: string } | null }> } | null };
+export type ChatInterruptsQuery = { chat: { id: string, interrupts: Array<{ id: string, chatId: string, streamId: string, messageId: string, requestId: string | null, kind: InterruptKind, state: InterruptState, toolCallId: string | null, toolName: string | null, arguments: unknown, prompt: string | null, responseSchema: unknown, reason: string | null, expiresAt: string | null, decision: { approved: boolean | null, editedArguments: unknown, response: unknown, reason: string | null, decidedBy: string } | null }> } | null };
 
 export type ResolveInterruptMutationVariables = Exact<{
   id: string;
@@ -349,7 +349,7 @@ export type ResolveInterruptMutationVariables = Exact<{
 }>;
 
 
-export type ResolveInterruptMutation = { resolveInterrupt: { id: string, chatId: string, messageId: string, requestId: string | null, kind: InterruptKind, state: InterruptState, toolCallId: string | null, toolName: string | null, arguments: unknown, prompt: string | null, responseSchema: unknown, reason: string | null, expiresAt: string | null, decision: { approved: boolean | null, editedArguments: unknown, response: unknown, reason: string | null, decidedBy: string } | null } };
+export type ResolveInterruptMutation = { resolveInterrupt: { id: string, chatId: string, streamId: string, messageId: string, requestId: string | null, kind: InterruptKind, state: InterruptState, toolCallId: string | null, toolName: string | null, arguments: unknown, prompt: string | null, responseSchema: unknown, reason: string | null, expiresAt: string | null, decision: { approved: boolean | null, editedArguments: unknown, response: unknown, reason: string | null, decidedBy: string } | null } };
 
 export type FileQueryVariables = Exact<{
   id: string;
@@ -456,6 +456,7 @@ export const InterruptFieldsFragmentDoc = new TypedDocumentString(`
     fragment InterruptFields on Interrupt {
   id
   chatId
+  streamId
   messageId
   requestId
   kind
@@ -822,6 +823,7 @@ export const ChatInterruptsDocument = new TypedDocumentString(`
     fragment InterruptFields on Interrupt {
   id
   chatId
+  streamId
   messageId
   requestId
   kind
@@ -857,6 +859,7 @@ export const ResolveInterruptDocument = new TypedDocumentString(`
     fragment InterruptFields on Interrupt {
   id
   chatId
+  streamId
   messageId
   requestId
   kind
