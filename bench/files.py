@@ -26,7 +26,7 @@ started here, and prints a table of:
   without ``files`` (goal ≤ 1.1); requests per second over one keep-alive connection,
   alternating bursts, the best of each. Two more rows split it: the images page ÷ the
   text page asking ``files { id url }`` too (the images' own cost), and the text page
-  asking it ÷ not (the field's: a page asking for ``files`` is not a compiled read).
+  asking it ÷ not (the field's own cost: the batched lookup and the signed addresses).
 
 MB are 10^6 bytes. No goal is asserted: the test runs ``--quick`` and checks each figure
 is printed.

@@ -8,7 +8,10 @@ database spends finding the rows. Here a document is turned, once per text, into
 *plan*: the page's arguments (as AST, coerced per request by graphql-core's own
 functions, so defaults and variables mean exactly what they mean to the executor) and
 the response's shape as a tree of output keys. A request with a plan runs one prepared statement
-(:mod:`store.prepared`) and fills the shape from the rows in one pass.
+(:mod:`store.prepared`) and fills the shape from the rows in one pass. A page whose
+messages ask ``files`` reads them in one more lookup for the whole page — the store call
+``message_files_loader`` makes, ordered as ``Message.files`` orders them — and signs each
+``url`` with the resolver's own :func:`~gql.schema.file_type.file_url`.
 
 The general executor stays the reference. A document gets a plan only when it parses
 and validates under the same rules and limits, and when everything it selects is
@@ -55,6 +58,7 @@ from graphql import (
 )
 from graphql.execution.values import get_argument_values, get_variable_values
 from strawberry.schema.schema import validate_document
+from strawberry.types.base import get_object_definition
 
 from chatql.gql.context import Context
 from chatql.gql.document_shapes import PlanCache, has_nul, plain_attribute
@@ -62,11 +66,14 @@ from chatql.gql.library_adapters import graphql_core_schema
 from chatql.gql.ops.limits import limit_rules
 from chatql.gql.plans.plan import Call
 from chatql.gql.schema.chat_lists import _cursor_scope as chat_list_scope
+from chatql.gql.schema.file_type import File, file_url
 from chatql.gql.schema.pages import _branch_scope, _cursor_scope
+from chatql.gql.schema.types import Message
 from chatql.gql.settings import Settings
 from chatql.store.chats.lists import DEFAULT_CHAT_PAGE_SIZE, MAX_CHAT_PAGE_SIZE, ChatListFilter
 from chatql.store.chats.lists import _parse_position as parse_position
 from chatql.store.errors import ChatqlError
+from chatql.store.files.links import file_ids_in
 from chatql.store.ids import check_chat_id, check_message_id
 from chatql.store.messages.message import DEFAULT_PAGE_SIZE, MessageFilter, check_page_size
 from chatql.store.prepared import (
@@ -149,6 +156,37 @@ class _PagePlan:
     #: What a row's cursor encodes and what decides it (``messages`` across branches:
     #: the sequence; ``chats``: see :func:`chat_positions`).
     positions: tuple[Callable[[Any], Any], Callable[[Any], Any]] | None = None
+    #: ``messages``: each ``Message.files`` the nodes ask for (by its ``slot``), and where
+    #: a row holds the message's id, type and props (what orders its files).
+    files: tuple[_Files, ...] = ()
+    file_source: tuple[int, int, int] = (0, 0, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class _Files:
+    """A node's ``Message.files``: each file's fields, filled from the records the
+    loader's store call gives. A page row carries the filled list at ``-1 - slot``
+    (:meth:`CompiledReads._with_files` appends them)."""
+
+    slot: int
+    #: (response key, "constant" | "url" | "leaf", type name | None | record attribute
+    #: and its output).
+    parts: tuple[tuple[str, str, Any], ...]
+
+    def fill(self, records: list[Any], context: Context) -> list[dict[str, Any]]:
+        filled = []
+        for record in records:
+            item: dict[str, Any] = {}
+            for key, kind, value in self.parts:
+                if kind == "constant":
+                    item[key] = value
+                elif kind == "url":
+                    item[key] = file_url(context, str(record.id))
+                else:
+                    name, output = value
+                    item[key] = output(getattr(record, name))
+            filled.append(item)
+        return filled
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +212,9 @@ class _Projection:
         if column.attribute.column is not None:
             self._wanted.add(column.attribute.column)
         return column
+
+    def require(self, *names: str) -> None:
+        self._wanted.update(names)
 
     def columns(self) -> tuple[str, ...]:
         return tuple(name for name in self._order if name in self._wanted)
@@ -293,14 +334,11 @@ def _column(parent: GraphQLObjectType, name: str,
     return _Column(attribute, coerce, nullable, kind)
 
 
-def _bound(column: _Column, index: int) -> Callable[[Any], Any]:
-    """How the response's value of ``column`` is read from a row whose column is at
-    ``index``.
-
-    Raises :class:`_Fallback` where the executor would report an error (a null in a
-    non-null field, a value the scalar refuses).
-    """
-    convert, coerce, nullable = column.attribute.convert, column.coerce, column.nullable
+def _output(convert: Callable[[Any], Any] | None, coerce: Callable[[Any], Any],
+            nullable: bool) -> Callable[[Any], Any]:
+    """A field's response value from its stored value (``convert``: the record's from
+    the driver's); :class:`_Fallback` where the executor would report an error (a null
+    in a non-null field, a value the scalar refuses)."""
 
     def output(raw: Any) -> Any:
         value = raw if convert is None else convert(raw)
@@ -316,6 +354,17 @@ def _bound(column: _Column, index: int) -> Callable[[Any], Any]:
             raise _Fallback
         return coerced
 
+    return output
+
+
+def _bound(column: _Column, index: int) -> Callable[[Any], Any]:
+    """How the response's value of ``column`` is read from a row whose column is at
+    ``index``.
+
+    Raises :class:`_Fallback` where the executor would report an error (a null in a
+    non-null field, a value the scalar refuses).
+    """
+    output = _output(column.attribute.convert, column.coerce, column.nullable)
     if column.attribute.column is None:  # not stored: one value for every row
         constant = output(column.attribute.constant)
         return lambda row: constant
@@ -370,6 +419,8 @@ def _filler(shape: _Shape, columns: tuple[str, ...], offset: int = 0
             column = what.attribute.column
             parts.append((key, _bound(what, -1 if column is None
                                       else offset + columns.index(column))))
+        elif isinstance(what, _Files):
+            parts.append((key, itemgetter(-1 - what.slot)))
         else:  # already bound (a chat's newest message)
             parts.append((key, what))
 
@@ -539,6 +590,7 @@ def _compile_page(schema: Any, document: DocumentNode,
     info_type = _object(connection_type, "pageInfo")
     node_type = _object(edge_type, "node")
     needs_cursors = False
+    files: list[_Files] = []
     connection: _Shape = []
     for key, (name, fields) in collector.fields(connection_type, nodes).items():
         if name == "__typename":
@@ -555,10 +607,14 @@ def _compile_page(schema: Any, document: DocumentNode,
                     edge.append((edge_key, ("cursor",)))
                 elif edge_name == "node":
                     shape: _Shape = []
-                    for node_key, (node_name, _) in collector.fields(node_type,
-                                                                     edge_fields).items():
+                    for node_key, (node_name, node_fields) in collector.fields(
+                            node_type, edge_fields).items():
                         if node_name == "__typename":
                             shape.append((node_key, node_type.name))
+                        elif node_name == "files" and kind == "messages":
+                            files.append(_files(node_type, node_fields, collector, len(files)))
+                            projection.require("id", "type", "props")
+                            shape.append((node_key, files[-1]))
                         else:
                             shape.append((node_key, projection.add(
                                 _column(node_type, node_name, attribute_of))))
@@ -590,9 +646,50 @@ def _compile_page(schema: Any, document: DocumentNode,
     else:
         sequence = itemgetter(columns.index("sequence"))
         positions = (sequence, sequence)
+    source = (columns.index("id"), columns.index("type"), columns.index("props")) if files else (
+        0, 0, 0)
     return _PagePlan(kind=kind, operation=operation, root=root, field=field_def, node=nodes[0],
                      connection=connection, needs_cursors=needs_cursors, columns=columns,
-                     positions=positions)
+                     positions=positions, files=tuple(files), file_source=source)
+
+
+def _resolver_of(field_def: GraphQLField, owner: type, python_name: str) -> bool:
+    """Whether ``field_def`` is still ``owner``'s field ``python_name`` with the resolver
+    written there: no arguments, permission classes or field extensions."""
+    strawberry_field = field_def.extensions.get("strawberry-definition")
+    written = get_object_definition(owner, strict=True).get_field(python_name)
+    written_resolver = None if written is None else written.base_resolver
+    resolver = getattr(strawberry_field, "base_resolver", None)
+    return (not field_def.args and written_resolver is not None and resolver is not None
+            and getattr(strawberry_field, "python_name", None) == python_name
+            and resolver.wrapped_func is written_resolver.wrapped_func
+            and not getattr(strawberry_field, "permission_classes", None)
+            and not getattr(strawberry_field, "extensions", None))
+
+
+def _files(message_type: GraphQLObjectType, nodes: list[FieldNode], collector: _Collector,
+           slot: int) -> _Files:
+    """``Message.files`` (as gql/schema/types.py resolves it: the loader's records, in
+    the order the props name them), asking ``File``'s stored fields and ``url``."""
+    field_def = message_type.fields.get("files")
+    if field_def is None or not _resolver_of(field_def, Message, "files"):
+        raise _NoPlan
+    file_type = _object(message_type, "files", plain=False, listed=True)
+    parts: list[tuple[str, str, Any]] = []
+    for key, (name, _) in collector.fields(file_type, nodes).items():
+        if name == "__typename":
+            parts.append((key, "constant", file_type.name))
+        elif name == "url":
+            url = file_type.fields["url"]
+            leaf, nullable = _unwrap(url.type)
+            if (nullable or leaf is not GraphQLString
+                    or not _resolver_of(url, File, "url")):
+                raise _NoPlan
+            parts.append((key, "url", None))
+        else:
+            python_name, coerce, nullable = _leaf(file_type, name)
+            parts.append((key, "leaf", (python_name, _output(None, coerce, nullable))))
+    return _Files(slot, tuple(parts))
 
 
 def _edges(shape: _Shape, columns: tuple[str, ...]
@@ -701,6 +798,8 @@ class CompiledReads:
             return {key: chat if what is None else what for key, what in plan.root}
         read = self._messages if plan.kind == "messages" else self._chats
         page, cursors, has_next, has_previous = await read(plan, context, arguments)
+        if plan.files:
+            page = await self._with_files(plan, context, page)
         flags = {"next": has_next, "previous": has_previous,
                  "start": cursors[0] if cursors else None,
                  "end": cursors[-1] if cursors else None}
@@ -885,6 +984,30 @@ class CompiledReads:
         cursors = (self._cursors(signer, scope, page, *plan.positions)
                    if plan.needs_cursors else [])
         return page, cursors, len(rows) > size, has_previous
+
+    @staticmethod
+    async def _with_files(plan: _PagePlan, context: Context, page: list[Any]) -> list[Any]:
+        """The page's rows, each followed by its nodes' ``files`` lists (see
+        :class:`_Files`): one lookup for the page, by the store call
+        ``message_files_loader`` makes, each message's files ordered as ``Message.files``
+        orders them."""
+        at_id, at_type, at_props = plan.file_source
+        service = context.services.files
+        found = {} if service is None else await service.files_of_messages(
+            list(dict.fromkeys(row[at_id] for row in page)))
+        props_of = message_attribute("props")
+        read_props = props_of.convert if props_of is not None else None
+        rows = []
+        for row in page:
+            records = found.get(row[at_id], [])
+            if len(records) > 1:
+                props = row[at_props] if read_props is None else read_props(row[at_props])
+                order = {file_id: place for place, file_id in enumerate(
+                    file_ids_in(row[at_type], props, strict=False))}
+                records = sorted(records, key=lambda file: order.get(file.id, len(order)))
+            rows.append((*row, *(files.fill(records, context)
+                                 for files in reversed(plan.files))))
+        return rows
 
     def _cursors(self, signer: Any, scope: str, page: list[Any],
                  key_of: Callable[[Any], Any], position_of: Callable[[Any], Any]) -> list[str]:

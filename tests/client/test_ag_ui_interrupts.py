@@ -30,7 +30,6 @@ from chatql_client.types import Message
 from tests.client.test_agent_approvals import RESOLVE
 from tests.client.test_agent_loop import answers_of, ask, wait_for, workers
 
-
 PENDING = """query($id: ID!) { chat(id: $id) { interrupts(state: PENDING) {
   id kind toolCallId toolName arguments prompt } } }"""
 
@@ -132,7 +131,7 @@ async def test_a_question_left_to_expire_resumes_as_cancelled(
         await s.text("Moving on.")
 
     async with workers(make_kit, handler):
-        chat_id, _ = await ask(person, "wait for me")
+        await ask(person, "wait for me")
 
         async def done() -> bool:
             return bool(resumed)

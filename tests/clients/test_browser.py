@@ -21,17 +21,18 @@ leaving the results and its link (and one to a missing chat) saying so once and
 sending no more requests; math and highlighted code; thumbs and a share link with its
 read-only page, continued as a chat of one's own; a second demo agent (assistant
 "demo-approvals", ``CHATQL_DEMO_APPROVALS=1``) asking before its lookup: approved, the
-resumed answer streams in; denied with a reason, the agent says so; at 390, 768 and 1280 px in light and dark (the chat column at least
-300 px on a phone, the list a drawer behind the menu button), the theme toggle kept
-across a reload, identity in a settings dialog. Approvals inline on a producer's tool calls
+resumed answer streams in; denied with a reason, the agent says so; at 390, 768 and
+1280 px in light and dark (the chat column at least 300 px on a phone, the list a drawer
+behind the menu button), the theme toggle kept across a reload, identity in a settings
+dialog. Approvals inline on a producer's tool calls
 (approve, deny with a reason, edit the arguments as validated JSON, answer a question), the
 "Waiting for you" inbox following them, all kept across a reload; attachments in the
 composer (the attach button, a pasted image, dropped files, a refused file's reason) sent
-as file parts and shown from the server (a thumbnail, a download). Each state is checked with axe-core (no
-serious or critical violation), no page error and no request to another host, and saved
-as a screenshot under the test's temporary folder (``screenshots/``, each path printed).
-The server runs on a fresh SQLite file (the storage paths are covered on both databases
-by the Python and TypeScript live tests).
+as file parts and shown from the server (a thumbnail, a download). Each state is checked
+with axe-core (no serious or critical violation), no page error and no request to another
+host, and saved as a screenshot under the test's temporary folder (``screenshots/``,
+each path printed). The server runs on a fresh SQLite file (the storage paths are covered
+on both databases by the Python and TypeScript live tests).
 Skipped without Node.js or Chromium, required under CI.
 """
 

@@ -1,0 +1,178 @@
+"""A compiled message page asking ``files`` answers what the general executor answers.
+
+Two apps share one database, one files folder and one secret: one with compiled reads
+(the default), one with the ``reads`` plan switched off. Messages with no file, one,
+two (named in the props in the other order than they were uploaded) and references to
+a file of another tenant (which the stream's producer may not read, so it stays
+unlinked and ``Message.files`` leaves it out) are read through both, on SQLite and
+Postgres. The bodies must be the same bytes but for each ``url``'s query string (its
+expiry moves with the clock), and every address the compiled page gives must serve
+the file's bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import Any
+
+import httpx
+import pytest
+
+from chatql.gql.plans.compiled_reads import CompiledReads
+from chatql.gql.schema.root import build_schema
+from chatql.gql.settings import Settings
+from tests.conftest import running_app
+from tests.gql.test_files import (
+    AGENT,
+    ALICE,
+    APPEND,
+    CREATE,
+    OTHER_ALICE,
+    asking_with,
+    file_part,
+    png,
+)
+from tests.gql.test_streams_ws import END, PUSH, START
+
+ALL_FIELDS = "__typename id filename mediaType size sha256 width height createdAt url"
+#: Documents a front end might send: the bench's, every field, aliases and fragments,
+#: a forward page, a page across branches, a page of one message.
+DOCUMENTS = [
+    ("query($chat: ID!) { messages(chatId: $chat, last: 50) { edges { node {"
+     " id role type props createdAt files { id url } } } } }"),
+    ("query($chat: ID!) { messages(chatId: $chat) { edges { cursor node {"
+     f" id files {{ {ALL_FIELDS} }} }} }} pageInfo {{ hasNextPage endCursor }} }} }}"),
+    ("query($chat: ID!) { messages(chatId: $chat, first: 3) { edges { node {"
+     " a: files { url id } ...M b: files { ... on File { sha256 } } } } } }"
+     " fragment M on Message { type files { filename width } }"),
+    ("query($chat: ID!) { messages(chatId: $chat, allBranches: true, last: 4) {"
+     " edges { node { sequence files { size mediaType createdAt height url } } } } }"),
+    ("query($chat: ID!) { messages(chatId: $chat, last: 1) { edges { node {"
+     " files { id } } } } }"),
+]
+#: A ``url`` without its query string (expiry and signature).
+UNSIGNED = re.compile(rb'(/files/[^"?]+)\?[^"]*')
+
+
+@pytest.fixture
+async def apps(settings: Settings) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
+    reference = replace(settings, disabled_plans=("reads",))
+    async with (
+        running_app(settings) as fast,
+        running_app(reference) as slow,
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=fast),
+                          base_url="http://chatql") as a,
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=slow),
+                          base_url="http://chatql") as b,
+    ):
+        yield a, b
+
+
+async def _data(http: httpx.AsyncClient, query: str, variables: dict[str, Any],
+                who: dict[str, str] = ALICE) -> Any:
+    body = (await http.post("/graphql", json={"query": query, "variables": variables},
+                            headers=who)).json()
+    assert not body.get("errors"), body
+    return body["data"]
+
+
+async def _upload(http: httpx.AsyncClient, data: bytes, filename: str, media_type: str,
+                  who: dict[str, str] = ALICE) -> dict[str, Any]:
+    response = await http.post("/files", files={"file": (filename, data, media_type)},
+                               headers=who)
+    assert response.status_code == 201, response.text
+    made: dict[str, Any] = response.json()
+    return made
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    answered: list[bool] = []
+    original = CompiledReads.run
+
+    async def spy(self: CompiledReads, *args: Any) -> Any:
+        result = await original(self, *args)
+        answered.append(result is not None)
+        return result
+
+    monkeypatch.setattr(CompiledReads, "run", spy)
+    return answered
+
+
+async def test_compiled_pages_with_files_match_the_executor(
+    apps: tuple[httpx.AsyncClient, httpx.AsyncClient], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fast, slow = apps
+    chart_bytes, notes_bytes, photo_bytes = png(3, 2), b"# notes\n", png(5, 4, salt=7)
+    chart = await _upload(fast, chart_bytes, "chart.png", "image/png")
+    notes = await _upload(fast, notes_bytes, "notes.md", "text/markdown")
+    photo = await _upload(fast, photo_bytes, "photo.png", "image/png", AGENT)
+    foreign = await _upload(fast, png(2, 2, salt=9), "theirs.png", "image/png", OTHER_ALICE)
+    content = {chart["id"]: chart_bytes, notes["id"]: notes_bytes, photo["id"]: photo_bytes}
+    await _data(fast, CREATE, {"id": "c1", "public": False})
+    await _data(fast, APPEND, {"chat": "c1", "aid": "a1", "messages": [
+        {"role": "USER", "type": "text", "props": {"text": "no file"}},
+        *asking_with(file_part(chart)),
+        # Named in the other order than uploaded (and than the store's lookup gives).
+        *asking_with(file_part(notes), file_part(chart)),
+    ]})
+    # An agent's answer naming a file of another tenant (left unlinked) beside its own
+    # upload and a file of the chat, then a `file` message of its own.
+    started = await _data(fast, START, {"input": {"chatId": "c1", "requestId": "r1"}}, AGENT)
+    stream = started["startStream"]["id"]
+    await _data(fast, PUSH, {"id": stream, "chunks": [
+        {"messageId": "m1", "type": "assistant_output", "role": "ASSISTANT",
+         "props": {"content": [file_part(foreign), file_part(photo), file_part(notes)]}},
+        {"messageId": "m2", "type": "assistant_output", "role": "ASSISTANT",
+         "props": {"content": [file_part(foreign)]}},
+        {"messageId": "m3", "type": "file", "role": "ASSISTANT",
+         "props": {"fileId": photo["id"], "mediaType": "image/png",
+                   "filename": "photo.png"}}]}, AGENT)
+    await _data(fast, END, {"id": stream, "status": "COMPLETED"}, AGENT)
+
+    answered = _spy(monkeypatch)
+    urls: list[str] = []
+    for query in DOCUMENTS:
+        body = {"query": query, "variables": {"chat": "c1"}}
+        ours = await fast.post("/graphql", json=body, headers=ALICE)
+        theirs = await slow.post("/graphql", json=body, headers=ALICE)
+        assert ours.status_code == theirs.status_code == 200
+        assert b'"errors"' not in ours.content
+        assert UNSIGNED.sub(rb"\1", ours.content) == UNSIGNED.sub(rb"\1", theirs.content), query
+        urls.extend(file["url"] for edge in ours.json()["data"]["messages"]["edges"]
+                    for file in edge["node"].get("files", []) if "url" in file)
+    assert answered == [True] * len(DOCUMENTS)
+
+    page = (await _data(fast, DOCUMENTS[0], {"chat": "c1"}))["messages"]["edges"]
+    assert [[file["id"] for file in edge["node"]["files"]] for edge in page] == [
+        [], [chart["id"]], [notes["id"], chart["id"]], [photo["id"], notes["id"]], [],
+        [photo["id"]]]
+    assert urls and all(url.startswith("http://chatql/files/") for url in urls)
+    for url in urls:  # no credentials: the signed address is enough
+        response = await fast.get(url)
+        assert response.status_code == 200, url
+        assert response.content == content[url.split("/files/")[1].split("?")[0]]
+
+
+def test_files_is_compiled_in_its_plain_shape_only() -> None:
+    """``Message.files`` with File's stored fields and ``url`` is compiled; a directive
+    inside it, a field File lacks, or ``files`` where the plan does not fill messages
+    from a page leave the document to the executor."""
+    settings = Settings()
+    reads = CompiledReads(build_schema(settings), settings)
+    page = reads.compile('{ messages(chatId: "c") { edges { node { sequence files {'
+                         f" {ALL_FIELDS} }} }} }} }} }}", None)
+    # The message's type and props order its files, as the resolver orders them.
+    assert page is not None and page.columns == ("id", "sequence", "type", "props")
+    for declined in (
+        '{ messages(chatId: "c") { edges { node { files @include(if: true) { id } } } } }',
+        '{ messages(chatId: "c") { edges { node { files { id url @skip(if: false) } } } } }',
+        '{ messages(chatId: "c") { edges { node { files { ... on File @skip(if: false)'
+        " { id } } } } } }",
+        '{ messages(chatId: "c") { edges { node { files(first: 1) { id } } } } }',
+        '{ messages(chatId: "c") { edges { node { files { id uploader } } } } }',
+        '{ messages(chatId: "c") { edges { node { files } } } }',
+        '{ chat(id: "c") { lastMessage { files { id } } } }',
+    ):
+        assert reads.compile(declined, None) is None, declined
