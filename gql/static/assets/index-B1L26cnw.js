@@ -65,6 +65,7 @@ import{a as e,t}from"./rolldown-runtime-BWaJ3C7D.js";import{A as n,B as r,F as i
     fragment InterruptFields on Interrupt {
   id
   chatId
+  streamId
   messageId
   requestId
   kind
@@ -413,6 +414,7 @@ fragment FileFields on File {
     fragment InterruptFields on Interrupt {
   id
   chatId
+  streamId
   messageId
   requestId
   kind
@@ -447,6 +449,7 @@ fragment FileFields on File {
     fragment InterruptFields on Interrupt {
   id
   chatId
+  streamId
   messageId
   requestId
   kind
