@@ -228,3 +228,25 @@ def feedback_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
     and for the tenant's admin; for anyone else it is absent (a reader's rating shows
     to the owner, never to another reader)."""
     return Outcome.OK if may_change(caller, chat) else Outcome.HIDDEN
+
+
+def decide_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
+    """``resolveInterrupt`` on an interrupt of the chat: whoever may change it, or an
+    ``approver`` that may read it; a reader without either is refused."""
+    if not may_read(caller, chat):
+        return Outcome.HIDDEN
+    if may_change(caller, chat) or "approver" in caller.roles:
+        return Outcome.OK
+    return Outcome.FORBIDDEN
+
+
+def inbox_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
+    """The interrupts inbox: the chat's pending interrupt is listed to whoever may decide
+    it, and absent for everyone else (a reader who may not decide does not see it)."""
+    return Outcome.OK if decide_outcome(caller, chat) is Outcome.OK else Outcome.HIDDEN
+
+
+def uploader_outcome(caller: Caller, chat: ChatSpec) -> Outcome:
+    """``completeUpload`` of an upload the chat's owner started: theirs alone."""
+    same_person = caller.tenant == chat.owner.tenant and caller.user == chat.owner.user
+    return Outcome.OK if same_person else Outcome.HIDDEN

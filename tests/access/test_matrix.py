@@ -31,11 +31,13 @@ async function ``(client, document, variables, headers) -> response body dict``.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -53,13 +55,16 @@ from tests.access.oracle import (
     change_outcome,
     chat_for_outcome,
     create_outcome,
+    decide_outcome,
     deleted_change_outcome,
     feedback_outcome,
+    inbox_outcome,
     may_use_memory,
     read_outcome,
     shared_outcome,
     stop_outcome,
     stream_outcome,
+    uploader_outcome,
 )
 from tests.access.snapshot import store_fingerprint
 from tests.conftest import GraphQLClient
@@ -85,6 +90,8 @@ class Target:
     share_token: str = ""
     #: A file the chat's owner uploaded and a message of the chat references.
     file_id: str = ""
+    #: A pending interrupt a stream of the chat asked (``Operation.setup``).
+    interrupt_id: str = ""
 
     @staticmethod
     def unique() -> str:
@@ -93,7 +100,8 @@ class Target:
 
 GHOST = Target(chat_id="ghost-chat", message_id="ghost-message", stream_id="ghost-stream",
                stack_id="ghost-stack", resume_id="ghost-resume", share_id="ghost-share",
-               share_token="ghost-share-token-never-issued-0123", file_id="ghost-file")
+               share_token="ghost-share-token-never-issued-0123", file_id="ghost-file",
+               interrupt_id="ghost-interrupt")
 
 
 @dataclass(frozen=True)
@@ -416,6 +424,84 @@ async def _export(client: GraphQLClient, document: str, variables: dict[str, Any
         return body
     first = json.loads(response.text.splitlines()[0])
     return {"data": {"export": {"kind": first["kind"], "id": first["id"]}}}
+
+
+# ---- a person in the loop: a stream that asks -------------------------------------
+
+ASKING_END = """
+mutation($stream: ID!) { endStream(streamId: $stream, status: COMPLETED) {
+  stream { status } messages { id type } } }"""
+APPROVAL_CHUNK = {"type": "tool_call", "messageId": "m-call", "role": "ASSISTANT", "props": {
+    "id": "call-1", "name": "send_email", "arguments": '{"to": "board@acme.test"}',
+    "needsApproval": True}}
+QUESTION_CHUNK = {"type": "question", "messageId": "m-ask", "role": "ASSISTANT", "props": {
+    "prompt": "Which city?", "responseSchema": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+
+
+async def _asked(client: GraphQLClient, target: Target, spec: ChatSpec,
+                 chunk: dict[str, Any]) -> Target:
+    """A producer's stream that asks with ``chunk`` and ends AWAITING_INPUT: one pending
+    interrupt in the chat (named like the message that asked)."""
+    headers = producer(spec).headers()
+    stream_id = f"s-{target.chat_id}"
+    await client.data(START, {"chat": target.chat_id, "stream": stream_id}, headers)
+    await client.data(PUSH, {"stream": stream_id, "chunks": [chunk]}, headers)
+    ended = (await client.data(ASKING_END, {"stream": stream_id}, headers))["endStream"]
+    assert ended["stream"]["status"] == "AWAITING_INPUT", ended
+    asked = next(m["id"] for m in ended["messages"] if m["type"] == chunk["type"])
+    return replace(target, stream_id=stream_id, interrupt_id=asked)
+
+
+async def _pending_approval(client: GraphQLClient, target: Target, spec: ChatSpec) -> Target:
+    return await _asked(client, target, spec, APPROVAL_CHUNK)
+
+
+async def _pending_question(client: GraphQLClient, target: Target, spec: ChatSpec) -> Target:
+    return await _asked(client, target, spec, QUESTION_CHUNK)
+
+
+RESOLVE_APPROVAL = """
+mutation($id: ID!) { resolveInterrupt(id: $id, approved: true) {
+  id state decision { approved decidedBy } } }"""
+
+
+async def _decided_approval(client: GraphQLClient, target: Target, spec: ChatSpec) -> Target:
+    """The pending approval, approved by the chat's owner: the chat awaits a resumption."""
+    target = await _pending_approval(client, target, spec)
+    await client.data(RESOLVE_APPROVAL, {"id": target.interrupt_id}, spec.owner.headers())
+    return target
+
+
+def _resolved(value: Any, t: Target, c: Caller, **decision: Any) -> bool:
+    """Decided once, by a caller of the chat's tenant (a later allowed caller sending
+    the very same decision gets the interrupt as it is)."""
+    return bool(value["id"] == t.interrupt_id and value["state"] == "RESOLVED"
+                and value["decision"]["decidedBy"] in ("u1", "u2")
+                and all(value["decision"][k] == v for k, v in decision.items()))
+
+
+def _in_inbox(value: Any, target: Target) -> bool | str:
+    ids = [edge["node"]["id"] for edge in value["edges"]]
+    if ids == [target.interrupt_id]:
+        return True
+    return False if ids == [] else f"unexpected inbox {ids}"
+
+
+async def _staged_upload(client: GraphQLClient, target: Target, spec: ChatSpec) -> Target:
+    """A two-phase upload the chat's owner started and PUT the bytes of."""
+    content = b"note"
+    ticket = (await client.data(
+        "mutation($input: CreateUploadInput!) { createUpload(input: $input) "
+        "{ fileId uploadUrl headers } }",
+        {"input": {"filename": "note.txt", "mediaType": "text/plain", "size": len(content),
+                   "sha256": hashlib.sha256(content).hexdigest()}},
+        spec.owner.headers()))["createUpload"]
+    url = urlsplit(ticket["uploadUrl"])
+    put = await client.http.put(f"{url.path}?{url.query}" if url.query else url.path,
+                                content=content, headers=ticket["headers"])
+    assert put.status_code in (200, 204), put.text
+    return replace(target, file_id=ticket["fileId"])
 
 
 OPERATIONS: tuple[Operation, ...] = (
@@ -796,6 +882,69 @@ OPERATIONS: tuple[Operation, ...] = (
         "{ createdBy tenantId } }", lambda t: {"message": t.message_id}, read_outcome,
         check=lambda value, t, c: value == {"createdBy": c.user, "tenantId": c.tenant},
     ),
+    # A person in the loop. Deciding takes the right to change the chat (or the approver
+    # role): a reader, and an agent (the producer's own identity), is refused.
+    Operation(
+        "resolveInterrupt(approval)", RESOLVE_APPROVAL, lambda t: {"id": t.interrupt_id},
+        decide_outcome, setup=_pending_approval,
+        check=lambda value, t, c: _resolved(value, t, c, approved=True),
+    ),
+    Operation(
+        "resolveInterrupt(question)",
+        'mutation($id: ID!) { resolveInterrupt(id: $id, response: {city: "Lisbon"}, '
+        'decisionId: "d-1") { id state decision { response decidedBy } } }',
+        lambda t: {"id": t.interrupt_id}, decide_outcome, setup=_pending_question,
+        check=lambda value, t, c: _resolved(value, t, c, response={"city": "Lisbon"}),
+    ),
+    # Reading an interrupt is reading its chat.
+    Operation(
+        "interrupt", "query($id: ID!) { interrupt(id: $id) { id chatId state kind } }",
+        lambda t: {"id": t.interrupt_id}, read_outcome, setup=_pending_approval,
+        check=lambda value, t, c: value == {"id": t.interrupt_id, "chatId": t.chat_id,
+                                            "state": "PENDING", "kind": "TOOL_APPROVAL"},
+    ),
+    Operation(
+        "Chat.interrupts",
+        "query($chat: ID!) { chat(id: $chat) { interrupts(state: PENDING) { id toolName } } }",
+        _chat_vars, read_outcome, hidden_as="null", setup=_pending_approval,
+        check=lambda value, t, c: value == {"interrupts": [
+            {"id": t.interrupt_id, "toolName": "send_email"}]},
+    ),
+    Operation(
+        "Chat.resumption",
+        "query($chat: ID!) { chat(id: $chat) { resumption { requestId decisions { id } } } }",
+        _chat_vars, read_outcome, hidden_as="null", setup=_decided_approval,
+        check=lambda value, t, c: value == {"resumption": {
+            "requestId": "r.resume.1", "decisions": [{"id": t.interrupt_id}]}},
+    ),
+    # The inbox: what the caller may decide, and nothing else.
+    Operation(
+        "interrupts (inbox)",
+        "query($chat: ID!) { interrupts(filter: {chatId: $chat}, first: 20) "
+        "{ edges { node { id } } } }",
+        _chat_vars, inbox_outcome, setup=_pending_approval, hidden_as="absent",
+        found=_in_inbox,
+    ),
+    Operation(
+        "chats (awaitingDecision)",
+        "query($kw: String!) { chats(filter: {keywords: $kw, awaitingDecision: true}) "
+        "{ totalCount edges { node { id } } groups { count totalCount chats { id } } } }",
+        lambda t: {"kw": f"[{t.chat_id}]"}, read_outcome, setup=_pending_approval,
+        hidden_as="absent", found=_listed,
+    ),
+    # Two-phase uploads: anyone may start one; only its uploader completes it.
+    Operation(
+        "createUpload",
+        'mutation { createUpload(input: {filename: "a.txt", mediaType: "text/plain", '
+        'size: 4, sha256: "0000000000000000000000000000000000000000000000000000000000000000"})'
+        " { fileId } }",
+        lambda t: {}, create_outcome, check=lambda value, t, c: bool(value["fileId"]),
+    ),
+    Operation(
+        "completeUpload", "mutation($id: ID!) { completeUpload(id: $id) { id size } }",
+        lambda t: {"id": t.file_id}, uploader_outcome, setup=_staged_upload,
+        check=lambda value, t, c: value == {"id": t.file_id, "size": 4},
+    ),
 )
 
 CREATE = """
@@ -841,7 +990,8 @@ def _normalised(body: dict[str, Any], target: Target) -> Any:
     for placeholder, real in (("<stream>", target.stream_id), ("<stack>", target.stack_id),
                               ("<chat>", target.chat_id), ("<message>", target.message_id),
                               ("<resume>", target.resume_id), ("<share>", target.share_id),
-                              ("<file>", target.file_id)):
+                              ("<file>", target.file_id),
+                              ("<interrupt>", target.interrupt_id)):
         if real:
             message = message.replace(repr(real), placeholder)
     return ("error", error["extensions"]["code"], message)
@@ -953,7 +1103,7 @@ def test_matrix_covers_every_outcome() -> None:
         wanted = {Outcome.OK} if operation.expect is create_outcome else (
             {Outcome.OK, Outcome.HIDDEN} if operation.expect in (
                 read_outcome, deleted_change_outcome, shared_outcome,
-                feedback_outcome) else (
+                feedback_outcome, inbox_outcome, uploader_outcome) else (
                 {Outcome.OK, Outcome.FORBIDDEN} if operation.expect is chat_for_outcome
                 else set(Outcome)))
         assert outcomes == wanted, operation.name
