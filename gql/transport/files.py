@@ -220,27 +220,82 @@ async def upload_file(request: Request) -> Response:
         content_type = request.headers.get("content-type", "")
         kind, options = parse_options_header(content_type)
         multipart = kind == b"multipart/form-data"
+        body = _Body(request)
         declared = _declared_length(request)
         if declared is not None and declared > limit + (_MULTIPART_SLACK if multipart else 0):
-            return _error(PayloadTooLarge(f"the file is larger than {limit} bytes"), close=True)
+            raise PayloadTooLarge(f"the file is larger than {limit} bytes")
         if multipart:
             boundary = options.get(b"boundary")
             if not boundary:
                 raise InvalidArgument("the multipart body names no boundary")
-            form = _MultipartFile(boundary, request.stream())
+            form = _MultipartFile(boundary, body.chunks())
             await form.start()
             filename, media_type, chunks = form.filename, form.media_type, form.data()
         else:
             filename = request.query_params.get("filename")
-            media_type, chunks = content_type, request.stream()
+            media_type, chunks = content_type, body.chunks()
         stored = await files.ingest(who, filename=filename, media_type=media_type,
                                     chunks=chunks)
     except ClientDisconnect:
         return Response(status_code=400)  # nobody is listening; nothing was kept
     except ChatqlError as error:
-        # Refused mid-body: the rest is never read, so the connection cannot be reused.
-        return _error(error, close=True)
+        # Refused mid-body: a little more is read (and dropped) so that a client still
+        # sending reads the answer; past that the connection is closed, unread.
+        try:
+            drained = await body.discard(_DRAIN_BYTES)
+        except ClientDisconnect:
+            return Response(status_code=400)
+        return _error(error, close=not drained)
     return JSONResponse(_described(stored), status_code=201)
+
+
+#: How much of a refused body is read and dropped before answering: enough for a client
+#: that sends a little too much to finish sending and read the refusal (many clients
+#: report a connection closed under their upload as a network error instead).
+_DRAIN_BYTES = 8 * 1024 * 1024
+
+
+class _Body:
+    """The request body as chunks, remembering whether it ended, so that what is left
+    of a refused one can be dropped."""
+
+    def __init__(self, request: Request) -> None:
+        self._request = request
+        self._started = False
+        self.ended = False
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        self._started = True
+        while not self.ended:
+            message = await self._request.receive()
+            if message["type"] == "http.disconnect":
+                raise ClientDisconnect
+            # Marked before the chunk is handed on: a reader that stops at this chunk
+            # leaves nothing behind to drop.
+            self.ended = not message.get("more_body", False)
+            chunk = message.get("body", b"")
+            if chunk:
+                yield chunk
+
+    async def discard(self, budget: int) -> bool:
+        """Reads and drops the rest of the body, at most ``budget`` bytes; whether it
+        ended within them."""
+        if self.ended:
+            return True
+        if not self._started:
+            declared = _declared_length(self._request)
+            if declared is None or declared > budget:
+                return False
+        self._started = True
+        while budget >= 0:
+            message = await self._request.receive()
+            if message["type"] == "http.disconnect":
+                raise ClientDisconnect
+            budget -= len(message.get("body", b""))
+            if not message.get("more_body", False):
+                self.ended = True
+                return budget >= 0
+        return False
 
 
 def _disposition(file: File) -> str:
