@@ -49,16 +49,19 @@ from chatql.store.chats.chat import present
 from chatql.store.db.database import Database
 from chatql.store.db.driver_adapters import compiled_text
 from chatql.store.db.rows import RECORD_COLUMNS
-from chatql.store.db.tables import UTCDateTime, chats, columns_of_type, messages
+from chatql.store.db.tables import UTCDateTime, chats, columns_of_type, interrupts, messages
 from chatql.store.jsonutil import loads
+from chatql.store.messages import interrupts as store_interrupts
 from chatql.store.records import Chat, Identity
 
 __all__ = [
     "CHAT_COLUMNS",
+    "INTERRUPT_COLUMNS",
     "MESSAGE_COLUMNS",
     "Attribute",
     "BranchPageShape",
     "ChatPageShape",
+    "InboxPageShape",
     "MessagePageShape",
     "PreparedStatement",
     "ancestor_statement",
@@ -72,6 +75,9 @@ __all__ = [
     "chats_by_id_statement",
     "compile_prepared",
     "fetch",
+    "inbox_page_statement",
+    "inbox_positions",
+    "interrupt_attribute",
     "message_attribute",
     "message_page_statement",
     "moment_argument",
@@ -88,9 +94,9 @@ CHAT_COLUMNS: tuple[str, ...] = tuple(
     field.name for field in dataclasses.fields(Chat) if field.name in chats.c)
 # How the driver's values are decoded, read from the tables' column types (SQLite
 # answers JSON as text, times as naive text, booleans as 0/1).
-_JSON_COLUMNS = columns_of_type(chats, messages, kind=JSON)
-_TIME_COLUMNS = columns_of_type(chats, messages, kind=UTCDateTime)
-_BOOL_COLUMNS = columns_of_type(chats, messages, kind=Boolean)
+_JSON_COLUMNS = columns_of_type(chats, messages, interrupts, kind=JSON)
+_TIME_COLUMNS = columns_of_type(chats, messages, interrupts, kind=UTCDateTime)
+_BOOL_COLUMNS = columns_of_type(chats, messages, interrupts, kind=Boolean)
 
 # Marker values standing in for the caller's identity while a statement is compiled.
 _USER = "\x00prepared:user"
@@ -401,6 +407,55 @@ def _compile_chat_page(shape: ChatPageShape) -> PreparedStatement:
     return _compiled(query.limit(fixed(shape.limit)), shape.dialect)
 
 
+@dataclass(frozen=True, slots=True)
+class InboxPageShape:
+    """What decides the text of an inbox-page statement (not the values bound to it)."""
+
+    dialect: str
+    #: The caller's roles: who may decide depends on them (:func:`can_decide`).
+    roles: frozenset[str]
+    team: bool
+    after: bool
+    #: A checked filter; its values are written into the statement.
+    interrupt_filter: store_interrupts.InterruptFilter
+    #: The interrupt columns each row returns (:data:`INTERRUPT_COLUMNS` order).
+    columns: tuple[str, ...]
+    #: The page's size (its statement reads one row more).
+    size: int
+
+    @classmethod
+    def of(cls, db: Database, who: Identity, *,
+           interrupt_filter: store_interrupts.InterruptFilter, after: bool,
+           columns: tuple[str, ...], size: int) -> InboxPageShape:
+        return cls(db.dialect, who.roles, bool(who.team_id), after, interrupt_filter,
+                   columns, size)
+
+
+#: The interrupt columns a prepared inbox page may return, in this order.
+INTERRUPT_COLUMNS = store_interrupts.STORED_ATTRIBUTES
+
+
+def inbox_page_statement(db: Database, shape: InboxPageShape) -> PreparedStatement:
+    """The statement :func:`store.messages.interrupts.inbox` runs (its own query,
+    :func:`~store.messages.interrupts.inbox_select`, compiled for the driver).
+
+    Named slots: ``user``, ``tenant``, ``team``, ``now``, and after a cursor
+    ``after_value`` and ``after_id`` (see :func:`chat_after`). Rows: the shape's columns,
+    newest first, at most one more than the page.
+    """
+    statement = db.statements.get(("inbox_page_statement", shape))
+    if statement is None:
+        who = Identity(user_id=_USER, tenant_id=_TENANT,
+                       team_id=_TEAM if shape.team else None, roles=shape.roles)
+        query = store_interrupts.inbox_select(
+            who, shape.interrupt_filter, size=shape.size,
+            after=(_AFTER_VALUE, _AFTER_ID) if shape.after else None, at=_NOW,
+            columns=shape.columns)
+        statement = db.statements[("inbox_page_statement", shape)] = _compiled(
+            query, shape.dialect)
+    return statement
+
+
 def _marked_identity(privileged: bool, team: bool) -> Identity:
     return Identity(user_id=_USER, tenant_id=_TENANT, team_id=_TEAM if team else None,
                     roles=frozenset({"admin"}) if privileged else frozenset())
@@ -521,6 +576,13 @@ def chat_attribute(name: str) -> Attribute | None:
     return _attribute(name) if name in CHAT_COLUMNS else None
 
 
+def interrupt_attribute(name: str) -> Attribute | None:
+    """How a prepared inbox row gives the :class:`store.records.Interrupt` attribute
+    ``name`` (as :func:`store.messages.interrupts.interrupt_from_row` would); None
+    when it is not one stored as a column."""
+    return _attribute(name) if name in INTERRUPT_COLUMNS else None
+
+
 #: The columns :func:`chats_by_id_statement` returns, in this order: a whole chat record.
 CHAT_RECORD_COLUMNS = CHAT_COLUMNS
 
@@ -557,15 +619,30 @@ def chat_positions(columns: tuple[str, ...] = CHAT_COLUMNS
     """For chat-list rows of ``columns`` (which hold ``id`` and ``activity_at``): what
     the cursor of a row (newest activity first) encodes, and what decides it — the
     activity time as the driver gave it and the id, cheaper than the position itself."""
-    activity, chat_id = columns.index("activity_at"), columns.index("id")
+    return _moment_positions(columns, "activity_at")
+
+
+def inbox_positions(columns: tuple[str, ...]
+                    ) -> tuple[Callable[[Sequence[Any]], Any], Callable[[Sequence[Any]], Any]]:
+    """For inbox rows of ``columns`` (which hold ``id`` and ``requested_at``): what the
+    cursor of a row encodes (:func:`store.messages.interrupts.position_of`) and what
+    decides it, as :func:`chat_positions` gives them for chats."""
+    return _moment_positions(columns, "requested_at")
+
+
+def _moment_positions(columns: tuple[str, ...], moment_column: str
+                      ) -> tuple[Callable[[Sequence[Any]], Any], Callable[[Sequence[Any]], Any]]:
+    """A moment-and-id position ([the moment in ISO form, the id]) of rows of
+    ``columns``, and the driver's values that decide it."""
+    at, item_id = columns.index(moment_column), columns.index("id")
 
     def key(row: Sequence[Any]) -> tuple[Any, str]:
-        return row[activity], row[chat_id]
+        return row[at], row[item_id]
 
     def position(row: Sequence[Any]) -> list[Any]:
-        moment = _moment(row[activity])
+        moment = _moment(row[at])
         assert moment is not None  # the column is NOT NULL
-        return [moment.isoformat(), row[chat_id]]
+        return [moment.isoformat(), row[item_id]]
 
     return key, position
 

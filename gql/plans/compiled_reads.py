@@ -1,8 +1,9 @@
 """Compiled reads: pages and chats answered without field-by-field execution.
 
 Front ends send the same few documents again and again — a page of messages
-(``messages``), the chat list in its default shape (``chats(first, after)``) and a
-chat with its newest message (``chat(id) { … lastMessage { … } }``) — and for a page
+(``messages``), the chat list in its default shape (``chats(first, after)``), a
+chat with its newest message (``chat(id) { … lastMessage { … } }``) and the inbox of
+interrupts in its default filter (``interrupts(first, after)``) — and for a page
 of messages the general executor spends far more time walking ~300 fields than the
 database spends finding the rows. Here a document is turned, once per text, into a
 *plan*: the page's arguments (as AST, coerced per request by graphql-core's own
@@ -20,8 +21,9 @@ from (a field that gained arguments or a resolver, an argument or filter field t
 module does not know, any directive): everything else is ``None`` and runs the
 ordinary way. A request whose plan exists still takes the ordinary way whenever its
 answer would be anything but a plain page — a variable or argument that fails to
-coerce or check, a cursor that does not verify, an empty page (absent chat or empty
-list), a value a scalar refuses — so errors and their codes are always the executor's.
+coerce or check, a cursor that does not verify, an empty page of messages or chats
+(absent chat or empty list; an empty inbox is a plain page), a value a scalar
+refuses — so errors and their codes are always the executor's.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ from chatql.gql.ops.limits import limit_rules
 from chatql.gql.plans.plan import Call
 from chatql.gql.schema.chat_lists import _cursor_scope as chat_list_scope
 from chatql.gql.schema.file_type import File, file_url
+from chatql.gql.schema.interrupts import InterruptFilter
 from chatql.gql.schema.pages import _branch_scope, _cursor_scope
 from chatql.gql.schema.types import Message
 from chatql.gql.settings import Settings
@@ -75,14 +78,17 @@ from chatql.store.chats.lists import _parse_position as parse_position
 from chatql.store.errors import ChatqlError
 from chatql.store.files.links import file_ids_in
 from chatql.store.ids import check_chat_id, check_message_id
+from chatql.store.messages import interrupts as store_interrupts
 from chatql.store.messages.message import DEFAULT_PAGE_SIZE, MessageFilter, check_page_size
 from chatql.store.prepared import (
     CHAT_COLUMNS,
     FILTER_FIELDS,
+    INTERRUPT_COLUMNS,
     MESSAGE_COLUMNS,
     Attribute,
     BranchPageShape,
     ChatPageShape,
+    InboxPageShape,
     MessagePageShape,
     ancestor_statement,
     branch_page_statement,
@@ -92,6 +98,9 @@ from chatql.store.prepared import (
     chat_positions,
     chat_statement,
     fetch,
+    inbox_page_statement,
+    inbox_positions,
+    interrupt_attribute,
     message_attribute,
     message_page_statement,
 )
@@ -117,6 +126,9 @@ _FILTER_FIELDS = {"requestId": "request_id", "role": "role", "blockId": "block_i
 _CHAT_LIST_DEFAULTS: dict[str, Any] = {"filter": None, "orderBy": "LAST_MESSAGE_AT",
                                         "order": "DESC", "timezone": "UTC",
                                         "weekStart": "MONDAY"}
+#: The inbox a document without a ``filter`` reads: the resolver's own default.
+_INBOX_FILTER = InterruptFilter().to_store()
+_INBOX_ARGUMENTS = frozenset({"first", "after"})
 _CONNECTION_FIELDS = frozenset({"edges", "pageInfo"})
 _EDGE_FIELDS = frozenset({"cursor", "node"})
 _PAGE_INFO_FIELDS = {"hasNextPage": "next", "hasPreviousPage": "previous",
@@ -141,7 +153,7 @@ class _Fallback(Exception):
 
 @dataclass(frozen=True, slots=True)
 class _PagePlan:
-    kind: str  # the root field: "messages", "chats" or "chat"
+    kind: str  # the root field: "messages", "chats", "chat" or "interrupts"
     operation: OperationDefinitionNode
     root: _Shape  # ("__typename", name) or (key, None) for the page itself
     field: GraphQLField
@@ -154,7 +166,8 @@ class _PagePlan:
     #: ``chat``: the chat object from its row.
     chat: Callable[[Any], dict[str, Any]] | None = None
     #: What a row's cursor encodes and what decides it (``messages`` across branches:
-    #: the sequence; ``chats``: see :func:`chat_positions`).
+    #: the sequence; ``chats``: see :func:`chat_positions`; ``interrupts``:
+    #: :func:`inbox_positions`).
     positions: tuple[Callable[[Any], Any], Callable[[Any], Any]] | None = None
     #: ``messages``: each ``Message.files`` the nodes ask for (by its ``slot``), and where
     #: a row holds the message's id, type and props (what orders its files).
@@ -454,12 +467,14 @@ def _object(parent: GraphQLObjectType, name: str, *, plain: bool = True,
 
 
 _ATTRIBUTES: dict[str, Callable[[str], Attribute | None]] = {
-    "messages": message_attribute, "chats": chat_attribute, "chat": chat_attribute}
+    "messages": message_attribute, "chats": chat_attribute, "chat": chat_attribute,
+    "interrupts": interrupt_attribute}
 #: Per root field: the table's columns, and those every row is read with (its cursor's).
 _PROJECTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "messages": (MESSAGE_COLUMNS, ("id", "sequence")),
     "chats": (CHAT_COLUMNS, ("id", "activity_at")),
     "chat": (CHAT_COLUMNS, ("id",)),
+    "interrupts": (INTERRUPT_COLUMNS, ("id", "requested_at")),
 }
 
 
@@ -482,6 +497,16 @@ def _check_chat_list_arguments(field_def: GraphQLField, node: FieldNode) -> None
         if getattr(default, "value", default) != expected:
             raise _NoPlan
     if any(argument.name.value not in ("first", "after") for argument in node.arguments or ()):
+        raise _NoPlan
+
+
+def _check_inbox_arguments(field_def: GraphQLField, node: FieldNode) -> None:
+    """The inbox is compiled with its default filter only (the resolver's, when the
+    argument's default is null): the document may give ``first`` and ``after``."""
+    if set(field_def.args) != _INBOX_ARGUMENTS | {"filter"} or (
+            field_def.args["filter"].default_value is not None):
+        raise _NoPlan
+    if any(argument.name.value not in _INBOX_ARGUMENTS for argument in node.arguments or ()):
         raise _NoPlan
 
 
@@ -578,6 +603,8 @@ def _compile_page(schema: Any, document: DocumentNode,
         return _compile_chat(operation, root, field_def, nodes, collector)
     if kind == "messages":
         _check_message_arguments(field_def)
+    elif kind == "interrupts":
+        _check_inbox_arguments(field_def, nodes[0])
     else:
         _check_chat_list_arguments(field_def, nodes[0])
     attribute_of = _ATTRIBUTES[kind]
@@ -643,6 +670,8 @@ def _compile_page(schema: Any, document: DocumentNode,
             connection[at] = (key, ("edges", _edges(what[1], columns)))
     if kind == "chats":
         positions = chat_positions(columns)
+    elif kind == "interrupts":
+        positions = inbox_positions(columns)
     else:
         sequence = itemgetter(columns.index("sequence"))
         positions = (sequence, sequence)
@@ -722,16 +751,16 @@ def _edges(shape: _Shape, columns: tuple[str, ...]
 
 
 class CompiledReads:
-    """The ``reads`` plan: pages of messages, the chat list and a chat with its newest
-    message, each filled from one prepared statement. One per app (one schema, one set
-    of limits); a document is compiled once."""
+    """The ``reads`` plan: pages of messages, the chat list, a chat with its newest
+    message and the inbox of interrupts, each filled from one prepared statement. One
+    per app (one schema, one set of limits); a document is compiled once."""
 
     name: ClassVar[str] = "reads"
     operation: ClassVar[str] = "query"
-    fields: ClassVar[tuple[str, ...]] = ("messages", "chats", "chat")
+    fields: ClassVar[tuple[str, ...]] = ("messages", "chats", "chat", "interrupts")
     transports: ClassVar[frozenset[str]] = frozenset({"http"})
-    summary: ClassVar[str] = ("pages of messages, the chat list and a chat with its newest "
-                              "message, filled from one prepared statement")
+    summary: ClassVar[str] = ("pages of messages, the chat list, a chat with its newest "
+                              "message and the inbox, filled from one prepared statement")
 
     def __init__(self, schema: Any, settings: Settings) -> None:
         self._schema = schema
@@ -747,7 +776,8 @@ class CompiledReads:
     def compile(self, query: str | None, operation_name: str | None) -> _PagePlan | None:
         """The cached plan for a document, or None when it must run the ordinary way."""
         if (not query or len(query) > _MAX_DOCUMENT
-                or ("messages" not in query and "chat" not in query)):
+                or ("messages" not in query and "chat" not in query
+                    and "interrupts" not in query)):
             return None
         return self._plans.get((query, operation_name),
                                lambda: self._make(query, operation_name))
@@ -796,7 +826,8 @@ class CompiledReads:
         if plan.kind == "chat":
             chat = await self._chat(plan, context, arguments)
             return {key: chat if what is None else what for key, what in plan.root}
-        read = self._messages if plan.kind == "messages" else self._chats
+        read = (self._messages if plan.kind == "messages" else
+                self._inbox if plan.kind == "interrupts" else self._chats)
         page, cursors, has_next, has_previous = await read(plan, context, arguments)
         if plan.files:
             page = await self._with_files(plan, context, page)
@@ -984,6 +1015,34 @@ class CompiledReads:
         cursors = (self._cursors(signer, scope, page, *plan.positions)
                    if plan.needs_cursors else [])
         return page, cursors, len(rows) > size, has_previous
+
+    async def _inbox(self, plan: _PagePlan, context: Context, arguments: dict[str, Any]
+                     ) -> tuple[list[Any], list[str], bool, bool]:
+        """An inbox page as the ``interrupts`` resolver reads it (its default filter):
+        the store's own query, its cursor scope and positions, its size rule."""
+        who = context.identity
+        scope = store_interrupts.cursor_scope(who, _INBOX_FILTER)
+        signer = context.services.cursors
+        cursor = arguments.get("after")
+        if cursor is not None and not isinstance(cursor, str):
+            raise _Fallback
+        start = None if cursor is None else store_interrupts.position_from(
+            signer.decode(scope, cursor))
+        size = store_interrupts.inbox_size(arguments.get("first"))
+        db = context.db
+        statement = inbox_page_statement(db, InboxPageShape.of(
+            db, who, interrupt_filter=_INBOX_FILTER, after=start is not None,
+            columns=plan.columns, size=size))
+        values: dict[str, Any] = {"user": who.user_id, "tenant": who.tenant_id,
+                                  "team": who.team_id}
+        if start is not None:
+            values.update(chat_after(start, db.dialect))
+        rows = await fetch(db, statement, values)
+        page = list(rows[:size])
+        assert plan.positions is not None
+        cursors = (self._cursors(signer, scope, page, *plan.positions)
+                   if plan.needs_cursors else [])
+        return page, cursors, len(rows) > size, start is not None
 
     @staticmethod
     async def _with_files(plan: _PagePlan, context: Context, page: list[Any]) -> list[Any]:

@@ -41,12 +41,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 import jsonschema
-from sqlalchemy import ColumnElement, and_, exists, or_, select, true, update
+from sqlalchemy import ColumnElement, Select, and_, exists, or_, select, true, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from chatql.store import jsonutil
@@ -68,6 +68,7 @@ from chatql.store.records import Decision, Identity, Interrupt, Message
 __all__ = [
     "INTERRUPT_KINDS",
     "INTERRUPT_STATES",
+    "STORED_ATTRIBUTES",
     "InterruptFilter",
     "InterruptPage",
     "as_decided",
@@ -85,6 +86,8 @@ __all__ = [
     "get_interrupt",
     "in_model_window",
     "inbox",
+    "inbox_select",
+    "inbox_size",
     "position_from",
     "position_of",
     "record_inline",
@@ -241,6 +244,12 @@ async def settle_inline(conn: AsyncConnection, stream_id: str,
         ).values(state="CANCELLED", decided_at=now(), decided_by=None))
 
 
+#: The attributes of an :class:`Interrupt` that are its row's columns as stored (the
+#: one left out, its decision, is built from several).
+STORED_ATTRIBUTES: tuple[str, ...] = tuple(
+    field.name for field in fields(Interrupt) if field.name != "decision")
+
+
 def interrupt_from_row(row: Any) -> Interrupt:
     decision = None
     if row.decided_at is not None:
@@ -249,13 +258,8 @@ def interrupt_from_row(row: Any) -> Interrupt:
                             edited_arguments=made.get("editedArguments"),
                             response=made.get("response"), reason=made.get("reason"),
                             decided_by=row.decided_by or "", decided_at=row.decided_at)
-    return Interrupt(
-        id=row.id, chat_id=row.chat_id, message_id=row.message_id, stream_id=row.stream_id,
-        request_id=row.request_id, assistant_id=row.assistant_id, kind=row.kind,
-        state=row.state, tool_call_id=row.tool_call_id, tool_name=row.tool_name,
-        arguments=row.arguments, prompt=row.prompt, response_schema=row.response_schema,
-        reason=row.reason, requested_at=row.requested_at, expires_at=row.expires_at,
-        decision=decision, decision_id=row.decision_id, resumed_by=row.resumed_by)
+    return Interrupt(**{name: getattr(row, name) for name in STORED_ATTRIBUTES},
+                     decision=decision)
 
 
 # ---- who decides -----------------------------------------------------------------------
@@ -344,15 +348,27 @@ def position_from(value: Any) -> Position:
     return moment_position_from(value)
 
 
-async def inbox(db: Database, who: Identity, interrupt_filter: InterruptFilter, *,
-                first: int | None = None, after: Position | None = None) -> InterruptPage:
-    """The interrupts the caller may decide, across its chats, newest first."""
-    interrupt_filter.check()
+def inbox_size(first: int | None) -> int:
+    """The size of an inbox page asked with ``first``; INVALID_ARGUMENT out of range."""
     size = DEFAULT_INBOX_SIZE if first is None else first
     if not 1 <= size <= MAX_INBOX_SIZE:
         raise InvalidArgument(f"first must be between 1 and {MAX_INBOX_SIZE}")
-    query = (select(interrupts).join(chats, chats.c.id == interrupts.c.chat_id)
-             .where(interrupts.c.tenant_id == who.tenant_id, can_decide(who), present()))
+    return size
+
+
+def inbox_select(who: Identity, interrupt_filter: InterruptFilter, *, size: int,
+                 after: Position | None = None, at: datetime | None = None,
+                 columns: tuple[str, ...] | None = None) -> Select[Any]:
+    """The query of an inbox page of ``size`` (a checked filter and size): the
+    interrupts the caller may decide, newest first, after ``after``, one row past the
+    page (it tells more follow). ``at``: the moment chats' expiry is judged at (now);
+    ``columns``: the interrupt columns each row reads (all of them)."""
+    from chatql.store.chats.lists import fixed  # lists reads interrupts: imported late
+
+    chosen = list(interrupts.c) if columns is None else [interrupts.c[name] for name in columns]
+    query = (select(*chosen).join(chats, chats.c.id == interrupts.c.chat_id)
+             .where(interrupts.c.tenant_id == who.tenant_id, can_decide(who),
+                    present(at=at)))
     if interrupt_filter.state is not None:
         query = query.where(interrupts.c.state == interrupt_filter.state)
     if interrupt_filter.kind is not None:
@@ -362,12 +378,21 @@ async def inbox(db: Database, who: Identity, interrupt_filter: InterruptFilter, 
     if interrupt_filter.chat_id is not None:
         query = query.where(interrupts.c.chat_id == interrupt_filter.chat_id)
     if after is not None:
-        at, interrupt_id = after
-        query = query.where(or_(interrupts.c.requested_at < at,
-                                and_(interrupts.c.requested_at == at,
+        moment, interrupt_id = after
+        query = query.where(or_(interrupts.c.requested_at < moment,
+                                and_(interrupts.c.requested_at == moment,
                                      interrupts.c.id < interrupt_id)))
-    query = query.order_by(interrupts.c.requested_at.desc(), interrupts.c.id.desc()).limit(
-        size + 1)
+    # The page size is written into the text: Postgres plans a prepared page knowing it.
+    return query.order_by(interrupts.c.requested_at.desc(), interrupts.c.id.desc()).limit(
+        fixed(size + 1))
+
+
+async def inbox(db: Database, who: Identity, interrupt_filter: InterruptFilter, *,
+                first: int | None = None, after: Position | None = None) -> InterruptPage:
+    """The interrupts the caller may decide, across its chats, newest first."""
+    interrupt_filter.check()
+    size = inbox_size(first)
+    query = inbox_select(who, interrupt_filter, size=size, after=after)
     async with db.read() as conn:
         rows = (await conn.execute(query)).all()
     return InterruptPage([interrupt_from_row(row) for row in rows[:size]],
