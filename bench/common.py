@@ -5,14 +5,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import subprocess
+import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any, Protocol
 
+import httpx
 from sqlalchemy.engine import make_url
 
 from chatql.store.db.database import Database, execute_on_server
@@ -104,3 +107,42 @@ def cpu_seconds(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@contextmanager
+def chatql_serve(database_url: str, folder: Path,
+                 settings: dict[str, str] | None = None) -> Iterator[tuple[str, int]]:
+    """``chatql serve`` in a process of its own on a free port over ``database_url``
+    (its archive in ``folder``), with no ``CHATQL_``, ``OTEL_`` or ``AWS_`` setting of
+    this process's and ``settings`` on top; yields its base URL and pid once it
+    answers ``/healthz``, and stops it after."""
+    from bench.operations import free_port
+
+    port = free_port()
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("CHATQL_", "OTEL_", "AWS_"))}
+    env.update({"CHATQL_DATABASE_URL": database_url, "CHATQL_SECRET": "s" * 32,
+                "CHATQL_METRICS": "false", "CHATQL_ARCHIVE_URL": f"file://{folder}/archive",
+                **(settings or {})})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "chatql.gql.cli", "serve", "--port", str(port),
+         "--log-level", "warning"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            try:
+                if httpx.get(f"{base}/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if process.poll() is not None:
+                raise RuntimeError("the benchmark server exited")
+            time.sleep(0.05)
+        yield base, process.pid
+    finally:
+        process.terminate()
+        process.wait(30)

@@ -56,6 +56,7 @@ from typing import Any
 
 import httpx
 
+from bench.common import chatql_serve
 from bench.operations import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -202,34 +203,10 @@ class Server:
 def server(folder: Path, extra: dict[str, str]) -> Iterator[Server]:
     """``chatql serve`` on a free port over a new SQLite file in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("CHATQL_", "OTEL_", "AWS_"))}
-    env.update({"CHATQL_DATABASE_URL": f"sqlite+aiosqlite:///{folder / 'bench.db'}",
-                "CHATQL_SECRET": "s" * 32, "CHATQL_METRICS": "false",
-                "CHATQL_ARCHIVE_URL": f"file://{folder}/archive",
-                "CHATQL_FILE_MAX_BYTES": str(2 * 1024 * MiB),
-                "CHATQL_FILE_TYPES": "application/octet-stream,image/png",
-                **extra})
-    process = subprocess.Popen(
-        [sys.executable, "-m", "chatql.gql.cli", "serve", "--port", str(port),
-         "--log-level", "warning"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(600):
-            try:
-                if httpx.get(f"{base}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None:
-                raise RuntimeError("the benchmark server exited")
-            time.sleep(0.05)
-        yield Server(base, process.pid)
-    finally:
-        process.terminate()
-        process.wait(30)
+    with chatql_serve(f"sqlite+aiosqlite:///{folder / 'bench.db'}", folder, {
+            "CHATQL_FILE_MAX_BYTES": str(2 * 1024 * MiB),
+            "CHATQL_FILE_TYPES": "application/octet-stream,image/png", **extra}) as (base, pid):
+        yield Server(base, pid)
 
 
 # ---- 1. upload MB/s -------------------------------------------------------------------

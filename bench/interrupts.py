@@ -36,10 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -54,8 +51,7 @@ from chatql_client import ChatqlClient, StreamWriter
 from chatql_client.types import Message
 from sqlalchemy import insert, text
 
-from bench.common import backends_parser, fresh_postgres
-from bench.operations import free_port
+from bench.common import backends_parser, chatql_serve, fresh_postgres
 from chatql.store.db.database import Database, execute_on_server
 from chatql.store.db.tables import interrupts
 
@@ -89,30 +85,8 @@ CHAT_LIST_EXECUTOR = CHAT_LIST.replace("edges {", "edges @include(if: true) {")
 @contextmanager
 def server(database_url: str, folder: Path) -> Iterator[str]:
     """``chatql serve`` on a free port over ``database_url``; yields its base URL."""
-    port = free_port()
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("CHATQL_", "OTEL_"))}
-    env.update({"CHATQL_DATABASE_URL": database_url, "CHATQL_SECRET": "s" * 32,
-                "CHATQL_METRICS": "false", "CHATQL_ARCHIVE_URL": f"file://{folder}/archive"})
-    process = subprocess.Popen(
-        [sys.executable, "-m", "chatql.gql.cli", "serve", "--port", str(port),
-         "--log-level", "warning"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(600):
-            try:
-                if httpx.get(f"{base}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None:
-                raise RuntimeError("the benchmark server exited")
-            time.sleep(0.05)
+    with chatql_serve(database_url, folder) as (base, _):
         yield base
-    finally:
-        process.terminate()
-        process.wait(30)
 
 
 async def gql(http: httpx.AsyncClient, query: str, variables: dict[str, Any] | None = None,

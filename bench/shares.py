@@ -21,9 +21,6 @@ shorter bursts so the run takes seconds (the test suite runs it).
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -33,8 +30,7 @@ from typing import Any
 
 import httpx
 
-from bench.common import backends_parser, fresh_postgres
-from bench.operations import free_port
+from bench.common import backends_parser, chatql_serve, fresh_postgres
 from chatql.store.db.database import execute_on_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,32 +67,10 @@ def conversation() -> list[dict[str, Any]]:
 @contextmanager
 def server(database_url: str, folder: Path) -> Iterator[str]:
     """``chatql serve`` on a free port over ``database_url``; yields its base URL."""
-    port = free_port()
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("CHATQL_", "OTEL_"))}
-    env.update({"CHATQL_DATABASE_URL": database_url, "CHATQL_SECRET": "s" * 32,
-                "CHATQL_METRICS": "false", "CHATQL_ARCHIVE_URL": f"file://{folder}/archive",
-                # Links are read far past the default limit here.
-                "CHATQL_RATE_LIMITS": "shares=1000000/second"})
-    process = subprocess.Popen(
-        [sys.executable, "-m", "chatql.gql.cli", "serve", "--port", str(port),
-         "--log-level", "warning"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(600):
-            try:
-                if httpx.get(f"{base}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None:
-                raise RuntimeError("the benchmark server exited")
-            time.sleep(0.05)
+    # Links are read far past the default limit here.
+    with chatql_serve(database_url, folder,
+                      {"CHATQL_RATE_LIMITS": "shares=1000000/second"}) as (base, _):
         yield base
-    finally:
-        process.terminate()
-        process.wait(30)
 
 
 async def prepare(base: str) -> str:
