@@ -28,8 +28,12 @@ async def test_stop_while_the_agent_is_quiet_cancels_its_wait(
         kit: ChatqlClient, person: ChatqlClient) -> None:
     chat_id, _ = await new_question(person)
     cancelled = asyncio.Event()
+    written = asyncio.Event()
 
     async def stop_soon() -> None:
+        # Once the text is with the service (a loaded machine may take longer than the
+        # pause to open the stream), while the agent is quiet.
+        await written.wait()
         await asyncio.sleep(0.3)
         await person.stop_stream(chat_id)
 
@@ -38,6 +42,8 @@ async def test_stop_while_the_agent_is_quiet_cancels_its_wait(
     with pytest.raises(StreamStopped):
         async with kit.stream(chat_id) as s:
             await s.text("Calling a slow tool")
+            await s.flush()
+            written.set()
             try:
                 await asyncio.sleep(30)  # a long tool call
             except asyncio.CancelledError:
