@@ -2,12 +2,13 @@
 
 A page of messages is read thousands of times a second by front ends. Building and
 compiling its SQLAlchemy statement costs more than Postgres spends answering it, so
-here the statement :func:`store.messages.list_messages` runs is built from the same
-predicates (the same access rule, the same neighbour probes) once per *shape* — the
-dialect, the caller's kind of access, the direction, which cursors and filter fields
-are present — and compiled to the driver's own SQL text. Each request then only
-binds its values and runs the text on the raw driver connection, where asyncpg keeps
-it as a prepared statement per connection.
+every message page — the store's own (:func:`store.messages.page_rows` and
+:func:`store.messages.branch_rows`, behind ``list_messages`` and ``list_branch``) and
+the compiled reads' — runs a statement built here once per *shape* — the dialect, the
+caller's kind of access, the direction, which cursors and filter fields are present,
+the columns asked for — and compiled to the driver's own SQL text. Each request then
+only binds its values and runs the text on the raw driver connection, where asyncpg
+keeps it as a prepared statement per connection.
 
 The caller's identity goes into the statement through marker values that are replaced
 by the request's own when the statement runs, so the access rule is written once, in
@@ -16,7 +17,7 @@ by the request's own when the statement runs, so the access rule is written once
 Each shape names the columns its statement returns: a caller that shows a few fields
 of each row asks for those only, and Postgres and the driver skip the rest. Rows come
 back as the driver gives them; :func:`message_attribute` says how a column's value
-becomes what :func:`store.messages.message_from_row` would have put into a record.
+becomes a record's attribute, and :func:`message_record` makes the whole record.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from chatql.store.db.rows import RECORD_COLUMNS
 from chatql.store.db.tables import UTCDateTime, chats, columns_of_type, interrupts, messages
 from chatql.store.jsonutil import loads
 from chatql.store.messages import interrupts as store_interrupts
-from chatql.store.records import Chat, Identity
+from chatql.store.records import Chat, Identity, Message
 
 __all__ = [
     "CHAT_COLUMNS",
@@ -79,7 +80,9 @@ __all__ = [
     "inbox_positions",
     "interrupt_attribute",
     "message_attribute",
+    "message_flags_statement",
     "message_page_statement",
+    "message_record",
     "moment_argument",
 ]
 
@@ -145,7 +148,7 @@ class PreparedStatement:
 
 
 def message_page_statement(db: Database, shape: MessagePageShape) -> PreparedStatement:
-    """The statement :func:`store.messages.list_messages` runs for a non-empty page.
+    """The statement :func:`store.messages.page_rows` runs for a page.
 
     Named slots: ``chat``, ``user``, ``tenant``, ``team``, ``after``, ``before``,
     ``limit``, ``now`` and one per filter field. Rows: the shape's columns, then whether
@@ -157,7 +160,22 @@ def message_page_statement(db: Database, shape: MessagePageShape) -> PreparedSta
     return statement
 
 
-def _compile_message_page(shape: MessagePageShape) -> PreparedStatement:
+def message_flags_statement(db: Database, shape: MessagePageShape) -> PreparedStatement:
+    """What :func:`store.messages.page_rows` asks when a page has no rows: whether the
+    chat is there for the caller, and whether rows lie before and after the cursors —
+    the page statement's own predicates, so an empty page is answered as exactly as a
+    full one. The slots are the page statement's (``limit`` is not one)."""
+    statement = db.statements.get(("message_flags_statement", shape))
+    if statement is None:
+        _, visible, older, newer, _ = _message_page_parts(shape)
+        statement = db.statements[("message_flags_statement", shape)] = _compiled(
+            select(visible.label("visible"), older, newer), shape.dialect)
+    return statement
+
+
+def _message_page_parts(shape: MessagePageShape) -> tuple[list[Any], Any, Any, Any, Any]:
+    """A message page's predicates: the rows' bounds, the chat's visibility and the
+    neighbour probes next to each cursor, and the page's order."""
     who = _marked_identity(shape.privileged, shape.team)
     chat = bindparam("chat", type_=String())
     base = [messages.c.chat_id == chat,
@@ -166,10 +184,16 @@ def _compile_message_page(shape: MessagePageShape) -> PreparedStatement:
     before = bindparam("before", type_=BigInteger())
 
     def neighbour(*clauses: Any, newest: bool) -> Any:
+        # "(SELECT sequence … ORDER BY sequence LIMIT 1) IS NOT NULL" rather than
+        # EXISTS: Postgres strips ORDER BY/LIMIT from EXISTS, and a cached generic
+        # plan may then pick a sequential scan over a long chat to find one row.
         order = messages.c.sequence.desc() if newest else messages.c.sequence.asc()
         nearest = select(messages.c.sequence).where(*base, *clauses).order_by(order).limit(1)
         return nearest.scalar_subquery().is_not(None)
 
+    # Rows older than the page exist when something sits at or before ``after``
+    # (forward pages start at the first row past it), newer rows when something sits
+    # at or after ``before``; the other side is the extra row the page reads.
     older = neighbour(messages.c.sequence <= after, newest=True) if shape.after else false()
     newer = neighbour(messages.c.sequence >= before, newest=False) if shape.before else false()
     visible = (
@@ -183,6 +207,11 @@ def _compile_message_page(shape: MessagePageShape) -> PreparedStatement:
     if shape.before:
         bounds.append(messages.c.sequence < before)
     order = messages.c.sequence.asc() if shape.forward else messages.c.sequence.desc()
+    return bounds, visible, older, newer, order
+
+
+def _compile_message_page(shape: MessagePageShape) -> PreparedStatement:
+    bounds, visible, older, newer, order = _message_page_parts(shape)
     query = (
         select(*(messages.c[name] for name in shape.columns), older.label("_older"),
                newer.label("_newer"))
@@ -220,7 +249,7 @@ class BranchPageShape:
 
 
 def branch_page_statement(db: Database, shape: BranchPageShape) -> PreparedStatement:
-    """The statement :func:`store.messages.list_branch` runs for a non-empty page.
+    """The statement :func:`store.messages.branch_rows` runs for a page.
 
     The page walks parent links (:func:`store.tree.path_walk`) and costs the rows it
     returns at any depth. Read backwards (the newest page, the page before a cursor),
@@ -563,7 +592,7 @@ def _attribute(name: str) -> Attribute:
 
 def message_attribute(name: str) -> Attribute | None:
     """How a prepared message row gives the :class:`store.records.Message` attribute
-    ``name``: the value :func:`store.messages.message_from_row` would have put in the
+    ``name``: the value :func:`message_record` puts in the
     record. None when ``name`` is not an attribute a prepared page reads."""
     if name == "tokens_estimated":
         return Attribute(None, constant=False)  # stored messages carry reported counts only
@@ -581,6 +610,17 @@ def interrupt_attribute(name: str) -> Attribute | None:
     ``name`` (as :func:`store.messages.interrupts.interrupt_from_row` would); None
     when it is not one stored as a column."""
     return _attribute(name) if name in INTERRUPT_COLUMNS else None
+
+
+_message_converters = tuple((name, _converter(name)) for name in MESSAGE_COLUMNS)
+
+
+def message_record(row: Sequence[Any]) -> Message:
+    """The :class:`store.records.Message` a page row of every record column
+    (:data:`MESSAGE_COLUMNS`, the default) holds; columns after the record's are not its."""
+    return Message(**{name: value if convert is None else convert(value)
+                      for (name, convert), value in zip(_message_converters, row,
+                                                        strict=False)})
 
 
 #: The columns :func:`chats_by_id_statement` returns, in this order: a whole chat record.

@@ -79,19 +79,19 @@ from chatql.store.errors import ChatqlError
 from chatql.store.files.links import file_ids_in
 from chatql.store.ids import check_chat_id, check_message_id
 from chatql.store.messages import interrupts as store_interrupts
-from chatql.store.messages.message import DEFAULT_PAGE_SIZE, MessageFilter, check_page_size
+from chatql.store.messages.message import (
+    MessageFilter,
+    branch_rows,
+    check_page_size,
+    page_rows,
+)
 from chatql.store.prepared import (
     CHAT_COLUMNS,
-    FILTER_FIELDS,
     INTERRUPT_COLUMNS,
     MESSAGE_COLUMNS,
     Attribute,
-    BranchPageShape,
     ChatPageShape,
     InboxPageShape,
-    MessagePageShape,
-    ancestor_statement,
-    branch_page_statement,
     chat_after,
     chat_attribute,
     chat_page_statement,
@@ -102,8 +102,8 @@ from chatql.store.prepared import (
     inbox_positions,
     interrupt_attribute,
     message_attribute,
-    message_page_statement,
 )
+from chatql.store.records import BranchPosition
 
 __all__ = ["CompiledReads"]
 
@@ -119,8 +119,6 @@ _MISSING = object()
 _MAX_DOCUMENT = 4_000
 _PAGE_ARGUMENTS = frozenset({"chatId", "filter", "first", "after", "last", "before", "branch",
                              "allBranches"})
-#: A filtered branch page walks until the page is full (or the floor): no row bound.
-_UNBOUNDED = 2**31 - 1
 _FILTER_FIELDS = {"requestId": "request_id", "role": "role", "blockId": "block_id",
                   "threadId": "thread_id", "type": "type"}
 _CHAT_LIST_DEFAULTS: dict[str, Any] = {"filter": None, "orderBy": "LAST_MESSAGE_AT",
@@ -889,30 +887,13 @@ class CompiledReads:
         signer = context.services.cursors
         after = self._position(signer, scope, arguments.get("after"))
         before = self._position(signer, scope, arguments.get("before"))
-        forward = first is not None or (after is not None and last is None)
-        size = (first if forward else last) or DEFAULT_PAGE_SIZE
-        filters = tuple(name for name in FILTER_FIELDS if filter_values[name] is not None)
-        db = context.db
-        who = context.identity
-        statement = message_page_statement(db, MessagePageShape.of(
-            db, who, forward=forward, after=after is not None, before=before is not None,
-            filters=filters, columns=plan.columns))
-        values: dict[str, Any] = {"chat": chat_id, "user": who.user_id,
-                                  "tenant": who.tenant_id, "team": who.team_id,
-                                  "after": after, "before": before, "limit": size + 1}
-        for name in filters:
-            values[name] = filter_values[name]
-        rows = await fetch(db, statement, values)
-        if not rows:
-            raise _Fallback  # absent chat or empty page: the executor tells which
-        has_older, has_newer = bool(rows[0][-2]), bool(rows[0][-1])
-        more = len(rows) > size
-        page = list(rows[:size])
-        if forward:
-            has_previous, has_next = has_older, more or has_newer
-        else:
-            page.reverse()
-            has_previous, has_next = more or has_older, has_newer
+        # A store error (no such chat, a bad size) is the executor's to tell.
+        read = await page_rows(context.db, context.identity, chat_id, filter=store_filter,
+                               first=first, after=after, last=last, before=before,
+                               columns=plan.columns)
+        if not read.rows:
+            raise _Fallback  # empty, or archived: the executor brings its rows back
+        page, has_previous, has_next = read.rows, read.has_previous, read.has_next
         cursors: list[str] = []
         if plan.needs_cursors:
             assert plan.positions is not None  # across branches: the sequence
@@ -933,48 +914,15 @@ class CompiledReads:
         signer = context.services.cursors
         after = self._branch_position(signer, scope, arguments.get("after"))
         before = self._branch_position(signer, scope, arguments.get("before"))
-        forward = first is not None or (after is not None and last is None)
-        size = (first if forward else last) or DEFAULT_PAGE_SIZE
-        filters = tuple(name for name in FILTER_FIELDS if filter_values[name] is not None)
-        db, who = context.db, context.identity
-        statement = branch_page_statement(db, BranchPageShape.of(
-            db, who, forward=forward, branch=branch is not None, before=before is not None,
-            filters=filters, columns=plan.columns))
-        floor = 0 if after is None else after[1]
-        values: dict[str, Any] = {
-            "chat": chat_id, "user": who.user_id, "tenant": who.tenant_id, "team": who.team_id,
-            "branch": branch, "floor": floor, "limit": size + 1}
-        if forward:
-            values["top"] = None if before is None else before[1] - 1
-            values["cap"] = _UNBOUNDED if filters else floor + size + 1
-        else:
-            skip = 0 if before is None else 1
-            values["start"] = branch if before is None else before[0]
-            values["count"] = _UNBOUNDED if filters else size + 1 + skip
-            values["skip"] = skip
-        for name in filters:
-            values[name] = filter_values[name]
-        rows = await fetch(db, statement, values)
-        if not rows:
-            raise _Fallback  # absent chat, empty page, archived rows: the executor's
-        # A row: the message's columns, its depth, the chat's active leaf.
-        message_id, depth = plan.columns.index("id"), len(plan.columns)
-        leaf = branch if branch is not None else rows[0][depth + 1]
-        for cursor in (after, before):
-            if cursor is not None and cursor[2] != leaf:
-                # Issued for an earlier end of this list (the active leaf moved on since):
-                # still good while its message lies on the branch.
-                found = await fetch(db, ancestor_statement(db, db.dialect),
-                                    {"start": leaf, "depth": cursor[1], "chat": chat_id})
-                if not found or found[0][0] != cursor[0]:
-                    raise _Fallback  # not on this branch: the executor says so
-        more = len(rows) > size
-        page = list(rows[:size])
-        if forward:
-            has_previous, has_next = after is not None, more or before is not None
-        else:
-            page.reverse()
-            has_previous, has_next = more or after is not None, before is not None
+        # A store error (no such chat or branch, a cursor off it) is the executor's.
+        read = await branch_rows(context.db, context.identity, chat_id, branch=branch,
+                                 filter=store_filter, first=first, after=after, last=last,
+                                 before=before, columns=plan.columns)
+        if not read.rows:
+            raise _Fallback  # empty, or archived: the executor brings its rows back
+        page, has_previous, has_next = read.rows, read.has_previous, read.has_next
+        # A row: the message's columns, then its depth.
+        message_id, depth, leaf = plan.columns.index("id"), len(plan.columns), read.branch_leaf
         cursors: list[str] = []
         if plan.needs_cursors:
             # A message on a branch: its id, its depth and the branch's end.
@@ -1089,7 +1037,7 @@ class CompiledReads:
         return cursors
 
     @staticmethod
-    def _branch_position(signer: Any, scope: str, cursor: Any) -> tuple[str, int, str] | None:
+    def _branch_position(signer: Any, scope: str, cursor: Any) -> BranchPosition | None:
         if cursor is None:
             return None
         if not isinstance(cursor, str):
@@ -1099,7 +1047,7 @@ class CompiledReads:
                 or not isinstance(position[0], str) or not isinstance(position[2], str)
                 or not isinstance(position[1], int) or isinstance(position[1], bool)):
             raise _Fallback
-        return position[0], position[1], position[2]
+        return BranchPosition(position[0], position[1], position[2])
 
     @staticmethod
     def _position(signer: Any, scope: str, cursor: Any) -> int | None:

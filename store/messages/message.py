@@ -13,10 +13,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Row, Select, bindparam, exists, false, select, update
+from sqlalchemy import Row, Select, bindparam, exists, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from chatql.store import prepared
 from chatql.store.chats import access, titles
 from chatql.store.chats.chat import chat_from_row, fetch_visible_chat, now, present
 from chatql.store.db.database import Database
@@ -150,6 +151,13 @@ class MessageFilter:
             (messages.c.type, self.type),
         )
         return [column == value for column, value in pairs if value is not None]
+
+    def given(self) -> dict[str, str]:
+        """The fields given, by column name, in the order of the filter's fields."""
+        return {name: value for name, value in (
+            ("request_id", self.request_id), ("role", self.role),
+            ("block_id", self.block_id), ("thread_id", self.thread_id), ("type", self.type),
+        ) if value is not None}
 
     def key(self) -> str:
         """A stable text form, so cursors can be bound to the filter."""
@@ -533,6 +541,86 @@ def check_page_size(value: int | None, name: str) -> int | None:
     return min(value, MAX_PAGE_SIZE)
 
 
+@dataclass(frozen=True, slots=True)
+class RowPage:
+    """A page of message rows as the driver gave them, oldest first: each row holds the
+    columns asked for, then what the page's statement adds (a branch page: the row's
+    depth next)."""
+
+    rows: list[Sequence[Any]]
+    has_previous: bool
+    has_next: bool
+    #: For a page along a branch: the branch's last message the page was read for.
+    branch_leaf: str | None = None
+
+
+def _page_size(first: int | None, last: int | None, after: object) -> tuple[bool, int]:
+    """Whether a page reads forward, and how many rows it holds. ``after`` alone reads
+    forward from the cursor (Relay's reading of it); with no size and no ``after`` the
+    newest rows are read, backwards."""
+    if first is not None and last is not None:
+        raise InvalidArgument("pass either first or last, not both")
+    forward = first is not None or (after is not None and last is None)
+    return forward, (first if forward else last) or DEFAULT_PAGE_SIZE
+
+
+def _identity_values(who: Identity, chat_id: str, filter: MessageFilter) -> dict[str, Any]:
+    values: dict[str, Any] = {"chat": chat_id, "user": who.user_id, "tenant": who.tenant_id,
+                              "team": who.team_id}
+    values.update(filter.given())
+    return values
+
+
+async def page_rows(
+    db: Database,
+    who: Identity,
+    chat_id: str,
+    *,
+    filter: MessageFilter | None = None,
+    first: int | None = None,
+    after: int | None = None,
+    last: int | None = None,
+    before: int | None = None,
+    columns: tuple[str, ...] = prepared.MESSAGE_COLUMNS,
+) -> RowPage:
+    """A keyset page of a chat's messages in ``sequence`` order, as rows of ``columns``:
+    the one reader of such pages (:func:`list_messages` makes records of its rows; the
+    compiled reads fill their answers from them).
+
+    ``after``/``before`` are sequence numbers (already checked cursors). With no size,
+    the newest ``DEFAULT_PAGE_SIZE`` before ``before`` (or the end) are returned;
+    ``first`` (or ``after`` alone) walks forward from ``after``. Neighbour flags are
+    exact (never a guess from a full page): each is an index probe next to the
+    cursor, folded with the access check into the page's one prepared statement.
+    """
+    first = check_page_size(first, "first")
+    last = check_page_size(last, "last")
+    forward, size = _page_size(first, last, after)
+    filter = filter or MessageFilter()
+    shape = prepared.MessagePageShape.of(
+        db, who, forward=forward, after=after is not None, before=before is not None,
+        filters=tuple(filter.given()), columns=columns)
+    values = _identity_values(who, chat_id, filter)
+    values.update(after=after, before=before)
+    rows = await prepared.fetch(db, prepared.message_page_statement(db, shape),
+                                {**values, "limit": size + 1})
+    if rows:
+        has_older, has_newer = bool(rows[0][-2]), bool(rows[0][-1])
+    else:
+        # Empty: tell an invisible chat from an empty page, and still answer exactly.
+        flags = (await prepared.fetch(db, prepared.message_flags_statement(db, shape),
+                                      values))[0]
+        if not flags[0]:
+            raise NotFound(f"chat {chat_id!r} not found")
+        has_older, has_newer = bool(flags[1]), bool(flags[2])
+    more = len(rows) > size
+    page = list(rows[:size])
+    if forward:
+        return RowPage(page, has_older, more or has_newer)
+    page.reverse()
+    return RowPage(page, more or has_older, has_newer)
+
+
 async def list_messages(
     db: Database,
     who: Identity,
@@ -544,77 +632,121 @@ async def list_messages(
     last: int | None = None,
     before: int | None = None,
 ) -> MessagePage:
-    """A keyset page of a chat's messages, oldest first.
+    """A keyset page of a chat's messages, oldest first, as records (see
+    :func:`page_rows`)."""
+    page = await page_rows(db, who, chat_id, filter=filter, first=first, after=after,
+                           last=last, before=before)
+    return MessagePage(items=[prepared.message_record(row) for row in page.rows],
+                       has_previous=page.has_previous, has_next=page.has_next)
 
-    ``after``/``before`` are sequence numbers (already checked cursors). With no
-    size, the newest ``DEFAULT_PAGE_SIZE`` before ``before`` (or the end) are returned;
-    ``first`` (or ``after`` alone) walks forward from ``after``. Neighbour flags are
-    exact (never a guess from a full page): each is an index probe next to the
-    cursor, folded with the access check into the page's one statement.
+
+#: A walk's bound when a filter may skip any number of its rows.
+_UNBOUNDED = 2**31 - 1
+
+
+async def branch_rows(
+    db: Database,
+    who: Identity,
+    chat_id: str,
+    *,
+    branch: str | None = None,
+    filter: MessageFilter | None = None,
+    first: int | None = None,
+    after: BranchPosition | None = None,
+    last: int | None = None,
+    before: BranchPosition | None = None,
+    columns: tuple[str, ...] = prepared.MESSAGE_COLUMNS,
+) -> RowPage:
+    """A keyset page along one branch — the path from the root to ``branch`` — as rows
+    of ``columns`` followed by each row's depth: the one reader of such pages
+    (:func:`list_branch` makes records of its rows; the compiled reads fill their
+    answers from them).
+
+    ``branch`` defaults to the chat's active leaf. Pages walk parent links from their
+    upper end (and a forward page finds that end with one jump climb), so a page
+    costs the same deep in a long branch as at its end. A cursor is valid while its
+    message lies on the branch: one issued before the active leaf moved on still
+    works; one from another branch is INVALID_CURSOR. With a filter, the walk reads
+    the path between the cursor and the page's far end until the page is full.
     """
     first = check_page_size(first, "first")
     last = check_page_size(last, "last")
-    if first is not None and last is not None:
-        raise InvalidArgument("pass either first or last, not both")
+    if branch is not None:
+        check_message_id(branch)
+    forward, size = _page_size(first, last, after)
     filter = filter or MessageFilter()
-    base = [messages.c.chat_id == chat_id, *filter.clauses()]
-    # ``after`` alone reads forward from the cursor (Relay's reading of it); with
-    # no size and no ``after`` the newest messages are read, backwards.
-    forward = first is not None or (after is not None and last is None)
-    size = (first if forward else last) or DEFAULT_PAGE_SIZE
-
-    def neighbour(*clauses: Any, newest: bool) -> ColumnElement[bool]:
-        # "(SELECT sequence … ORDER BY sequence LIMIT 1) IS NOT NULL" rather than
-        # EXISTS: Postgres strips ORDER BY/LIMIT from EXISTS, and a cached generic
-        # plan may then pick a sequential scan over a long chat to find one row.
-        order = messages.c.sequence.desc() if newest else messages.c.sequence.asc()
-        nearest = select(messages.c.sequence).where(*base, *clauses).order_by(order).limit(1)
-        return nearest.scalar_subquery().is_not(None)
-
-    # Rows older than the page exist when something sits at or before ``after``
-    # (forward pages start at the first row past it), newer rows when something sits
-    # at or after ``before``; the other side is the extra row the page read.
-    older = false() if after is None else neighbour(messages.c.sequence <= after, newest=True)
-    newer = false() if before is None else neighbour(messages.c.sequence >= before, newest=False)
-    visible = (
-        select(chats.c.id)
-        .where(chats.c.id == chat_id, present(), access.can_read(who))
-        .exists()
-    )
-    bounds = list(base)
-    if after is not None:
-        bounds.append(messages.c.sequence > after)
-    if before is not None:
-        bounds.append(messages.c.sequence < before)
-    order = messages.c.sequence.asc() if forward else messages.c.sequence.desc()
-    # One statement for a non-empty page: rows, access check and neighbour flags.
-    page_query = (
-        select(messages, older.label("_older"), newer.label("_newer"))
-        .where(*bounds, visible)
-        .order_by(order)
-        .limit(size + 1)
-    )
-    async with db.read() as conn:
-        rows = (await conn.execute(page_query)).all()
-        if rows:
-            has_older, has_newer = bool(rows[0]._older), bool(rows[0]._newer)
-        else:
-            # Empty: tell an invisible chat from an empty page, and still answer exactly.
-            flags = (
-                await conn.execute(select(visible.label("visible"), older, newer))
-            ).one()
-            if not flags[0]:
-                raise NotFound(f"chat {chat_id!r} not found")
-            has_older, has_newer = bool(flags[1]), bool(flags[2])
-    more = len(rows) > size
-    items = [message_from_row(row) for row in rows[:size]]
+    filters = tuple(filter.given())
+    shape = prepared.BranchPageShape.of(
+        db, who, forward=forward, branch=branch is not None, before=before is not None,
+        filters=filters, columns=columns)
+    floor = 0 if after is None else after.depth
+    values = _identity_values(who, chat_id, filter)
+    values.update(branch=branch, floor=floor, limit=size + 1)
     if forward:
-        has_previous, has_next = has_older, more or has_newer
+        values["top"] = None if before is None else before.depth - 1
+        values["cap"] = _UNBOUNDED if filters else floor + size + 1
     else:
-        items.reverse()
-        has_previous, has_next = more or has_older, has_newer
-    return MessagePage(items=items, has_previous=has_previous, has_next=has_next)
+        skip = 0 if before is None else 1
+        values["start"] = branch if before is None else before.id
+        values["count"] = _UNBOUNDED if filters else size + 1 + skip
+        values["skip"] = skip
+    rows = await prepared.fetch(db, prepared.branch_page_statement(db, shape), values)
+    if not rows:
+        return await _empty_branch(db, who, chat_id, branch, forward, after, before)
+    # A row: the columns, its depth, the chat's active leaf.
+    depth = len(columns)
+    leaf = branch if branch is not None else rows[0][depth + 1]
+    for cursor in (after, before):
+        if cursor is not None and cursor.leaf != leaf:
+            # Issued for another end of this list (the active leaf moved since): still
+            # good while its message lies on the branch.
+            found = await prepared.fetch(db, prepared.ancestor_statement(db, db.dialect),
+                                         {"start": leaf, "depth": cursor.depth,
+                                          "chat": chat_id})
+            if not found or found[0][0] != cursor.id:
+                raise InvalidCursor("the cursor is not on this branch")
+    more = len(rows) > size
+    page = list(rows[:size])
+    if forward:
+        return RowPage(page, after is not None, more or before is not None, leaf)
+    page.reverse()
+    return RowPage(page, more or after is not None, before is not None, leaf)
 
+
+async def _empty_branch(db: Database, who: Identity, chat_id: str, branch: str | None,
+                        forward: bool, after: BranchPosition | None,
+                        before: BranchPosition | None) -> RowPage:
+    """What a branch page that read no rows answers: the chat or the named branch not
+    found, a cursor not on the branch, or an empty page (none written yet, the rows in
+    the cold archive, nothing past a cursor)."""
+    async with db.read() as conn:
+        row = (await conn.execute(
+            select(chats.c.active_leaf_id).where(
+                chats.c.id == chat_id, present(), access.can_read(who))
+        )).first()
+        if row is None:
+            raise NotFound(f"chat {chat_id!r} not found")
+        end: str | None = branch or row.active_leaf_id
+        if branch is not None or (forward and end is not None):
+            end_depth = await conn.scalar(select(messages.c.depth).where(
+                messages.c.id == end, messages.c.chat_id == chat_id))
+            if end_depth is None and branch is not None:
+                raise NotFound(f"message {branch!r} not found in chat {chat_id!r}")
+            if end_depth is None:
+                # The active leaf's row is gone: the messages are in the cold archive.
+                return RowPage([], False, False)
+        if end is None:
+            if after is not None or before is not None:
+                raise InvalidCursor("the cursor is not valid for this list")
+            return RowPage([], False, False)
+        for cursor in (after, before):
+            if cursor is not None and cursor.leaf != end:
+                on_branch: str | None = await conn.scalar(
+                    tree.ancestor_at(end, cursor.depth, chat=chat_id,
+                                     dialect=conn.dialect.name))
+                if on_branch != cursor.id:
+                    raise InvalidCursor("the cursor is not on this branch")
+    return RowPage([], after is not None, before is not None, end)
 
 
 async def list_branch(
@@ -629,87 +761,15 @@ async def list_branch(
     last: int | None = None,
     before: BranchPosition | None = None,
 ) -> MessagePage:
-    """A keyset page along one branch: the path from the root to ``branch``.
-
-    ``branch`` defaults to the chat's active leaf. Pages walk parent links from their
-    upper end (and a forward page finds that end with one jump climb), so a page
-    costs the same deep in a long branch as at its end. A cursor is valid while its
-    message lies on the branch: one issued before the active leaf moved on still
-    works; one from another branch is INVALID_CURSOR. With a filter, the walk reads
-    the path between the cursor and the page's far end until the page is full.
-    """
-    first = check_page_size(first, "first")
-    last = check_page_size(last, "last")
-    if first is not None and last is not None:
-        raise InvalidArgument("pass either first or last, not both")
-    if branch is not None:
-        check_message_id(branch)
-    clauses = (filter or MessageFilter()).clauses()
-    forward = first is not None or (after is not None and last is None)
-    size = (first if forward else last) or DEFAULT_PAGE_SIZE
-    async with db.read() as conn:
-        row = (await conn.execute(
-            select(chats.c.active_leaf_id).where(
-                chats.c.id == chat_id, present(), access.can_read(who))
-        )).first()
-        if row is None:
-            raise NotFound(f"chat {chat_id!r} not found")
-        end: str | None = branch or row.active_leaf_id
-        end_depth: int | None = None
-        if branch is not None or (forward and end is not None):
-            end_depth = await conn.scalar(select(messages.c.depth).where(
-                messages.c.id == end, messages.c.chat_id == chat_id))
-            if end_depth is None and branch is not None:
-                raise NotFound(f"message {branch!r} not found in chat {chat_id!r}")
-            if end_depth is None:
-                # The active leaf's row is gone: the messages are in the cold archive.
-                return MessagePage(items=[], has_previous=False, has_next=False)
-        if end is None:
-            if after is not None or before is not None:
-                raise InvalidCursor("the cursor is not valid for this list")
-            return MessagePage(items=[], has_previous=False, has_next=False)
-        for cursor in (after, before):
-            if cursor is not None and cursor.leaf != end:
-                # Issued for another end of this list (the active leaf moved since):
-                # still good while its message lies on the branch.
-                on_branch: str | None = await conn.scalar(
-                    tree.ancestor_at(end, cursor.depth, chat=chat_id,
-                                     dialect=conn.dialect.name))
-                if on_branch != cursor.id:
-                    raise InvalidCursor("the cursor is not on this branch")
-        floor = 0 if after is None else after.depth
-        if forward:
-            assert end_depth is not None
-            top = end_depth if before is None else before.depth - 1
-            upper = top if clauses else min(top, floor + size + 1)
-            if upper <= floor:
-                rows: list[Row[Any]] = []
-            else:
-                start: str | None = end if upper == end_depth else await conn.scalar(
-                    tree.ancestor_at(end, upper, chat=chat_id, dialect=conn.dialect.name))
-                assert start is not None
-                query = tree.path_query(start, chat=chat_id, count=None, floor=floor,
-                                        newest_first=False, dialect=conn.dialect.name)
-                rows = list((await conn.execute(query.where(*clauses).limit(size + 1))).all())
-            more = len(rows) > size
-            rows = rows[:size]
-            has_previous, has_next = after is not None, more or before is not None
-        else:
-            start = end if before is None else before.id
-            assert start is not None
-            skip = 0 if before is None else 1
-            query = tree.path_query(start, chat=chat_id,
-                                    count=None if clauses else size + 1 + skip, floor=floor,
-                                    dialect=conn.dialect.name)
-            if skip:
-                query = query.where(query.selected_columns._step > 1)
-            rows = list((await conn.execute(query.where(*clauses).limit(size + 1))).all())
-            more = len(rows) > size
-            rows = rows[:size]
-            rows.reverse()
-            has_previous, has_next = more or after is not None, before is not None
-    return MessagePage(items=[message_from_row(r) for r in rows], has_previous=has_previous,
-                       has_next=has_next, branch_leaf=end, depths=[int(r.depth) for r in rows])
+    """A keyset page along one branch, oldest first, as records (see
+    :func:`branch_rows`)."""
+    page = await branch_rows(db, who, chat_id, branch=branch, filter=filter, first=first,
+                             after=after, last=last, before=before)
+    depth = len(prepared.MESSAGE_COLUMNS)
+    return MessagePage(items=[prepared.message_record(row) for row in page.rows],
+                       has_previous=page.has_previous, has_next=page.has_next,
+                       branch_leaf=page.branch_leaf,
+                       depths=[int(row[depth]) for row in page.rows])
 
 
 async def edit_message(
