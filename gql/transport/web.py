@@ -11,6 +11,8 @@ script written into their HTML here:
   ``X-Roles`` headers the page request carried — as a proxy in front would set them. The
   app acts as that identity (the person may switch); the playground offers them in its
   headers editor, from where they go with every request and into ``connection_init``.
+- ``files``: ``{"maxBytes": …}``, the largest file ``POST /files`` and ``createUpload``
+  take (``CHATQL_FILE_MAX_BYTES``): the app refuses a larger one before uploading it.
 
 A share link's page is the same app, told by its path to show the link read-only; it
 is never indexed (``<meta name="robots" content="noindex">`` and ``X-Robots-Tag``) and
@@ -41,7 +43,8 @@ _NOINDEX = '<meta name="robots" content="noindex" />'
 
 
 def _config_script(settings: Settings, request: Request) -> str:
-    config: dict[str, object] = {"auth": settings.auth}
+    config: dict[str, object] = {"auth": settings.auth,
+                                 "files": {"maxBytes": settings.file_max_bytes}}
     if settings.auth == "dev":
         config["identity"] = {
             name: request.headers[name] for name in _IDENTITY_HEADERS if name in request.headers

@@ -26,9 +26,12 @@ resumed answer streams in; denied with a reason, the agent says so; at 390, 768 
 behind the menu button), the theme toggle kept across a reload, identity in a settings
 dialog. Approvals inline on a producer's tool calls
 (approve, deny with a reason, edit the arguments as validated JSON, answer a question), the
-"Waiting for you" inbox following them, all kept across a reload; attachments in the
-composer (the attach button, a pasted image, dropped files, a refused file's reason) sent
-as file parts and shown from the server (a thumbnail, a download). Each state is checked
+"Waiting for you" inbox following them, all kept across a reload; on a phone the menu
+button's badge counting what waits (named for a screen reader, following a decision) and
+one sidebar across 768 px (its search text and element kept, a modal drawer below);
+attachments in the composer (the attach button, a pasted image, dropped files, a refused
+file's reason) sent as file parts and shown from the server (a thumbnail, a download),
+and a file over the limit the page names refused before any upload. Each state is checked
 with axe-core (no serious or critical violation), no page error and no request to another
 host, and saved as a screenshot under the test's temporary folder (``screenshots/``,
 each path printed). The server runs on a fresh SQLite file (the storage paths are covered
@@ -172,7 +175,7 @@ def test_app_and_playground_in_chromium(chatql_serve: str, demo_agent: Path,
     output = (run.stdout + run.stderr + "\n--- demo agent ---\n" + demo_agent.read_text()
               + "\n--- approvals agent ---\n" + approvals_agent.read_text())
     assert run.returncode == 0, output
-    assert "# pass 16" in output and "# fail 0" in output, output
+    assert "# pass 18" in output and "# fail 0" in output, output
     shots = sorted(path.name for path in screenshots.glob("*.png"))
     for name in ("streaming", "answered", "edited", "version-1", "regenerated",
                  "regenerated-version-1", "search-hit", "started-over", "trash", "restored",
@@ -180,6 +183,7 @@ def test_app_and_playground_in_chromium(chatql_serve: str, demo_agent: Path,
                  "390-light", "390-light-drawer", "768-light", "1280-light",
                  "390-dark", "390-dark-drawer", "768-dark", "1280-dark",
                  "settings", "math", "shared", "new-chat", "forked", "approval", "approved",
-                 "approvals", "decided", "attachments", "sent-files"):
+                 "approvals", "decided", "attachments", "sent-files", "390-waiting",
+                 "too-large"):
         assert f"{name}.png" in shots, shots
     print(f"screenshots in {screenshots}: {', '.join(shots)}")

@@ -37,14 +37,37 @@ async def test_the_app_and_playground_carry_the_page_requests_dev_identity(
         assert response.status_code == 200
         assert response.headers["cache-control"] == "no-store"
         assert "</script><b>" not in response.text
-        assert config_of(response.text) == {"auth": "dev", "identity": {
-            "X-User-Id": "bob", "X-Tenant-Id": "</script><b>", "X-Roles": "agent"}}
+        assert config_of(response.text) == {
+            "auth": "dev", "files": {"maxBytes": settings.file_max_bytes}, "identity": {
+                "X-User-Id": "bob", "X-Tenant-Id": "</script><b>", "X-Roles": "agent"}}
 
 
 async def test_jwt_mode_pages_name_no_identity(settings: Settings) -> None:
     jwt = dataclasses.replace(settings, auth="jwt", jwt_secret=TEST_SECRET * 2)
     response = await get(jwt, "/graphql", {**HTML, "X-User-Id": "bob"})
-    assert config_of(response.text) == {"auth": "jwt"}
+    assert config_of(response.text) == {"auth": "jwt",
+                                        "files": {"maxBytes": jwt.file_max_bytes}}
+
+
+async def test_the_page_tells_the_largest_file_the_server_takes_over_http(
+        settings: Settings) -> None:
+    """The page's config names ``CHATQL_FILE_MAX_BYTES``; it is the limit ``POST /files``
+    enforces: that many bytes are taken, one more is 413."""
+    small = dataclasses.replace(settings, file_max_bytes=1000)
+    async with uvicorn_serving(create_app(small)) as port, httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}") as http:
+        page = await http.get("/", headers={**HTML, "X-User-Id": "bob"})
+        limit = config_of(page.text)["files"]["maxBytes"]
+        assert limit == 1000
+        who = {"X-User-Id": "bob", "Content-Type": "text/plain"}
+        taken = await http.post("/files?filename=a.txt", headers=who, content=b"a" * limit)
+        assert taken.status_code == 201, taken.text
+        assert taken.json()["size"] == limit
+        refused = await http.post("/files?filename=b.txt", headers=who,
+                                  content=b"a" * (limit + 1))
+        assert refused.status_code == 413
+        assert refused.json()["errors"][0]["extensions"]["code"] == "PAYLOAD_TOO_LARGE"
+        assert f"larger than {limit} bytes" in refused.json()["errors"][0]["message"]
 
 
 async def test_assets_are_served_and_the_playground_can_be_switched_off(

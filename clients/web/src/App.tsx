@@ -1,7 +1,6 @@
 import { ChatqlClient } from "@chatql/client";
-import * as Dialog from "@radix-ui/react-dialog";
 import * as Tooltip from "@radix-ui/react-tooltip";
-import { useCallback, useEffect, useMemo, useState, type ReactNode } from "react";
+import { useCallback, useEffect, useMemo, useRef, useState, type KeyboardEvent, type ReactNode } from "react";
 
 import { ChatView } from "./components/ChatView";
 import { IconButton } from "./components/controls";
@@ -94,8 +93,33 @@ function Shell() {
   const [first, setFirst] = useState<FirstMessage | null>(null);
   // Moves on every New chat, so the composer of a new chat takes the focus again.
   const [fresh, setFresh] = useState(0);
+  // Interrupts waiting for the person (the Sidebar's inbox): the menu button's badge.
+  const [waiting, setWaiting] = useState(0);
+  const menuButton = useRef<HTMLButtonElement>(null);
+  const drawerRef = useRef<HTMLElement>(null);
   const theme = useTheme();
   const wide = useWide();
+  // A drawer left open does not come back when the window narrows again.
+  useEffect(() => {
+    if (wide) setDrawer(false);
+  }, [wide]);
+  const signedIn = config.auth === "dev" || Boolean(identity.Authorization);
+  // The drawer (narrow screens) is open.
+  const drawn = signedIn && !wide && drawer;
+  // The open drawer takes the focus (its first control, New chat).
+  useEffect(() => {
+    if (drawn) drawerRef.current?.querySelector<HTMLElement>("button, input, a[href]")?.focus();
+  }, [drawn]);
+  const closeDrawer = () => {
+    setDrawer(false);
+    setTimeout(() => menuButton.current?.focus());
+  };
+  const onDrawerKey = (event: KeyboardEvent) => {
+    if (drawn && event.key === "Escape" && !event.defaultPrevented) {
+      event.preventDefault();
+      closeDrawer();
+    }
+  };
 
   const go = useCallback((next: Place) => {
     setPlace(next);
@@ -115,7 +139,6 @@ function Shell() {
     go({ chatId: null, messageId: null, trash: false });
     setFresh((count) => count + 1);
   }, [go]);
-  const signedIn = config.auth === "dev" || Boolean(identity.Authorization);
   const change = (next: Identity) => {
     saveIdentity(config, next);
     setIdentity(next);
@@ -126,10 +149,20 @@ function Shell() {
   const sidebar = (
     <Sidebar client={client} place={place} onGo={go} onNewChat={newChat} deleted={deleted} revision={revision}
       identity={identity} auth={config.auth} dark={theme.dark}
-      onToggleTheme={() => theme.choose(theme.dark ? "light" : "dark")} onSettings={() => setSettings(true)} />
+      onToggleTheme={() => theme.choose(theme.dark ? "light" : "dark")} onSettings={() => setSettings(true)}
+      onWaiting={setWaiting} />
   );
   const menu = wide || !signedIn ? null : (
-    <IconButton label="Open the chat list" onClick={() => setDrawer(true)}><MenuIcon /></IconButton>
+    <IconButton ref={menuButton} label={waiting > 0 ? `Open the chat list, ${waiting} waiting for you` : "Open the chat list"}
+      aria-haspopup="dialog" aria-expanded={drawer} className="relative" onClick={() => setDrawer(true)}>
+      <MenuIcon />
+      {waiting > 0 && (
+        <span aria-hidden="true"
+          className="absolute -top-1 -right-1 min-w-4 rounded-full bg-amber-200 px-1 text-center text-[0.625rem] leading-4 font-semibold text-amber-950 dark:bg-amber-800 dark:text-amber-50">
+          {waiting > 99 ? "99+" : waiting}
+        </span>
+      )}
+    </IconButton>
   );
 
   let view: ReactNode;
@@ -147,14 +180,14 @@ function Shell() {
   } else if (place.chatId) {
     view = (
       <ChatView key={`${place.chatId}|${identityKey}`} client={client} chatId={place.chatId}
-        focusMessageId={place.messageId} headers={headers} onGo={go} menu={menu}
+        focusMessageId={place.messageId} headers={headers} maxFileBytes={config.files.maxBytes} onGo={go} menu={menu}
         onDecided={() => setRevision((count) => count + 1)}
         first={first?.chatId === place.chatId ? first.message : null}
         onPinned={() => setRevision((count) => count + 1)} onDeleted={(id) => changed(id, true)} />
     );
   } else {
     view = (
-      <NewChatView key={`${fresh}|${identityKey}`} client={client} menu={menu} headers={headers}
+      <NewChatView key={`${fresh}|${identityKey}`} client={client} menu={menu} headers={headers} maxFileBytes={config.files.maxBytes}
         onStarted={(chatId, message) => {
           setFirst({ chatId, message });
           go({ chatId, messageId: null, trash: false });
@@ -164,24 +197,20 @@ function Shell() {
 
   return (
     <div className="flex h-dvh overflow-hidden">
-      {signedIn && wide && (
-        <aside className="flex w-72 shrink-0 flex-col border-r border-zinc-200 bg-zinc-50 dark:border-zinc-800 dark:bg-zinc-950">
+      {/* One sidebar, mounted once, whatever the width: a column from 768 px, below it a
+          modal drawer behind the menu button (hidden, not unmounted, while closed), so
+          its search text, scroll and open sections survive the window crossing 768 px. */}
+      {signedIn && (
+        <aside ref={drawerRef} role={wide ? undefined : "dialog"} aria-modal={drawn || undefined}
+          aria-label={wide ? undefined : "Chats"} onKeyDown={onDrawerKey}
+          className={wide
+            ? "flex w-72 shrink-0 flex-col border-r border-zinc-200 bg-zinc-50 dark:border-zinc-800 dark:bg-zinc-950"
+            : `fixed inset-y-0 left-0 z-50 flex w-[85vw] max-w-xs flex-col bg-zinc-50 shadow-xl outline-none dark:bg-zinc-950 ${drawn ? "" : "invisible -translate-x-full"}`}>
           {sidebar}
         </aside>
       )}
-      {signedIn && !wide && (
-        <Dialog.Root open={drawer} onOpenChange={setDrawer}>
-          <Dialog.Portal>
-            <Dialog.Overlay className="fixed inset-0 z-40 bg-black/40" />
-            <Dialog.Content aria-describedby={undefined} onCloseAutoFocus={(event) => event.preventDefault()}
-              className="fixed inset-y-0 left-0 z-50 flex w-[85vw] max-w-xs flex-col bg-zinc-50 shadow-xl outline-none dark:bg-zinc-950">
-              <Dialog.Title className="sr-only">Chats</Dialog.Title>
-              {sidebar}
-            </Dialog.Content>
-          </Dialog.Portal>
-        </Dialog.Root>
-      )}
-      <main aria-label="Chat" className="flex min-w-0 flex-1 flex-col">
+      {drawn && <div aria-hidden="true" className="fixed inset-0 z-40 bg-black/40" onClick={closeDrawer} />}
+      <main aria-label="Chat" inert={drawn} className="flex min-w-0 flex-1 flex-col">
         {view}
       </main>
       <SettingsDialog open={settings} onOpenChange={setSettings} auth={config.auth} identity={identity}

@@ -81,15 +81,31 @@ export interface UploadedFile {
   readonly sha256: string;
 }
 
-export type Uploader = (file: File, onProgress: (fraction: number) => void) => Promise<UploadedFile>;
+export interface Uploader {
+  (file: File, onProgress: (fraction: number) => void): Promise<UploadedFile>;
+  /** The largest file the server takes, in bytes (its page config); null: it did not say. */
+  readonly maxBytes: number | null;
+}
+
+/** Why the server would refuse `file` for its size (said before any upload), or null. */
+export function tooLarge(file: File, maxBytes: number | null): string | null {
+  if (maxBytes === null || file.size <= maxBytes) return null;
+  return `${file.name || "pasted file"}: the file is larger than ${formatSize(maxBytes)}, the largest file this server takes`;
+}
 
 /**
  * Uploads a file to POST /files (its bytes as the body, its media type and name) with the
- * app's identity headers, reporting the upload's progress. A refused file rejects with
+ * app's identity headers, reporting the upload's progress. A file larger than `maxBytes`
+ * (the server's limit) rejects at once, sending nothing; a refused file rejects with
  * the server's message (a file too large, a media type not accepted).
  */
-export function uploader(headers: Readonly<Record<string, string>>): Uploader {
-  return (file, onProgress) => new Promise<UploadedFile>((resolve, reject) => {
+export function uploader(headers: Readonly<Record<string, string>>, maxBytes: number | null): Uploader {
+  const upload = (file: File, onProgress: (fraction: number) => void) => new Promise<UploadedFile>((resolve, reject) => {
+    const refused = tooLarge(file, maxBytes);
+    if (refused) {
+      reject(new Error(refused));
+      return;
+    }
     const request = new XMLHttpRequest();
     request.open("POST", `/files?filename=${encodeURIComponent(file.name || "pasted")}`);
     for (const [name, value] of Object.entries(headers)) request.setRequestHeader(name, value);
@@ -117,4 +133,5 @@ export function uploader(headers: Readonly<Record<string, string>>): Uploader {
     request.onerror = () => reject(new Error(`${file.name}: the upload failed (network error)`));
     request.send(file);
   });
+  return Object.assign(upload, { maxBytes });
 }

@@ -379,6 +379,114 @@ test("approvals inline and the inbox: approve, deny with a reason, edit argument
   }
 });
 
+test("on a phone the menu button counts what waits for the person; the sidebar is one instance across 768 px", async () => {
+  const agent = producer();
+  const { ctx, blocked, failed } = await context(browser);
+  const page = await ctx.newPage();
+  const errors = [];
+  page.on("pageerror", (error) => errors.push(String(error)));
+  try {
+    const title = `Waiting badge ${run}`;
+    await askingChat(agent, id("badge"), title);
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(`${base}/`);
+    const nav = page.getByRole("navigation", { name: "Chats" });
+    // The drawer is closed: its count shows on the menu button, named for a screen reader too.
+    const menu = page.getByRole("button", { name: /^Open the chat list, \d+ waiting for you$/ });
+    await menu.waitFor();
+    assert.equal(await nav.count(), 0);
+    const waiting = Number((await menu.getAttribute("aria-label")).match(/(\d+) waiting/)[1]);
+    assert.ok(waiting >= 4, `${waiting} waiting`);
+    assert.equal(await menu.getByText(String(waiting), { exact: true }).isVisible(), true, "the badge is visible");
+    assert.deepEqual(await seriousViolations(page), []);
+    await snap(page, "390-waiting");
+    // The drawer's inbox says the same count; an entry opens its chat and closes the drawer.
+    await menu.click();
+    const inbox = nav.getByRole("region", { name: "Waiting for you" });
+    await inbox.getByRole("button", { name: `Waiting for you ${waiting}` }).waitFor();
+    await inbox.getByRole("listitem").filter({ hasText: title }).filter({ hasText: "Approve send_email" }).getByRole("button").click();
+    await page.waitForURL(new RegExp(`chat=${id("badge")}`));
+    await nav.waitFor({ state: "detached" });
+    // Deciding one: the badge follows, without a reload.
+    await page.getByRole("log").getByRole("group", { name: "Approve send_email?" }).getByRole("button", { name: "Approve", exact: true }).click();
+    const fewer = waiting - 1 === 0 ? "Open the chat list" : `Open the chat list, ${waiting - 1} waiting for you`;
+    await page.getByRole("button", { name: fewer, exact: true }).waitFor();
+
+    // One sidebar across the breakpoint: what was typed in its search box stays, and so does the element.
+    await page.setViewportSize({ width: 1280, height: 900 });
+    const search = nav.getByRole("searchbox", { name: "Search chats and messages" });
+    await search.fill(`kept ${run}`);
+    await nav.evaluate((element) => { window.__sidebar = element; });
+    await page.setViewportSize({ width: 390, height: 844 });
+    await nav.waitFor({ state: "detached" });
+    await page.getByRole("button", { name: /^Open the chat list/ }).click();
+    await nav.waitFor();
+    assert.equal(await search.inputValue(), `kept ${run}`);
+    assert.equal(await nav.evaluate((element) => element === window.__sidebar), true, "the same sidebar, not a new one");
+    // The drawer is a modal dialog that takes the focus and gives it back to the menu button on Escape.
+    await page.getByRole("dialog", { name: "Chats" }).waitFor();
+    await page.waitForFunction(() => document.activeElement?.textContent === "New chat");
+    assert.deepEqual(await seriousViolations(page), []);
+    await page.keyboard.press("Escape");
+    await nav.waitFor({ state: "detached" });
+    await page.waitForFunction(() => document.activeElement?.getAttribute("aria-label")?.startsWith("Open the chat list"));
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await nav.waitFor();
+    assert.equal(await search.inputValue(), `kept ${run}`);
+    assert.equal(await nav.evaluate((element) => element === window.__sidebar), true, "the same sidebar, not a new one");
+    assert.equal(await page.getByRole("dialog", { name: "Chats" }).count(), 0, "a column, not a dialog, on a wide screen");
+    assert.deepEqual(blocked, []);
+    assert.deepEqual(failed, []);
+    assert.deepEqual(errors, []);
+  } finally {
+    agent.close();
+    await ctx.close();
+  }
+});
+
+test("a file larger than the server takes is refused before any upload, the limit named", async () => {
+  const agent = producer();
+  const { ctx, blocked, failed } = await context(browser);
+  const page = await ctx.newPage();
+  const errors = [];
+  page.on("pageerror", (error) => errors.push(String(error)));
+  const uploads = [];
+  page.on("request", (request) => {
+    if (request.method() === "POST" && new URL(request.url()).pathname === "/files") uploads.push(request.url());
+  });
+  try {
+    const chatId = id("too-large");
+    await agent.send({ op: "create", chatId, title: `Too large ${run}` });
+    await page.goto(`${base}/?chat=${chatId}`);
+    const composer = page.getByRole("form", { name: "Message composer" });
+    const box = composer.getByRole("textbox", { name: "Message" });
+    await box.waitFor();
+    // The server's limit, as its page says it (CHATQL_FILE_MAX_BYTES, 25 MiB by default), shown before any upload.
+    const limit = await page.evaluate(() => JSON.parse(document.getElementById("chatql-config").textContent).files.maxBytes);
+    assert.equal(limit, 25 * 1024 * 1024);
+    await composer.getByText("paste or drop files to attach (up to 25 MB each)").waitFor();
+    assert.equal(await composer.getByRole("button", { name: "Attach files" }).getAttribute("title"), "Attach files (up to 25 MB each)");
+    // One byte over: refused at once, with the limit, and nothing is sent.
+    await box.evaluate((element, size) => {
+      const data = new DataTransfer();
+      data.items.add(new File([new Uint8Array(size)], "big.txt", { type: "text/plain" }));
+      element.dispatchEvent(new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }));
+    }, limit + 1);
+    await page.getByRole("status").or(page.getByRole("alert"))
+      .getByText("big.txt: the file is larger than 25 MB, the largest file this server takes").first().waitFor();
+    assert.equal(await composer.getByRole("list", { name: "Files to send" }).count(), 0);
+    assert.deepEqual(await seriousViolations(page), []);
+    await snap(page, "too-large");
+    assert.deepEqual(uploads, [], "no upload was tried");
+    assert.deepEqual(blocked, []);
+    assert.deepEqual(failed, []);
+    assert.deepEqual(errors, []);
+  } finally {
+    agent.close();
+    await ctx.close();
+  }
+});
+
 // A 1×1 PNG.
 const PIXEL = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64");
 

@@ -37,6 +37,8 @@ interface ChatViewProps {
   chatId: string;
   focusMessageId: string | null;
   headers: Readonly<Record<string, string>>;
+  /** The largest file the server takes (null: it did not say). */
+  maxFileBytes: number | null;
   onGo: (place: Place) => void;
   /** The menu button that opens the chat list (narrow screens). */
   menu: ReactNode;
@@ -70,7 +72,7 @@ export function ChatView(props: ChatViewProps) {
   return <ChatBody {...props} chat={chat} />;
 }
 
-function ChatBody({ client, chatId, focusMessageId, headers, onGo, menu, first, onPinned, onDeleted, onDecided, chat }: ChatViewProps & {
+function ChatBody({ client, chatId, focusMessageId, headers, maxFileBytes, onGo, menu, first, onPinned, onDeleted, onDecided, chat }: ChatViewProps & {
   chat: { details: ChatDetails | null; error: Error | null; reload: () => Promise<void> };
 }) {
   const thread = useThread(client, chatId);
@@ -82,7 +84,7 @@ function ChatBody({ client, chatId, focusMessageId, headers, onGo, menu, first, 
   const scroller = useRef<HTMLDivElement>(null);
   const composer = useRef<HTMLTextAreaElement>(null);
   const streaming = live?.status === "live" && live.streamId !== null;
-  const upload = useMemo(() => uploader(headers), [headers]);
+  const upload = useMemo(() => uploader(headers, maxFileBytes), [headers, maxFileBytes]);
   // What the chat's streams asked a person: read with the thread, when a stream starts or
   // ends, when a streamed message asks (a tool call needing approval, a question), and on
   // the chat's interrupt events.

@@ -1,6 +1,6 @@
 import { forwardRef, useEffect, useId, useLayoutEffect, useRef, useState, type ClipboardEvent, type DragEvent, type KeyboardEvent } from "react";
 
-import { formatSize, type UploadedFile, type Uploader } from "../api";
+import { formatSize, tooLarge, type UploadedFile, type Uploader } from "../api";
 import { useToast } from "../toast";
 import { CloseIcon, FileIcon, PaperclipIcon, SendIcon, StopIcon } from "./icons";
 
@@ -19,7 +19,8 @@ interface Attachment {
  * composer's own state, whatever happens to the chat meanwhile. Sending is off while a
  * reply streams; Stop takes the send button's place then. With `upload`, files join the
  * message: the attach button, a pasted image, or files dropped on the composer, each
- * uploaded at once (its progress shown) and sent with the text.
+ * uploaded at once (its progress shown) and sent with the text; one larger than the server
+ * takes is refused before any upload, the limit named.
  */
 export const Composer = forwardRef<HTMLTextAreaElement, {
   streaming: boolean;
@@ -56,6 +57,12 @@ export const Composer = forwardRef<HTMLTextAreaElement, {
   const add = (files: readonly File[]) => {
     if (!upload) return;
     for (const file of files) {
+      // Larger than the server takes: said at once, nothing uploaded.
+      const refused = tooLarge(file, upload.maxBytes);
+      if (refused) {
+        toast.notify(refused, "error");
+        continue;
+      }
       const key = ++nextKey.current;
       const preview = file.type.startsWith("image/") ? URL.createObjectURL(file) : null;
       if (preview) previews.current.add(preview);
@@ -103,6 +110,7 @@ export const Composer = forwardRef<HTMLTextAreaElement, {
     element.style.height = "auto";
     element.style.height = `${Math.min(element.scrollHeight, 240)}px`;
   }, [text]);
+  const limit = upload?.maxBytes ? ` (up to ${formatSize(upload.maxBytes)} each)` : "";
   const canSend = !sending && !uploading && (text.trim() !== "" || ready.length > 0);
   return (
     <form aria-label="Message composer" className="mx-auto w-full max-w-3xl px-3 pb-3 sm:px-4" onSubmit={(event) => {
@@ -157,7 +165,7 @@ export const Composer = forwardRef<HTMLTextAreaElement, {
                   add([...(event.target.files ?? [])]);
                   event.target.value = "";
                 }} />
-              <button type="button" aria-label="Attach files" title="Attach files" disabled={streaming} onClick={() => picker.current?.click()}
+              <button type="button" aria-label="Attach files" title={`Attach files${limit}`} disabled={streaming} onClick={() => picker.current?.click()}
                 className="inline-flex size-9 shrink-0 cursor-pointer items-center justify-center rounded-full text-zinc-700 hover:bg-zinc-100 disabled:cursor-not-allowed disabled:opacity-40 dark:text-zinc-300 dark:hover:bg-zinc-700">
                 <PaperclipIcon />
               </button>
@@ -187,7 +195,7 @@ export const Composer = forwardRef<HTMLTextAreaElement, {
         </div>
       </div>
       <p id={hint} className="mt-1.5 hidden text-center text-xs text-zinc-600 sm:block dark:text-zinc-400">
-        Enter sends · Shift+Enter for a new line{upload ? " · paste or drop files to attach" : ""}
+        Enter sends · Shift+Enter for a new line{upload ? ` · paste or drop files to attach${limit}` : ""}
       </p>
     </form>
   );

@@ -13,9 +13,11 @@ const ASSISTANT_KEY = "chatql.assistant";
  * A new chat: the assistant to talk to and the composer. Nothing exists on the server
  * until the first message is sent; sending creates the chat with that message.
  */
-export function NewChatView({ client, menu, onStarted, headers }: {
+export function NewChatView({ client, menu, onStarted, headers, maxFileBytes }: {
   client: ChatqlClient;
   headers: Readonly<Record<string, string>>;
+  /** The largest file the server takes (null: it did not say). */
+  maxFileBytes: number | null;
   menu: ReactNode;
   onStarted: (chatId: string, message: Shown) => void;
 }) {
@@ -27,7 +29,7 @@ export function NewChatView({ client, menu, onStarted, headers }: {
     const timer = setTimeout(() => composer.current?.focus());
     return () => clearTimeout(timer);
   }, []);
-  const upload = useMemo(() => uploader(headers), [headers]);
+  const upload = useMemo(() => uploader(headers, maxFileBytes), [headers, maxFileBytes]);
   const send = async (text: string, files: readonly UploadedFile[]): Promise<boolean> => {
     const content = composeContent(text, files);
     try {

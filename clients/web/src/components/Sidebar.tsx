@@ -10,8 +10,11 @@ import { Button, IconButton, inputClass } from "./controls";
 import { GearIcon, MoonIcon, PlusIcon, SunIcon, TrashIcon } from "./icons";
 import { SearchResults } from "./SearchResults";
 
-/** New chat, search (titles and message text), the Pinned chats, the live chat list by time, the trash and settings. */
-export function Sidebar({ client, place, onGo, onNewChat, deleted, revision, identity, auth, dark, onToggleTheme, onSettings }: {
+/**
+ * New chat, search (titles and message text), the Pinned chats, the live chat list by time, the trash and settings.
+ * `onWaiting` hears how many interrupts wait for the person (the menu button's badge on narrow screens).
+ */
+export function Sidebar({ client, place, onGo, onNewChat, deleted, revision, identity, auth, dark, onToggleTheme, onSettings, onWaiting }: {
   client: ChatqlClient;
   place: Place;
   onGo: (place: Place) => void;
@@ -23,6 +26,7 @@ export function Sidebar({ client, place, onGo, onNewChat, deleted, revision, ide
   dark: boolean;
   onToggleTheme: () => void;
   onSettings: () => void;
+  onWaiting?: (count: number) => void;
 }) {
   const [search, setSearch] = useState("");
   const [keywords, setKeywords] = useState("");
@@ -34,6 +38,7 @@ export function Sidebar({ client, place, onGo, onNewChat, deleted, revision, ide
   const pinned = usePinnedChats(client, revision).filter((chat) => !deleted.has(chat.id));
   const inbox = useInbox(client, revision).filter((entry) => !deleted.has(entry.chatId));
   const [inboxOpen, setInboxOpen] = useState(true);
+  useEffect(() => onWaiting?.(inbox.length), [inbox.length, onWaiting]);
   const pinnedIds = new Set(pinned.map((chat) => chat.id));
   const groups = list.groups
     .map((group) => ({ ...group, chats: group.chats.filter((chat) => !pinnedIds.has(chat.id) && !deleted.has(chat.id)) }))
