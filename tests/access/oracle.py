@@ -21,6 +21,9 @@ from the rules' sentences, one rule per sentence, so the two can be compared:
 - feedback: whoever may read a message may rate it; a chat's feedback is listed to
   whoever may change the chat (its creator, its team when TEAM) and to the tenant's
   admin, and is absent for everyone else.
+- interrupts: "whoever may change the chat (its creator, its team for a team chat, an
+  admin of the tenant), or an identity with the approver role that may read it" decides
+  them, and finds them in its inbox; "the agent role alone does not".
 
 and of agent memory, which belongs to a (tenant, subject) rather than to a chat:
 
@@ -36,6 +39,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 __all__ = [
+    "APPROVERS",
     "CALLERS",
     "OWNERS",
     "VISIBILITIES",
@@ -89,16 +93,27 @@ class ChatSpec:
 
 
 # Every combination of these dimensions is a caller: same or other tenant, same, other
-# or no team, same or other user id, and each role.
+# or no team, same or other user id, and each role; and the approvers below.
 TENANTS = ("t1", "t2")
 TEAMS = ("red", "blue", None)
 USERS = ("u1", "u2")
 ROLES: tuple[tuple[str, ...], ...] = ((), ("agent",), ("admin",))
 
+# The ``approver`` role changes one thing only: who decides interrupts (an approver
+# decides those of every chat it may read). So rather than a whole fourth role in the
+# product, two approvers, each in a situation where the role alone would make the
+# difference: in the owners' tenant, neither the owners' user nor their team (it reads
+# only the public chats, and decides exactly those, by the role alone); and in the
+# other tenant with the owners' user id and team (it reads, and so decides, nothing).
+APPROVERS: tuple[Caller, ...] = (
+    Caller("t1", "blue", "u2", ("approver",)),
+    Caller("t2", "red", "u1", ("approver",)),
+)
+
 CALLERS: tuple[Caller, ...] = tuple(
     Caller(tenant, team, user, roles)
     for tenant, team, user, roles in itertools.product(TENANTS, TEAMS, USERS, ROLES)
-)
+) + APPROVERS
 
 # Owners are callers too. Roles never change what a creator owns, and the tenants,
 # user ids and named teams are symmetric, so one owner per distinct situation is

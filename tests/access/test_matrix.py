@@ -2,11 +2,11 @@
 
 For every operation in ``OPERATIONS``, every owner in ``OWNERS``, every chat visibility
 (PRIVATE/TEAM x public false/true) and every caller in ``CALLERS`` (all combinations of
-tenant, team, user and role), the call's outcome must be what ``tests/access/oracle.py``
-says. "Hidden" is checked strictly: the answer must equal the answer for a chat (or
-message) id that was never created — same error code and same message text with the id
-swapped, or null where the field is nullable — and a denied call must leave the whole
-store byte-for-byte unchanged.
+tenant, team, user and role, and two holders of the ``approver`` role), the call's
+outcome must be what ``tests/access/oracle.py`` says. "Hidden" is checked strictly: the
+answer must equal the answer for a chat (or message) id that was never created — same
+error code and same message text with the id swapped, or null where the field is
+nullable — and a denied call must leave the whole store byte-for-byte unchanged.
 
 Adding an operation (chats list, search, streams, subscribe, resume …) is one more
 ``Operation(...)`` entry in ``OPERATIONS``: a document, how to fill its variables from a
@@ -45,6 +45,7 @@ import websockets
 
 from chatql.store.db.database import Database
 from tests.access.oracle import (
+    APPROVERS,
     CALLERS,
     OWNERS,
     VISIBILITIES,
@@ -59,6 +60,7 @@ from tests.access.oracle import (
     deleted_change_outcome,
     feedback_outcome,
     inbox_outcome,
+    may_change,
     may_use_memory,
     read_outcome,
     shared_outcome,
@@ -1107,6 +1109,25 @@ def test_matrix_covers_every_outcome() -> None:
                 {Outcome.OK, Outcome.FORBIDDEN} if operation.expect is chat_for_outcome
                 else set(Outcome)))
         assert outcomes == wanted, operation.name
+
+
+def test_matrix_reaches_the_approver_branch() -> None:
+    """Some cells of the deciding rows are allowed by the approver role alone (the
+    caller reads the chat but may not change it), and an approver is still refused
+    what it may not read: so the matrix fails if either half of the branch goes."""
+    for expect in (decide_outcome, inbox_outcome):
+        by_role_alone = {
+            (caller, spec) for owner in OWNERS for share, public in VISIBILITIES
+            for caller in APPROVERS
+            for spec in [ChatSpec(owner, share, public)]
+            if expect(caller, spec) is Outcome.OK and not may_change(caller, spec)
+            and expect(replace(caller, roles=()), spec) is not Outcome.OK
+        }
+        assert by_role_alone, expect.__name__
+        assert {expect(caller, ChatSpec(owner, share, public)) for caller in APPROVERS
+                for owner in OWNERS for share, public in VISIBILITIES} == {
+            Outcome.OK, Outcome.HIDDEN}, expect.__name__
+    assert set(APPROVERS) <= set(CALLERS)
 
 
 #: Calls of one batch in flight at once: enough to keep the server busy while the
