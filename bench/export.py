@@ -91,7 +91,7 @@ def _rss_kib(field: str) -> int:
 
 async def child_export(url: str, path: str) -> None:
     """In a fresh process: export the chat to ``path``, print rows, seconds, RSS growth."""
-    from chatql.store.chats.export import export_chat, open_export
+    from chatql.store.keeping.export import export_chat, open_export
     from chatql.store.records import Identity
 
     db = Database(url)
@@ -145,7 +145,7 @@ async def copy_in_seconds(url: str, count: int) -> float:
 
 
 async def import_seconds(url: str, path: str) -> tuple[float, int]:
-    from chatql.store.chats.imports import import_file
+    from chatql.store.keeping.imports import import_file
     from chatql.store.records import Identity
 
     db = Database(url)

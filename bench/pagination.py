@@ -280,8 +280,8 @@ def ms(seconds: float) -> str:
 
 
 async def measure_sql(url: str, sizes: Sizes) -> None:
-    from chatql.store.chats import lists as chat_lists
     from chatql.store.db.database import Database
+    from chatql.store.lists import chat_lists
     from chatql.store.messages import message as store_messages
     from chatql.store.records import Identity
 

@@ -70,14 +70,14 @@ from chatql.gql.transport.websocket import (
     ChatqlWebSocketAdapter,
     ServerSendMiddleware,
 )
-from chatql.store.chats.archive import ChatArchive
-from chatql.store.chats.events import ChatEvents
-from chatql.store.chats.retention import RetentionSweeper
-from chatql.store.chats.shares import ShareViews
 from chatql.store.cursors import CursorSigner, load_or_create_secret
 from chatql.store.db.database import Database
 from chatql.store.db.migrate import migrate
 from chatql.store.errors import Unauthenticated
+from chatql.store.keeping.archive import ChatArchive
+from chatql.store.keeping.retention import RetentionSweeper
+from chatql.store.keeping.shares import ShareViews
+from chatql.store.lists.events import ChatEvents
 from chatql.store.records import Identity
 from chatql.store.streams import StreamService, backend_from_url
 

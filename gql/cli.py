@@ -204,8 +204,8 @@ def _transfer(args: argparse.Namespace, work: Any) -> int:
 
 
 def _export_chat(args: argparse.Namespace) -> int:
-    from chatql.store.chats.export import chat_tenant, export_chat, open_export
     from chatql.store.errors import NotFound
+    from chatql.store.keeping.export import chat_tenant, export_chat, open_export
     from chatql.store.records import Identity
 
     out = sys.stdout.buffer
@@ -225,7 +225,7 @@ def _export_chat(args: argparse.Namespace) -> int:
 
 
 def _import_chat(args: argparse.Namespace) -> int:
-    from chatql.store.chats.imports import import_file
+    from chatql.store.keeping.imports import import_file
     from chatql.store.records import Identity
 
     who = Identity(user_id=args.user, tenant_id=args.tenant, team_id=args.team)

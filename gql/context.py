@@ -10,13 +10,13 @@ from starlette.websockets import WebSocket
 from strawberry.types import Info as StrawberryInfo
 
 from chatql.gql.settings import Settings
-from chatql.store.chats.archive import ChatArchive
-from chatql.store.chats.events import ChatEvents
-from chatql.store.chats.shares import ShareViews
 from chatql.store.cursors import CursorSigner
 from chatql.store.db.database import Database
 from chatql.store.db.replicas import set_caller
 from chatql.store.files.service import FileService
+from chatql.store.keeping.archive import ChatArchive
+from chatql.store.keeping.shares import ShareViews
+from chatql.store.lists.events import ChatEvents
 from chatql.store.records import Identity
 from chatql.store.streams import StreamService
 
@@ -38,7 +38,7 @@ class Services:
     archive: ChatArchive | None = None
     #: Uploaded files: their storage, limits and signed addresses.
     files: FileService | None = None
-    #: Views of share links, written in batches (store/chats/shares.py).
+    #: Views of share links, written in batches (store/keeping/shares.py).
     share_views: ShareViews | None = None
 
 

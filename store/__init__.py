@@ -19,10 +19,10 @@ if TYPE_CHECKING:
         restore_chat,
         update_chat,
     )
-    from chatql.store.chats.lists import ChatListFilter, list_chats
     from chatql.store.cursors import CursorSigner, load_or_create_secret
     from chatql.store.db.database import DEFAULT_DATABASE_URL, Database
     from chatql.store.db.migrate import migrate
+    from chatql.store.lists.chat_lists import ChatListFilter, list_chats
     from chatql.store.messages.lifecycle import compact_chat, model_context, start_over
     from chatql.store.messages.message import (
         MessageFilter,
@@ -84,7 +84,7 @@ _HOMES = {
     "append_messages": "chatql.store.messages.message",
     "AppendReceipt": "chatql.store.records",
     "Chat": "chatql.store.records",
-    "ChatListFilter": "chatql.store.chats.lists",
+    "ChatListFilter": "chatql.store.lists.chat_lists",
     "compact_chat": "chatql.store.messages.lifecycle",
     "create_chat": "chatql.store.chats.chat",
     "CursorSigner": "chatql.store.cursors",
@@ -96,7 +96,7 @@ _HOMES = {
     "get_chat": "chatql.store.chats.chat",
     "get_message": "chatql.store.messages.message",
     "Identity": "chatql.store.records",
-    "list_chats": "chatql.store.chats.lists",
+    "list_chats": "chatql.store.lists.chat_lists",
     "list_messages": "chatql.store.messages.message",
     "load_or_create_secret": "chatql.store.cursors",
     "Message": "chatql.store.records",

@@ -22,6 +22,7 @@ __all__ = [
     "TYPE_CHARS",
     "check_length",
     "check_optional_name",
+    "check_tokens",
 ]
 
 #: Ids rows are keyed by (chats, messages, memory entries): 1-64 of letters, digits,
@@ -60,3 +61,11 @@ def check_optional_name(value: str | None, what: str, limit: int = NAME_CHARS) -
     if value is not None and (not isinstance(value, str) or len(value) > limit):
         raise InvalidArgument(f"{what} must be at most {limit} characters")
     return value
+
+
+def check_tokens(tokens: int | None, name: str = "tokens") -> None:
+    """A token count is a whole number from 0 to 2^53 (exact in every JSON client)."""
+    if tokens is None:
+        return
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens <= MAX_TOKENS:
+        raise InvalidArgument(f"{name} must be a whole number from 0 to {MAX_TOKENS}")

@@ -66,8 +66,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store import jsonutil
-from chatql.store.chats import access
+from chatql.store import access, jsonutil
 from chatql.store.db.database import Database
 from chatql.store.db.tables import UTCDateTime, memory_entries, memory_scopes
 from chatql.store.errors import (
@@ -80,8 +79,8 @@ from chatql.store.errors import (
 )
 from chatql.store.ids import is_id, new_id
 from chatql.store.limits import KEY_CHARS, NAME_CHARS
-from chatql.store.messages.search import MAX_TERMS, RELEVANCE_TIE_TOLERANCE, clean_query, fts5_match
 from chatql.store.records import Chat, Identity, Message
+from chatql.store.text import MAX_TERMS, RELEVANCE_TIE_TOLERANCE, clean_query, fts5_match
 
 __all__ = [
     "DEFAULT_ENTRY_CHARS",

@@ -69,8 +69,8 @@ from chatql.gql.ops.limits import limit_rules
 from chatql.gql.plans.plan import Call, Socket, text_frame
 from chatql.gql.schema.chat_events import ChatEvent
 from chatql.gql.settings import Settings
-from chatql.store.chats import events as store_events
-from chatql.store.chats.lists import ChatListFilter
+from chatql.store.lists import events as store_events
+from chatql.store.lists.chat_lists import ChatListFilter
 
 __all__ = ["ChatEvents", "ChatEventsPlan", "ChatEventsRelay", "chat_events_plan_for"]
 

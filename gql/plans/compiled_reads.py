@@ -9,7 +9,7 @@ database spends finding the rows. Here a document is turned, once per text, into
 *plan*: the page's arguments (as AST, coerced per request by graphql-core's own
 functions, so defaults and variables mean exactly what they mean to the executor) and
 the response's shape as a tree of output keys. A request with a plan runs one prepared statement
-(:mod:`store.prepared`) and fills the shape from the rows in one pass. A page whose
+(:mod:`store.db.prepared`) and fills the shape from the rows in one pass. A page whose
 messages ask ``files`` reads them in one more lookup for the whole page — the store call
 ``message_files_loader`` makes, ordered as ``Message.files`` orders them — and signs each
 ``url`` with the resolver's own :func:`~gql.schema.file_type.file_url`.
@@ -73,36 +73,31 @@ from chatql.gql.schema.interrupts import InterruptFilter
 from chatql.gql.schema.pages import _branch_scope, _cursor_scope
 from chatql.gql.schema.types import Message
 from chatql.gql.settings import Settings
-from chatql.store.chats.lists import DEFAULT_CHAT_PAGE_SIZE, MAX_CHAT_PAGE_SIZE, ChatListFilter
-from chatql.store.chats.lists import _parse_position as parse_position
+from chatql.store.db.prepared import (
+    CHAT_COLUMNS,
+    MESSAGE_COLUMNS,
+    Attribute,
+    chat_after,
+    chat_attribute,
+    chat_positions,
+    fetch,
+    inbox_positions,
+    message_attribute,
+)
 from chatql.store.errors import ChatqlError
 from chatql.store.files.links import file_ids_in
 from chatql.store.ids import check_chat_id, check_message_id
+from chatql.store.lists.chat_lists import DEFAULT_CHAT_PAGE_SIZE, MAX_CHAT_PAGE_SIZE, ChatListFilter
+from chatql.store.lists.chat_lists import _parse_position as parse_position
+from chatql.store.lists.pages import ChatPageShape, chat_page_statement, chat_statement
 from chatql.store.messages import interrupts as store_interrupts
-from chatql.store.messages.message import (
-    MessageFilter,
-    branch_rows,
-    check_page_size,
-    page_rows,
-)
-from chatql.store.prepared import (
-    CHAT_COLUMNS,
+from chatql.store.messages.interrupts import (
     INTERRUPT_COLUMNS,
-    MESSAGE_COLUMNS,
-    Attribute,
-    ChatPageShape,
     InboxPageShape,
-    chat_after,
-    chat_attribute,
-    chat_page_statement,
-    chat_positions,
-    chat_statement,
-    fetch,
     inbox_page_statement,
-    inbox_positions,
     interrupt_attribute,
-    message_attribute,
 )
+from chatql.store.messages.message import MessageFilter, branch_rows, check_page_size, page_rows
 from chatql.store.records import BranchPosition
 
 __all__ = ["CompiledReads"]

@@ -2,7 +2,7 @@
 
 A link of a long conversation is a few hundred messages, and the general executor
 spends far longer walking their fields than the database spends finding them (one
-statement: store/chats/shares.py). Here a ``sharedChat`` document is parsed and
+statement: store/keeping/shares.py). Here a ``sharedChat`` document is parsed and
 validated once per text, under the same rules and limits as the executor's, and its
 selection becomes a shape read from the schema when the plan is made: each selected
 field of ``SharedChat`` and ``SharedMessage`` must be a plain attribute of the store's
@@ -42,8 +42,8 @@ from chatql.gql.ops.limits import limit_rules
 from chatql.gql.plans.plan import Call
 from chatql.gql.schema.share_types import reader_tenant
 from chatql.gql.settings import Settings
-from chatql.store.chats import shares as store_shares
 from chatql.store.errors import ChatArchived, ChatqlError
+from chatql.store.keeping import shares as store_shares
 
 __all__ = ["SharedChatPlan"]
 

@@ -9,8 +9,8 @@ the types, the page builder and every concept's resolvers can call them.
 from __future__ import annotations
 
 from chatql.gql.context import Context, Info
-from chatql.store.chats import archive as store_archive
-from chatql.store.chats import events as store_events
+from chatql.store.keeping import archive as store_archive
+from chatql.store.lists import events as store_events
 from chatql.store.records import AppendReceipt
 from chatql.store.records import Chat as StoreChat
 

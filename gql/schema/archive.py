@@ -8,8 +8,8 @@ import strawberry
 from chatql.gql.context import Info
 from chatql.gql.schema.announce import announce
 from chatql.gql.schema.chat_type import Chat
-from chatql.store.chats import archive as store_archive
 from chatql.store.errors import InvalidArgument
+from chatql.store.keeping import archive as store_archive
 
 __all__ = ["ArchiveMutation"]
 

@@ -12,9 +12,9 @@ import strawberry
 from chatql.gql.context import Info
 from chatql.gql.schema.chat_lists import ChatFilter
 from chatql.gql.schema.chat_type import Chat
-from chatql.store.chats import events as store_events
-from chatql.store.chats import lists as store_lists
 from chatql.store.errors import InvalidArgument
+from chatql.store.lists import chat_lists as store_lists
+from chatql.store.lists import events as store_events
 
 __all__ = ["ChatEvent", "ChatEventSubscription", "ChatEventType"]
 

@@ -24,7 +24,7 @@ from chatql.gql.schema.types import (
     TimeField,
     Weekday,
 )
-from chatql.store.chats import lists as store_lists
+from chatql.store.lists import chat_lists as store_lists
 from chatql.store.records import Identity
 
 __all__ = [

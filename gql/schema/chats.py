@@ -10,6 +10,7 @@ from chatql.gql.context import Info
 from chatql.gql.schema.announce import announce, before_write
 from chatql.gql.schema.chat_type import Chat
 from chatql.gql.schema.types import CreateChatInput, UpdateChatInput
+from chatql.store import clock
 from chatql.store.chats import chat as store_chats
 from chatql.store.errors import InvalidArgument
 from chatql.store.ids import check_chat_id
@@ -38,7 +39,7 @@ class ChatMutation:
             if expires_at is not None:
                 raise InvalidArgument("give either temporary or expiresAt, not both")
             ttl = info.context.services.settings.temporary_ttl
-            expires_at = store_chats.now() + timedelta(seconds=ttl)
+            expires_at = clock.now() + timedelta(seconds=ttl)
         chat = await store_chats.create_chat(
             info.context.db,
             info.context.identity,

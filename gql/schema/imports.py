@@ -10,8 +10,8 @@ from strawberry.scalars import JSON
 from chatql.gql.context import Info
 from chatql.gql.schema.announce import announce
 from chatql.gql.schema.chat_type import Chat
-from chatql.store.chats import imports as store_imports
 from chatql.store.ids import new_id
+from chatql.store.keeping import imports as store_imports
 
 __all__ = ["ImportChatInput", "ImportFormat", "ImportMutation"]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from strawberry.dataloader import DataLoader
 
 from chatql.gql.context import Info
-from chatql.store.chats import lists as store_lists
 from chatql.store.chats import usage as store_usage
+from chatql.store.lists import chat_lists as store_lists
 from chatql.store.messages import feedback as store_feedback
 from chatql.store.records import Feedback, Message, UsageTotals
 

@@ -20,8 +20,8 @@ from strawberry.scalars import JSON
 from chatql.gql.context import Context, Info
 from chatql.gql.schema.file_type import File, SharedFile, message_files_loader
 from chatql.gql.schema.types import Role
-from chatql.store.chats import shares as store_shares
 from chatql.store.files.links import file_ids_in
+from chatql.store.keeping import shares as store_shares
 from chatql.store.records import File as StoreFile
 from chatql.store.records import Share as StoreShare
 from chatql.store.records import SharedChat as StoreSharedChat

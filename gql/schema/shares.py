@@ -1,6 +1,6 @@
 """Share links and forks: ``shareChat``, ``revokeShare``, ``sharedChat`` and ``forkChat``.
 
-The rules are the store's (store/chats/shares.py). ``sharedChat`` is the one field a
+The rules are the store's (store/keeping/shares.py). ``sharedChat`` is the one field a
 caller who names no one may ask (gql/ops/operations.py, ``OPEN_FIELDS``): such a
 caller reaches PUBLIC links only, in ``dev`` mode as in ``jwt`` mode, and its reads are
 counted for its client address by the ``shares`` rate limit.
@@ -22,8 +22,8 @@ from chatql.gql.schema.share_types import (
     reader_tenant,
     remember_shown,
 )
-from chatql.store.chats import shares as store_shares
 from chatql.store.errors import ChatArchived
+from chatql.store.keeping import shares as store_shares
 from chatql.store.records import Share as StoreShare
 
 __all__ = ["ShareMutation", "ShareQuery"]

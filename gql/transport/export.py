@@ -1,5 +1,5 @@
 """``GET /chats/{id}/export`` and ``POST /chats/import``: a chat as streamed JSON Lines
-(see ``store/chats/export.py``), with its files when asked, and back.
+(see ``store/keeping/export.py``), with its files when asked, and back.
 
 The caller is identified exactly as on ``/graphql`` (dev headers or a bearer token)
 and may export what it may read. ``?files=`` says what the export does with the files
@@ -40,11 +40,11 @@ from chatql.gql.auth import identity_from_credentials
 from chatql.gql.context import Services
 from chatql.gql.errors import code_for
 from chatql.gql.transport.bodylimit import error_body
-from chatql.store.chats import export as store_export
-from chatql.store.chats import imports as store_imports
 from chatql.store.errors import ChatqlError, InvalidArgument, PayloadTooLarge, Unauthenticated
 from chatql.store.files import transfer
 from chatql.store.files.service import FileService
+from chatql.store.keeping import export as store_export
+from chatql.store.keeping import imports as store_imports
 from chatql.store.records import File
 
 __all__ = ["EXPORT_MEDIA_TYPE", "IMPORT_FILES", "TAR_MEDIA_TYPE", "export_endpoint",

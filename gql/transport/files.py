@@ -45,7 +45,6 @@ from chatql.gql.schema.file_type import READ_PURPOSE, share_purpose
 from chatql.gql.schema.files import UPLOAD_PURPOSE
 from chatql.gql.settings import Settings
 from chatql.gql.transport.bodylimit import error_body
-from chatql.store.chats import shares as store_shares
 from chatql.store.db.database import Database
 from chatql.store.errors import (
     ChatqlError,
@@ -57,6 +56,7 @@ from chatql.store.errors import (
 from chatql.store.files.backends import storage_from_url
 from chatql.store.files.service import FileLimits, FileService
 from chatql.store.files.sniff import INLINE_TYPES, normalise_type
+from chatql.store.keeping import shares as store_shares
 from chatql.store.records import File
 
 __all__ = ["file_routes", "file_service_for", "files_url_for"]

@@ -21,7 +21,7 @@ tool                GraphQL                      result (``structuredContent``)
 The resource ``chatql://chats/{id}`` is the newest messages of a chat's active branch
 as Markdown, read with ``read_chat``'s document. Arguments and results use snake_case
 names; a message's ``text`` is what a person reads of its props
-(:func:`~chatql.store.messages.text.message_text`: null for a tool call, a card, a
+(:func:`~chatql.store.text.message_text`: null for a tool call, a card, a
 file). The bounds in the input schemas are the store's own limits.
 """
 
@@ -33,13 +33,13 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from chatql.gql.settings import Settings
-from chatql.store.chats.lists import DEFAULT_CHAT_PAGE_SIZE, MAX_CHAT_PAGE_SIZE
 from chatql.store.errors import NotFound
 from chatql.store.limits import ID_CHARS, KEY_CHARS, NAME_CHARS
+from chatql.store.lists.chat_lists import DEFAULT_CHAT_PAGE_SIZE, MAX_CHAT_PAGE_SIZE
 from chatql.store.memory import GLOBAL_SCOPE, MAX_SCOPES, MAX_SEARCH
 from chatql.store.messages.message import MAX_PAGE_SIZE
-from chatql.store.messages.search import MAX_FIRST, MAX_QUERY_CHARS, MAX_WINDOW
-from chatql.store.messages.text import message_text
+from chatql.store.messages.search import MAX_FIRST, MAX_WINDOW
+from chatql.store.text import MAX_QUERY_CHARS, message_text
 
 __all__ = [
     "APPEND_MESSAGE",

@@ -9,15 +9,16 @@ absent everywhere, even before the retention sweeper purges it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Row, and_, delete, exists, insert, or_, select, update
+from sqlalchemy import Row, delete, exists, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store.chats import access
+from chatql.store import access, clock
+from chatql.store.access import present
 from chatql.store.db.database import Database
 from chatql.store.db.tables import (
     append_receipts,
@@ -76,19 +77,6 @@ _UPDATABLE = (
 )
 DEFAULT_CHANNEL = "api"
 MAX_TAG_LENGTH = TAG_CHARS
-
-
-def now() -> datetime:
-    return datetime.now(UTC)
-
-
-def present(at: datetime | None = None) -> ColumnElement[bool]:
-    """Rows of ``chats`` that exist for readers: not deleted and not past their expiry."""
-    moment = now() if at is None else at
-    return and_(
-        chats.c.deleted_at.is_(None),
-        or_(chats.c.expires_at.is_(None), chats.c.expires_at > moment),
-    )
 
 
 def check_tags(tags: Any) -> list[str]:
@@ -166,7 +154,7 @@ def _check_fields(values: Mapping[str, Any]) -> None:
     if expires_at is not None:
         if expires_at.tzinfo is None:
             raise InvalidArgument("expiresAt needs a UTC offset")
-        if expires_at <= now():
+        if expires_at <= clock.now():
             raise InvalidArgument("expiresAt must be in the future")
 
 
@@ -205,7 +193,7 @@ async def create_chat(
         "metadata": metadata, "tags": [] if tags is None else tags, "pinned": pinned,
         "expires_at": expires_at,
     })
-    stamp = now()
+    stamp = clock.now()
     values = {
         "id": chat_id,
         "assistant_id": assistant_id,
@@ -281,7 +269,7 @@ async def find_chat_for(
         raise Forbidden("only an agent or admin may ask for another person's chat")
     key = (chats.c.tenant_id == who.tenant_id, chats.c.assistant_id == assistant_id,
            chats.c.channel == channel, chats.c.subject == person)
-    stamp = now()
+    stamp = clock.now()
     values = {
         "id": new_id(), "assistant_id": assistant_id, "mode": "chat", "channel": channel,
         "subject": person, "status": "ACTIVE", "share": "PRIVATE", "public": False,
@@ -363,7 +351,7 @@ async def update_chat(
             await conn.execute(
                 update(chats)
                 .where(chats.c.id == chat_id)
-                .values(**changes, updated_at=now(), updated_by=who.user_id)
+                .values(**changes, updated_at=clock.now(), updated_by=who.user_id)
                 .returning(chats)
             )
         ).one()
@@ -378,7 +366,7 @@ async def delete_chat(db: Database, who: Identity, chat_id: str) -> bool:
             await conn.execute(
                 update(chats)
                 .where(chats.c.id == chat_id)
-                .values(deleted_at=now(), updated_by=who.user_id)
+                .values(deleted_at=clock.now(), updated_by=who.user_id)
             )
     return True
 
@@ -429,7 +417,8 @@ async def _purge(db: Database, who: Identity, chat_id: str) -> bool:
             # Never used: close it all the same, so an agent that clears an id before
             # its first write can never find it taken up by someone later.
             await conn.execute(
-                insert(closed_chats).values(id=chat_id, tenant_id=who.tenant_id, closed_at=now())
+                insert(closed_chats).values(id=chat_id, tenant_id=who.tenant_id,
+                                            closed_at=clock.now())
             )
             return True
         chat = await _writable_chat(conn, who, chat_id, include_deleted=True)
@@ -448,5 +437,5 @@ async def purge_rows(conn: AsyncConnection, chat_id: str, tenant_id: str) -> Non
         await conn.execute(delete(table).where(table.c.chat_id == chat_id))
     await conn.execute(delete(chats).where(chats.c.id == chat_id))
     await conn.execute(
-        insert(closed_chats).values(id=chat_id, tenant_id=tenant_id, closed_at=now())
+        insert(closed_chats).values(id=chat_id, tenant_id=tenant_id, closed_at=clock.now())
     )

@@ -21,15 +21,16 @@ from collections.abc import Sequence
 from sqlalchemy import bindparam, exists, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store.chats import access
-from chatql.store.chats.chat import chat_from_row, now
+from chatql.store import access
+from chatql.store.chats.chat import chat_from_row
+from chatql.store.clock import now
 from chatql.store.db.database import Database
 from chatql.store.db.tables import chats, messages
 from chatql.store.errors import InvalidArgument
 from chatql.store.ids import check_chat_id
 from chatql.store.limits import TITLE_CHARS
-from chatql.store.messages.text import message_text
 from chatql.store.records import Chat, Identity, Message
+from chatql.store.text import message_text
 
 __all__ = ["AUTO_TITLE_CHARS", "TITLE_SOURCES", "automatic_title", "check_title", "entitle",
            "set_agent_title"]

@@ -26,13 +26,12 @@ from sqlalchemy import ColumnElement, func, literal, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store.chats import access
-from chatql.store.chats.chat import now
+from chatql.store import access
+from chatql.store.clock import now
 from chatql.store.db.database import Database
 from chatql.store.db.tables import chats, messages, usage_records
 from chatql.store.errors import InvalidArgument
-from chatql.store.limits import NAME_CHARS, check_length
-from chatql.store.messages.message import check_tokens
+from chatql.store.limits import NAME_CHARS, check_length, check_tokens
 from chatql.store.records import Identity, UsageRow, UsageTotals
 
 __all__ = [

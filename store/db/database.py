@@ -103,7 +103,7 @@ class Database:
         self._sqlite_reader: SqliteReader | None = None
         self._sqlite_reader_opening = asyncio.Lock()
         #: Statements compiled for this database's dialect, by what decides their text
-        #: (store/prepared.py).
+        #: (store/db/prepared.py).
         self.statements: dict[Any, Any] = {}
         if self.is_sqlite:
             _configure_sqlite(self.engine)

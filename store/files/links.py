@@ -27,7 +27,7 @@ from typing import Any
 from sqlalchemy import delete, exists, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store.chats.access import can_read_file
+from chatql.store.access import can_read_file
 from chatql.store.db.tables import files, message_files, messages
 from chatql.store.errors import InvalidArgument, NotFound
 from chatql.store.ids import is_id

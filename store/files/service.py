@@ -40,8 +40,8 @@ from typing import Any
 from sqlalchemy import and_, delete, exists, func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store.chats.access import can_read_file
-from chatql.store.chats.chat import now
+from chatql.store.access import can_read_file
+from chatql.store.clock import now
 from chatql.store.db.database import Database
 from chatql.store.db.tables import files, message_files
 from chatql.store.errors import (
@@ -350,7 +350,7 @@ class FileService:
     # ---- reads ----------------------------------------------------------------------
 
     async def readable(self, who: Identity, file_id: str) -> File | None:
-        """The file, if ``who`` may read it (see :func:`store.chats.access.can_read_file`)."""
+        """The file, if ``who`` may read it (see :func:`store.access.can_read_file`)."""
         async with self.db.read() as conn:
             row = (await conn.execute(select(files).where(
                 files.c.id == file_id, can_read_file(who, now())))).first()

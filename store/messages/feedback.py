@@ -34,9 +34,9 @@ from sqlalchemy import ColumnElement, and_, delete, exists, func, insert, or_, s
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store import jsonutil
-from chatql.store.chats import access
-from chatql.store.chats.chat import now, present
+from chatql.store import access, jsonutil
+from chatql.store.access import present
+from chatql.store.clock import now
 from chatql.store.cursors import MomentPosition, moment_position_from
 from chatql.store.db.database import Database
 from chatql.store.db.partitions import message_chats
@@ -46,8 +46,8 @@ from chatql.store.errors import InvalidArgument, NotFound
 from chatql.store.ids import check_chat_id, check_message_id, new_id
 from chatql.store.limits import NAME_CHARS, TAG_CHARS, check_length
 from chatql.store.messages import tree
-from chatql.store.messages.text import message_text
 from chatql.store.records import Feedback, Identity, Message
+from chatql.store.text import message_text
 
 __all__ = [
     "DEFAULT_FEEDBACK_PAGE",

@@ -49,11 +49,22 @@ import jsonschema
 from sqlalchemy import ColumnElement, Select, and_, exists, or_, select, true, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store import jsonutil
-from chatql.store.chats import access
-from chatql.store.chats.chat import now, present
+from chatql.store import access, jsonutil
+from chatql.store.access import present
+from chatql.store.clock import now
 from chatql.store.cursors import MomentPosition, moment_position_from
 from chatql.store.db.database import Database
+from chatql.store.db.prepared import (
+    MARK_AFTER_ID,
+    MARK_AFTER_VALUE,
+    MARK_NOW,
+    Attribute,
+    PreparedStatement,
+    attribute,
+    compile_prepared,
+    fixed,
+    marked_identity,
+)
 from chatql.store.db.tables import chats, interrupts
 from chatql.store.errors import (
     Conflict,
@@ -66,9 +77,11 @@ from chatql.store.limits import NAME_CHARS, check_length
 from chatql.store.records import Decision, Identity, Interrupt, Message
 
 __all__ = [
+    "INTERRUPT_COLUMNS",
     "INTERRUPT_KINDS",
     "INTERRUPT_STATES",
     "STORED_ATTRIBUTES",
+    "InboxPageShape",
     "InterruptFilter",
     "InterruptPage",
     "as_decided",
@@ -86,8 +99,10 @@ __all__ = [
     "get_interrupt",
     "in_model_window",
     "inbox",
+    "inbox_page_statement",
     "inbox_select",
     "inbox_size",
+    "interrupt_attribute",
     "position_from",
     "position_of",
     "record_inline",
@@ -363,7 +378,6 @@ def inbox_select(who: Identity, interrupt_filter: InterruptFilter, *, size: int,
     interrupts the caller may decide, newest first, after ``after``, one row past the
     page (it tells more follow). ``at``: the moment chats' expiry is judged at (now);
     ``columns``: the interrupt columns each row reads (all of them)."""
-    from chatql.store.chats.lists import fixed  # lists reads interrupts: imported late
 
     chosen = list(interrupts.c) if columns is None else [interrupts.c[name] for name in columns]
     query = (select(*chosen).join(chats, chats.c.id == interrupts.c.chat_id)
@@ -650,3 +664,57 @@ async def claim_resumption(conn: AsyncConnection, chat_id: str, request_id: str 
     ).values(resumed_by=request_id))
     return int(result.rowcount or 0)
 
+
+@dataclass(frozen=True, slots=True)
+class InboxPageShape:
+    """What decides the text of an inbox-page statement (not the values bound to it)."""
+
+    dialect: str
+    #: The caller's roles: who may decide depends on them (:func:`can_decide`).
+    roles: frozenset[str]
+    team: bool
+    after: bool
+    #: A checked filter; its values are written into the statement.
+    interrupt_filter: InterruptFilter
+    #: The interrupt columns each row returns (:data:`INTERRUPT_COLUMNS` order).
+    columns: tuple[str, ...]
+    #: The page's size (its statement reads one row more).
+    size: int
+
+    @classmethod
+    def of(cls, db: Database, who: Identity, *,
+           interrupt_filter: InterruptFilter, after: bool,
+           columns: tuple[str, ...], size: int) -> InboxPageShape:
+        return cls(db.dialect, who.roles, bool(who.team_id), after, interrupt_filter,
+                   columns, size)
+
+
+#: The interrupt columns a prepared inbox page may return, in this order.
+INTERRUPT_COLUMNS = STORED_ATTRIBUTES
+
+
+def inbox_page_statement(db: Database, shape: InboxPageShape) -> PreparedStatement:
+    """The statement :func:`store.messages.interrupts.inbox` runs (its own query,
+    :func:`~store.messages.interrupts.inbox_select`, compiled for the driver).
+
+    Named slots: ``user``, ``tenant``, ``team``, ``now``, and after a cursor
+    ``after_value`` and ``after_id`` (see :func:`chat_after`). Rows: the shape's columns,
+    newest first, at most one more than the page.
+    """
+    statement = db.statements.get(("inbox_page_statement", shape))
+    if statement is None:
+        who = marked_identity(False, shape.team, shape.roles)
+        query = inbox_select(
+            who, shape.interrupt_filter, size=shape.size,
+            after=(MARK_AFTER_VALUE, MARK_AFTER_ID) if shape.after else None, at=MARK_NOW,
+            columns=shape.columns)
+        statement = db.statements[("inbox_page_statement", shape)] = compile_prepared(
+            query, shape.dialect)
+    return statement
+
+
+def interrupt_attribute(name: str) -> Attribute | None:
+    """How a prepared inbox row gives the :class:`store.records.Interrupt` attribute
+    ``name`` (as :func:`store.messages.interrupts.interrupt_from_row` would); None
+    when it is not one stored as a column."""
+    return attribute(name) if name in INTERRUPT_COLUMNS else None

@@ -17,11 +17,15 @@ from sqlalchemy import Row, Select, bindparam, exists, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store import prepared
-from chatql.store.chats import access, titles
-from chatql.store.chats.chat import chat_from_row, fetch_visible_chat, now, present
+from chatql.store import access
+from chatql.store.access import present
+from chatql.store.chats import titles
+from chatql.store.chats.chat import chat_from_row, fetch_visible_chat
+from chatql.store.clock import now
+from chatql.store.db import prepared
 from chatql.store.db.database import Database
 from chatql.store.db.partitions import message_chats
+from chatql.store.db.prepared import CHAT_COLUMNS
 from chatql.store.db.rows import record_from_mapping, write_chain
 from chatql.store.db.tables import chats, closed_chats, messages
 from chatql.store.errors import (
@@ -35,15 +39,20 @@ from chatql.store.errors import (
 from chatql.store.files import links as file_links
 from chatql.store.ids import check_append_id, check_chat_id, check_message_id, new_id
 from chatql.store.jsonutil import canonical_digest
-from chatql.store.limits import MAX_TOKENS, TYPE_CHARS, check_length, check_optional_name
-from chatql.store.messages import feedback, tree
+from chatql.store.limits import (
+    MAX_TOKENS,
+    TYPE_CHARS,
+    check_length,
+    check_optional_name,
+    check_tokens,
+)
+from chatql.store.messages import feedback, pages, tree
 from chatql.store.messages.receipts import (
     Earlier,
     earlier_receipt,
     earlier_receipt_joined,
     receipted_write,
 )
-from chatql.store.prepared import CHAT_COLUMNS
 from chatql.store.records import AppendReceipt, BranchPosition, Chat, Identity, Message, MessagePage
 
 __all__ = [
@@ -58,7 +67,6 @@ __all__ = [
     "append_messages",
     "batch_digest",
     "check_page_size",
-    "check_tokens",
     "delete_messages",
     "edit_message",
     "get_message",
@@ -164,14 +172,6 @@ class MessageFilter:
         return "|".join("" if v is None else v for v in (
             self.request_id, self.role, self.block_id, self.thread_id, self.type
         ))
-
-
-def check_tokens(tokens: int | None, name: str = "tokens") -> None:
-    """A token count is a whole number from 0 to 2^53 (exact in every JSON client)."""
-    if tokens is None:
-        return
-    if isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens <= MAX_TOKENS:
-        raise InvalidArgument(f"{name} must be a whole number from 0 to {MAX_TOKENS}")
 
 
 def message_from_row(row: Row[Any]) -> Message:
@@ -597,18 +597,18 @@ async def page_rows(
     last = check_page_size(last, "last")
     forward, size = _page_size(first, last, after)
     filter = filter or MessageFilter()
-    shape = prepared.MessagePageShape.of(
+    shape = pages.MessagePageShape.of(
         db, who, forward=forward, after=after is not None, before=before is not None,
         filters=tuple(filter.given()), columns=columns)
     values = _identity_values(who, chat_id, filter)
     values.update(after=after, before=before)
-    rows = await prepared.fetch(db, prepared.message_page_statement(db, shape),
+    rows = await prepared.fetch(db, pages.message_page_statement(db, shape),
                                 {**values, "limit": size + 1})
     if rows:
         has_older, has_newer = bool(rows[0][-2]), bool(rows[0][-1])
     else:
         # Empty: tell an invisible chat from an empty page, and still answer exactly.
-        flags = (await prepared.fetch(db, prepared.message_flags_statement(db, shape),
+        flags = (await prepared.fetch(db, pages.message_flags_statement(db, shape),
                                       values))[0]
         if not flags[0]:
             raise NotFound(f"chat {chat_id!r} not found")
@@ -676,7 +676,7 @@ async def branch_rows(
     forward, size = _page_size(first, last, after)
     filter = filter or MessageFilter()
     filters = tuple(filter.given())
-    shape = prepared.BranchPageShape.of(
+    shape = pages.BranchPageShape.of(
         db, who, forward=forward, branch=branch is not None, before=before is not None,
         filters=filters, columns=columns)
     floor = 0 if after is None else after.depth
@@ -690,7 +690,7 @@ async def branch_rows(
         values["start"] = branch if before is None else before.id
         values["count"] = _UNBOUNDED if filters else size + 1 + skip
         values["skip"] = skip
-    rows = await prepared.fetch(db, prepared.branch_page_statement(db, shape), values)
+    rows = await prepared.fetch(db, pages.branch_page_statement(db, shape), values)
     if not rows:
         return await _empty_branch(db, who, chat_id, branch, forward, after, before)
     # A row: the columns, its depth, the chat's active leaf.
@@ -700,7 +700,7 @@ async def branch_rows(
         if cursor is not None and cursor.leaf != leaf:
             # Issued for another end of this list (the active leaf moved since): still
             # good while its message lies on the branch.
-            found = await prepared.fetch(db, prepared.ancestor_statement(db, db.dialect),
+            found = await prepared.fetch(db, pages.ancestor_statement(db, db.dialect),
                                          {"start": leaf, "depth": cursor.depth,
                                           "chat": chat_id})
             if not found or found[0][0] != cursor.id:

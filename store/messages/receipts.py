@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import Select, and_, bindparam, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store.chats.chat import now
+from chatql.store.clock import now
 from chatql.store.db.tables import append_receipts, chats, messages
 from chatql.store.errors import AppendConflict
 from chatql.store.records import AppendReceipt, Message

@@ -15,8 +15,8 @@ from typing import Any
 
 from sqlalchemy import Select, select, tuple_
 
-from chatql.store.chats import access
-from chatql.store.chats.chat import present
+from chatql.store import access
+from chatql.store.access import present
 from chatql.store.db.database import Database
 from chatql.store.db.tables import chats, messages
 from chatql.store.errors import InvalidArgument

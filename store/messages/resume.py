@@ -19,8 +19,10 @@ from typing import Any
 from sqlalchemy import Row, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store.chats import access
-from chatql.store.chats.chat import fetch_visible_chat, now, present
+from chatql.store import access
+from chatql.store.access import present
+from chatql.store.chats.chat import fetch_visible_chat
+from chatql.store.clock import now
 from chatql.store.db.database import Database
 from chatql.store.db.tables import chats
 from chatql.store.db.tables import resume_records as resume_table

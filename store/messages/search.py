@@ -24,7 +24,6 @@ instead of incidental row order.
 from __future__ import annotations
 
 import math
-import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,8 +40,9 @@ from sqlalchemy import (
 from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store.chats import access
-from chatql.store.chats.chat import chat_from_row, fetch_visible_chat, present
+from chatql.store import access
+from chatql.store.access import present
+from chatql.store.chats.chat import chat_from_row, fetch_visible_chat
 from chatql.store.db.database import Database
 from chatql.store.db.tables import chats, messages
 from chatql.store.errors import InvalidArgument, NotFound
@@ -50,13 +50,18 @@ from chatql.store.ids import check_chat_id
 from chatql.store.messages import tree
 from chatql.store.messages.message import message_from_row
 from chatql.store.records import Chat, Identity, Message
+from chatql.store.text import (
+    MAX_TERMS,
+    RELEVANCE_TIE_TOLERANCE,
+    clean_query,
+    fts5_match,
+)
 
 __all__ = [
     "DEFAULT_FIRST",
     "DEFAULT_WINDOW",
     "MAX_FIRST",
     "MAX_WINDOW",
-    "RELEVANCE_TIE_TOLERANCE",
     "SearchHit",
     "search_messages",
 ]
@@ -65,11 +70,6 @@ DEFAULT_FIRST = 20
 MAX_FIRST = 100
 DEFAULT_WINDOW = 2
 MAX_WINDOW = 20
-MAX_QUERY_CHARS = 1_000
-#: More words than this are ignored: each one costs an index probe.
-MAX_TERMS = 32
-#: Relative score difference under which two hits count as equally relevant.
-RELEVANCE_TIE_TOLERANCE = 0.02
 #: Postgres tables with fewer (estimated) rows have their word frequencies counted exactly.
 _EXACT_BELOW = 100_000
 #: Bound on an exact per-word count on a large table (see ``_document_frequencies``).
@@ -93,25 +93,6 @@ class SearchHit:
     #: Up to ``window`` messages before and after the hit in its chat, oldest first
     #: (the hit itself is not repeated here).
     window: list[Message]
-
-
-def clean_query(query: str) -> str:
-    """The query with control characters and unencodable code points made spaces."""
-    # Lone surrogates (valid in JSON, not in UTF-8) and NUL would fail in the driver.
-    query = query.encode("utf-8", "replace").decode("utf-8")
-    query = "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in query)
-    query = query.strip()
-    if not query:
-        raise InvalidArgument("query must contain at least one non-blank character")
-    if len(query) > MAX_QUERY_CHARS:
-        raise InvalidArgument(f"query must be at most {MAX_QUERY_CHARS} characters")
-    return query
-
-
-def fts5_match(query: str) -> str:
-    """An FTS5 expression matching every token of ``query`` as plain text."""
-    tokens = query.split()[:MAX_TERMS]
-    return " ".join('"' + token.replace('"', '""') + '"' for token in tokens)
 
 
 async def search_messages(

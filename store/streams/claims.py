@@ -6,7 +6,7 @@ transaction that persists the stream (:func:`end_claim`). Its unique key on
 starts racing with the same request id exactly one inserts its row, the other is
 CONFLICT — two agent workers never answer one question twice. A chat whose claims are
 all ended has no live stream, which the "awaiting a reply" filter reads
-(:func:`store.chats.lists.awaiting_reply_clause`). A claim whose request id names a
+(:func:`store.lists.chat_lists.awaiting_reply_clause`). A claim whose request id names a
 resumption (``<request id>.resume.<N>``) marks the decisions it resumes in the same
 transaction.
 """
@@ -17,7 +17,7 @@ from sqlalchemy import delete, exists, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store.chats.chat import now
+from chatql.store.clock import now
 from chatql.store.db.database import Database
 from chatql.store.db.tables import stream_claims
 from chatql.store.errors import Conflict

@@ -28,9 +28,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
-from chatql.store.chats import access, titles
-from chatql.store.chats.chat import now
+from chatql.store import access
+from chatql.store.chats import titles
 from chatql.store.chats.usage import record_usage
+from chatql.store.clock import now
 from chatql.store.db.database import Database
 from chatql.store.db.tables import append_receipts, chats, messages, resume_records
 from chatql.store.db.tables import interrupts as interrupts_table

@@ -27,14 +27,14 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 from sqlalchemy import select
 
-from chatql.store.chats import access
-from chatql.store.chats.chat import now
+from chatql.store import access
 from chatql.store.chats.usage import UsageIn, record_usage
+from chatql.store.clock import now
 from chatql.store.db.database import Database
 from chatql.store.db.partitions import message_chats
 from chatql.store.db.tables import append_receipts, messages
@@ -60,8 +60,12 @@ from chatql.store.streams.buffer import PushResult, StreamBuffer, StreamInfo, St
 from chatql.store.streams.queue import SubscriberQueue
 from chatql.store.streams.reducer import ChunkEvent, ChunkIn, StreamState, apply_chunks
 
-if TYPE_CHECKING:
-    from chatql.store.chats.events import ChatEvents
+
+class ChatEvents(Protocol):
+    """Where the service announces what changed a chat (the live chat lists' events,
+    :class:`chatql.store.lists.events.ChatEvents`, set by the app)."""
+
+    async def publish(self, type: Any, chat_id: str, tenant_id: str) -> None: ...
 
 __all__ = ["END_STATUSES", "MAX_PUSH_CHUNKS", "StreamService"]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from chatql.store.chats import access
+from chatql.store import access
 from chatql.store.chats.chat import create_chat
 from chatql.store.db.database import Database
 from chatql.store.db.tables import chats

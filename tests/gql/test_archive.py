@@ -15,10 +15,10 @@ import pytest
 from sqlalchemy import func, select
 
 from chatql.gql.settings import Settings
-from chatql.store.chats import archive as store_archive
-from chatql.store.chats import chat as store_chats
+from chatql.store import clock
 from chatql.store.db.database import Database
 from chatql.store.db.tables import messages, resume_records
+from chatql.store.keeping import archive as store_archive
 from tests.conftest import GraphQLClient, running_app
 from tests.s3 import Seaweed, s3_environment, s3_server  # noqa: F401 - a fixture
 
@@ -178,8 +178,8 @@ async def test_the_idle_sweeper_archives_quiet_chats(
     async for client in _client(fast):
         before = await _fill(client, alice)
         await client.data(CREATE, {"input": {"id": "empty", "assistantId": "a"}}, alice)
-        real = store_chats.now
-        monkeypatch.setattr(store_chats, "now", _ahead(real, timedelta(days=7, minutes=1)))
+        real = clock.now
+        monkeypatch.setattr(clock, "now", _ahead(real, timedelta(days=7, minutes=1)))
         for _ in range(200):
             if await _rows(fast) == 0:
                 break
@@ -187,7 +187,7 @@ async def test_the_idle_sweeper_archives_quiet_chats(
         assert await _rows(fast) == 0
         # A chat without messages has nothing to archive.
         assert (await client.data(CHAT, {"id": "empty"}, alice))["chat"]["archivedAt"] is None
-        monkeypatch.setattr(store_chats, "now", real)
+        monkeypatch.setattr(clock, "now", real)
         assert (await client.data(PAGE, {"id": "c1"}, alice))["messages"]["edges"] == before
 
 

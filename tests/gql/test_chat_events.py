@@ -19,7 +19,7 @@ import pytest
 
 from chatql.gql.settings import Settings
 from chatql.gql.transport.websocket import FrameWriter
-from chatql.store.chats import events as store_events
+from chatql.store.lists import events as store_events
 from tests.conftest import BACKENDS, on_backend
 from tests.gql.test_sse import SSEStream
 from tests.gql.test_streams_ws import PROTOCOLS, serve

@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import event, update
 
 from chatql.gql.settings import Settings
-from chatql.store.chats import lists as chat_lists
 from chatql.store.db.database import Database
 from chatql.store.db.tables import chats
+from chatql.store.lists import chat_lists
 from tests.conftest import GraphQLClient
 
 CHATS = """

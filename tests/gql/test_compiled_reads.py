@@ -611,7 +611,7 @@ def test_a_time_field_prints_the_stored_instant_in_utc_whatever_the_driver_gave(
     from chatql.gql.library_adapters import graphql_core_schema
     from chatql.gql.plans.compiled_reads import _bound, _column
     from chatql.gql.schema.root import build_schema
-    from chatql.store.prepared import message_attribute
+    from chatql.store.db.prepared import message_attribute
 
     schema = graphql_core_schema(build_schema(Settings()))
     message = schema.type_map["Message"]
@@ -632,12 +632,8 @@ def test_a_compiled_read_asks_for_the_columns_it_shows_and_its_cursors() -> None
     """Postgres and the driver skip what no field shows: a plan's rows carry the columns
     of its selected fields (every alias and fragment of them) and of its cursors."""
     from chatql.gql.schema.root import build_schema
-    from chatql.store.prepared import (
-        BranchPageShape,
-        ChatPageShape,
-        branch_page_statement,
-        chat_statement,
-    )
+    from chatql.store.lists.pages import ChatPageShape, chat_statement
+    from chatql.store.messages.pages import BranchPageShape, branch_page_statement
 
     settings = Settings()
     reads = CompiledReads(build_schema(settings), settings)

@@ -22,12 +22,12 @@ from sqlalchemy import func, select
 
 from chatql.gql.app import create_app
 from chatql.gql.settings import Settings
-from chatql.store.chats.chat import now
-from chatql.store.chats.retention import sweep_files
+from chatql.store.clock import now
 from chatql.store.db.tables import files as files_table
 from chatql.store.db.tables import messages
 from chatql.store.files.backends.local import LocalStorage
 from chatql.store.files.service import FileService, content_key, staging_key
+from chatql.store.keeping.retention import sweep_files
 from tests.conftest import uvicorn_serving
 from tests.gql.test_streams_ws import END, PUSH, START
 from tests.s3 import Seaweed, s3_environment, s3_server  # noqa: F401 - the fixture

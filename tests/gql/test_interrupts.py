@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from chatql.gql.settings import Settings
-from chatql.store.chats.retention import expire_interrupts
+from chatql.store.keeping.retention import expire_interrupts
 from tests.conftest import BACKENDS, on_backend
 from tests.gql.test_chat_events import listening
 from tests.gql.test_streams_ws import END, PUSH, START, serve

@@ -38,7 +38,7 @@ from chatql.gql.settings import Settings
 from chatql.gql.transport import mcp_stdio
 from chatql.gql.transport.mcp import MCP_PATH
 from chatql.gql.transport.mcp_tools import TOOL_NAMES
-from chatql.store.messages.text import message_text
+from chatql.store.text import message_text
 from tests.conftest import uvicorn_serving
 
 ROOT = Path(__file__).resolve().parents[2]

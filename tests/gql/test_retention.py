@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from chatql.gql.settings import Settings
-from chatql.store.chats import chat as store_chats
+from chatql.store import clock as store_clock
 from tests.conftest import GraphQLClient, running_app
 
 CREATE = """mutation($input: CreateChatInput!) { createChat(input: $input) { id expiresAt } }"""
@@ -30,10 +30,10 @@ Clock = Callable[[timedelta], None]
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     """Moves the service's clock ahead of the real one by the given amount."""
-    real = store_chats.now
+    real = store_clock.now
 
     def move(ahead: timedelta) -> None:
-        monkeypatch.setattr(store_chats, "now", lambda: real() + ahead)
+        monkeypatch.setattr(store_clock, "now", lambda: real() + ahead)
 
     return move
 
@@ -58,8 +58,8 @@ async def _until_absent(client: GraphQLClient, chat_id: str) -> None:
 
 
 async def test_expires_at_is_validated_and_settable(client: GraphQLClient) -> None:
-    past = (store_chats.now() - timedelta(minutes=1)).isoformat()
-    later = store_chats.now() + timedelta(days=2)
+    past = (store_clock.now() - timedelta(minutes=1)).isoformat()
+    later = store_clock.now() + timedelta(days=2)
     assert await client.error_code(
         CREATE, {"input": {"id": "p", "assistantId": "a", "expiresAt": past}}
     ) == "INVALID_ARGUMENT"
@@ -84,7 +84,7 @@ async def test_an_expired_chat_reads_as_absent_before_it_is_swept(
     # The default test settings sweep every 30 s: no sweep happens during this test.
     made = (await client.data(
         CREATE, {"input": {"id": "t", "assistantId": "a", "temporary": True}}))["createChat"]
-    lifetime = datetime.fromisoformat(made["expiresAt"]) - store_chats.now()
+    lifetime = datetime.fromisoformat(made["expiresAt"]) - store_clock.now()
     assert timedelta(hours=23, minutes=59) < lifetime <= timedelta(hours=24)
     await client.data(APPEND, {"id": "t"})
     assert (await client.data(LIST))["chats"]["totalCount"] == 1

@@ -17,11 +17,11 @@ from sqlalchemy import select, update
 
 from chatql.gql.cli import main
 from chatql.gql.settings import Settings
-from chatql.store.chats import export as store_export
-from chatql.store.chats import imports as store_imports
 from chatql.store.db.database import Database
 from chatql.store.db.tables import messages
 from chatql.store.errors import PersistFailed
+from chatql.store.keeping import export as store_export
+from chatql.store.keeping import imports as store_imports
 from chatql.store.messages.message import (
     NewMessage,
     insert_messages,

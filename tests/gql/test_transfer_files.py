@@ -20,11 +20,11 @@ import pytest
 from sqlalchemy import func, select
 
 from chatql.gql.settings import Settings
-from chatql.store.chats.chat import now
-from chatql.store.chats.retention import sweep_files
+from chatql.store.clock import now
 from chatql.store.db.tables import chats
 from chatql.store.db.tables import files as files_table
 from chatql.store.files.service import content_key
+from chatql.store.keeping.retention import sweep_files
 from tests.gql.test_files import (
     ALICE,
     APPEND,

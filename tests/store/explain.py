@@ -1,7 +1,7 @@
 """What the database plans for a statement the product runs: EXPLAIN on both backends.
 
-``plan_of`` runs a prepared statement (:mod:`store.prepared`) the way
-:func:`store.prepared.fetch` does, prefixed with ``EXPLAIN`` (``EXPLAIN QUERY PLAN``
+``plan_of`` runs a prepared statement (:mod:`store.db.prepared`) the way
+:func:`store.db.prepared.fetch` does, prefixed with ``EXPLAIN`` (``EXPLAIN QUERY PLAN``
 on SQLite), and returns the plan as one text; ``plan_of_query`` does the same for a
 SQLAlchemy statement with its values bound.
 """
@@ -14,9 +14,9 @@ from typing import Any
 
 from sqlalchemy.sql import Executable
 
-from chatql.store.chats import chat as store_chats
+from chatql.store import clock
 from chatql.store.db.database import Database
-from chatql.store.prepared import PreparedStatement, moment_argument
+from chatql.store.db.prepared import PreparedStatement, moment_argument
 
 
 def uses_index(plan: str, table: str, columns: str) -> bool:
@@ -33,7 +33,7 @@ def _prefix(db: Database) -> str:
 
 async def plan_of(db: Database, statement: PreparedStatement,
                   values: Mapping[str, Any]) -> str:
-    moment = moment_argument(store_chats.now(), db.dialect)
+    moment = moment_argument(clock.now(), db.dialect)
     arguments = statement.arguments({**values, "now": moment})
     sql = _prefix(db) + statement.sql
     async with db.write() as conn:

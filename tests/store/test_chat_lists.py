@@ -10,11 +10,11 @@ import pytest
 from sqlalchemy import update
 
 from chatql.store.chats import chat as store_chats
-from chatql.store.chats import lists as chat_lists
-from chatql.store.chats.lists import ChatListFilter, ChatListPage
 from chatql.store.db.database import Database
 from chatql.store.db.tables import chats
 from chatql.store.errors import InvalidArgument, InvalidCursor
+from chatql.store.lists import chat_lists
+from chatql.store.lists.chat_lists import ChatListFilter, ChatListPage
 from chatql.store.messages import message as store_messages
 from chatql.store.messages.message import NewMessage
 from chatql.store.records import Identity

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from sqlalchemy import event, select, update
 
-from chatql.store.chats import access
+from chatql.store import access
 from chatql.store.chats import chat as store_chats
-from chatql.store.chats import events as store_events
-from chatql.store.chats.events import ChatEvents, load_chat, load_chats
-from chatql.store.chats.lists import ChatListFilter
 from chatql.store.db.database import Database
 from chatql.store.db.tables import chats
+from chatql.store.lists import events as store_events
+from chatql.store.lists.chat_lists import ChatListFilter
+from chatql.store.lists.events import ChatEvents, load_chat, load_chats
 from chatql.store.messages import message as store_messages
 from chatql.store.messages.message import NewMessage
 from chatql.store.records import AppendReceipt, Chat, Identity

@@ -18,8 +18,8 @@ from chatql.store.db.database import Database
 from chatql.store.db.tables import chats
 from chatql.store.messages import message as store_messages
 from chatql.store.messages.message import NewMessage
+from chatql.store.messages.pages import MessagePageShape, message_page_statement
 from chatql.store.messages.requests import request_messages_query
-from chatql.store.prepared import MessagePageShape, message_page_statement
 from chatql.store.records import Identity
 from tests.store.explain import plan_of, plan_of_query, uses_index
 

@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 from sqlalchemy import String, cast, select
 
-from chatql.store.chats.archive import ChatArchive, archive_chat, restore_archive
 from chatql.store.chats.chat import create_chat
-from chatql.store.chats.export import chat_line, message_line
-from chatql.store.chats.imports import import_chat
 from chatql.store.db import rows
 from chatql.store.db.database import Database
 from chatql.store.db.tables import messages
 from chatql.store.errors import InvalidArgument
+from chatql.store.keeping.archive import ChatArchive, archive_chat, restore_archive
+from chatql.store.keeping.export import chat_line, message_line
+from chatql.store.keeping.imports import import_chat
 from chatql.store.messages.message import NewMessage, append_messages, message_from_row
 from chatql.store.records import Identity, Message
 from chatql.store.streams import StreamService
@@ -201,7 +201,7 @@ async def test_records_handed_back_equal_the_rows_read_back(
 
 
 def test_import_checks_tokens() -> None:
-    from chatql.store.chats.imports import ParsedChat, parse_line
+    from chatql.store.keeping.imports import ParsedChat, parse_line
 
     line = {"kind": "message", "id": "m1", "sequence": 1, "role": "USER", "type": "text",
             "props": {}, "tokens": -1}

@@ -261,7 +261,7 @@ async def test_an_append_after_the_active_leaf_reads_everything_with_the_chat_lo
 
 async def test_the_lock_statement_is_built_once_per_shape_and_bound_per_caller(
         db: Database, chat_id: str) -> None:
-    from chatql.store.chats import access
+    from chatql.store import access
 
     bob = Identity(user_id="bob", tenant_id="acme")
     agent = Identity(user_id="bot", tenant_id="acme", roles=frozenset({"agent"}))

@@ -18,8 +18,9 @@ import pytest
 from sqlalchemy import event, insert, select, text
 from sqlalchemy.exc import IntegrityError
 
-from chatql.store import prepared
+from chatql.store import clock
 from chatql.store.chats import chat as store_chats
+from chatql.store.db import prepared
 from chatql.store.db.database import Database
 from chatql.store.db.partitions import (
     DEFAULT_PARTITIONS,
@@ -29,18 +30,17 @@ from chatql.store.db.partitions import (
 )
 from chatql.store.db.tables import messages
 from chatql.store.errors import Conflict
+from chatql.store.lists.pages import ChatPageShape, chat_statement
 from chatql.store.messages import lifecycle, search
 from chatql.store.messages import message as store_messages
 from chatql.store.messages.message import NewMessage
-from chatql.store.messages.resume import StepIn, resume_records, update_resume
-from chatql.store.prepared import (
+from chatql.store.messages.pages import (
     BranchPageShape,
-    ChatPageShape,
     MessagePageShape,
     branch_page_statement,
-    chat_statement,
     message_page_statement,
 )
+from chatql.store.messages.resume import StepIn, resume_records, update_resume
 from chatql.store.records import Identity
 from chatql.store.streams import StreamService, backend_from_url
 from chatql.store.streams.reducer import ChunkIn
@@ -97,8 +97,8 @@ async def test_a_message_id_is_taken_across_chats(db: Database) -> None:
     # The database's own rule, for writers racing past the check: partitioned tables
     # cannot hold it in their keys, the id map's primary key does.
     row = {"id": "chosen", "chat_id": "two", "sequence": 99, "role": "USER",
-           "type": "text", "props": {}, "created_at": store_chats.now(),
-           "updated_at": store_chats.now()}
+           "type": "text", "props": {}, "created_at": clock.now(),
+           "updated_at": clock.now()}
     with pytest.raises(IntegrityError):
         async with db.write() as conn:
             await conn.execute(insert(messages), [row])
@@ -258,7 +258,7 @@ async def test_every_per_chat_statement_reads_one_partition(
 
 async def test_an_import_cannot_reuse_a_resume_record_id(db: Database) -> None:
     """On partitioned tables the key is (chat_id, id): the import checks the ids."""
-    from chatql.store.chats.imports import import_chat
+    from chatql.store.keeping.imports import import_chat
 
     def document(chat: str) -> list[dict[str, Any]]:
         return [{"kind": "chat", "id": chat, "assistantId": "helper"},

@@ -20,19 +20,13 @@ import pytest
 from sqlalchemy import event, select
 
 from chatql.store.chats import chat as chats
-from chatql.store.chats import lists as chat_lists
 from chatql.store.db.database import Database
+from chatql.store.db.prepared import CHAT_COLUMNS, chat_after, chat_positions, fetch
 from chatql.store.db.tables import messages as messages_table
+from chatql.store.lists import chat_lists
+from chatql.store.lists.pages import ChatPageShape, chat_page_statement
 from chatql.store.messages import message as messages
 from chatql.store.messages.message import MessageFilter, NewMessage
-from chatql.store.prepared import (
-    CHAT_COLUMNS,
-    ChatPageShape,
-    chat_after,
-    chat_page_statement,
-    chat_positions,
-    fetch,
-)
 from chatql.store.records import Identity
 
 OWNER = Identity(user_id="alice", tenant_id="acme", team_id="red")

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import func, select, update
 
 from chatql.store.chats.chat import create_chat, get_chat
-from chatql.store.chats.retention import sweep_retention
 from chatql.store.db.database import Database
 from chatql.store.db.tables import chats, closed_chats
+from chatql.store.keeping.retention import sweep_retention
 from chatql.store.records import Identity
 
 WHO = Identity(user_id="alice", tenant_id="acme")

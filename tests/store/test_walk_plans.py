@@ -19,16 +19,11 @@ import pytest
 
 from chatql.store.chats import chat as store_chats
 from chatql.store.db.database import Database
+from chatql.store.db.prepared import MESSAGE_COLUMNS, fetch
 from chatql.store.messages import message as store_messages
 from chatql.store.messages import tree
 from chatql.store.messages.message import NewMessage
-from chatql.store.prepared import (
-    MESSAGE_COLUMNS,
-    BranchPageShape,
-    ancestor_statement,
-    branch_page_statement,
-    fetch,
-)
+from chatql.store.messages.pages import BranchPageShape, ancestor_statement, branch_page_statement
 from chatql.store.records import Identity
 from tests.conftest import fresh_database
 from tests.store.explain import plan_of, plan_of_query

@@ -17,7 +17,7 @@ The interface has two halves, each small:
   state does not hold), retiring a persisted stream, the idle-stream index.
 - :class:`FanOut` — delivery: a chat's subscribers on this instance (their queues get
   what a save published, on whichever instance it ran), and the live chat list's
-  events (:mod:`store.chats.events`), carried to every instance: ``publish_chat_event``
+  events (:mod:`store.lists.events`), carried to every instance: ``publish_chat_event``
   on one, each instance's ``chat_event_feed`` yields it.
 
 A :class:`Backend` is both, over one connection to its broker; the stream service

@@ -61,19 +61,21 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store.chats import access
-from chatql.store.chats.archive import ChatArchive, restore_archive
-from chatql.store.chats.chat import insert_chat, normalised_fields, now, present
+from chatql.store import access
+from chatql.store.access import present
+from chatql.store.chats.chat import insert_chat, normalised_fields
 from chatql.store.chats.titles import entitle
+from chatql.store.clock import now
 from chatql.store.db.database import Database
 from chatql.store.db.partitions import message_chats
+from chatql.store.db.prepared import PreparedStatement, compile_prepared, fetch, message_attribute
 from chatql.store.db.tables import UTCDateTime, chats, files, message_files, messages, shares
 from chatql.store.errors import ChatArchived, Forbidden, InvalidArgument, NotFound
 from chatql.store.files.service import file_from_row
 from chatql.store.ids import check_chat_id, check_message_id, new_id
+from chatql.store.keeping.archive import ChatArchive, restore_archive
 from chatql.store.messages import tree
 from chatql.store.messages.message import chain_end, insert_chain, message_from_row
-from chatql.store.prepared import PreparedStatement, compile_prepared, fetch, message_attribute
 from chatql.store.records import Chat, File, Identity, Message, Share, SharedChat, SharedMessage
 
 __all__ = [

@@ -45,17 +45,17 @@ from typing import Any, Literal
 import orjson
 from sqlalchemy import select
 
-from chatql.store import prepared
-from chatql.store.chats import access
-from chatql.store.chats.chat import now as service_now
-from chatql.store.chats.lists import (
+from chatql.store import access
+from chatql.store.clock import now as service_now
+from chatql.store.db import prepared
+from chatql.store.db.database import Database
+from chatql.store.db.partitions import message_chats
+from chatql.store.db.replicas import reading_after, written_position
+from chatql.store.lists.chat_lists import (
     ChatListFilter,
     awaiting_decision_ids,
     awaiting_reply_ids,
 )
-from chatql.store.db.database import Database
-from chatql.store.db.partitions import message_chats
-from chatql.store.db.replicas import reading_after, written_position
 from chatql.store.records import Chat, Identity
 from chatql.store.streams.backends import FanOut
 

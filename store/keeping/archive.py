@@ -34,15 +34,15 @@ from obstore.store import LocalStore, from_url
 from sqlalchemy import and_, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store.chats import access
+from chatql.store import access, clock
 from chatql.store.chats import chat as store_chats
-from chatql.store.chats.export import export_chat
-from chatql.store.chats.imports import ParsedChat, parse_line
 from chatql.store.db.database import Database
 from chatql.store.db.rows import document_rows, write_rows
 from chatql.store.db.tables import chats, messages, resume_records
 from chatql.store.errors import Conflict, InvalidArgument, NotFound, PersistFailed
 from chatql.store.ids import check_chat_id, new_id
+from chatql.store.keeping.export import export_chat
+from chatql.store.keeping.imports import ParsedChat, parse_line
 from chatql.store.messages import tree
 from chatql.store.records import Chat, Identity
 
@@ -167,7 +167,7 @@ async def _archive(db: Database, archive: ChatArchive, chat: Chat) -> bool:
                 await conn.execute(
                     delete(resume_records).where(resume_records.c.chat_id == chat.id))
                 await conn.execute(update(chats).where(chats.c.id == chat.id).values(
-                    archived_at=store_chats.now(), archive_key=key))
+                    archived_at=clock.now(), archive_key=key))
                 return True
     await archive.delete(key)
     if changed:

@@ -28,8 +28,8 @@ from typing import Any
 import orjson
 from sqlalchemy import JSON, select
 
-from chatql.store import prepared
 from chatql.store.chats.chat import get_chat
+from chatql.store.db import prepared
 from chatql.store.db.database import Database
 from chatql.store.db.tables import (
     UTCDateTime,

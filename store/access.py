@@ -8,7 +8,8 @@ One place for the rule, so every query that touches chats applies the same one:
 - a ``PRIVATE`` chat is its creator's, a ``TEAM`` chat is its team's;
 - ``public`` lets the rest of the tenant read (never write).
 
-A chat the caller may not read is treated exactly as if it did not exist.
+A chat the caller may not read is treated exactly as if it did not exist, and so is a
+chat in the trash or past its expiry (``present``).
 
 How operations use it (new operations pick the predicate of their kind):
 
@@ -55,12 +56,23 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import visitors
 from sqlalchemy.sql.elements import BindParameter
 
+from chatql.store import clock
 from chatql.store.db.tables import chats, files, memory_entries, message_files
 from chatql.store.errors import ChatArchived, Forbidden, NotFound
 from chatql.store.records import Chat, Identity
 
 __all__ = ["Need", "can_read", "can_read_file", "can_stream", "can_use_memory", "can_write",
-           "may_read", "may_use_memory", "require"]
+           "may_read", "may_use_memory", "present", "require"]
+
+
+def present(at: datetime | None = None) -> ColumnElement[bool]:
+    """Rows of ``chats`` that exist for readers: not deleted and not past their expiry
+    (at ``at``, or now on the store's clock)."""
+    moment = clock.now() if at is None else at
+    return and_(
+        chats.c.deleted_at.is_(None),
+        or_(chats.c.expires_at.is_(None), chats.c.expires_at > moment),
+    )
 
 
 def _owner_clause(who: Identity) -> ColumnElement[bool]:
@@ -222,14 +234,11 @@ async def require(conn: AsyncConnection, who: Identity, chat_id: str, need: Need
     the statement's shape (a function of the module's, not one made per call) and
     ``params`` binds the parameters it names.
     """
-    # A chat past its expiry reads as absent even before the sweeper purges it. The
-    # service clock lives in store.chats, which imports this module.
-    from chatql.store.chats import chat as chat_rows
-
+    # A chat past its expiry reads as absent even before the sweeper purges it.
     query = _require_statement(who, need, tuple(columns), lock=lock,
                                include_deleted=include_deleted, stop_archived=stop_archived,
                                joined=joined)
-    values = {"w_chat": chat_id, "w_now": chat_rows.now(), "w_user": who.user_id,
+    values = {"w_chat": chat_id, "w_now": clock.now(), "w_user": who.user_id,
               "w_tenant": who.tenant_id, "w_team": who.team_id, **(params or {})}
     row: Any = (await conn.execute(query, values)).first()
     if row is None:

@@ -41,16 +41,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store.chats import access
-from chatql.store.chats.chat import (
-    CHAT_STATUSES,
-    chat_from_row,
-    check_channel,
-    check_tags,
-    now,
-    present,
-)
+from chatql.store import access
+from chatql.store.access import present
+from chatql.store.chats.chat import CHAT_STATUSES, chat_from_row, check_channel, check_tags
+from chatql.store.clock import now
 from chatql.store.db.database import Database
+from chatql.store.db.prepared import fixed
 from chatql.store.db.tables import chat_tags, chats, messages, stream_claims
 from chatql.store.errors import InvalidArgument, InvalidCursor
 from chatql.store.messages.interrupts import (
@@ -429,15 +425,6 @@ def _segments(order_by: str, descending: bool) -> list[_Segment]:
     titled = _Segment(where=chats.c.title.is_not(None), null_values=False)
     untitled = _Segment(where=chats.c.title.is_(None), null_values=True)
     return [untitled, titled] if descending else [titled, untitled]
-
-
-def fixed(value: str | int) -> Any:
-    """``value`` written into the statement's text, not sent as a parameter: a constant
-    of the chat list (the mode it leaves out, its page size). Postgres then plans the
-    statement knowing it, and a prepared one gets a generic plan as good as a custom
-    one instead of being planned again on every run (a custom plan of the chat list
-    costs about as much as running it)."""
-    return literal(value, literal_execute=True)
 
 
 def _keyset_rows(

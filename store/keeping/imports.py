@@ -42,16 +42,16 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from chatql.store.chats.access import can_read_file
+from chatql.store.access import can_read_file
 from chatql.store.chats.chat import (
     CHAT_SHARES,
     CHAT_STATUSES,
     get_chat,
     insert_chat,
     normalised_fields,
-    now,
 )
 from chatql.store.chats.titles import TITLE_SOURCES, automatic_title
+from chatql.store.clock import now
 from chatql.store.db.database import Database
 from chatql.store.db.partitions import message_chats
 from chatql.store.db.rows import document_rows, write_rows
@@ -69,11 +69,18 @@ from chatql.store.files.service import FileService
 from chatql.store.files.transfer import FileLine, import_files, parse_file_line, remap_file_ids
 from chatql.store.ids import check_append_id, check_chat_id, check_message_id, new_id
 from chatql.store.jsonutil import canonical_digest
-from chatql.store.limits import ID_CHARS, MODE_CHARS, NAME_CHARS, TITLE_CHARS, TYPE_CHARS
+from chatql.store.limits import (
+    ID_CHARS,
+    MODE_CHARS,
+    NAME_CHARS,
+    TITLE_CHARS,
+    TYPE_CHARS,
+    check_tokens,
+)
 from chatql.store.messages import tree
-from chatql.store.messages.message import MESSAGE_STATUSES, ROLES, check_tokens
-from chatql.store.messages.text import message_text
+from chatql.store.messages.message import MESSAGE_STATUSES, ROLES
 from chatql.store.records import Chat, Identity
+from chatql.store.text import message_text
 
 __all__ = [
     "IMPORT_BATCH_LINES",

@@ -25,12 +25,13 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import and_, or_, select
 
+from chatql.store import clock
 from chatql.store.chats import chat as store_chats
-from chatql.store.chats.archive import ChatArchive, archive_idle
-from chatql.store.chats.events import ChatEvents
 from chatql.store.db.database import Database
 from chatql.store.db.tables import chats
 from chatql.store.files.service import FileService
+from chatql.store.keeping.archive import ChatArchive, archive_idle
+from chatql.store.lists.events import ChatEvents
 from chatql.store.messages import interrupts
 
 __all__ = ["RetentionSweeper", "expire_interrupts", "sweep_files", "sweep_retention"]
@@ -142,16 +143,16 @@ class RetentionSweeper:
         while not await self._stopped_within(self._interval):
             try:
                 purged = await sweep_retention(
-                    self._db, now=store_chats.now(), trash_days=self._trash_days,
+                    self._db, now=clock.now(), trash_days=self._trash_days,
                     events=self._events)
                 if purged:
                     logger.info("retention purged %d chat(s)", len(purged))
                 await expire_interrupts(self._db, self._events)
                 if self._files is not None:
-                    await sweep_files(self._files, now=store_chats.now())
+                    await sweep_files(self._files, now=clock.now())
                 if self._archive is not None and self._archive_after_days > 0:
                     archived = await archive_idle(
-                        self._db, self._archive, now=store_chats.now(),
+                        self._db, self._archive, now=clock.now(),
                         after_days=self._archive_after_days)
                     if archived:
                         logger.info("archived %d idle chat(s)", len(archived))
