@@ -9,7 +9,7 @@ IMMEDIATE``), so the second sweeper finds only what is still there. A purge is t
 same as ``purgeChat``: messages, resume records and receipts go, the id is closed.
 
 Expired chats read as absent from the moment they expire (see
-:func:`store.chats.present`); the sweeper only reclaims their rows. Each sweep also
+:func:`store.access.present`); the sweeper only reclaims their rows. Each sweep also
 marks interrupts whose time to decide has passed EXPIRED (deciding one after its
 ``expiresAt`` is refused at once, sweep or not), releases uploads no message
 references after ``CHATQL_FILE_ORPHAN_TTL``, and deletes the objects of released files
