@@ -41,12 +41,13 @@ from graphql.language import Visitor, visit
 from chatql.gql.document_shapes import (
     MAX_FAST_DOCUMENT,
     PlanCache,
-    flat_root_field,
+    sole_root_field,
 )
 from chatql.gql.errors import failed_root_field
 from chatql.gql.library_adapters import graphql_core_schema
 from chatql.gql.ops.limits import limit_rules
 from chatql.gql.plans.plan import Call
+from chatql.gql.plans.shapes import NoShape, Refused, Shape, object_shape, result_type
 from chatql.gql.schema.announce import announce_append
 from chatql.gql.schema.inputs import InputConverter
 from chatql.gql.settings import Settings
@@ -57,8 +58,6 @@ __all__ = ["AppendMessages", "AppendPlan", "append_plan_for"]
 
 _FIELD = "appendMessages"
 _PLANS_KEPT = 256
-_RESULT_FIELDS = frozenset({"chatId", "appendId", "digest", "messageIds", "firstSequence",
-                            "lastSequence", "__typename"})
 _ARGUMENTS = frozenset({"chatId", "appendId", "messages", "parentId"})
 
 
@@ -77,7 +76,8 @@ class AppendPlan:
     response_key: str
     #: The root field, where a refused append's error is located.
     field: FieldNode
-    fields: tuple[tuple[str, str], ...]
+    #: Fills the selected ``AppendReceipt`` from the store's receipt.
+    receipt: Shape
     arguments: dict[str, Argument]
     #: ``MessageInput`` values to ``NewMessage``, read from the schema the plan was made
     #: from.
@@ -104,11 +104,10 @@ def _plan(query: str, operation_name: str | None, schema: Any,
         document = parse(query, max_lexical_tokens=max_tokens, max_comments=max_tokens)
     except GraphQLError:
         return None
-    shape = flat_root_field(document, operation_name, OperationType.MUTATION, _FIELD,
-                            _RESULT_FIELDS)
-    if shape is None:
+    found = sole_root_field(document, operation_name, OperationType.MUTATION, _FIELD)
+    if found is None:
         return None
-    operation, root, fields = shape
+    operation, root = found
     declared = {}
     for definition in operation.variable_definitions or ():
         if definition.default_value is not None or definition.directives:
@@ -134,7 +133,13 @@ def _plan(query: str, operation_name: str | None, schema: Any,
         converter = InputConverter(schema, "MessageInput", store_messages.NewMessage)
     except TypeError:  # a MessageInput field with nowhere to go: the resolver says so
         return None
-    return AppendPlan(response_key=(root.alias or root.name).value, field=root, fields=fields,
+    mutation = graphql_core_schema(schema).mutation_type
+    assert mutation is not None and root.selection_set is not None
+    try:
+        receipt = object_shape(result_type(mutation.fields[_FIELD].type), root.selection_set)
+    except NoShape:
+        return None
+    return AppendPlan(response_key=(root.alias or root.name).value, field=root, receipt=receipt,
                       arguments=arguments, messages=converter)
 
 
@@ -235,8 +240,7 @@ class AppendMessages:
             await announce_append(context, receipt)
         except Exception as error:
             return failed_root_field(self.schema, plan.field, error)
-        values = {"chatId": receipt.chat_id, "appendId": receipt.append_id,
-                  "digest": receipt.digest, "messageIds": receipt.message_ids,
-                  "firstSequence": receipt.first_sequence,
-                  "lastSequence": receipt.last_sequence, "__typename": "AppendReceipt"}
-        return {"data": {plan.response_key: {key: values[name] for key, name in plan.fields}}}
+        try:
+            return {"data": {plan.response_key: plan.receipt(receipt)}}
+        except Refused as error:  # written, but not answerable as the schema says
+            return failed_root_field(self.schema, plan.field, error)

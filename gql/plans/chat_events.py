@@ -28,7 +28,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -37,22 +37,17 @@ import orjson
 from graphql import (
     DocumentNode,
     FieldNode,
-    GraphQLEnumType,
     GraphQLError,
     GraphQLField,
-    GraphQLList,
     GraphQLNonNull,
     GraphQLObjectType,
-    GraphQLScalarType,
     OperationDefinitionNode,
     OperationType,
-    SelectionSetNode,
     execute,
     parse,
     specified_rules,
 )
 from graphql.execution.values import get_argument_values, get_variable_values
-from graphql.pyutils import Undefined
 from strawberry.schema.schema import validate_document
 from strawberry.types.arguments import convert_arguments
 
@@ -61,12 +56,12 @@ from chatql.gql.document_shapes import (
     MAX_FAST_DOCUMENT,
     PlanCache,
     has_nul,
-    plain_attribute,
     sole_root_field,
 )
 from chatql.gql.library_adapters import graphql_core_schema
 from chatql.gql.ops.limits import limit_rules
 from chatql.gql.plans.plan import Call, Socket, text_frame
+from chatql.gql.plans.shapes import NoShape, Refused, Shape, object_shape
 from chatql.gql.schema.chat_events import ChatEvent
 from chatql.gql.settings import Settings
 from chatql.store.lists import events as store_events
@@ -78,19 +73,10 @@ logger = logging.getLogger("chatql")
 
 _FRAME_CACHE_SIZE = 64
 _PLANS_KEPT = 512
-# A selection nests event -> chat -> (plain objects of a chat, should the schema grow them).
-_MAX_NESTING = 4
-
-# (response key, value of the source object): the shape of one selected object.
-_Shape = tuple[tuple[str, Callable[[Any], Any]], ...]
 
 
 class _NoPlan(Exception):
     """The document is not one this module serves."""
-
-
-class _Refused(Exception):
-    """A value the schema's serialisers refuse: the executor answers this event."""
 
 
 @dataclass(eq=False)
@@ -102,7 +88,8 @@ class ChatEventsPlan:
     node: FieldNode
     root_field: GraphQLField
     response_key: str
-    shape: _Shape
+    #: Fills the event object from the resolver's value (the shape compiler's).
+    shape: Shape
     #: Serialised payloads by event object, shared by every subscriber of this plan.
     frames: OrderedDict[int, tuple[store_events.ChatEvent, str]] = field(
         default_factory=OrderedDict)
@@ -116,9 +103,9 @@ class ChatEventsPlan:
             return cached[1]
         source = ChatEvent.from_store(event)
         try:
-            data = {self.response_key: _fill(self.shape, source)}
+            data = {self.response_key: self.shape(source)}
             text = orjson.dumps({"data": data}).decode()
-        except (_Refused, TypeError):
+        except (Refused, TypeError):
             return None
         # Keeping the event referenced makes the id() key safe from reuse.
         self.frames[key] = (event, text)
@@ -127,118 +114,9 @@ class ChatEventsPlan:
         return text
 
 
-def _fill(shape: _Shape, source: Any) -> dict[str, Any]:
-    return {key: value(source) for key, value in shape}
-
-
 def _unwrap(kind: Any) -> tuple[Any, bool]:
     nullable = not isinstance(kind, GraphQLNonNull)
     return (kind if nullable else kind.of_type), nullable
-
-
-def _attribute(field_def: GraphQLField) -> str:
-    """The record attribute a field's value is, when it is nothing more."""
-    python_name = plain_attribute(field_def)
-    if python_name is None:
-        raise _NoPlan
-    return python_name
-
-
-def _completer(kind: Any, inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """Completes a value of ``kind`` as the executor does: nulls where allowed, lists
-    item by item; a null in a non-null place is refused (the executor reports it)."""
-    unwrapped, nullable = _unwrap(kind)
-    if isinstance(unwrapped, GraphQLList):
-        item = _completer(unwrapped.of_type, inner)
-
-        def complete_list(value: Any) -> Any:
-            if value is None:
-                if nullable:
-                    return None
-                raise _Refused
-            if isinstance(value, str | bytes | dict) or not hasattr(value, "__iter__"):
-                raise _Refused
-            return [item(each) for each in value]
-
-        return complete_list
-
-    def complete(value: Any) -> Any:
-        if value is None:
-            if nullable:
-                return None
-            raise _Refused
-        return inner(value)
-
-    return complete
-
-
-def _serialiser(leaf: GraphQLScalarType | GraphQLEnumType) -> Callable[[Any], Any]:
-    serialize = leaf.serialize
-
-    def output(value: Any) -> Any:
-        try:
-            serialized = serialize(value)
-        except Exception:
-            raise _Refused from None
-        if serialized is None or serialized is Undefined:
-            raise _Refused
-        return serialized
-
-    return output
-
-
-def _constant(value: str) -> Callable[[Any], str]:
-    return lambda _source: value
-
-
-def _filler(shape: _Shape) -> Callable[[Any], dict[str, Any]]:
-    return lambda value: _fill(shape, value)
-
-
-def _reader(attribute: str, complete: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    return lambda source: complete(getattr(source, attribute))
-
-
-def _shape(parent: GraphQLObjectType, selection_set: SelectionSetNode, depth: int) -> _Shape:
-    """The output of one selection set on ``parent``: plain fields only, each response
-    key once (merging repeated keys is the executor's business)."""
-    if depth > _MAX_NESTING:
-        raise _NoPlan
-    if not selection_set.selections:
-        raise _NoPlan
-    shape: list[tuple[str, Callable[[Any], Any]]] = []
-    seen: set[str] = set()
-    for selection in selection_set.selections:
-        if not isinstance(selection, FieldNode) or selection.directives or selection.arguments:
-            raise _NoPlan
-        key = (selection.alias or selection.name).value
-        if key in seen:
-            raise _NoPlan
-        seen.add(key)
-        name = selection.name.value
-        if name == "__typename":
-            if selection.selection_set is not None:
-                raise _NoPlan
-            shape.append((key, _constant(parent.name)))
-            continue
-        field_def = parent.fields.get(name)
-        if field_def is None:
-            raise _NoPlan
-        attribute = _attribute(field_def)
-        named = field_def.type
-        while isinstance(named, GraphQLNonNull | GraphQLList):
-            named = named.of_type
-        inner: Callable[[Any], Any]
-        if isinstance(named, GraphQLScalarType | GraphQLEnumType):
-            if selection.selection_set is not None:
-                raise _NoPlan
-            inner = _serialiser(named)
-        elif isinstance(named, GraphQLObjectType) and selection.selection_set is not None:
-            inner = _filler(_shape(named, selection.selection_set, depth + 1))
-        else:
-            raise _NoPlan  # interfaces and unions: the executor resolves their type
-        shape.append((key, _reader(attribute, _completer(field_def.type, inner))))
-    return tuple(shape)
 
 
 def _plan(schema: Any, document: DocumentNode, operation_name: str | None) -> ChatEventsPlan:
@@ -260,7 +138,7 @@ def _plan(schema: Any, document: DocumentNode, operation_name: str | None) -> Ch
     return ChatEventsPlan(document=document, operation=operation, node=root,
                           root_field=field_def,
                           response_key=(root.alias or root.name).value,
-                          shape=_shape(event_type, root.selection_set, 1))
+                          shape=object_shape(event_type, root.selection_set))
 
 
 def chat_events_plan_for(schema: Any, query: str | None, operation_name: str | None,
@@ -280,7 +158,7 @@ def chat_events_plan_for(schema: Any, query: str | None, operation_name: str | N
             rules = (*specified_rules, *limit_rules(max_depth, max_aliases))
             invalid = validate_document(graphql_core_schema(schema), document, rules)
             return None if invalid else _plan(schema, document, operation_name)
-        except (GraphQLError, _NoPlan):
+        except (GraphQLError, _NoPlan, NoShape):
             return None
 
     return plans.get(key, make)

@@ -33,15 +33,11 @@ from graphql import (
     validate,
 )
 
-from chatql.gql.document_shapes import (
-    MAX_FAST_DOCUMENT,
-    PlanCache,
-    flat_root_field,
-    has_nul,
-)
+from chatql.gql.document_shapes import MAX_FAST_DOCUMENT, PlanCache, has_nul, sole_root_field
 from chatql.gql.errors import failed_root_field
 from chatql.gql.library_adapters import graphql_core_schema
 from chatql.gql.plans.plan import Call
+from chatql.gql.plans.shapes import NoShape, Refused, Shape, object_shape, result_type
 from chatql.gql.schema.inputs import InputConverter
 from chatql.gql.settings import Settings
 from chatql.store.errors import ChatqlError
@@ -51,15 +47,13 @@ __all__ = ["PushChunks", "PushPlan", "push_plan_for"]
 
 _PLANS_KEPT = 256
 
-_RESULT_FIELDS = frozenset({"accepted", "duplicates", "lastSeq", "__typename"})
-
-
 @dataclass(frozen=True, slots=True)
 class PushPlan:
     response_key: str
     #: The root field, where a refused push's error is located.
     field: FieldNode
-    fields: tuple[tuple[str, str], ...]
+    #: Fills the selected ``PushResult`` from the stream service's result.
+    result: Shape
     stream_id: ValueNode
     chunks_variable: str
     #: ``ChunkInput`` values to ``ChunkIn``, read from the schema the plan was made from.
@@ -71,11 +65,10 @@ def _plan(query: str, operation_name: str | None, schema: Any) -> PushPlan | Non
         document = parse(query)
     except GraphQLError:
         return None
-    shape = flat_root_field(document, operation_name, OperationType.MUTATION, "pushChunks",
-                            _RESULT_FIELDS)
-    if shape is None:
+    found = sole_root_field(document, operation_name, OperationType.MUTATION, "pushChunks")
+    if found is None:
         return None
-    _, root, fields = shape
+    _, root = found
     arguments = {argument.name.value: argument.value for argument in root.arguments or ()}
     chunks = arguments.get("chunks")
     stream_id = arguments.get("streamId")
@@ -90,10 +83,17 @@ def _plan(query: str, operation_name: str | None, schema: Any) -> PushPlan | Non
         converter = InputConverter(schema, "ChunkInput", ChunkIn)
     except TypeError:  # a ChunkInput field with nowhere to go: the resolver says so
         return None
+    mutation = graphql_core_schema(schema).mutation_type
+    assert mutation is not None and root.selection_set is not None
+    try:
+        result = object_shape(result_type(mutation.fields["pushChunks"].type),
+                              root.selection_set)
+    except NoShape:
+        return None
     return PushPlan(
         response_key=(root.alias or root.name).value,
         field=root,
-        fields=fields,
+        result=result,
         stream_id=stream_id,
         chunks_variable=chunks.name.value,
         chunks=converter,
@@ -171,6 +171,7 @@ class PushChunks:
             result = await streams.push_chunks(call.context.identity, stream_id, chunks)
         except ChatqlError as error:
             return failed_root_field(self.schema, plan.field, error)
-        values = {"accepted": result.accepted, "duplicates": result.duplicates,
-                  "lastSeq": result.last_seq, "__typename": "PushResult"}
-        return {"data": {plan.response_key: {key: values[name] for key, name in plan.fields}}}
+        try:
+            return {"data": {plan.response_key: plan.result(result)}}
+        except Refused as error:  # written, but not answerable as the schema says
+            return failed_root_field(self.schema, plan.field, error)

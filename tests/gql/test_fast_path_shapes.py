@@ -7,14 +7,23 @@ published chunks do not carry must run its resolver the ordinary way.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Any
 
-from graphql import GraphQLSchema, extend_schema, parse
+import strawberry
+from graphql import (
+    FieldNode,
+    GraphQLSchema,
+    OperationDefinitionNode,
+    extend_schema,
+    parse,
+)
 
 from chatql.gql.document_shapes import PlanCache
 from chatql.gql.plans.chat_stream import plan_for
 from chatql.gql.plans.push import push_plan_for
+from chatql.gql.plans.shapes import NoShape, Refused, object_shape
 from chatql.gql.schema.root import build_schema
 from tests.gql.wsclient import CHAT_STREAM
 
@@ -82,3 +91,76 @@ def test_the_client_s_own_documents_take_the_plans() -> None:
                                 max_depth=settings.max_query_depth,
                                 max_aliases=settings.max_query_aliases,
                                 max_tokens=settings.max_query_tokens) is not None
+
+
+def test_a_result_field_with_a_resolver_of_its_own_is_left_to_the_executor() -> None:
+    grown = extended("extend type PushResult { note: String }")
+    assert push_plan_for(grown, PUSH, None, PlanCache(16)) is not None
+    noted = PUSH.replace("lastSeq }", "lastSeq note }")
+    assert push_plan_for(grown, noted, None, PlanCache(16)) is None
+
+
+@strawberry.enum
+class Mood(enum.Enum):
+    HAPPY = "happy"
+
+
+@strawberry.type
+class Inner:
+    n: int
+
+
+@strawberry.type
+class Outer:
+    name: str | None
+    tags: list[str]
+    mood: Mood
+    inner: Inner | None
+    count: int
+
+    @strawberry.field
+    def computed(self) -> int:
+        return 1
+
+
+VALUE = Outer(name="x", tags=["a", "b"], mood=Mood.HAPPY, inner=Inner(n=2), count=3)
+
+
+@strawberry.type
+class SmallQuery:
+    @strawberry.field
+    def outer(self) -> Outer:
+        return VALUE
+
+
+def test_the_shape_compiler_fills_an_object_as_the_executor_does() -> None:
+    small = strawberry.Schema(SmallQuery)
+    outer_type = small._schema.type_map["Outer"]
+
+    def selection(text: str) -> Any:
+        operation = parse("{ outer " + text + " }").definitions[0]
+        assert isinstance(operation, OperationDefinitionNode)
+        root = operation.selection_set.selections[0]
+        assert isinstance(root, FieldNode) and root.selection_set is not None
+        return root.selection_set
+
+    text = "{ name tags mood inner { n t: __typename } c: count __typename }"
+    fill = object_shape(outer_type, selection(text))
+    executed = small.execute_sync("{ outer " + text + " }")
+    assert executed.errors is None and executed.data is not None
+    assert fill(VALUE) == executed.data["outer"]
+    assert fill(Outer(name=None, tags=[], mood=Mood.HAPPY, inner=None, count=0))["inner"] is None
+    # A field with a resolver of its own, or arguments, is the executor's.
+    for text in ("{ computed }", "{ name @include(if: true) }", "{ inner }", "{ missing }"):
+        try:
+            object_shape(outer_type, selection(text))
+        except NoShape:
+            continue
+        raise AssertionError(text)
+    # A null where the type says non-null is refused, for the executor to report.
+    try:
+        fill(Outer(name="x", tags=None, mood=Mood.HAPPY, inner=None, count=0))  # type: ignore[arg-type]
+    except Refused:
+        pass
+    else:
+        raise AssertionError("a null list was filled")

@@ -339,6 +339,7 @@ async def test_a_large_stream_persists_in_one_write_with_exact_sequences(
 async def test_push_fast_path_matches_ordinary_execution(client: GraphQLClient) -> None:
     from chatql.gql.plans.push import push_plan_for
     from chatql.gql.schema.root import build_schema
+    from chatql.store.streams.buffer import PushResult
 
     schema = build_schema()
 
@@ -352,8 +353,11 @@ async def test_push_fast_path_matches_ordinary_execution(client: GraphQLClient) 
       r: pushChunks(streamId: $id, chunks: $chunks) { ...P ... on PushResult { n: accepted } } }
       fragment P on PushResult { n: accepted lastSeq __typename }"""
     assert push_plan_for(schema, aliased, None, PlanCache(16)) is not None
-    assert push_plan_for(schema, spread, None, PlanCache(16)).fields == push_plan_for(  # type: ignore[union-attr]
-        schema, aliased, None, PlanCache(16)).fields  # type: ignore[union-attr]
+    sample = PushResult(accepted=3, duplicates=1, last_seq=7)
+    filled = push_plan_for(schema, spread, None, PlanCache(16)).result(  # type: ignore[union-attr]
+        sample)
+    assert filled == push_plan_for(schema, aliased, None, PlanCache(16)).result(  # type: ignore[union-attr]
+        sample) == {"n": 3, "lastSeq": 7, "__typename": "PushResult"}
     assert push_plan_for(schema, ordinary, None, PlanCache(16)) is None
     sid = await start(client, "fast")
     one = [{"messageId": "m", "type": "text", "role": "ASSISTANT", "props": {"content": "a"},
