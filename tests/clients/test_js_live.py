@@ -41,4 +41,4 @@ async def test_typescript_client_over_real_transports(settings: Settings) -> Non
         output, _ = await asyncio.wait_for(process.communicate(), 120)
     text = output.decode(errors="replace")
     assert process.returncode == 0, text
-    assert "22 passed" in text, text
+    assert "24 passed" in text, text

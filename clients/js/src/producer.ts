@@ -21,6 +21,7 @@ import { ChatqlError, type ChatqlClient } from "./client.js";
 import {
   ChatInterruptsDocument,
   EndStreamDocument,
+  InterruptDocument,
   PushChunksDocument,
   StartStreamDocument,
   type ChunkInput,
@@ -129,8 +130,42 @@ export async function withStream<T>(client: ChatqlClient, options: StartStreamOp
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-/** How often an inline ask looks for the person's decision. */
-const DECISION_POLL_MS = 250;
+/**
+ * How often an inline ask reads its interrupt besides the reads the chat's events prompt:
+ * the safety net for a subscription that dropped.
+ */
+const DECISION_FALLBACK_MS = 5_000;
+/** The wait before listening again after the subscription failed (doubling, at most the fallback). */
+const DECISION_RECONNECT_MS = 500;
+/** The chat events that make an inline ask read its interrupt again. */
+const DECISION_EVENTS: ReadonlySet<string> = new Set(["INTERRUPT_RESOLVED", "INTERRUPT_REQUESTED", "DELETED", "PURGED"]);
+
+/** A flag an inline ask sleeps on: set by an event (or a failure), taken by the wait. */
+class Wake {
+  private pending = false;
+  private resolve: (() => void) | null = null;
+
+  set(): void {
+    this.pending = true;
+    const resolve = this.resolve;
+    this.resolve = null;
+    resolve?.();
+  }
+
+  /** Until set (at once if it was) or `ms` passed; clears it. */
+  async wait(ms: number): Promise<void> {
+    if (!this.pending) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await new Promise<void>((resolve) => {
+        this.resolve = resolve;
+        timer = setTimeout(resolve, ms);
+      });
+      clearTimeout(timer);
+      this.resolve = null;
+    }
+    this.pending = false;
+  }
+}
 
 /** How an agent asks a person (a tool call needing approval, a question). */
 export interface AskingOptions {
@@ -172,6 +207,8 @@ export class StreamWriter {
   private textId: string | null = null;
   private thinkingId: string | null = null;
   private usageInput: Usage | null = null;
+  /** The inline asks waiting: woken when the stream fails (a stop) so they end at once. */
+  private readonly wakes = new Set<Wake>();
   /** The calls this stream started: what an inline approval writes again. */
   private readonly calls = new Map<string, { name: string; arguments: string; options: MessageOptions }>();
 
@@ -232,7 +269,8 @@ export class StreamWriter {
   /**
    * The inline form of an approval: asks the person to approve the call `callId` (one
    * this stream started with {@link toolCall}, or a new one when `name` is given) and
-   * waits here, in the open stream — heartbeats keep it alive — for the decision.
+   * waits here, in the open stream — heartbeats keep it alive — for the decision, which
+   * it hears through the chat's `chatEvents` on the client's socket (no polling).
    * Resolves to the decided interrupt: `RESOLVED` with its `decision` (`approved`,
    * `editedArguments`, `reason`, `decidedBy`), `EXPIRED` (count it as denied) or
    * `CANCELLED`; rejects with a `TimeoutError` after `timeoutMs`.
@@ -264,23 +302,98 @@ export class StreamWriter {
     return this.waitForDecision(messageId, options.timeoutMs);
   }
 
+  /**
+   * Waits for the interrupt of `askedId` by listening, not polling: finds it (one read of
+   * the chat's interrupts), follows the chat's `chatEvents` over the client's shared socket
+   * and reads it again (`interrupt(id:)`) when an event says an interrupt of the chat was
+   * resolved — and once the subscription is established (a decision made before it is not
+   * missed), and every {@link DECISION_FALLBACK_MS} as a safety net.
+   */
   private async waitForDecision(askedId: string, timeoutMs?: number): Promise<InterruptFieldsFragment> {
     const chatId = this.chatId;
     if (chatId === null) throw new Error("an inline ask needs the stream's chat: open it with startStream or withStream");
     await this.flush();
     const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
-    for (;;) {
-      this.check();
+    const find = async () => {
       const data = await this.client.request(ChatInterruptsDocument, { id: chatId });
       const found = (data.chat?.interrupts ?? []).find((interrupt) => interrupt.streamId === this.streamId && interrupt.toolCallId === askedId);
-      if (found !== undefined && found.state !== "PENDING") return found;
-      if (Date.now() >= deadline) {
-        const error = new Error(`no decision on ${askedId} within ${timeoutMs} ms`);
-        error.name = "TimeoutError";
-        throw error;
+      return { assistantId: data.chat?.assistantId ?? null, found };
+    };
+    const first = await find();
+    let found = first.found;
+    const wake = new Wake();
+    const stopListening = this.listenForDecisions(chatId, first.assistantId, wake);
+    this.wakes.add(wake);
+    try {
+      for (;;) {
+        this.check();
+        if (found !== undefined && found.state !== "PENDING") return found;
+        const left = deadline - Date.now();
+        if (left <= 0) {
+          const error = new Error(`no decision on ${askedId} within ${timeoutMs} ms`);
+          error.name = "TimeoutError";
+          throw error;
+        }
+        await wake.wait(Math.min(DECISION_FALLBACK_MS, left));
+        this.check();
+        found = found === undefined ? (await find()).found : (await this.client.request(InterruptDocument, { id: found.id })).interrupt;
       }
-      await sleep(DECISION_POLL_MS);
+    } finally {
+      this.wakes.delete(wake);
+      stopListening();
     }
+  }
+
+  /**
+   * Follow the events of the chats of `assistantId` (this chat among them) on the client's
+   * socket, setting `wake` on one that may have decided an interrupt of `chatId`, and when
+   * the subscription starts; subscribes again, with backoff, after an error. Answers the
+   * function that stops it.
+   */
+  private listenForDecisions(chatId: string, assistantId: string | null, wake: Wake): () => void {
+    const filter: Record<string, unknown> = { includeSubagents: true };
+    if (assistantId) filter.assistantId = assistantId;
+    let stopped = false;
+    let unsubscribe: (() => void) | null = null;
+    let retry: ReturnType<typeof setTimeout> | null = null;
+    let delay = DECISION_RECONNECT_MS;
+    const socket = this.client.socket();
+    // The socket acknowledged (it was not open yet, or it reconnected): the subscription is
+    // sent now, so what was decided before is read.
+    const unlisten = socket.on("connected", () => setTimeout(() => {
+      if (!stopped) wake.set();
+    }, 0));
+    const again = () => {
+      unsubscribe = null;
+      if (stopped || retry !== null) return;
+      retry = setTimeout(() => {
+        retry = null;
+        subscribe();
+      }, delay);
+      delay = Math.min(delay * 2, DECISION_FALLBACK_MS);
+    };
+    const subscribe = () => {
+      if (stopped) return;
+      unsubscribe = this.client.chatEvents().subscribe(filter, {
+        next: (event) => {
+          delay = DECISION_RECONNECT_MS;
+          if (event.type === "RESYNC" || (event.chatId === chatId && DECISION_EVENTS.has(event.type))) wake.set();
+        },
+        error: again,
+        complete: again,
+      });
+      // On a socket already open the subscription goes out at once: read now.
+      wake.set();
+    };
+    subscribe();
+    return () => {
+      stopped = true;
+      unlisten();
+      if (retry !== null) clearTimeout(retry);
+      const stop = unsubscribe;
+      unsubscribe = null;
+      stop?.();
+    };
   }
 
   /**
@@ -428,6 +541,11 @@ export class StreamWriter {
     }, this.heartbeatMs);
   }
 
+  /** The stream failed: the inline asks waiting throw it now. */
+  private wakeAsks(): void {
+    for (const wake of this.wakes) wake.set();
+  }
+
   private async pushBatch(chunks: ChunkInput[]): Promise<void> {
     if (this.failure !== null) return;
     for (let attempt = 0; ; attempt += 1) {
@@ -440,11 +558,13 @@ export class StreamWriter {
           this.failure = error.code === "STREAM_CLOSED" ? new StreamStopped(this.streamId) : error;
           if (error.code === "STREAM_CLOSED") this.abort.abort(this.failure);
           this.close();
+          this.wakeAsks();
           return;
         }
         if (attempt + 1 >= this.retries) {
           this.failure = error;
           this.close();
+          this.wakeAsks();
           return;
         }
         await sleep(Math.min(2000, 100 * 2 ** attempt));

@@ -337,7 +337,14 @@ export type ChatInterruptsQueryVariables = Exact<{
 }>;
 
 
-export type ChatInterruptsQuery = { chat: { id: string, interrupts: Array<{ id: string, chatId: string, streamId: string, messageId: string, requestId: string | null, kind: InterruptKind, state: InterruptState, toolCallId: string | null, toolName: string | null, arguments: unknown, prompt: string | null, responseSchema: unknown, reason: string | null, expiresAt: string | null, decision: { approved: boolean | null, editedArguments: unknown, response: unknown, reason: string | null, decidedBy: string } | null }> } | null };
+export type ChatInterruptsQuery = { chat: { id: string, assistantId: string, interrupts: Array<{ id: string, chatId: string, streamId: string, messageId: string, requestId: string | null, kind: InterruptKind, state: InterruptState, toolCallId: string | null, toolName: string | null, arguments: unknown, prompt: string | null, responseSchema: unknown, reason: string | null, expiresAt: string | null, decision: { approved: boolean | null, editedArguments: unknown, response: unknown, reason: string | null, decidedBy: string } | null }> } | null };
+
+export type InterruptQueryVariables = Exact<{
+  id: string;
+}>;
+
+
+export type InterruptQuery = { interrupt: { id: string, chatId: string, streamId: string, messageId: string, requestId: string | null, kind: InterruptKind, state: InterruptState, toolCallId: string | null, toolName: string | null, arguments: unknown, prompt: string | null, responseSchema: unknown, reason: string | null, expiresAt: string | null, decision: { approved: boolean | null, editedArguments: unknown, response: unknown, reason: string | null, decidedBy: string } | null } };
 
 export type ResolveInterruptMutationVariables = Exact<{
   id: string;
@@ -815,6 +822,7 @@ export const ChatInterruptsDocument = new TypedDocumentString(`
     query ChatInterrupts($id: ID!, $state: InterruptState) {
   chat(id: $id) {
     id
+    assistantId
     interrupts(state: $state) {
       ...InterruptFields
     }
@@ -843,6 +851,35 @@ export const ChatInterruptsDocument = new TypedDocumentString(`
     decidedBy
   }
 }`) as unknown as TypedDocumentString<ChatInterruptsQuery, ChatInterruptsQueryVariables>;
+export const InterruptDocument = new TypedDocumentString(`
+    query Interrupt($id: ID!) {
+  interrupt(id: $id) {
+    ...InterruptFields
+  }
+}
+    fragment InterruptFields on Interrupt {
+  id
+  chatId
+  streamId
+  messageId
+  requestId
+  kind
+  state
+  toolCallId
+  toolName
+  arguments
+  prompt
+  responseSchema
+  reason
+  expiresAt
+  decision {
+    approved
+    editedArguments
+    response
+    reason
+    decidedBy
+  }
+}`) as unknown as TypedDocumentString<InterruptQuery, InterruptQueryVariables>;
 export const ResolveInterruptDocument = new TypedDocumentString(`
     mutation ResolveInterrupt($id: ID!, $approved: Boolean, $editedArguments: JSON, $response: JSON, $reason: String, $decisionId: ID) {
   resolveInterrupt(

@@ -1,11 +1,13 @@
 // The producer's inline asks against a real chatql (both databases, both stream brokers:
 // the Python suite starts the server): the writer waits inside its open stream for the
-// person's decision, made over GraphQL, and goes on with it.
+// person's decision, made over GraphQL, and goes on with it. The wait listens to the chat's
+// events rather than polling: the decision arrives at once with a read or two of the
+// interrupt, and one made before the subscription was established is read right after it.
 import { describe, expect, it } from "vitest";
 import WebSocket from "ws";
 
 import { ChatqlClient } from "../../src/client.js";
-import { ChatInterruptsDocument, MessagesDocument, ResolveInterruptDocument } from "../../src/generated/operations.js";
+import { ChatInterruptsDocument, InterruptDocument, MessagesDocument, ResolveInterruptDocument } from "../../src/generated/operations.js";
 import { withStream } from "../../src/producer.js";
 import { AGENT, base, gql, until } from "./helpers.js";
 
@@ -68,4 +70,73 @@ describe("StreamWriter inline asks", () => {
     await expect(withStream(client, { chatId: other, requestId: unique("r"), input: "Anyone?", flushIntervalMs: 5 },
       (writer) => writer.askAndWait("Still there?", { timeoutMs: 300 }))).rejects.toThrow(/no decision/);
   });
+
+  it("askApproval hears the decision at once, without polling", async () => {
+    const chatId = await createChat();
+    const agent = watching();
+    let decidedAt = 0;
+    const person = (async () => {
+      let ids: string[] = [];
+      await until(() => ids.length > 0, "a pending approval", 15000, async () => {
+        ids = await pendingIds(chatId);
+      });
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      const [id] = await pendingIds(chatId);
+      decidedAt = Date.now();
+      await client.request(ResolveInterruptDocument, { id: id as string, approved: true });
+    })();
+    const [outcome, heardAt] = await withStream(agent.client, { chatId, requestId: unique("r"), input: "Mail it", flushIntervalMs: 5 }, async (writer) => {
+      writer.toolCall("call-1", "send_email", '{"to":"ceo@acme.test"}');
+      const decided = await writer.askApproval("call-1", { timeoutMs: 20000 });
+      return [decided, Date.now()] as const;
+    });
+    await person;
+    expect(outcome).toMatchObject({ state: "RESOLVED", decision: { approved: true } });
+    // The fallback read would come 5 s after subscribing, ~3 s after the decision.
+    expect(heardAt - decidedAt).toBeLessThan(1500);
+    // Polling every 250 ms read it about 8 times in those 2 s.
+    expect(agent.sent.get("ChatInterrupts")).toBe(1);
+    expect(agent.sent.get("Interrupt") ?? 0).toBeLessThanOrEqual(3);
+    await agent.client.reset();
+  });
+
+  it("a decision made before the wait listens is read right after subscribing", async () => {
+    const chatId = await createChat();
+    let decided = false;
+    const agent = watching(async (name) => {
+      if (name !== "ChatInterrupts" || decided) return;
+      decided = true;
+      const [id] = await pendingIds(chatId);
+      await client.request(ResolveInterruptDocument, { id: id as string, response: "Lisbon" });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    });
+    const started = Date.now();
+    const outcome = await withStream(agent.client, { chatId, requestId: unique("r"), input: "Plan a trip", flushIntervalMs: 5 },
+      (writer) => writer.askAndWait("Which city?", { responseSchema: { type: "string" }, timeoutMs: 20000 }));
+    expect(decided).toBe(true);
+    expect(outcome).toMatchObject({ state: "RESOLVED", decision: { response: "Lisbon" } });
+    expect(Date.now() - started).toBeLessThan(3000);
+    await agent.client.reset();
+  });
 });
+
+async function pendingIds(chatId: string): Promise<string[]> {
+  const data = await client.request(ChatInterruptsDocument, { id: chatId, state: "PENDING" });
+  return (data.chat?.interrupts ?? []).map((interrupt) => interrupt.id);
+}
+
+/** A client of its own counting its requests by operation name; `after` runs once each is answered. */
+function watching(after?: (name: string) => Promise<void>): { client: ChatqlClient; sent: Map<string, number> } {
+  const sent = new Map<string, number>();
+  const interrupt = String(InterruptDocument);
+  const chatInterrupts = String(ChatInterruptsDocument);
+  const counted: typeof fetch = async (input, init) => {
+    const query = typeof init?.body === "string" ? (JSON.parse(init.body) as { query?: string }).query : undefined;
+    const name = query === interrupt ? "Interrupt" : query === chatInterrupts ? "ChatInterrupts" : "other";
+    const response = await fetch(input, init);
+    sent.set(name, (sent.get(name) ?? 0) + 1);
+    await after?.(name);
+    return response;
+  };
+  return { client: new ChatqlClient({ url: `${base}/graphql`, headers: () => AGENT, webSocketImpl: WebSocket, fetch: counted }), sent };
+}

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import logging
 import os
 import re
@@ -50,10 +49,9 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
-from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import WebSocketException
-from websockets.typing import Subprotocol
 
+from chatql_client import subscriptions
 from chatql_client.documents import (
     ACTIVE_LEAF,
     ANSWERS,
@@ -88,7 +86,7 @@ ANSWER_STEP = {"id": "chatql.answer", "type": "llm", "status": "running"}
 
 #: Seconds the service has to acknowledge the WebSocket (``connection_ack``), pings and
 #: other messages before it included; past it the loop reconnects.
-HANDSHAKE_TIMEOUT = 10.0
+HANDSHAKE_TIMEOUT = subscriptions.HANDSHAKE_TIMEOUT
 
 
 def _retries_from_env() -> int:
@@ -218,53 +216,27 @@ class AgentLoop:
     # ---- events ----------------------------------------------------------------------
 
     async def _follow(self) -> None:
-        client = self.client
-        async with connect(client.ws_url, subprotocols=[Subprotocol("graphql-transport-ws")],
-                           additional_headers=client.headers, open_timeout=10) as ws:
-            await ws.send(json.dumps({"type": "connection_init", "payload": client.headers}))
-            # One deadline for the acknowledgement: a service that keeps sending anything
-            # else (pings) must not hold the loop here.
-            async with asyncio.timeout(HANDSHAKE_TIMEOUT):
-                while True:
-                    message = json.loads(await ws.recv())
-                    if message["type"] == "connection_ack":
-                        break
-                    await self._ping(ws, message)
-            await ws.send(json.dumps({"id": "events", "type": "subscribe", "payload": {
-                "query": CHAT_EVENTS, "variables": {"f": {"assistantId": self.assistant_id}}}}))
+        async with self.client.subscribe(
+                CHAT_EVENTS, {"f": {"assistantId": self.assistant_id}},
+                handshake_timeout=HANDSHAKE_TIMEOUT) as events:
             await self._catch_up()
             loop = asyncio.get_running_loop()
             relist_at = loop.time() + self.relist_interval
             while True:
                 try:
                     async with asyncio.timeout(max(0.0, relist_at - loop.time())):
-                        raw = await ws.recv()
+                        data = await events.receive()
                 except TimeoutError:
                     await self._catch_up()
                     relist_at = loop.time() + self.relist_interval
                     continue
-                message = json.loads(raw)
-                kind = message.get("type")
-                if kind == "next":
-                    payload = message.get("payload") or {}
-                    if payload.get("errors"):
-                        raise ChatqlError.from_error(payload["errors"][0])
-                    event = payload["data"]["chatEvents"]
-                    if event["type"] == "RESYNC":
-                        await self._catch_up()
-                    elif event["type"] not in ("DELETED", "PURGED"):
-                        self._consider(event["chatId"])
-                elif kind == "error":
-                    raise ChatqlError.from_error((message.get("payload") or [{}])[0])
-                elif kind == "complete":
+                if data is None:
                     return
-                else:
-                    await self._ping(ws, message)
-
-    @staticmethod
-    async def _ping(ws: ClientConnection, message: dict[str, Any]) -> None:
-        if message.get("type") == "ping":
-            await ws.send(json.dumps({"type": "pong"}))
+                event = data["chatEvents"]
+                if event["type"] == "RESYNC":
+                    await self._catch_up()
+                elif event["type"] not in ("DELETED", "PURGED"):
+                    self._consider(event["chatId"])
 
     async def _catch_up(self) -> None:
         async for chat in self.client.chats({"assistantId": self.assistant_id,

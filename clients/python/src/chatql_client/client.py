@@ -160,6 +160,16 @@ class ChatqlClient:
             return "ws://" + self.url[len("http://"):]
         return self.url
 
+    def subscribe(self, query: str, variables: Mapping[str, Any] | None = None, *,
+                  handshake_timeout: float | None = None) -> Subscription:
+        """A subscription over a WebSocket of its own: ``async with client.subscribe(
+        CHAT_EVENTS, {...}) as events:``, then ``await events.receive()`` for each result
+        (see :class:`~chatql_client.subscriptions.Subscription`). ``handshake_timeout``:
+        seconds the service has to open and acknowledge the socket (default 10)."""
+        if handshake_timeout is None:
+            return Subscription(self, query, variables)
+        return Subscription(self, query, variables, handshake_timeout=handshake_timeout)
+
     # ---- the wire ------------------------------------------------------------------
     #
     # ``execute`` is what almost every call needs. A caller that must decide per attempt
@@ -478,4 +488,5 @@ class ChatqlClient:
 
 
 from chatql_client.agent_loop import AgentLoop, Handler  # noqa: E402
+from chatql_client.subscriptions import Subscription  # noqa: E402
 from chatql_client.writer import StreamWriter  # noqa: E402

@@ -121,7 +121,8 @@ END_STREAM = (
 
 # ---- the agent loop (AgentLoop) ------------------------------------------------------
 
-#: Followed over the WebSocket (graphql-transport-ws).
+#: Followed over the WebSocket (graphql-transport-ws): by the agent loop, and by an
+#: inline ask while it waits for a person's decision.
 CHAT_EVENTS = "subscription($f: ChatFilter) { chatEvents(filter: $f) { type chatId } }"
 #: The chat's assistant, active leaf and newest message: the question it awaits, if any.
 AWAITED_LEAF = ("query($id: ID!) { chat(id: $id) { id assistantId activeLeafId "
@@ -139,8 +140,9 @@ CUT_OFF = ("query($id: ID!) { chat(id: $id) { id assistantId activeLeafId "
 #: The fields of an interrupt a producer reads (the same as a resumption's decisions).
 INTERRUPT_FIELDS = ("id kind state streamId toolCallId toolName arguments prompt expiresAt "
                     "decision { approved editedArguments response reason decidedBy }")
-#: A chat's interrupts: where an inline ask finds the one it made.
-CHAT_INTERRUPTS = ("query($id: ID!) { chat(id: $id) { interrupts { "
+#: A chat's interrupts: where an inline ask finds the one it made (and the chat's
+#: assistant, whose chats' events it follows while it waits).
+CHAT_INTERRUPTS = ("query($id: ID!) { chat(id: $id) { assistantId interrupts { "
                    + INTERRUPT_FIELDS + " } } }")
 #: One interrupt, as an inline ask waits for its decision.
 INTERRUPT = "query($id: ID!) { interrupt(id: $id) { " + INTERRUPT_FIELDS + " } }"

@@ -43,6 +43,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from chatql_client.documents import (
+    CHAT_EVENTS,
     CHAT_INTERRUPTS,
     END_STREAM,
     INTERRUPT,
@@ -68,8 +69,16 @@ MAX_PUSH = 1000
 DEFAULT_IDLE_TIMEOUT = 60.0
 #: The longest error text sent with a FAILED end.
 MAX_ERROR_TEXT = 2000
-#: Seconds between two looks at an interrupt an inline ask waits for.
-DECISION_POLL = 0.25
+#: Seconds between two reads of an interrupt an inline ask waits for, besides those the
+#: chat's events prompt: the safety net for a subscription that dropped.
+DECISION_FALLBACK = 5.0
+#: Seconds before listening again after the subscription failed (doubling, at most
+#: ``DECISION_FALLBACK``).
+DECISION_RECONNECT = 0.5
+#: The chat events that make an inline ask read its interrupt again (DELETED, PURGED: the
+#: read then fails, rather than waiting on a chat that is gone).
+DECISION_EVENTS = frozenset({"INTERRUPT_RESOLVED", "INTERRUPT_REQUESTED", "DELETED",
+                             "PURGED"})
 
 
 def _input_message(value: str | Mapping[str, Any]) -> dict[str, Any]:
@@ -567,7 +576,9 @@ class StreamWriter:
                            reason: str | None = None, expires_in: float | None = None,
                            timeout: float | None = None) -> dict[str, Any]:
         """Ask the person to approve a tool call and wait for the decision here, in the
-        open stream (the inline form: heartbeats keep the stream alive meanwhile).
+        open stream (the inline form: heartbeats keep the stream alive meanwhile; the
+        wait follows the chat's events over a WebSocket, so the decision arrives as soon
+        as it is made, with a safety-net read every ``DECISION_FALLBACK`` seconds).
 
         ``call_id`` names a call this stream started with :meth:`tool_call` (``name``
         and ``arguments`` default to what it was given), or a new call, which then needs
@@ -622,27 +633,86 @@ class StreamWriter:
 
     async def _wait_for_decision(self, asked_id: str, timeout: float | None) -> dict[str, Any]:
         """Push what waits, find the interrupt the service recorded for ``asked_id`` in
-        this stream and wait until it is decided, expired or cancelled."""
+        this stream and wait until it is decided, expired or cancelled.
+
+        The wait listens rather than polls: it follows the chat's events (``chatEvents``)
+        and reads the interrupt once when one says an interrupt of the chat was resolved.
+        It also reads it once each time the subscription is established (a decision made
+        before that is seen at once) and every ``DECISION_FALLBACK`` seconds, a safety
+        net for a subscription that dropped or could not be opened."""
         self._in_call += 1
         try:
             await self.flush()
         finally:
             self._in_call -= 1
         async with asyncio.timeout(timeout):
-            interrupt_id: str | None = None
-            while interrupt_id is None:
-                data = await self.client.execute(CHAT_INTERRUPTS, {"id": self.chat_id})
-                chat = data.get("chat") or {}
-                interrupt_id = next((found["id"] for found in chat.get("interrupts") or []
-                                     if found["streamId"] == self.stream_id
-                                     and found["toolCallId"] == asked_id), None)
-                if interrupt_id is None:
-                    await asyncio.sleep(DECISION_POLL)
-            while True:
-                found = (await self.client.execute(INTERRUPT, {"id": interrupt_id}))["interrupt"]
-                if found["state"] != "PENDING":
-                    return cast(dict[str, Any], found)
-                await asyncio.sleep(DECISION_POLL)
+            # Recorded by the push above: found here, with the chat's assistant (the
+            # events followed are that assistant's chats).
+            chat, found = await self._find_interrupt(asked_id)
+            if found is not None and found["state"] != "PENDING":
+                return found
+            wake = asyncio.Event()
+            listener = asyncio.create_task(
+                self._listen_for_decisions(chat.get("assistantId"), wake),
+                name=f"decisions {self.stream_id}")
+            try:
+                while True:
+                    try:
+                        async with asyncio.timeout(DECISION_FALLBACK):
+                            await wake.wait()
+                    except TimeoutError:
+                        pass
+                    wake.clear()
+                    if found is None:
+                        found = (await self._find_interrupt(asked_id))[1]
+                    else:
+                        found = cast(dict[str, Any], (await self.client.execute(
+                            INTERRUPT, {"id": found["id"]}))["interrupt"])
+                    if found is not None and found["state"] != "PENDING":
+                        return found
+            finally:
+                listener.cancel()
+                await asyncio.gather(listener, return_exceptions=True)
+
+    async def _find_interrupt(self, asked_id: str
+                              ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The chat (its ``assistantId``) and the interrupt this stream recorded for
+        ``asked_id`` (None: not yet)."""
+        data = await self.client.execute(CHAT_INTERRUPTS, {"id": self.chat_id})
+        chat = data.get("chat") or {}
+        found = next((interrupt for interrupt in chat.get("interrupts") or []
+                      if interrupt["streamId"] == self.stream_id
+                      and interrupt["toolCallId"] == asked_id), None)
+        return chat, found
+
+    async def _listen_for_decisions(self, assistant_id: str | None,
+                                    wake: asyncio.Event) -> None:
+        """Follow the events of the chats of ``assistant_id`` (this chat among them) and
+        set ``wake`` when one may have decided the awaited interrupt — and each time the
+        subscription is established. Reconnects, with backoff, until cancelled."""
+        events_filter: dict[str, Any] = {"includeSubagents": True}
+        if assistant_id:
+            events_filter["assistantId"] = assistant_id
+        delay = DECISION_RECONNECT
+        while True:
+            try:
+                async with self.client.subscribe(CHAT_EVENTS, {"f": events_filter}) as events:
+                    wake.set()  # listening now: a decision made before is read at once
+                    delay = DECISION_RECONNECT
+                    while True:
+                        data = await events.receive()
+                        if data is None:
+                            break
+                        event = data["chatEvents"]
+                        if event["type"] == "RESYNC" or (
+                                event["chatId"] == self.chat_id
+                                and event["type"] in DECISION_EVENTS):
+                            wake.set()
+            except Exception as exc:  # lost or refused: the fallback reads meanwhile
+                logger.debug("stream %s: listening for decisions failed: %s",
+                             self.stream_id, exc)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, DECISION_FALLBACK)
 
     async def tool_arguments(self, call_id: str, delta: str) -> None:
         """Append ``delta`` to the arguments of the tool call ``call_id``."""
