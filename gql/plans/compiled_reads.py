@@ -68,7 +68,7 @@ from chatql.gql.library_adapters import graphql_core_schema
 from chatql.gql.ops.limits import limit_rules
 from chatql.gql.plans.plan import Call
 from chatql.gql.schema.chat_lists import _cursor_scope as chat_list_scope
-from chatql.gql.schema.file_type import File, file_url
+from chatql.gql.schema.file_type import File, base_url, signed_url
 from chatql.gql.schema.interrupts import InterruptFilter
 from chatql.gql.schema.pages import _branch_scope, _cursor_scope
 from chatql.gql.schema.types import Message
@@ -179,7 +179,7 @@ class _Files:
     #: and its output).
     parts: tuple[tuple[str, str, Any], ...]
 
-    def fill(self, records: list[Any], context: Context) -> list[dict[str, Any]]:
+    def fill(self, records: list[Any], files: Any, base: str) -> list[dict[str, Any]]:
         filled = []
         for record in records:
             item: dict[str, Any] = {}
@@ -187,7 +187,7 @@ class _Files:
                 if kind == "constant":
                     item[key] = value
                 elif kind == "url":
-                    item[key] = file_url(context, str(record.id))
+                    item[key] = signed_url(files, base, str(record.id))
                 else:
                     name, output = value
                     item[key] = output(getattr(record, name))
@@ -997,6 +997,8 @@ class CompiledReads:
         service = context.services.files
         found = {} if service is None else await service.files_of_messages(
             list(dict.fromkeys(row[at_id] for row in page)))
+        request = context.request
+        base = "" if request is None else base_url(request)
         props_of = message_attribute("props")
         read_props = props_of.convert if props_of is not None else None
         rows = []
@@ -1007,7 +1009,7 @@ class CompiledReads:
                 order = {file_id: place for place, file_id in enumerate(
                     file_ids_in(row[at_type], props, strict=False))}
                 records = sorted(records, key=lambda file: order.get(file.id, len(order)))
-            rows.append((*row, *(files.fill(records, context)
+            rows.append((*row, *(files.fill(records, service, base)
                                  for files in reversed(plan.files))))
         return rows
 

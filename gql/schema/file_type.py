@@ -1,7 +1,9 @@
 """The ``File`` type (a ``Node``), and the signed address its ``url`` gives.
 
 A file's ``url`` is ``/files/{id}?expires=…&signature=…`` on the service itself, good for
-``CHATQL_FILE_URL_TTL`` seconds (see gql/transport/files.py, which answers it): whoever
+``CHATQL_FILE_URL_TTL`` seconds, up to the next whole minute after (so a file shown again
+within the minute has the same address, which a browser's cache answers; see
+gql/transport/files.py, which answers it): whoever
 was shown the file may hand the address to a browser (an ``<img src>``) without
 credentials, and it stops working soon after. The record keeps file ids, never
 addresses. A file shown through a share link (a :class:`SharedFile`) gets an address
@@ -22,10 +24,12 @@ import strawberry
 from strawberry.dataloader import DataLoader
 
 from chatql.gql.context import Context, Info
+from chatql.store.files.service import FileService
+from chatql.store.files.signing import expiry
 from chatql.store.records import File as StoreFile
 
-__all__ = ["READ_PURPOSE", "File", "Node", "SharedFile", "file_url", "message_files_loader",
-           "share_purpose"]
+__all__ = ["READ_PURPOSE", "File", "Node", "SharedFile", "base_url", "file_url",
+           "message_files_loader", "share_purpose", "signed_url"]
 
 #: What a download address is signed for (an upload address says ``upload``).
 READ_PURPOSE = "read"
@@ -56,18 +60,31 @@ def file_url(context: Context, file_id: str, *, purpose: str = READ_PURPOSE,
     ``share_id``, scoped to that share link."""
     services = context.services
     assert services.files is not None
-    expires = int(time.time() + services.files.limits.url_ttl)
+    request = context.request
+    base = "" if request is None else base_url(request)
+    return signed_url(services.files, base, file_id, purpose=purpose, path=path,
+                      share_id=share_id)
+
+
+def base_url(request: Any) -> str:
+    """The service's own address as the request reached it, without a trailing ``/``."""
+    return str(request.base_url).rstrip("/")
+
+
+def signed_url(files: FileService, base: str, file_id: str, *,
+               purpose: str = READ_PURPOSE, path: str = "",
+               share_id: str | None = None) -> str:
+    """``/files/{id}{path}?expires=…&signature=…`` after ``base``: good for at least the
+    service's file address lifetime, until the next whole minute after it (so one file
+    keeps one address within a minute); with ``share_id``, scoped to that share link."""
+    expires = expiry(time.time(), files.limits.url_ttl)
     scope = ""
     if share_id is not None:
         purpose = share_purpose(share_id)
         scope = f"share={quote(share_id, safe='')}&"
-    signature = services.files.signer.signature(purpose, file_id, expires)
-    relative = (f"/files/{quote(file_id, safe='')}{path}?{scope}expires={expires}"
-                f"&signature={signature}")
-    request = context.request
-    if request is None:
-        return relative
-    return str(request.base_url).rstrip("/") + relative
+    signature = files.signer.signature(purpose, file_id, expires)
+    return (f"{base}/files/{quote(file_id, safe='')}{path}?{scope}expires={expires}"
+            f"&signature={signature}")
 
 
 @strawberry.type(description="A file kept with the record: an image, a PDF, a text file."

@@ -45,11 +45,10 @@ import base64
 import binascii
 import json
 import re
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any
-from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
+from urllib.parse import unquote, unquote_to_bytes, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -57,7 +56,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from chatql.gql.auth import identity_from_credentials
 from chatql.gql.context import Services
 from chatql.gql.errors import code_for
-from chatql.gql.schema.file_type import READ_PURPOSE
+from chatql.gql.schema.file_type import base_url, signed_url
 from chatql.gql.transport import replies
 from chatql.gql.transport.bodylimit import error_body
 from chatql.gql.transport.ui_stream import UIChunk, UIMessageStream
@@ -397,8 +396,5 @@ async def _file_chunk(services: Services, request: Request, who: Identity,
             file = await files.readable(stream.owner, file_id)
     if files is None or file is None:
         return {"type": "data-file", "id": unsigned["id"], "data": unsigned["data"]}
-    expires = int(time.time() + files.limits.url_ttl)
-    signature = files.signer.signature(READ_PURPOSE, file.id, expires)
-    url = (str(request.base_url).rstrip("/") + f"/files/{quote(file.id, safe='')}"
-           f"?expires={expires}&signature={signature}")
+    url = signed_url(files, base_url(request), file.id)
     return {"type": "file", "url": url, "mediaType": file.media_type}

@@ -32,15 +32,23 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
+import orjson
 from sqlalchemy import ARRAY, JSON, Boolean, String, any_, bindparam, func, literal, select
 
 from chatql.store import clock
 from chatql.store.db.database import Database
 from chatql.store.db.driver_adapters import compiled_text
 from chatql.store.db.rows import RECORD_COLUMNS
-from chatql.store.db.tables import UTCDateTime, chats, columns_of_type, interrupts, messages
+from chatql.store.db.tables import (
+    UTCDateTime,
+    chats,
+    columns_of_type,
+    files,
+    interrupts,
+    messages,
+)
 from chatql.store.jsonutil import loads
 from chatql.store.records import Chat, Identity, Message
 
@@ -62,12 +70,17 @@ __all__ = [
     "compile_prepared",
     "fetch",
     "fixed",
+    "ids_argument",
+    "ids_in",
     "inbox_positions",
     "marked_identity",
     "message_attribute",
     "message_record",
     "moment_argument",
+    "record_maker",
 ]
+
+T = TypeVar("T")
 
 #: The message columns a prepared page returns, in this order, before the two flags.
 MESSAGE_COLUMNS = RECORD_COLUMNS
@@ -80,11 +93,10 @@ CHAT_COLUMNS: tuple[str, ...] = tuple(
     field.name for field in dataclasses.fields(Chat) if field.name in chats.c)
 # How the driver's values are decoded, read from the tables' column types (SQLite
 # answers JSON as text, times as naive text, booleans as 0/1).
-_JSON_COLUMNS = columns_of_type(chats, messages, interrupts, kind=JSON)
-_TIME_COLUMNS = columns_of_type(chats, messages, interrupts, kind=UTCDateTime)
-_BOOL_COLUMNS = columns_of_type(chats, messages, interrupts, kind=Boolean)
+_JSON_COLUMNS = columns_of_type(chats, messages, interrupts, files, kind=JSON)
+_TIME_COLUMNS = columns_of_type(chats, messages, interrupts, files, kind=UTCDateTime)
+_BOOL_COLUMNS = columns_of_type(chats, messages, interrupts, files, kind=Boolean)
 
-# Marker values standing in for the caller's identity while a statement is compiled.
 # Marker values standing in for the caller's identity while a statement is compiled.
 MARK_USER = "\x00prepared:user"
 MARK_TENANT = "\x00prepared:tenant"
@@ -151,11 +163,14 @@ def fixed(value: str | int) -> Any:
     return literal(value, literal_execute=True)
 
 
-async def fetch(db: Database, statement: PreparedStatement,
-                values: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+async def fetch(db: Database, statement: PreparedStatement, values: Mapping[str, Any], *,
+                keys: int | None = None) -> Sequence[Sequence[Any]]:
     """Run ``statement`` with ``values`` on a driver connection; the rows as given.
 
-    The ``now`` slot (chats past their expiry are not there) is filled in here.
+    The ``now`` slot (chats past their expiry are not there) is filled in here. A read
+    by ``keys`` ids (an ``ids`` slot) runs on SQLite's own read-only connections, on the
+    event loop when few (see :class:`~chatql.store.db.drivers.SqliteReader`): no pooled
+    connection to check out for a lookup that costs less than the checkout.
     """
     # Looked up per call: the store's clock is the one every reader of expiry uses.
     moment = moment_argument(clock.now(), db.dialect)
@@ -163,6 +178,10 @@ async def fetch(db: Database, statement: PreparedStatement,
     if db.is_postgres:
         rows: Sequence[Sequence[Any]] = await db.fetch_prepared(statement.sql, arguments)
         return rows
+    if keys is not None:
+        reader = await db.sqlite_reader()
+        if reader is not None:
+            return await reader.rows(statement.sql, arguments, keys)
     async with db.engine.connect() as conn:
         raw = await conn.get_raw_connection()
         driver = raw.driver_connection
@@ -235,19 +254,41 @@ def chat_attribute(name: str) -> Attribute | None:
     return attribute(name) if name in CHAT_COLUMNS else None
 
 
-_message_converters = tuple((name, _converter(name)) for name in MESSAGE_COLUMNS)
+def record_maker(record: type[T], columns: Sequence[str]) -> Callable[[Sequence[Any]], T]:
+    """What makes a ``record`` of a prepared row whose first values are ``columns``
+    (attributes of the record, named as its fields), each decoded as the table's column
+    type says (later values in the row are not the record's)."""
+    converters = tuple((name, _converter(name)) for name in columns)
+
+    def make(row: Sequence[Any]) -> T:
+        return record(**{name: value if convert is None else convert(value)
+                         for (name, convert), value in zip(converters, row, strict=False)})
+
+    return make
 
 
-def message_record(row: Sequence[Any]) -> Message:
-    """The :class:`store.records.Message` a page row of every record column
-    (:data:`MESSAGE_COLUMNS`, the default) holds; columns after the record's are not its."""
-    return Message(**{name: value if convert is None else convert(value)
-                      for (name, convert), value in zip(_message_converters, row,
-                                                        strict=False)})
+#: The :class:`store.records.Message` a page row of every record column
+#: (:data:`MESSAGE_COLUMNS`, the default) holds.
+message_record = record_maker(Message, MESSAGE_COLUMNS)
 
 
 #: The columns :func:`chats_by_id_statement` returns, in this order: a whole chat record.
 CHAT_RECORD_COLUMNS = CHAT_COLUMNS
+
+
+def ids_in(column: Any, dialect: str) -> Any:
+    """``column`` is one of the ids in the slot ``ids`` (see :func:`ids_argument`): one
+    statement text for any number of ids, never an ``IN`` list made per call."""
+    if dialect == "postgresql":
+        return column == any_(bindparam("ids", type_=ARRAY(String())))
+    listed = func.json_each(bindparam("ids", type_=String())).table_valued("value")
+    return column.in_(select(listed.c.value))
+
+
+def ids_argument(dialect: str, ids: Sequence[str]) -> Any:
+    """The value of an ``ids`` slot (:func:`ids_in`): a list on Postgres, a JSON array
+    on SQLite."""
+    return list(ids) if dialect == "postgresql" else orjson.dumps(list(ids)).decode()
 
 
 def chats_by_id_statement(db: Database, dialect: str) -> PreparedStatement:
@@ -257,26 +298,16 @@ def chats_by_id_statement(db: Database, dialect: str) -> PreparedStatement:
     and a list on Postgres, so one text serves any number of them."""
     statement = db.statements.get(("chats_by_id_statement", dialect))
     if statement is None:
-        if dialect == "postgresql":
-            wanted = chats.c.id == any_(bindparam("ids", type_=ARRAY(String())))
-        else:
-            listed = func.json_each(bindparam("ids", type_=String())).table_valued("value")
-            wanted = chats.c.id.in_(select(listed.c.value))
         query = select(*(chats.c[name] for name in CHAT_RECORD_COLUMNS),
-                       chats.c.last_sequence).where(wanted)
+                       chats.c.last_sequence).where(ids_in(chats.c.id, dialect))
         statement = db.statements[("chats_by_id_statement", dialect)] = compile_prepared(
             query, dialect)
     return statement
 
 
-_record_converters = tuple((name, _converter(name)) for name in CHAT_RECORD_COLUMNS)
-
-
-def chat_record(row: Sequence[Any]) -> Chat:
-    """The :class:`store.records.Chat` a :func:`chats_by_id_statement` row holds, as
-    :func:`store.chats.chat_from_row` reads it (columns after the record's are not its)."""
-    return Chat(**{name: value if convert is None else convert(value)
-                   for (name, convert), value in zip(_record_converters, row, strict=False)})
+#: The :class:`store.records.Chat` a :func:`chats_by_id_statement` row holds, as
+#: :func:`store.chats.chat_from_row` reads it.
+chat_record = record_maker(Chat, CHAT_RECORD_COLUMNS)
 
 
 def chat_positions(columns: tuple[str, ...] = CHAT_COLUMNS

@@ -30,6 +30,7 @@ makes step 2 safe.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from collections.abc import AsyncIterator, Sequence
@@ -42,6 +43,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from chatql.store.access import can_read_file
 from chatql.store.clock import now
+from chatql.store.db import prepared
 from chatql.store.db.database import Database
 from chatql.store.db.tables import files, message_files
 from chatql.store.errors import (
@@ -119,6 +121,31 @@ def staging_key(file_id: str) -> str:
     return f"uploads/{file_id}"
 
 
+#: The columns a :class:`store.records.File` is read from, in its field order.
+FILE_COLUMNS: tuple[str, ...] = tuple(
+    field.name for field in dataclasses.fields(File) if field.name in files.c)
+_file_record = prepared.record_maker(File, FILE_COLUMNS)
+#: Records remembered by their stored values (a READY file's row never changes, and a
+#: page shows the same files read after read).
+_RECORDS_KEPT = 4096
+
+
+def _files_of_messages_statement(db: Database) -> prepared.PreparedStatement:
+    """Each READY file a message in the slot ``ids`` references: the message's id, then
+    :data:`FILE_COLUMNS`. Unordered: an ``ORDER BY`` of the files' age would let SQLite
+    walk every READY file by its (state, age) index instead of looking up the few
+    messages asked for; the caller orders each message's few files."""
+    key = ("files_of_messages", db.dialect)
+    statement: prepared.PreparedStatement | None = db.statements.get(key)
+    if statement is None:
+        query = (select(message_files.c.message_id, *(files.c[name] for name in FILE_COLUMNS))
+                 .join(files, files.c.id == message_files.c.file_id)
+                 .where(prepared.ids_in(message_files.c.message_id, db.dialect),
+                        files.c.state == "READY"))
+        statement = db.statements[key] = prepared.compile_prepared(query, db.dialect)
+    return statement
+
+
 def file_from_row(row: Any) -> File:
     return File(id=row.id, tenant_id=row.tenant_id, uploader=row.uploader,
                 filename=row.filename, media_type=row.media_type, size=int(row.size),
@@ -175,6 +202,8 @@ class FileService:
         self.storage = storage
         self.limits = limits or FileLimits()
         self.signer = FileUrlSigner(secret)
+        #: Records by the stored values they were made from (see files_of_messages).
+        self._records: dict[tuple[Any, ...], File] = {}
 
     # ---- checks ---------------------------------------------------------------------
 
@@ -368,19 +397,27 @@ class FileService:
         return self.storage.read(file.storage_key)
 
     async def files_of_messages(self, message_ids: Sequence[str]) -> dict[str, list[File]]:
-        """The READY files each message references (messages the caller was shown)."""
+        """The READY files each message references (messages the caller was shown): one
+        prepared statement whatever the number of messages (a page of them asks on
+        every read)."""
         found: dict[str, list[File]] = {}
         if not message_ids:
             return found
-        async with self.db.read() as conn:
-            rows = (await conn.execute(
-                select(message_files.c.message_id, files)
-                .join(files, files.c.id == message_files.c.file_id)
-                .where(message_files.c.message_id.in_(list(message_ids)),
-                       files.c.state == "READY")
-                .order_by(files.c.created_at, files.c.id))).all()
+        db = self.db
+        rows = await prepared.fetch(db, _files_of_messages_statement(db), {
+            "ids": prepared.ids_argument(db.dialect, message_ids)}, keys=len(message_ids))
+        records = self._records
         for row in rows:
-            found.setdefault(row.message_id, []).append(file_from_row(row))
+            stored = tuple(row[1:])
+            record = records.get(stored)
+            if record is None:
+                if len(records) >= _RECORDS_KEPT:
+                    records.clear()
+                record = records[stored] = _file_record(stored)
+            found.setdefault(row[0], []).append(record)
+        for listed in found.values():
+            if len(listed) > 1:  # oldest first: the order Message.files keeps by default
+                listed.sort(key=lambda file: (file.created_at, file.id))
         return found
 
     # ---- removal --------------------------------------------------------------------

@@ -194,13 +194,8 @@ async def _read_chats(db: Database, chat_ids: Collection[str]) -> dict[str, tupl
     """The chats as stored, by id, each with its last sequence."""
     ids = list(chat_ids)
     statement = prepared.chats_by_id_statement(db, db.dialect)
-    reader = await db.sqlite_reader()
-    if reader is None:
-        rows = await prepared.fetch(db, statement, {"ids": ids if db.is_postgres
-                                                    else orjson.dumps(ids).decode()})
-    else:
-        rows = await reader.rows(statement.sql, statement.arguments(
-            {"ids": orjson.dumps(ids).decode()}), len(ids))
+    rows = await prepared.fetch(db, statement, {"ids": prepared.ids_argument(db.dialect, ids)},
+                                keys=len(ids))
     return {row[0]: (row[-1], prepared.chat_record(row)) for row in rows}
 
 

@@ -4,6 +4,7 @@ addresses, safe serving, access through the chats that reference a file, and rem
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import os
@@ -508,6 +509,25 @@ async def test_signed_addresses_refuse_tampering_and_expiry(local_settings: Sett
         response = await service.download(
             f"{address}?expires={expires}&signature={upload_signature}")
         assert response.status_code == 403
+
+
+async def test_a_file_keeps_one_address_within_a_minute(local_settings: Settings) -> None:
+    """An address expires on a whole minute, at least the lifetime after it was made:
+    read again within the minute (the page asked again, the message's files), the same
+    file has the same address, so a browser's cache answers it."""
+    async with serving(local_settings) as service:
+        uploaded = await service.uploaded(png(2, 3))
+        ttl = service.files.limits.url_ttl
+        while time.time() % 60 > 55:  # not across a minute's turn
+            await asyncio.sleep(0.5)
+        made = time.time()
+        first = (await service.file(uploaded["id"]))["url"]
+        second = (await service.file(uploaded["id"]))["url"]
+        assert first == second
+        expires = int(dict(part.split("=", 1) for part in first.partition("?")[2].split(
+            "&"))["expires"])
+        assert expires % 60 == 0 and made + ttl <= expires <= made + ttl + 60
+        assert (await service.download(second)).status_code == 200
 
 
 async def test_svg_and_html_are_never_served_inline(local_settings: Settings) -> None:
