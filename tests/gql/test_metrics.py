@@ -133,7 +133,7 @@ async def test_websocket_operations_are_counted_by_name_and_outcome(
                                                           "sha256Hash": "0" * 64}}}}))
         unknown = await asyncio.wait_for(socket._inbox["apq"].get(), 10)
         assert unknown["type"] == "error", unknown
-        for _ in range(200):
+        for _ in range(1000):
             after = await scrape(http, base)
             # The stopped subscription is counted once its relay has wound down.
             if all(value(after, "chatql_ws_operations_total", operation=name, outcome="ok")
