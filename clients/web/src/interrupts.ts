@@ -4,10 +4,10 @@
  * again when `chatEvents` says an interrupt was requested or resolved.
  */
 import type { ChatqlClient } from "@chatql/client";
-import { useChatEvents } from "@chatql/client/react";
 import { useCallback, useEffect, useRef, useState } from "react";
 
 import { run } from "./api";
+import { useSharedChatEvents } from "./events";
 import { ChatInterruptsDocument, InboxDocument, type InboxQuery, type InterruptFieldsFragment } from "./generated/operations";
 
 export type InterruptInfo = InterruptFieldsFragment;
@@ -23,13 +23,22 @@ export interface DecisionInput {
 
 const isInterruptEvent = (type: string) => type === "INTERRUPT_REQUESTED" || type === "INTERRUPT_RESOLVED";
 
+function sameInterrupts(a: ReadonlyMap<string, InterruptInfo>, b: ReadonlyMap<string, InterruptInfo>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [id, interrupt] of b) if (JSON.stringify(a.get(id)) !== JSON.stringify(interrupt)) return false;
+  return true;
+}
+
 /** The chat's interrupts by the id of the message that asked; read again on `key` and on the chat's interrupt events. */
 export function useChatInterrupts(client: ChatqlClient, chatId: string, key: unknown) {
   const [byMessage, setByMessage] = useState<ReadonlyMap<string, InterruptInfo>>(() => new Map());
   const reload = useCallback(async () => {
     try {
       const data = await run(client, ChatInterruptsDocument, { chatId });
-      setByMessage(new Map((data.chat?.interrupts ?? []).map((interrupt) => [interrupt.messageId, interrupt])));
+      const read = new Map((data.chat?.interrupts ?? []).map((interrupt) => [interrupt.messageId, interrupt]));
+      // The same interrupts read again keep the map the messages were drawn with (they are
+      // memoised on it: a chat's messages are not all drawn again when nothing changed).
+      setByMessage((current) => sameInterrupts(current, read) ? current : read);
     } catch {
       // The chat's own view says what went wrong with it.
     }
@@ -37,7 +46,7 @@ export function useChatInterrupts(client: ChatqlClient, chatId: string, key: unk
   useEffect(() => {
     void reload();
   }, [reload, key]);
-  useChatEvents(client, null, (event) => {
+  useSharedChatEvents(client, (event) => {
     if (event.chatId === chatId && isInterruptEvent(String(event.type))) void reload();
   });
   const update = useCallback((interrupt: InterruptInfo) => {
@@ -51,7 +60,7 @@ export function useInbox(client: ChatqlClient, revision: number): readonly Inbox
   const [entries, setEntries] = useState<readonly InboxEntry[]>([]);
   const [changes, setChanges] = useState(0);
   const first = useRef(true);
-  useChatEvents(client, null, (event) => {
+  useSharedChatEvents(client, (event) => {
     if (isInterruptEvent(String(event.type)) || event.type === "DELETED") setChanges((count) => count + 1);
   });
   useEffect(() => {

@@ -7,7 +7,7 @@ import type { ChatqlClient } from "@chatql/client";
 import { startTransition, useCallback, useEffect, useRef, useState } from "react";
 
 import { run } from "./api";
-import { useChatEvents } from "@chatql/client/react";
+import { useSharedChatEvents } from "./events";
 
 import { ChatDetailsDocument, PinnedChatsDocument, ThreadDocument, type ChatDetailsQuery, type PinnedChatsQuery, type ThreadMessageFragment } from "./generated/operations";
 
@@ -23,6 +23,19 @@ export interface Thread {
 }
 
 const PAGE = 50;
+
+/**
+ * The messages read again, each one unchanged since the last read being the object read
+ * then: the messages are memoised on them, so a read after an answer ends draws only what
+ * changed (the answer), not the whole chat again.
+ */
+function sameAsBefore(read: readonly ThreadMessage[], before: readonly ThreadMessage[]): readonly ThreadMessage[] {
+  const known = new Map(before.map((message) => [message.id, message]));
+  return read.map((message) => {
+    const old = known.get(message.id);
+    return old && JSON.stringify(old) === JSON.stringify(message) ? old : message;
+  });
+}
 
 export function useThread(client: ChatqlClient, chatId: string) {
   const [thread, setThread] = useState<Thread>({ messages: [], hasOlder: true, loading: true, error: null });
@@ -42,7 +55,7 @@ export function useThread(client: ChatqlClient, chatId: string) {
       const nodes = data.messages.edges.map((edge) => edge.node);
       cursor.current = data.messages.pageInfo.startCursor ?? cursor.current;
       const show = () => setThread((state) => ({
-        messages: fresh ? nodes : [...nodes, ...state.messages],
+        messages: fresh ? sameAsBefore(nodes, state.messages) : [...nodes, ...state.messages],
         hasOlder: data.messages.pageInfo.hasPreviousPage,
         loading: false,
         error: null,
@@ -100,7 +113,7 @@ export type PinnedChat = PinnedChatsQuery["chats"]["edges"][number]["node"];
 export function usePinnedChats(client: ChatqlClient, revision: number): readonly PinnedChat[] {
   const [chats, setChats] = useState<readonly PinnedChat[]>([]);
   const [changes, setChanges] = useState(0);
-  useChatEvents(client, null, () => setChanges((count) => count + 1));
+  useSharedChatEvents(client, () => setChanges((count) => count + 1));
   useEffect(() => {
     let current = true;
     // Several events at once (a stream's start and end) read the list once.

@@ -1,6 +1,6 @@
 import { UpdateChatDocument, type ChatqlClient } from "@chatql/client";
 import * as DropdownMenu from "@radix-ui/react-dropdown-menu";
-import { useRef, useState, type FormEvent, type ReactNode } from "react";
+import { memo, useRef, useState, type FormEvent, type ReactNode } from "react";
 
 import type { ChatDetails } from "../thread";
 import { useToast } from "../toast";
@@ -9,8 +9,11 @@ import { MoreIcon, PinIcon } from "./icons";
 
 const itemClass = "flex cursor-pointer items-center rounded-md px-3 py-1.5 text-sm outline-none select-none data-[disabled]:cursor-not-allowed data-[disabled]:opacity-50 data-[highlighted]:bg-zinc-100 dark:data-[highlighted]:bg-zinc-700";
 
-/** The chat's title, pin and a menu (rename, share, export, start over, delete); below it the tags and the usage. */
-export function ChatHeader({ client, chat, menu, streaming, onChanged, onPinned, onStartOver, onExport, onShare, onDelete }: {
+/**
+ * The chat's title, pin and a menu (rename, share, export, start over, delete); below it the
+ * tags and the usage. Memoised: an answer streaming below does not draw it again.
+ */
+export const ChatHeader = memo(function ChatHeader({ client, chat, menu, streaming, onChanged, onPinned, onStartOver, onExport, onShare, onDelete }: {
   client: ChatqlClient;
   chat: ChatDetails;
   menu: ReactNode;
@@ -126,4 +129,4 @@ export function ChatHeader({ client, chat, menu, streaming, onChanged, onPinned,
       </div>
     </header>
   );
-}
+});

@@ -13,7 +13,7 @@ import { ChatHeader } from "./ChatHeader";
 import { Composer } from "./Composer";
 import { copyText } from "./Markdown";
 import { MessageList } from "./MessageList";
-import type { MessageActions, Rating, Shown } from "./MessageView";
+import { Busy, type MessageActions, type Rating, type Shown } from "./MessageView";
 
 export const MISSING_CHAT = "This chat does not exist or was deleted.";
 
@@ -85,11 +85,14 @@ function ChatBody({ client, chatId, focusMessageId, headers, maxFileBytes, onGo,
   const composer = useRef<HTMLTextAreaElement>(null);
   const streaming = live?.status === "live" && live.streamId !== null;
   const upload = useMemo(() => uploader(headers, maxFileBytes), [headers, maxFileBytes]);
-  // What the chat's streams asked a person: read with the thread, when a stream starts or
-  // ends, when a streamed message asks (a tool call needing approval, a question), and on
-  // the chat's interrupt events.
+  // What the chat's streams asked a person: read with the thread, when a stream ends, when
+  // a streamed message asks (a tool call needing approval, a question), and on the chat's
+  // interrupt events (not when a stream starts: nothing has asked yet, and the read would
+  // delay the answer's first words on the server).
   const asking = live ? [...live.messages.values()].filter((m) => m.type === "question" || m.props.needsApproval === true).map((m) => m.id).join(",") : "";
-  const interrupts = useChatInterrupts(client, chatId, `${thread.messages.length}|${thread.messages[thread.messages.length - 1]?.id ?? ""}|${live?.status ?? ""}|${asking}`);
+  const ended = useRef("");
+  if (live && live.status !== "live" && live.status !== "idle") ended.current = `${live.streamId ?? ""}:${live.status}`;
+  const interrupts = useChatInterrupts(client, chatId, `${thread.messages.length}|${thread.messages[thread.messages.length - 1]?.id ?? ""}|${ended.current}|${asking}`);
 
   // When a stream ends its messages are in the database: read them from there (again,
   // briefly, while the write that ended the stream is not visible yet).
@@ -123,12 +126,18 @@ function ChatBody({ client, chatId, focusMessageId, headers, maxFileBytes, onGo,
 
   const [ratings, setRatings] = useState<ReadonlyMap<string, Rating | null>>(() => new Map());
   // The stored messages as shown, made once per read (not on every streamed delta), so
-  // the messages above a streaming answer are not drawn again.
+  // the messages above a streaming answer are not drawn again; a message read again
+  // unchanged (the same object) is shown as the same object too.
+  const made = useRef(new WeakMap<ThreadMessage, Shown>());
   const storedShown = useMemo(() => {
     const roles = new Map(thread.messages.map((m) => [m.id, m.role]));
     return thread.messages.map((m) => {
-      const message = fromStored(m, roles);
-      return ratings.has(m.id) ? { ...message, feedback: ratings.get(m.id) ?? null } : message;
+      let message = fromStored(m, roles);
+      if (ratings.has(m.id)) message = { ...message, feedback: ratings.get(m.id) ?? null };
+      const before = made.current.get(m);
+      if (before && before.answerStart === message.answerStart && before.feedback === message.feedback) return before;
+      made.current.set(m, message);
+      return message;
     });
   }, [thread.messages, ratings]);
   const storedIds = new Set(storedShown.map((m) => m.id));
@@ -261,8 +270,9 @@ function ChatBody({ client, chatId, focusMessageId, headers, maxFileBytes, onGo,
       void details.current.reload().catch((error: unknown) => toast.fail(error));
     };
     if (answering) {
-      name();
-      return;
+      // Just after the task that put the first words on screen, not in it.
+      const timer = setTimeout(name);
+      return () => clearTimeout(timer);
     }
     const timer = setTimeout(name, 1000);
     return () => clearTimeout(timer);
@@ -351,14 +361,15 @@ function ChatBody({ client, chatId, focusMessageId, headers, maxFileBytes, onGo,
     }
     return all;
   }, [interrupts.byMessage, liveKey, thread.messages]);
-  // One actions object while the chat is neither busy nor renamed: the messages, memoised
-  // on it, are not drawn again for every streamed delta; each call goes to this render's handlers.
+  // One actions object while the chat is not renamed: the messages, memoised on it, are not
+  // drawn again for every streamed delta, nor as an answer starts and ends (whether writes
+  // wait is the `Busy` context, read by the buttons it disables); each call goes to this
+  // render's handlers.
   const latest = useRef(handlers);
   latest.current = handlers;
   const disabled = busy || streaming;
   const assistant = chat.details?.assistantId ?? "Assistant";
   const actions = useMemo<MessageActions>(() => ({
-    busy: disabled,
     assistant,
     edit: (message, content) => latest.current.edit(message, content),
     pickVersion: (message, index) => latest.current.pickVersion(message, index),
@@ -368,7 +379,7 @@ function ChatBody({ client, chatId, focusMessageId, headers, maxFileBytes, onGo,
     share: (message) => latest.current.share(message),
     interrupts: shownInterrupts,
     decide: (interrupt: InterruptInfo, decision: DecisionInput) => latest.current.decide(interrupt, decision),
-  }), [disabled, assistant, shownInterrupts]);
+  }), [assistant, shownInterrupts]);
 
   const startOver = () => attempt(async () => {
     await run(client, StartOverDocument, { chatId });
@@ -396,11 +407,24 @@ function ChatBody({ client, chatId, focusMessageId, headers, maxFileBytes, onGo,
     if (!focusMessageId) composer.current?.focus();
   }, [focusMessageId]);
 
+  // The header's and the composer's callbacks, the same functions from render to render
+  // (each calls this render's): with them memoised, a streamed delta draws neither again.
+  const current = useRef({ startOver, remove, share, exportChat, send, stop });
+  current.current = { startOver, remove, share, exportChat, send, stop };
+  const stable = useMemo(() => ({
+    startOver: () => current.current.startOver(),
+    remove: () => current.current.remove(),
+    shareChat: () => current.current.share(null),
+    exportChat: () => current.current.exportChat(),
+    send: (text: string, files: readonly UploadedFile[]) => current.current.send(text, files),
+    stop: () => void current.current.stop(),
+  }), []);
+
   return (
     <>
       {chat.details ? (
         <ChatHeader client={client} chat={chat.details} menu={menu} streaming={streaming} onChanged={chat.reload} onPinned={onPinned}
-          onStartOver={startOver} onExport={exportChat} onShare={() => share(null)} onDelete={remove} />
+          onStartOver={stable.startOver} onExport={stable.exportChat} onShare={stable.shareChat} onDelete={stable.remove} />
       ) : (
         <header className="flex h-14 shrink-0 items-center gap-2 border-b border-zinc-200 px-3 dark:border-zinc-800">{menu}</header>
       )}
@@ -414,11 +438,13 @@ function ChatBody({ client, chatId, focusMessageId, headers, maxFileBytes, onGo,
           {!thread.hasOlder && thread.messages.length > 0 && (
             <p className="text-center text-xs text-zinc-600 dark:text-zinc-400">Start of the conversation</p>
           )}
-          <MessageList messages={shown} actions={actions} focusId={focusId} />
+          <Busy value={disabled}>
+            <MessageList messages={shown} actions={actions} focusId={focusId} />
+          </Busy>
           {awaiting && <p className="text-sm text-zinc-600 dark:text-zinc-400" role="status">Waiting for {actions.assistant} to answer…</p>}
         </div>
       </div>
-      <Composer ref={composer} streaming={streaming} stopping={stopping} onSend={send} onStop={() => void stop()} upload={upload} />
+      <Composer ref={composer} streaming={streaming} stopping={stopping} onSend={stable.send} onStop={stable.stop} upload={upload} />
     </>
   );
 }

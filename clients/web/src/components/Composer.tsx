@@ -1,4 +1,4 @@
-import { forwardRef, useEffect, useId, useLayoutEffect, useRef, useState, type ClipboardEvent, type DragEvent, type KeyboardEvent } from "react";
+import { forwardRef, memo, useEffect, useId, useLayoutEffect, useRef, useState, type ClipboardEvent, type DragEvent, type KeyboardEvent } from "react";
 
 import { formatSize, tooLarge, type UploadedFile, type Uploader } from "../api";
 import { useToast } from "../toast";
@@ -22,7 +22,7 @@ interface Attachment {
  * uploaded at once (its progress shown) and sent with the text; one larger than the server
  * takes is refused before any upload, the limit named.
  */
-export const Composer = forwardRef<HTMLTextAreaElement, {
+export const Composer = memo(forwardRef<HTMLTextAreaElement, {
   streaming: boolean;
   stopping: boolean;
   onSend: (text: string, files: readonly UploadedFile[]) => Promise<boolean>;
@@ -199,4 +199,4 @@ export const Composer = forwardRef<HTMLTextAreaElement, {
       </p>
     </form>
   );
-});
+}));

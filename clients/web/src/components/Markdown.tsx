@@ -12,8 +12,8 @@ import sql from "highlight.js/lib/languages/sql";
 import typescript from "highlight.js/lib/languages/typescript";
 import xml from "highlight.js/lib/languages/xml";
 import yaml from "highlight.js/lib/languages/yaml";
-import { Marked } from "marked";
-import { memo, useSyncExternalStore, type MouseEvent } from "react";
+import { Marked, type Token } from "marked";
+import { memo, useLayoutEffect, useMemo, useRef, useSyncExternalStore, type MouseEvent } from "react";
 
 import { useToast } from "../toast";
 
@@ -29,9 +29,9 @@ hljs.registerAliases(["py"], { languageName: "python" });
 hljs.registerAliases(["html", "svg"], { languageName: "xml" });
 hljs.registerAliases(["yml"], { languageName: "yaml" });
 
-// marked parses a streamed answer in a few hundredths of a millisecond, so the answer is
-// parsed again on every delta without the parse showing in the time a token takes to
-// reach the screen.
+// A streamed answer is lexed again on every delta (marked lexes a long answer in a fraction
+// of a millisecond), but only its blocks whose source changed (while it streams: the last)
+// are rendered, highlighted, sanitised and put in the page again (see `Markdown`).
 const escapes: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 const escape = (text: string) => text.replace(/[&<>"']/g, (c) => escapes[c] ?? c);
 
@@ -85,10 +85,92 @@ purify.addHook("afterSanitizeAttributes", (node) => {
   }
 });
 
+const sanitize = (html: string) => purify.sanitize(html, { ADD_ATTR: ["target"] });
+
 /** The text as sanitised HTML (GitHub-flavoured: tables, code blocks, strikethrough, task lists; math once loaded). */
 export function renderMarkdown(text: string): string {
   if (text.includes("$")) loadMath();
-  return purify.sanitize(marked.parse(text, { async: false }), { ADD_ATTR: ["target"] });
+  return sanitize(marked.parse(text, { async: false }));
+}
+
+/** One top-level block of a text: its sanitised HTML, and a key that changes when that HTML may. */
+interface Block {
+  readonly key: string;
+  readonly html: string;
+}
+
+/** A text as lexed: its top-level tokens, with the math version they were lexed with. */
+interface Lexed {
+  readonly text: string;
+  readonly math: number;
+  readonly tokens: readonly Token[];
+}
+
+/**
+ * The text's top-level tokens. A text that only grew since `previous` (a streaming answer)
+ * is lexed again from the start of its last two blocks, when a blank line comes before
+ * them: the blocks above cannot change (a block ends at a blank line unless it is a list,
+ * which the text after it, not indented, ends), except by a link definition (then, and
+ * with math newly loaded, all of it is lexed again).
+ */
+function lex(text: string, math: number, previous: Lexed | null): Token[] {
+  if (previous && previous.math === math && text.startsWith(previous.text) && !text.includes("\r")) {
+    const tokens = previous.tokens;
+    let blocks = 0;
+    let at = tokens.length - 1;
+    for (; at > 0; at -= 1) {
+      const token = tokens[at];
+      if (token?.type === "def") break;
+      if (token?.type !== "space" && (blocks += 1) >= 2 && tokens[at - 1]?.type === "space") break;
+    }
+    if (at > 0 && tokens[at]?.type !== "def" && !tokens.slice(0, at).some((token) => token.type === "def")) {
+      const kept = tokens.slice(0, at);
+      const offset = kept.reduce((sum, token) => sum + token.raw.length, 0);
+      const rest = marked.lexer(text.slice(offset));
+      if (Object.keys(rest.links).length === 0) return [...kept, ...rest];
+    }
+  }
+  return [...marked.lexer(text)];
+}
+
+// Reference links are resolved against the whole text: a definition may change any block.
+const linksOf = (tokens: readonly Token[]) => {
+  const defs = tokens.filter((token) => token.type === "def");
+  return defs.length > 0 ? JSON.stringify(marked.lexer(defs.map((token) => token.raw).join("")).links) : "";
+};
+
+/**
+ * Sanitised HTML of each of `htmls`, with one pass of DOMPurify for all of them (each in a
+ * <div> of its own, taken out again): a pass has a cost of its own, whatever its size.
+ */
+function sanitizeEach(htmls: readonly string[]): string[] {
+  if (htmls.length === 1) return [sanitize(htmls[0] ?? "")];
+  const body = purify.sanitize(htmls.map((html) => `<div>${html}</div>`).join(""), { ADD_ATTR: ["target"], RETURN_DOM: true });
+  const parts = [...body.children];
+  if (parts.length !== htmls.length || body.childNodes.length !== htmls.length) return htmls.map(sanitize);
+  return parts.map((part) => part.innerHTML);
+}
+
+/**
+ * The text as its top-level blocks (a paragraph, a list, a table, a code block…), the same
+ * HTML `renderMarkdown` makes, in pieces: marked renders a document's top-level tokens one
+ * after another, each on its own (link references resolved while lexing). A block whose
+ * key is in `previous` is not rendered again.
+ */
+function renderBlocks(tokens: readonly Token[], math: number, previous: ReadonlyMap<string, string>): Block[] {
+  const links = linksOf(tokens);
+  const keys = tokens.map((token) => `${math}\u0000${links}\u0000${token.raw}`);
+  const fresh: number[] = [];
+  const htmls = keys.map((key, index) => {
+    const known = previous.get(key);
+    if (known !== undefined) return known;
+    const html = marked.parser([tokens[index] as Token]);
+    if (html !== "") fresh.push(index);
+    return html;
+  });
+  const sanitized = fresh.length > 0 ? sanitizeEach(fresh.map((index) => htmls[index] ?? "")) : [];
+  fresh.forEach((index, n) => (htmls[index] = sanitized[n] ?? ""));
+  return keys.map((key, index) => ({ key, html: htmls[index] ?? "" }));
 }
 
 /** Copies `text`, saying so in a toast. */
@@ -103,15 +185,56 @@ export async function copyText(text: string, notify: (text: string, kind?: "info
 
 /**
  * GitHub-flavoured markdown. Memoised on the text: while an answer streams, the messages
- * above it are not parsed again.
+ * above it are not parsed again; in the streaming answer only the blocks that changed (the
+ * last, mostly) are rendered and replaced, so a delta costs about the same at the end of
+ * a long answer as at its start, and the finished blocks above stay as they were in the
+ * page (no layout, no selection lost).
  */
 export const Markdown = memo(function Markdown({ text }: { text: string }) {
-  useSyncExternalStore(subscribeMath, mathSnapshot);
+  const math = useSyncExternalStore(subscribeMath, mathSnapshot);
   const { notify } = useToast();
+  const cache = useRef<ReadonlyMap<string, string>>(new Map());
+  const lexed = useRef<Lexed | null>(null);
+  // Rendered while React renders (a chat's first page, as a transition, in slices); put in
+  // the page when it commits.
+  const blocks = useMemo(() => {
+    if (text.includes("$")) loadMath();
+    const tokens = lex(text, math, lexed.current);
+    lexed.current = { text, math, tokens };
+    // Once math has loaded, every block is rendered again (its key changes).
+    const made = renderBlocks(tokens, math, cache.current);
+    cache.current = new Map(made.map((block) => [block.key, block.html]));
+    return made;
+  }, [text, math]);
+  const element = useRef<HTMLDivElement>(null);
+  const shown = useRef<{ keys: string[]; nodes: ChildNode[][] }>({ keys: [], nodes: [] });
+  useLayoutEffect(() => {
+    const container = element.current;
+    if (!container) return;
+    const { keys, nodes } = shown.current;
+    let same = 0;
+    while (same < blocks.length && same < keys.length && keys[same] === blocks[same]?.key) same += 1;
+    for (const stale of nodes.slice(same)) for (const node of stale) node.remove();
+    keys.length = same;
+    nodes.length = same;
+    // The new blocks parsed at once, each in a <div> of this document (as the container's
+    // own HTML would be), then moved into the container.
+    const added = blocks.slice(same);
+    if (added.length === 0) return;
+    const holder = document.createElement("div");
+    holder.innerHTML = added.map((block) => `<div>${block.html}</div>`).join("");
+    const wrapped = holder.children.length === added.length;
+    added.forEach((block, index) => {
+      if (!wrapped) holder.innerHTML = block.html;
+      keys.push(block.key);
+      nodes.push([...((wrapped ? holder.children[index] : holder)?.childNodes ?? [])]);
+    });
+    container.append(...nodes.slice(same).flat());
+  }, [blocks]);
   const onClick = (event: MouseEvent<HTMLDivElement>) => {
     const button = (event.target as HTMLElement).closest("[data-copy-code]");
     const code = button?.closest(".codeblock")?.querySelector("code");
     if (code) void copyText(code.textContent ?? "", notify);
   };
-  return <div className="markdown" onClick={onClick} dangerouslySetInnerHTML={{ __html: renderMarkdown(text) }} />;
+  return <div ref={element} className="markdown" onClick={onClick} />;
 });

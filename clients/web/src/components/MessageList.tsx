@@ -3,7 +3,7 @@ import { memo } from "react";
 import { contentText } from "../api";
 import { ActionButton } from "./controls";
 import { CopyIcon, RegenerateIcon, ShareIcon, ThumbDownIcon, ThumbUpIcon } from "./icons";
-import { MEMORY_NOTE, Part, revealClass, Time, UserMessage, type MessageActions, type Shown } from "./MessageView";
+import { MEMORY_NOTE, Part, revealClass, Time, UserMessage, WhenBusy, type MessageActions, type Shown } from "./MessageView";
 import { VersionSwitcher } from "./VersionSwitcher";
 
 type Item =
@@ -93,15 +93,19 @@ const Turn = memo(function Turn({ parts, actions, focusId, last }: TurnProps) {
       {stored && start && (
         <div className="flex flex-wrap items-center gap-1">
           {start.siblings && start.siblings.count > 1 && (
-            <VersionSwitcher of={start.id} index={start.siblings.index} count={start.siblings.count} disabled={actions.busy}
-              onPick={(index) => actions.pickVersion(start, index)} />
+            <WhenBusy busy={actions.busy}>{(busy) => start.siblings && (
+              <VersionSwitcher of={start.id} index={start.siblings.index} count={start.siblings.count} disabled={busy}
+                onPick={(index) => actions.pickVersion(start, index)} />
+            )}</WhenBusy>
           )}
           <div className={`flex items-center gap-0.5 ${revealClass(last)}`}>
             {texts.length > 0 && (
               <ActionButton label="Copy" onClick={() => actions.copy(texts.map((part) => contentText(part.props.content)).join("\n\n"))}><CopyIcon /></ActionButton>
             )}
             {start.answerStart && start.parentId && !actions.readOnly && (
-              <ActionButton label="Regenerate" disabled={actions.busy} onClick={() => actions.regenerate(start)}><RegenerateIcon /></ActionButton>
+              <WhenBusy busy={actions.busy}>{(busy) => (
+                <ActionButton label="Regenerate" disabled={busy} onClick={() => actions.regenerate(start)}><RegenerateIcon /></ActionButton>
+              )}</WhenBusy>
             )}
             {rated && !actions.readOnly && (
               <>

@@ -1,4 +1,4 @@
-import { memo, useState, type ReactNode } from "react";
+import { createContext, memo, useContext, useState, type ReactNode } from "react";
 
 import { contentText, fileParts, textOf } from "../api";
 import type { DecisionInput, InterruptInfo } from "../interrupts";
@@ -45,7 +45,8 @@ export function filesOf(message: Shown): ShownFile[] {
 }
 
 export interface MessageActions {
-  readonly busy: boolean;
+  /** A write is under way (or an answer streams): what would write waits. Unless a `Busy` context says it. */
+  readonly busy?: boolean;
   /** A share link's page: only Copy. */
   readonly readOnly?: boolean;
   readonly assistant: string;
@@ -60,6 +61,18 @@ export interface MessageActions {
   readonly interrupts?: ReadonlyMap<string, InterruptInfo>;
   /** Decides an interrupt (absent: read-only). */
   decide?(interrupt: InterruptInfo, decision: DecisionInput): Promise<boolean>;
+}
+
+/**
+ * Whether writes wait (a write under way, an answer streaming), over `MessageActions.busy`:
+ * read by the buttons it disables alone, so when it changes (as an answer starts and ends)
+ * only they are drawn again, not every message of the chat.
+ */
+export const Busy = createContext<boolean | null>(null);
+
+/** `children` with whether writes wait (the `Busy` context, else `busy`). */
+export function WhenBusy({ busy, children }: { busy: boolean | undefined; children: (busy: boolean) => ReactNode }) {
+  return children(useContext(Busy) ?? busy ?? false);
 }
 
 export const MEMORY_NOTE = "Started over: the agent no longer reads the messages above. Its memory is kept.";
@@ -216,15 +229,19 @@ export const UserMessage = memo(function UserMessage({ message, actions, focused
       {!editing && (
         <div className="-mt-1 flex h-8 items-center gap-1">
           {versions && message.siblings && (
-            <VersionSwitcher of={message.id} index={message.siblings.index} count={message.siblings.count} disabled={actions.busy}
-              onPick={(index) => actions.pickVersion(message, index)} />
+            <WhenBusy busy={actions.busy}>{(busy) => message.siblings && (
+              <VersionSwitcher of={message.id} index={message.siblings.index} count={message.siblings.count} disabled={busy}
+                onPick={(index) => actions.pickVersion(message, index)} />
+            )}</WhenBusy>
           )}
           <div className={`flex items-center gap-0.5 ${revealClass(last)}`}>
             <ActionButton label="Copy" onClick={() => actions.copy(content)}><CopyIcon /></ActionButton>
             {message.createdAt && !message.sending && !actions.readOnly && (
-              <ActionButton label={`Edit “${content.slice(0, 40)}”`} tooltip="Edit" disabled={actions.busy} onClick={() => setEditing(true)}>
-                <EditIcon />
-              </ActionButton>
+              <WhenBusy busy={actions.busy}>{(busy) => (
+                <ActionButton label={`Edit “${content.slice(0, 40)}”`} tooltip="Edit" disabled={busy} onClick={() => setEditing(true)}>
+                  <EditIcon />
+                </ActionButton>
+              )}</WhenBusy>
             )}
           </div>
         </div>

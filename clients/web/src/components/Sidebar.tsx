@@ -3,6 +3,7 @@ import { useChatList } from "@chatql/client/react";
 import { useEffect, useState } from "react";
 
 import type { Place } from "../App";
+import { sharedChatEvents } from "../events";
 import type { Identity } from "../identity";
 import { useInbox, type InboxEntry } from "../interrupts";
 import { usePinnedChats } from "../thread";
@@ -34,7 +35,7 @@ export function Sidebar({ client, place, onGo, onNewChat, deleted, revision, ide
     const timer = setTimeout(() => setKeywords(search.trim()), 250);
     return () => clearTimeout(timer);
   }, [search]);
-  const list = useChatList(client, { keywords });
+  const list = useChatList(client, { keywords, events: sharedChatEvents(client) });
   const pinned = usePinnedChats(client, revision).filter((chat) => !deleted.has(chat.id));
   const inbox = useInbox(client, revision).filter((entry) => !deleted.has(entry.chatId));
   const [inboxOpen, setInboxOpen] = useState(true);
