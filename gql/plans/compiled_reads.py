@@ -97,7 +97,7 @@ from chatql.store.messages.interrupts import (
     inbox_page_statement,
     interrupt_attribute,
 )
-from chatql.store.messages.message import MessageFilter, branch_rows, check_page_size, page_rows
+from chatql.store.messages.message import MessageFilter, branch_rows, page_rows
 from chatql.store.records import BranchPosition
 
 __all__ = ["CompiledReads"]
@@ -867,10 +867,8 @@ class CompiledReads:
         role = filter_values["role"]
         if role is not None:
             filter_values["role"] = role.value
-        first = check_page_size(arguments.get("first"), "first")
-        last = check_page_size(arguments.get("last"), "last")
-        if first is not None and last is not None:
-            raise _Fallback
+        # Sizes are checked by the store's page reader (a bad one is the executor's).
+        first, last = arguments.get("first"), arguments.get("last")
         branch = arguments.get("branch")
         if arguments.get("allBranches") is not True:
             return await self._branch(plan, context, chat_id, filter_values, first, last,
