@@ -8,7 +8,9 @@ of messages the general executor spends far more time walking ~300 fields than t
 database spends finding the rows. Here a document is turned, once per text, into a
 *plan*: the page's arguments (as AST, coerced per request by graphql-core's own
 functions, so defaults and variables mean exactly what they mean to the executor) and
-the response's shape as a tree of output keys. A request with a plan runs one prepared statement
+the response's shape: the connection's keys, and its nodes as the one shape compiler
+(:mod:`chatql.gql.plans.shapes`) makes them, reading each stored field from its column
+of the row (:class:`_Rows`). A request with a plan runs one prepared statement
 (:mod:`store.db.prepared`) and fills the shape from the rows in one pass. A page whose
 messages ask ``files`` reads them in one more lookup for the whole page — the store call
 ``message_files_loader`` makes, ordered as ``Message.files`` orders them — and signs each
@@ -29,7 +31,6 @@ refuses — so errors and their codes are always the executor's.
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import itemgetter
@@ -39,7 +40,6 @@ from graphql import (
     DocumentNode,
     FieldNode,
     FragmentDefinitionNode,
-    FragmentSpreadNode,
     GraphQLBoolean,
     GraphQLEnumType,
     GraphQLError,
@@ -51,7 +51,6 @@ from graphql import (
     GraphQLObjectType,
     GraphQLScalarType,
     GraphQLString,
-    InlineFragmentNode,
     OperationDefinitionNode,
     OperationType,
     SelectionSetNode,
@@ -67,7 +66,17 @@ from chatql.gql.document_shapes import PlanCache, has_nul, plain_attribute
 from chatql.gql.library_adapters import graphql_core_schema
 from chatql.gql.ops.limits import limit_rules
 from chatql.gql.plans.plan import Call
+from chatql.gql.plans.shapes import (
+    Collector,
+    NoShape,
+    Reader,
+    Refused,
+    Shape,
+    named_type,
+    object_shape,
+)
 from chatql.gql.schema.chat_lists import _cursor_scope as chat_list_scope
+from chatql.gql.schema.chat_type import Chat as ChatType
 from chatql.gql.schema.file_type import File, base_url, signed_url
 from chatql.gql.schema.interrupts import InterruptFilter
 from chatql.gql.schema.pages import _branch_scope, _cursor_scope
@@ -130,9 +139,9 @@ _PAGE_INFO_FIELDS = {"hasNextPage": "next", "hasPreviousPage": "previous",
 _BUILTIN_COERCERS = {scalar.name: scalar.coerce_output_value
                      for scalar in (GraphQLString, GraphQLID, GraphQLBoolean, GraphQLInt)}
 
-# Shapes: a list of (response key, what). ``what`` is a type name string for
-# __typename, or a field-specific item.
-_Leaf = tuple[str, Callable[[Any], Any], bool]  # record attribute, coercer, nullable
+# The query's and the connection's levels: a list of (response key, what); ``what`` is a
+# type name string for __typename, or a level-specific item. Nodes are the shape
+# compiler's (:func:`~chatql.gql.plans.shapes.object_shape`), reading page rows.
 _Shape = list[tuple[str, Any]]
 
 
@@ -151,79 +160,41 @@ class _PagePlan:
     root: _Shape  # ("__typename", name) or (key, None) for the page itself
     field: GraphQLField
     node: FieldNode
-    connection: _Shape  # edges -> edge shape, pageInfo -> page-info shape
+    connection: _Shape  # edges -> the edges' filler, pageInfo -> page-info shape
     needs_cursors: bool
     #: The columns each row is read with (a chat's, then its newest message's).
     columns: tuple[str, ...]
     message_columns: tuple[str, ...] = ()
     #: ``chat``: the chat object from its row.
-    chat: Callable[[Any], dict[str, Any]] | None = None
+    chat: Shape | None = None
     #: What a row's cursor encodes and what decides it (``messages`` across branches:
     #: the sequence; ``chats``: see :func:`chat_positions`; ``interrupts``:
     #: :func:`inbox_positions`).
     positions: tuple[Callable[[Any], Any], Callable[[Any], Any]] | None = None
-    #: ``messages``: each ``Message.files`` the nodes ask for (by its ``slot``), and where
-    #: a row holds the message's id, type and props (what orders its files).
-    files: tuple[_Files, ...] = ()
+    #: ``messages``: each ``Message.files`` the nodes ask for (a file's filler, by its
+    #: slot: see :meth:`CompiledReads._with_files`), and where a row holds the message's
+    #: id, type and props (what orders its files).
+    files: tuple[Shape, ...] = ()
     file_source: tuple[int, int, int] = (0, 0, 0)
 
 
-@dataclass(frozen=True, slots=True)
-class _Files:
-    """A node's ``Message.files``: each file's fields, filled from the records the
-    loader's store call gives. A page row carries the filled list at ``-1 - slot``
-    (:meth:`CompiledReads._with_files` appends them)."""
-
-    slot: int
-    #: (response key, "constant" | "url" | "leaf", type name | None | record attribute
-    #: and its output).
-    parts: tuple[tuple[str, str, Any], ...]
-
-    def fill(self, records: list[Any], files: Any, base: str) -> list[dict[str, Any]]:
-        filled = []
-        for record in records:
-            item: dict[str, Any] = {}
-            for key, kind, value in self.parts:
-                if kind == "constant":
-                    item[key] = value
-                elif kind == "url":
-                    item[key] = signed_url(files, base, str(record.id))
-                else:
-                    name, output = value
-                    item[key] = output(getattr(record, name))
-            filled.append(item)
-        return filled
-
-
-@dataclass(frozen=True, slots=True)
-class _Column:
-    """A node field read from one column of a page row, coerced as the executor does."""
-
-    attribute: Attribute
-    coerce: Callable[[Any], Any]
-    nullable: bool
-    #: "str", "bool" or "int" for graphql-core's own String/ID, Boolean and Int, which
-    #: return such values unchanged; "time" or "enum" where outputs are remembered.
-    kind: str | None
-
-
-class _Projection:
-    """The columns a plan reads, gathered while it is compiled, in the table's order."""
+class _Columns:
+    """The columns a plan reads, in the table's order: gathered while its selection is
+    compiled the first time, then bound (the second time, each field reads its place)."""
 
     def __init__(self, order: tuple[str, ...], always: tuple[str, ...]) -> None:
         self._order = order
         self._wanted = set(always)
+        self.bound: tuple[str, ...] | None = None
 
-    def add(self, column: _Column) -> _Column:
-        if column.attribute.column is not None:
-            self._wanted.add(column.attribute.column)
-        return column
-
-    def require(self, *names: str) -> None:
+    def want(self, *names: str) -> None:
         self._wanted.update(names)
 
     def columns(self) -> tuple[str, ...]:
         return tuple(name for name in self._order if name in self._wanted)
+
+    def bind(self) -> None:
+        self.bound = self.columns()
 
 
 def _unwrap(kind: Any) -> tuple[Any, bool]:
@@ -231,89 +202,8 @@ def _unwrap(kind: Any) -> tuple[Any, bool]:
     return (kind if nullable else kind.of_type), nullable
 
 
-def _is_plain(field_def: GraphQLField) -> bool:
-    """A field with no arguments whose value is its record attribute."""
-    return plain_attribute(field_def) is not None
-
-
-class _Collector:
-    """Groups a selection set's fields by response key, resolving fragments."""
-
-    def __init__(self, fragments: dict[str, FragmentDefinitionNode]) -> None:
-        self._fragments = fragments
-
-    def collect(self, parent: GraphQLObjectType,
-                selection_sets: list[SelectionSetNode]) -> OrderedDict[str, list[FieldNode]]:
-        grouped: OrderedDict[str, list[FieldNode]] = OrderedDict()
-        for selection_set in selection_sets:
-            self._into(parent, selection_set, grouped, set())
-        return grouped
-
-    def _into(self, parent: GraphQLObjectType, selection_set: SelectionSetNode,
-              grouped: OrderedDict[str, list[FieldNode]], seen: set[str]) -> None:
-        for selection in selection_set.selections:
-            if selection.directives:
-                raise _NoPlan
-            if isinstance(selection, FieldNode):
-                key = (selection.alias or selection.name).value
-                grouped.setdefault(key, []).append(selection)
-            elif isinstance(selection, InlineFragmentNode):
-                condition = selection.type_condition
-                if condition is not None and condition.name.value != parent.name:
-                    raise _NoPlan
-                self._into(parent, selection.selection_set, grouped, seen)
-            elif isinstance(selection, FragmentSpreadNode):
-                name = selection.name.value
-                if name in seen:
-                    continue  # graphql-core collects a fragment once per selection set
-                seen.add(name)
-                fragment = self._fragments.get(name)
-                if fragment is None or fragment.directives or (
-                    fragment.type_condition.name.value != parent.name
-                ):
-                    raise _NoPlan
-                self._into(parent, fragment.selection_set, grouped, seen)
-            else:  # pragma: no cover - no other selection kinds exist
-                raise _NoPlan
-
-    def fields(self, parent: GraphQLObjectType, nodes: list[FieldNode]
-               ) -> OrderedDict[str, tuple[str, list[FieldNode]]]:
-        """Sub-selections of ``nodes`` (one response key), keyed, with field names."""
-        sets = [node.selection_set for node in nodes if node.selection_set is not None]
-        grouped = self.collect(parent, sets)
-        result: OrderedDict[str, tuple[str, list[FieldNode]]] = OrderedDict()
-        for key, fields in grouped.items():
-            name = fields[0].name.value
-            if any(field.arguments for field in fields):
-                raise _NoPlan
-            result[key] = (name, fields)
-        return result
-
-
-def _leaf(parent: GraphQLObjectType, name: str) -> _Leaf:
-    field_def = parent.fields.get(name)
-    if field_def is None or not _is_plain(field_def):
-        raise _NoPlan
-    leaf, nullable = _unwrap(field_def.type)
-    python_name = field_def.extensions["strawberry-definition"].python_name
-    if isinstance(leaf, GraphQLList):
-        # A list of non-null scalars or enums (a chat's tags): each item coerced as the
-        # executor coerces it.
-        item, item_nullable = _unwrap(leaf.of_type)
-        if item_nullable or not isinstance(item, GraphQLScalarType | GraphQLEnumType):
-            raise _NoPlan
-        coerce_item = item.coerce_output_value
-
-        def coerce_list(value: Any) -> list[Any]:
-            coerced = [coerce_item(element) for element in value]
-            if any(element is None for element in coerced):
-                raise _Fallback
-            return coerced
-
-        return python_name, coerce_list, nullable
-    if not isinstance(leaf, GraphQLScalarType | GraphQLEnumType):
-        raise _NoPlan
-    return python_name, leaf.coerce_output_value, nullable
+def _unbound(row: Any) -> Any:  # pragma: no cover - the first pass's fillers never run
+    raise AssertionError("a plan filled before its columns were bound")
 
 
 #: Scalars whose output coercion returns values of one Python type unchanged
@@ -321,60 +211,35 @@ def _leaf(parent: GraphQLObjectType, name: str) -> _Leaf:
 _UNCHANGED = {"String": "str", "ID": "str", "Boolean": "bool", "Int": "int"}
 
 
-def _column(parent: GraphQLObjectType, name: str,
-            attribute_of: Callable[[str], Attribute | None]) -> _Column:
-    """The node field ``name``, read from a page row."""
-    python_name, coerce, nullable = _leaf(parent, name)
-    attribute = attribute_of(python_name)
-    if attribute is None:
-        raise _NoPlan
-    leaf, _ = _unwrap(parent.fields[name].type)
-    kind: str | None = None
+def _kind(field_def: GraphQLField, stored: Attribute) -> str | None:
+    """How a column's output may be made faster: "str", "bool" or "int" for
+    graphql-core's own String/ID, Boolean and Int when the driver's value is the
+    record's; "time" or "enum" where outputs are remembered; None otherwise."""
+    leaf, _ = _unwrap(field_def.type)
     if isinstance(leaf, GraphQLEnumType):
-        kind = "enum"
-    elif isinstance(leaf, GraphQLScalarType) and (
+        return "enum"
+    if isinstance(leaf, GraphQLScalarType) and (
             leaf.coerce_output_value is _BUILTIN_COERCERS.get(leaf.name)):
-        kind = None if attribute.convert is not None else _UNCHANGED.get(leaf.name)
-    elif attribute.time:
-        kind = "time"
-    return _Column(attribute, coerce, nullable, kind)
+        return None if stored.convert is not None else _UNCHANGED.get(leaf.name)
+    return "time" if stored.time else None
 
 
-def _output(convert: Callable[[Any], Any] | None, coerce: Callable[[Any], Any],
-            nullable: bool) -> Callable[[Any], Any]:
-    """A field's response value from its stored value (``convert``: the record's from
-    the driver's); :class:`_Fallback` where the executor would report an error (a null
-    in a non-null field, a value the scalar refuses)."""
+def _bound(stored: Attribute, kind: str | None, complete: Callable[[Any], Any],
+           index: int) -> Callable[[Any], Any]:
+    """The response's value of a field stored as ``stored``, from a row whose column is
+    at ``index`` (``complete``: the shape compiler's, from the record's value).
+
+    Raises :class:`~chatql.gql.plans.shapes.Refused` where the executor would report an
+    error (a null in a non-null field, a value the scalar refuses).
+    """
+    convert = stored.convert
 
     def output(raw: Any) -> Any:
-        value = raw if convert is None else convert(raw)
-        if value is None:
-            if nullable:
-                return None
-            raise _Fallback
-        try:
-            coerced = coerce(value)
-        except Exception:
-            raise _Fallback from None
-        if coerced is None:
-            raise _Fallback
-        return coerced
+        return complete(raw if convert is None else convert(raw))
 
-    return output
-
-
-def _bound(column: _Column, index: int) -> Callable[[Any], Any]:
-    """How the response's value of ``column`` is read from a row whose column is at
-    ``index``.
-
-    Raises :class:`_Fallback` where the executor would report an error (a null in a
-    non-null field, a value the scalar refuses).
-    """
-    output = _output(column.attribute.convert, column.coerce, column.nullable)
-    if column.attribute.column is None:  # not stored: one value for every row
-        constant = output(column.attribute.constant)
+    if stored.column is None:  # not stored: one value for every row
+        constant = output(stored.constant)
         return lambda row: constant
-    kind = column.kind
     if kind == "str" or kind == "bool":
         same = str if kind == "str" else bool
 
@@ -414,36 +279,83 @@ def _bound(column: _Column, index: int) -> Callable[[Any], Any]:
     return lambda row: output(row[index])
 
 
-def _filler(shape: _Shape, columns: tuple[str, ...], offset: int = 0
-            ) -> Callable[[Any], dict[str, Any]]:
-    """A node object from a row whose ``columns`` start at ``offset``."""
-    parts: list[tuple[str, Callable[[Any], Any]]] = []
-    for key, what in shape:
-        if isinstance(what, str):  # __typename
-            parts.append((key, _constant(what)))
-        elif isinstance(what, _Column):
-            column = what.attribute.column
-            parts.append((key, _bound(what, -1 if column is None
-                                      else offset + columns.index(column))))
-        elif isinstance(what, _Files):
-            parts.append((key, itemgetter(-1 - what.slot)))
-        else:  # already bound (a chat's newest message)
-            parts.append((key, what))
-
-    def fill(row: Any) -> dict[str, Any]:
-        return {key: output(row) for key, output in parts}
-
-    return fill
+#: A field with a resolver of its own that a page row answers: (parent, field, its nodes,
+#: the collector, depth) -> its output from the row.
+_Resolved = Callable[[GraphQLObjectType, str, GraphQLField, list[FieldNode], Collector, int],
+                     Callable[[Any], Any]]
 
 
-def _constant(value: str) -> Callable[[Any], str]:
-    return lambda row: value
+class _Rows(Reader):
+    """Reads an object's stored fields from a page row, whose columns (``columns``,
+    once bound) start at ``offset``, each decoded as the record's attribute is
+    (``attribute_of``); ``resolved`` answers the fields with resolvers it knows."""
+
+    def __init__(self, attribute_of: Callable[[str], Attribute | None], columns: _Columns,
+                 offset: int = 0, resolved: dict[str, _Resolved] | None = None) -> None:
+        self._attribute_of = attribute_of
+        self._columns = columns
+        self._offset = offset
+        self._resolved = resolved or {}
+
+    def plain(self, parent: GraphQLObjectType, field_def: GraphQLField, attribute: str,
+              named: Any, complete: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        stored = self._attribute_of(attribute)
+        if stored is None or not isinstance(named, GraphQLScalarType | GraphQLEnumType):
+            raise NoShape  # not a column of the row
+        if stored.column is not None:
+            self._columns.want(stored.column)
+        bound = self._columns.bound
+        if bound is None:
+            return _unbound
+        index = -1 if stored.column is None else self._offset + bound.index(stored.column)
+        return _bound(stored, _kind(field_def, stored), complete, index)
+
+    def resolved(self, parent: GraphQLObjectType, name: str, field_def: GraphQLField,
+                 nodes: list[FieldNode], collector: Collector, depth: int
+                 ) -> Callable[[Any], Any]:
+        answer = self._resolved.get(name)
+        if answer is None:
+            raise NoShape
+        return answer(parent, name, field_def, nodes, collector, depth)
+
+
+class _FileRecords(Reader):
+    """Reads a ``File`` from ``(record, files service, base URL)``: its stored fields
+    from the record, ``url`` signed as the resolver signs it."""
+
+    def plain(self, parent: GraphQLObjectType, field_def: GraphQLField, attribute: str,
+              named: Any, complete: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        return lambda source: complete(getattr(source[0], attribute))
+
+    def resolved(self, parent: GraphQLObjectType, name: str, field_def: GraphQLField,
+                 nodes: list[FieldNode], collector: Collector, depth: int
+                 ) -> Callable[[Any], Any]:
+        leaf, nullable = _unwrap(field_def.type)
+        if (name != "url" or nullable or leaf is not GraphQLString
+                or not _resolver_of(field_def, File, "url")):
+            raise NoShape
+        return lambda source: signed_url(source[1], source[2], str(source[0].id))
+
+
+_FILE_RECORDS = _FileRecords()
+
+
+def _sets(nodes: list[FieldNode]) -> list[SelectionSetNode]:
+    return [node.selection_set for node in nodes if node.selection_set is not None]
+
+
+def _check_leaf(parent: GraphQLObjectType, name: str) -> None:
+    """A connection field the plan answers itself must still be a plain scalar."""
+    field_def = parent.fields.get(name)
+    if field_def is None or plain_attribute(field_def) is None or not isinstance(
+            named_type(field_def.type), GraphQLScalarType):
+        raise _NoPlan
 
 
 def _object(parent: GraphQLObjectType, name: str, *, plain: bool = True,
             listed: bool = False) -> GraphQLObjectType:
     field_def = parent.fields.get(name)
-    if field_def is None or (plain and not _is_plain(field_def)):
+    if field_def is None or (plain and plain_attribute(field_def) is None):
         raise _NoPlan
     kind, nullable = _unwrap(field_def.type)
     if nullable:
@@ -504,58 +416,46 @@ def _check_inbox_arguments(field_def: GraphQLField, node: FieldNode) -> None:
 
 
 def _compile_chat(operation: OperationDefinitionNode, root: _Shape, field_def: GraphQLField,
-                  nodes: list[FieldNode], collector: _Collector) -> _PagePlan:
-    """``chat(id)``: its scalars and ``lastMessage`` (its scalars), from one row."""
+                  nodes: list[FieldNode], collector: Collector) -> _PagePlan:
+    """``chat(id)``: its stored fields and ``lastMessage`` (its stored fields), from one
+    row: the chat's columns, then its newest message's."""
     if set(field_def.args) != {"id"}:
         raise _NoPlan
     chat_type, nullable = _unwrap(field_def.type)
     if not nullable or not isinstance(chat_type, GraphQLObjectType):
         raise _NoPlan
-    chat_projection = _Projection(*_PROJECTIONS["chat"])
-    message_projection = _Projection(MESSAGE_COLUMNS, ("id",))
-    shape: _Shape = []
-    last_messages: list[tuple[int, _Shape]] = []
-    for key, (name, fields) in collector.fields(chat_type, nodes).items():
-        if name == "__typename":
-            shape.append((key, chat_type.name))
-        elif name == "lastMessage":
-            last = chat_type.fields.get(name)
-            strawberry_field = last.extensions.get("strawberry-definition") if last else None
-            message_type, last_nullable = _unwrap(last.type) if last else (None, False)
-            if last is None or last.args or not last_nullable or (
-                getattr(strawberry_field, "python_name", None) != "last_message"
-            ) or not isinstance(message_type, GraphQLObjectType):
-                raise _NoPlan
-            message: _Shape = []
-            for message_key, (message_name, _) in collector.fields(message_type,
-                                                                   fields).items():
-                if message_name == "__typename":
-                    message.append((message_key, message_type.name))
-                else:
-                    message.append((message_key, message_projection.add(
-                        _column(message_type, message_name, message_attribute))))
-            last_messages.append((len(shape), message))
-            shape.append((key, None))
-        else:
-            shape.append((key, chat_projection.add(_column(chat_type, name, chat_attribute))))
-    columns = chat_projection.columns()
-    message_columns = message_projection.columns() if last_messages else ()
-    for at, message in last_messages:
-        shape[at] = (shape[at][0], _last_message(
-            _filler(message, message_columns, len(columns)), len(columns)))
+    chat_columns = _Columns(*_PROJECTIONS["chat"])
+    message_columns = _Columns(MESSAGE_COLUMNS, ("id",))
+    asked: list[bool] = []
+
+    def last_message(parent: GraphQLObjectType, name: str, last: GraphQLField,
+                     fields: list[FieldNode], collector: Collector, depth: int
+                     ) -> Callable[[Any], Any]:
+        message_type, last_nullable = _unwrap(last.type)
+        if ( not last_nullable
+                or not isinstance(message_type, GraphQLObjectType)
+                or not _resolver_of(last, ChatType, "last_message")):
+            raise NoShape
+        asked.append(True)
+        at = len(chat_columns.bound or ())  # where the message's columns start: its id
+        fill = object_shape(message_type, _sets(fields), collector=collector, depth=depth + 1,
+                            reader=_Rows(message_attribute, message_columns, offset=at))
+        if chat_columns.bound is None:
+            return _unbound
+        return lambda row: fill(row) if row[at] is not None else None
+
+    def compile_chat() -> Shape:
+        return object_shape(chat_type, _sets(nodes), collector=collector, reader=_Rows(
+            chat_attribute, chat_columns, resolved={"lastMessage": last_message}))
+
+    compile_chat()
+    chat_columns.bind()
+    message_columns.bind()
+    chat = compile_chat()
     return _PagePlan(kind="chat", operation=operation, root=root, field=field_def,
-                     node=nodes[0], connection=[], needs_cursors=False, columns=columns,
-                     message_columns=message_columns, chat=_filler(shape, columns))
-
-
-def _last_message(fill: Callable[[Any], dict[str, Any]],
-                  at: int) -> Callable[[Any], Any]:
-    """The newest message of a chat row, whose message columns start at ``at`` with its
-    id (null while the chat has no messages)."""
-    def output(row: Any) -> Any:
-        return fill(row) if row[at] is not None else None
-
-    return output
+                     node=nodes[0], connection=[], needs_cursors=False,
+                     columns=chat_columns.columns(),
+                     message_columns=message_columns.columns() if asked else (), chat=chat)
 
 
 def _compile_page(schema: Any, document: DocumentNode,
@@ -575,7 +475,7 @@ def _compile_page(schema: Any, document: DocumentNode,
     ):
         raise _NoPlan
     query_type: GraphQLObjectType = schema.query_type
-    collector = _Collector(fragments)
+    collector = Collector(fragments)
     roots = collector.collect(query_type, [operation.selection_set])
     root: _Shape = []
     page: tuple[GraphQLField, list[FieldNode]] | None = None
@@ -600,78 +500,86 @@ def _compile_page(schema: Any, document: DocumentNode,
         _check_inbox_arguments(field_def, nodes[0])
     else:
         _check_chat_list_arguments(field_def, nodes[0])
-    attribute_of = _ATTRIBUTES[kind]
-    projection = _Projection(*_PROJECTIONS[kind])
     connection_type, nullable = _unwrap(field_def.type)
     if nullable or not isinstance(connection_type, GraphQLObjectType):
         raise _NoPlan
-
     edge_type = _object(connection_type, "edges", listed=True)
     info_type = _object(connection_type, "pageInfo")
     node_type = _object(edge_type, "node")
-    needs_cursors = False
-    files: list[_Files] = []
-    connection: _Shape = []
-    for key, (name, fields) in collector.fields(connection_type, nodes).items():
-        if name == "__typename":
-            connection.append((key, connection_type.name))
-        elif name == "edges":
-            edge: _Shape = []
-            for edge_key, (edge_name, edge_fields) in collector.fields(edge_type,
-                                                                      fields).items():
-                if edge_name == "__typename":
-                    edge.append((edge_key, edge_type.name))
-                elif edge_name == "cursor":
-                    _leaf(edge_type, "cursor")
-                    needs_cursors = True
-                    edge.append((edge_key, ("cursor",)))
-                elif edge_name == "node":
-                    shape: _Shape = []
-                    for node_key, (node_name, node_fields) in collector.fields(
-                            node_type, edge_fields).items():
-                        if node_name == "__typename":
-                            shape.append((node_key, node_type.name))
-                        elif node_name == "files" and kind == "messages":
-                            files.append(_files(node_type, node_fields, collector, len(files)))
-                            projection.require("id", "type", "props")
-                            shape.append((node_key, files[-1]))
-                        else:
-                            shape.append((node_key, projection.add(
-                                _column(node_type, node_name, attribute_of))))
-                    edge.append((edge_key, ("node", shape)))
-                else:
-                    raise _NoPlan
-            connection.append((key, ("edges", edge)))
-        elif name == "pageInfo":
-            info: _Shape = []
-            for info_key, (info_name, _) in collector.fields(info_type, fields).items():
-                if info_name == "__typename":
-                    info.append((info_key, info_type.name))
-                elif info_name in _PAGE_INFO_FIELDS:
-                    _leaf(info_type, info_name)
-                    needs_cursors = needs_cursors or info_name in ("startCursor", "endCursor")
-                    info.append((info_key, ("info", _PAGE_INFO_FIELDS[info_name])))
-                else:
-                    raise _NoPlan
-            connection.append((key, ("pageInfo", info)))
-        else:
-            raise _NoPlan
-    # Every node shape known, the columns are too: the edges are bound to them.
-    columns = projection.columns()
-    for at, (key, what) in enumerate(connection):
-        if not isinstance(what, str) and what[0] == "edges":
-            connection[at] = (key, ("edges", _edges(what[1], columns)))
+    columns = _Columns(*_PROJECTIONS[kind])
+    files: list[Shape] = []
+
+    def message_files(parent: GraphQLObjectType, name: str, field: GraphQLField,
+                      fields: list[FieldNode], collector: Collector, depth: int
+                      ) -> Callable[[Any], Any]:
+        """``Message.files`` as gql/schema/types.py resolves it (the loader's records, in
+        the order the props name them): filled by :meth:`CompiledReads._with_files`."""
+        if not _resolver_of(field, Message, "files"):
+            raise NoShape
+        file_type = _object(parent, name, plain=False, listed=True)
+        files.append(object_shape(file_type, _sets(fields), reader=_FILE_RECORDS,
+                                  collector=collector, depth=depth + 1))
+        columns.want("id", "type", "props")
+        return itemgetter(-1 - (len(files) - 1))
+
+    rows = _Rows(_ATTRIBUTES[kind], columns,
+                 resolved={"files": message_files} if kind == "messages" else None)
+
+    def compile_connection() -> tuple[_Shape, bool]:
+        files.clear()
+        needs_cursors = False
+        connection: _Shape = []
+        for key, (name, fields) in collector.fields(connection_type, _sets(nodes)).items():
+            if name == "__typename":
+                connection.append((key, connection_type.name))
+            elif name == "edges":
+                edge: list[tuple[str, str, Any]] = []
+                for edge_key, (edge_name, edge_fields) in collector.fields(
+                        edge_type, _sets(fields)).items():
+                    if edge_name == "__typename":
+                        edge.append((edge_key, "constant", edge_type.name))
+                    elif edge_name == "cursor":
+                        _check_leaf(edge_type, "cursor")
+                        needs_cursors = True
+                        edge.append((edge_key, "cursor", None))
+                    elif edge_name == "node":
+                        edge.append((edge_key, "node", object_shape(
+                            node_type, _sets(edge_fields), reader=rows, collector=collector)))
+                    else:
+                        raise _NoPlan
+                connection.append((key, ("edges", _edges(edge))))
+            elif name == "pageInfo":
+                info: _Shape = []
+                for info_key, (info_name, _) in collector.fields(info_type, _sets(fields)).items():
+                    if info_name == "__typename":
+                        info.append((info_key, info_type.name))
+                    elif info_name in _PAGE_INFO_FIELDS:
+                        _check_leaf(info_type, info_name)
+                        needs_cursors = needs_cursors or info_name in ("startCursor",
+                                                                       "endCursor")
+                        info.append((info_key, ("info", _PAGE_INFO_FIELDS[info_name])))
+                    else:
+                        raise _NoPlan
+                connection.append((key, ("pageInfo", info)))
+            else:
+                raise _NoPlan
+        return connection, needs_cursors
+
+    compile_connection()  # gathers the columns the nodes read
+    columns.bind()
+    connection, needs_cursors = compile_connection()
+    read = columns.columns()
     if kind == "chats":
-        positions = chat_positions(columns)
+        positions = chat_positions(read)
     elif kind == "interrupts":
-        positions = inbox_positions(columns)
+        positions = inbox_positions(read)
     else:
-        sequence = itemgetter(columns.index("sequence"))
+        sequence = itemgetter(read.index("sequence"))
         positions = (sequence, sequence)
-    source = (columns.index("id"), columns.index("type"), columns.index("props")) if files else (
+    source = (read.index("id"), read.index("type"), read.index("props")) if files else (
         0, 0, 0)
     return _PagePlan(kind=kind, operation=operation, root=root, field=field_def, node=nodes[0],
-                     connection=connection, needs_cursors=needs_cursors, columns=columns,
+                     connection=connection, needs_cursors=needs_cursors, columns=read,
                      positions=positions, files=tuple(files), file_source=source)
 
 
@@ -689,42 +597,10 @@ def _resolver_of(field_def: GraphQLField, owner: type, python_name: str) -> bool
             and not getattr(strawberry_field, "extensions", None))
 
 
-def _files(message_type: GraphQLObjectType, nodes: list[FieldNode], collector: _Collector,
-           slot: int) -> _Files:
-    """``Message.files`` (as gql/schema/types.py resolves it: the loader's records, in
-    the order the props name them), asking ``File``'s stored fields and ``url``."""
-    field_def = message_type.fields.get("files")
-    if field_def is None or not _resolver_of(field_def, Message, "files"):
-        raise _NoPlan
-    file_type = _object(message_type, "files", plain=False, listed=True)
-    parts: list[tuple[str, str, Any]] = []
-    for key, (name, _) in collector.fields(file_type, nodes).items():
-        if name == "__typename":
-            parts.append((key, "constant", file_type.name))
-        elif name == "url":
-            url = file_type.fields["url"]
-            leaf, nullable = _unwrap(url.type)
-            if (nullable or leaf is not GraphQLString
-                    or not _resolver_of(url, File, "url")):
-                raise _NoPlan
-            parts.append((key, "url", None))
-        else:
-            python_name, coerce, nullable = _leaf(file_type, name)
-            parts.append((key, "leaf", (python_name, _output(None, coerce, nullable))))
-    return _Files(slot, tuple(parts))
-
-
-def _edges(shape: _Shape, columns: tuple[str, ...]
+def _edges(parts: list[tuple[str, str, Any]]
            ) -> Callable[[list[Any], list[str]], list[dict[str, Any]]]:
-    """A page's edges from its rows and their cursors, for rows of ``columns``."""
-    parts: list[tuple[str, str, Any]] = []
-    for key, what in shape:
-        if isinstance(what, str):  # __typename
-            parts.append((key, "constant", what))
-        elif what[0] == "cursor":
-            parts.append((key, "cursor", None))
-        else:
-            parts.append((key, "node", _filler(what[1], columns)))
+    """A page's edges from its rows and their cursors: each part a constant (its
+    ``__typename``), the row's cursor or its node's filler."""
     if [kind for _, kind, _ in parts] == ["cursor", "node"]:  # what most front ends ask
         (cursor_key, _, _), (node_key, _, fill) = parts
         return lambda page, cursors: [{cursor_key: cursor, node_key: fill(item)}
@@ -789,7 +665,7 @@ class CompiledReads:
             return None
         try:
             return _compile_page(graphql_schema, document, operation_name)
-        except _NoPlan:
+        except (_NoPlan, NoShape):
             return None
         except Exception:  # a shape this module misjudged: the executor serves it
             logger.debug("no plan for a document", exc_info=True)
@@ -799,7 +675,7 @@ class CompiledReads:
         """``{"data": …}`` of a compiled read, or None (run it the ordinary way)."""
         try:
             return {"data": await self._run(plan, call.context, call.variables or {})}
-        except (_Fallback, ChatqlError):
+        except (_Fallback, Refused, ChatqlError):
             return None
         except Exception:  # the ordinary path reports whatever this was, properly
             logger.debug("compiled read fell back", exc_info=True)
@@ -1007,8 +883,9 @@ class CompiledReads:
                 order = {file_id: place for place, file_id in enumerate(
                     file_ids_in(row[at_type], props, strict=False))}
                 records = sorted(records, key=lambda file: order.get(file.id, len(order)))
-            rows.append((*row, *(files.fill(records, service, base)
-                                 for files in reversed(plan.files))))
+            sources = [(record, service, base) for record in records]
+            rows.append((*row, *([fill(source) for source in sources]
+                                 for fill in reversed(plan.files))))
         return rows
 
     def _cursors(self, signer: Any, scope: str, page: list[Any],

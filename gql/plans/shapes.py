@@ -2,16 +2,22 @@
 that fills the response object from the value a resolver would have returned.
 
 Every fast plan answers with objects the executor would have built: a receipt of
-``appendMessages``, a ``pushChunks`` result, a ``chatEvents`` event. Rather than each
-writing its answer by hand (and restating the type's field names), a plan compiles its
-document's selection against the schema type its root field returns
-(:func:`object_shape`), and fills the result from the resolver's value, field by field,
-as the executor does:
+``appendMessages``, a ``pushChunks`` result, a ``chatEvents`` event, the nodes of a
+compiled page. Rather than each writing its answer by hand (and restating the type's
+field names), a plan compiles its document's selection against the schema type its root
+field returns (:func:`object_shape`), and fills the result from the resolver's value,
+field by field, as the executor does:
 
+- fields are collected by response key as the executor collects them: fragments (whose
+  type condition is the type itself) expanded once per selection set, a key selected
+  twice merged into one field with the sub-selections of both;
 - a field whose resolver is Strawberry's default one reads the value's attribute of the
-  field's Python name (:func:`~chatql.gql.document_shapes.plain_attribute`); a field with
-  its own resolver, arguments, directives, an interface or a union is not a shape's
-  (:class:`NoShape`: the executor answers such documents);
+  field's Python name (:func:`~chatql.gql.document_shapes.plain_attribute`); how it is
+  read is the :class:`Reader`'s business — the attribute of a record by default, a
+  column of a database row for compiled reads;
+- a field with its own resolver is the reader's to answer (:meth:`Reader.resolved`); a
+  reader that does not know it, arguments, directives, an interface or a union are not a
+  shape's (:class:`NoShape`: the executor answers such documents);
 - scalars and enums are serialised by the schema's own serialisers; lists are completed
   item by item; objects nest (to :data:`MAX_NESTING` levels);
 - ``__typename`` is the type's name;
@@ -24,29 +30,36 @@ declines the documents that select it; it never goes missing from one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from graphql import (
     FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
     GraphQLEnumType,
+    GraphQLField,
     GraphQLList,
     GraphQLNonNull,
     GraphQLObjectType,
     GraphQLScalarType,
+    InlineFragmentNode,
     SelectionSetNode,
 )
 from graphql.pyutils import Undefined
 
 from chatql.gql.document_shapes import plain_attribute
 
-__all__ = ["MAX_NESTING", "NoShape", "Refused", "Shape", "object_shape", "result_type"]
+__all__ = ["ATTRIBUTES", "MAX_NESTING", "Collector", "Leaf", "NoShape", "Reader", "Refused",
+           "Shape", "completer", "named_type", "object_shape", "result_type", "serialiser"]
 
 #: How deep a shape's objects may nest (an event -> its chat -> the chat's objects).
 MAX_NESTING = 4
 
 #: Fills one response object from the resolver's value.
 Shape = Callable[[Any], dict[str, Any]]
+#: Scalar and enum types: what a leaf field names.
+Leaf = GraphQLScalarType | GraphQLEnumType
 
 
 class NoShape(Exception):
@@ -65,26 +78,103 @@ def result_type(field_type: Any) -> GraphQLObjectType:
     return field_type.of_type
 
 
-def object_shape(parent: GraphQLObjectType, selection_set: SelectionSetNode, *,
-                 depth: int = 1) -> Shape:
-    """The filler of one selection set on ``parent`` (fragments already expanded, see
-    :func:`~chatql.gql.document_shapes.sole_root_field`): plain fields only, each
-    response key once (merging repeated keys is the executor's business)."""
-    if depth > MAX_NESTING or not selection_set.selections:
-        raise NoShape
-    fields: list[tuple[str, Callable[[Any], Any]]] = []
-    seen: set[str] = set()
-    for selection in selection_set.selections:
-        if not isinstance(selection, FieldNode) or selection.directives or selection.arguments:
-            raise NoShape
-        key = (selection.alias or selection.name).value
-        if key in seen:
-            raise NoShape
-        seen.add(key)
-        name = selection.name.value
-        if name == "__typename":
-            if selection.selection_set is not None:
+def named_type(kind: Any) -> Any:
+    """A field type without its non-null and list wrappers."""
+    while isinstance(kind, GraphQLNonNull | GraphQLList):
+        kind = kind.of_type
+    return kind
+
+
+class Collector:
+    """Groups a selection set's fields by response key, as the executor does:
+    fragments expanded (each once per selection set), inline fragments and fragments
+    only on the type itself, no directives anywhere (NoShape otherwise)."""
+
+    def __init__(self, fragments: Mapping[str, FragmentDefinitionNode] | None = None) -> None:
+        self._fragments = fragments or {}
+
+    def collect(self, parent: GraphQLObjectType,
+                selection_sets: Sequence[SelectionSetNode]) -> dict[str, list[FieldNode]]:
+        grouped: dict[str, list[FieldNode]] = {}
+        for selection_set in selection_sets:
+            self._into(parent, selection_set, grouped, set())
+        return grouped
+
+    def fields(self, parent: GraphQLObjectType, selection_sets: Sequence[SelectionSetNode]
+               ) -> dict[str, tuple[str, list[FieldNode]]]:
+        """The fields of ``selection_sets`` (those of one response key), keyed, each
+        with its field name; a field given arguments is NoShape."""
+        grouped = self.collect(parent, selection_sets)
+        result: dict[str, tuple[str, list[FieldNode]]] = {}
+        for key, fields in grouped.items():
+            if any(field.arguments for field in fields):
                 raise NoShape
+            result[key] = (fields[0].name.value, fields)
+        return result
+
+    def _into(self, parent: GraphQLObjectType, selection_set: SelectionSetNode,
+              grouped: dict[str, list[FieldNode]], seen: set[str]) -> None:
+        for selection in selection_set.selections:
+            if selection.directives:
+                raise NoShape
+            if isinstance(selection, FieldNode):
+                grouped.setdefault((selection.alias or selection.name).value,
+                                   []).append(selection)
+            elif isinstance(selection, InlineFragmentNode):
+                condition = selection.type_condition
+                if condition is not None and condition.name.value != parent.name:
+                    raise NoShape
+                self._into(parent, selection.selection_set, grouped, seen)
+            elif isinstance(selection, FragmentSpreadNode):
+                name = selection.name.value
+                if name in seen:
+                    continue  # the executor collects a fragment once per selection set
+                seen.add(name)
+                fragment = self._fragments.get(name)
+                if fragment is None or fragment.directives or (
+                        fragment.type_condition.name.value != parent.name):
+                    raise NoShape
+                self._into(parent, fragment.selection_set, grouped, seen)
+            else:  # pragma: no cover - no other selection kinds exist
+                raise NoShape
+
+
+class Reader:
+    """How a shape reads its source's fields: by default (:data:`ATTRIBUTES`) the
+    attribute of a record, which is what Strawberry's default resolver reads."""
+
+    def plain(self, parent: GraphQLObjectType, field_def: GraphQLField, attribute: str,
+              named: Any, complete: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """The output of a field whose value is the source's ``attribute``, given
+        ``complete`` (the value to its output: nulls, lists, serialisers, objects)."""
+        return lambda source: complete(getattr(source, attribute))
+
+    def resolved(self, parent: GraphQLObjectType, name: str, field_def: GraphQLField,
+                 nodes: list[FieldNode], collector: Collector, depth: int
+                 ) -> Callable[[Any], Any]:
+        """The output of the field ``name``, which has a resolver of its own: the
+        executor's, unless a reader knows it."""
+        raise NoShape
+
+
+#: Reads fields as Strawberry's default resolver does.
+ATTRIBUTES = Reader()
+
+
+def object_shape(parent: GraphQLObjectType,
+                 selection: SelectionSetNode | Sequence[SelectionSetNode], *,
+                 reader: Reader = ATTRIBUTES, collector: Collector | None = None,
+                 depth: int = 1) -> Shape:
+    """The filler of ``selection`` (one selection set, or those of one response key) on
+    ``parent``, reading its source with ``reader``; fragments are expanded by
+    ``collector`` (one without fragments when not given)."""
+    sets = [selection] if isinstance(selection, SelectionSetNode) else list(selection)
+    if depth > MAX_NESTING or not any(each.selections for each in sets):
+        raise NoShape
+    collector = collector or Collector()
+    fields: list[tuple[str, Callable[[Any], Any]]] = []
+    for key, (name, nodes) in collector.fields(parent, sets).items():
+        if name == "__typename":
             fields.append((key, _constant(parent.name)))
             continue
         field_def = parent.fields.get(name)
@@ -92,20 +182,23 @@ def object_shape(parent: GraphQLObjectType, selection_set: SelectionSetNode, *,
             raise NoShape
         attribute = plain_attribute(field_def)
         if attribute is None:
-            raise NoShape
-        named = field_def.type
-        while isinstance(named, GraphQLNonNull | GraphQLList):
-            named = named.of_type
+            fields.append((key, reader.resolved(parent, name, field_def, nodes, collector,
+                                                depth)))
+            continue
+        named = named_type(field_def.type)
+        children = [node.selection_set for node in nodes if node.selection_set is not None]
         inner: Callable[[Any], Any]
         if isinstance(named, GraphQLScalarType | GraphQLEnumType):
-            if selection.selection_set is not None:
+            if children:
                 raise NoShape
-            inner = _serialiser(named)
-        elif isinstance(named, GraphQLObjectType) and selection.selection_set is not None:
-            inner = object_shape(named, selection.selection_set, depth=depth + 1)
+            inner = serialiser(named)
+        elif isinstance(named, GraphQLObjectType) and children:
+            inner = object_shape(named, children, reader=reader, collector=collector,
+                                 depth=depth + 1)
         else:
             raise NoShape  # interfaces and unions: the executor resolves their type
-        fields.append((key, _reader(attribute, _completer(field_def.type, inner))))
+        fields.append((key, reader.plain(parent, field_def, attribute, named,
+                                         completer(field_def.type, inner))))
     filled = tuple(fields)
 
     def fill(source: Any) -> dict[str, Any]:
@@ -114,13 +207,13 @@ def object_shape(parent: GraphQLObjectType, selection_set: SelectionSetNode, *,
     return fill
 
 
-def _completer(kind: Any, inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def completer(kind: Any, inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """Completes a value of ``kind`` as the executor does: nulls where allowed, lists
     item by item; a null in a non-null place is refused (the executor reports it)."""
     nullable = not isinstance(kind, GraphQLNonNull)
     unwrapped = kind if nullable else kind.of_type
     if isinstance(unwrapped, GraphQLList):
-        item = _completer(unwrapped.of_type, inner)
+        item = completer(unwrapped.of_type, inner)
 
         def complete_list(value: Any) -> Any:
             if value is None:
@@ -143,7 +236,8 @@ def _completer(kind: Any, inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return complete
 
 
-def _serialiser(leaf: GraphQLScalarType | GraphQLEnumType) -> Callable[[Any], Any]:
+def serialiser(leaf: Leaf) -> Callable[[Any], Any]:
+    """A scalar's or enum's output of a value, by the schema's own serialiser."""
     serialize = leaf.serialize
 
     def output(value: Any) -> Any:
@@ -160,7 +254,3 @@ def _serialiser(leaf: GraphQLScalarType | GraphQLEnumType) -> Callable[[Any], An
 
 def _constant(value: str) -> Callable[[Any], str]:
     return lambda _source: value
-
-
-def _reader(attribute: str, complete: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    return lambda source: complete(getattr(source, attribute))

@@ -608,15 +608,25 @@ def test_a_time_field_prints_the_stored_instant_in_utc_whatever_the_driver_gave(
     that instant in UTC, and another instant prints as itself."""
     from datetime import UTC, datetime, timedelta, timezone
 
+    from graphql import parse
+
     from chatql.gql.library_adapters import graphql_core_schema
-    from chatql.gql.plans.compiled_reads import _bound, _column
+    from chatql.gql.plans.compiled_reads import _Columns, _Rows
+    from chatql.gql.plans.shapes import object_shape
     from chatql.gql.schema.root import build_schema
     from chatql.store.db.prepared import message_attribute
 
     schema = graphql_core_schema(build_schema(Settings()))
     message = schema.type_map["Message"]
     serialise = schema.type_map["DateTime"].serialize  # type: ignore[union-attr]
-    output = _bound(_column(message, "createdAt", message_attribute), 0)  # type: ignore[arg-type]
+    selection = parse("{ createdAt }").definitions[0].selection_set  # type: ignore[attr-defined]
+    columns = _Columns(("created_at",), ("created_at",))
+    columns.bind()
+    fill = object_shape(message, selection,  # type: ignore[arg-type]
+                        reader=_Rows(message_attribute, columns))
+
+    def output(row: tuple[Any, ...]) -> Any:
+        return fill(row)["createdAt"]
     utc = datetime(2026, 12, 5, 8, 0, 0, 123456, tzinfo=UTC)
     spellings = (utc, utc.astimezone(timezone(timedelta(hours=2))), utc.replace(tzinfo=None),
                  "2026-12-05 08:00:00.123456")

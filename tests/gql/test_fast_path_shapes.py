@@ -164,3 +164,82 @@ def test_the_shape_compiler_fills_an_object_as_the_executor_does() -> None:
         pass
     else:
         raise AssertionError("a null list was filled")
+
+
+def test_a_shape_collects_fragments_and_repeated_keys_as_the_executor_does() -> None:
+    """Fragments on the type itself are expanded and a key selected twice is one field
+    with both sub-selections, as the executor collects them; a fragment on another type
+    or a directive is the executor's."""
+    from graphql import FragmentDefinitionNode
+
+    from chatql.gql.plans.shapes import Collector
+
+    small = strawberry.Schema(SmallQuery)
+    outer_type = small._schema.type_map["Outer"]
+    text = ("{ outer { name ...F inner { n } ... on Outer { inner { t: __typename } c: count }"
+            " name ...F } } fragment F on Outer { count inner { n } mood }")
+    document = parse(text)
+    operation = document.definitions[0]
+    assert isinstance(operation, OperationDefinitionNode)
+    root = operation.selection_set.selections[0]
+    assert isinstance(root, FieldNode) and root.selection_set is not None
+    fragments = {d.name.value: d for d in document.definitions
+                 if isinstance(d, FragmentDefinitionNode)}
+    fill = object_shape(outer_type, root.selection_set, collector=Collector(fragments))
+    executed = small.execute_sync(text)
+    assert executed.errors is None and executed.data is not None
+    filled = fill(VALUE)
+    assert filled == executed.data["outer"]
+    assert list(filled) == list(executed.data["outer"])  # the executor's key order
+    assert filled["inner"] == {"n": 2, "t": "Inner"}
+    for other in ("{ outer { ... on Inner { n } } }", "{ outer { ...G } } fragment G on Outer "
+                  "{ name @skip(if: false) }", "{ outer { ...Missing } }"):
+        document = parse(other)
+        operation = document.definitions[0]
+        assert isinstance(operation, OperationDefinitionNode)
+        root = operation.selection_set.selections[0]
+        assert isinstance(root, FieldNode) and root.selection_set is not None
+        fragments = {d.name.value: d for d in document.definitions
+                     if isinstance(d, FragmentDefinitionNode)}
+        try:
+            object_shape(outer_type, root.selection_set, collector=Collector(fragments))
+        except NoShape:
+            continue
+        raise AssertionError(other)
+
+
+def test_a_reader_decides_how_a_shape_reads_its_source() -> None:
+    """The same selection filled from a row by a reader of positions, and a field with
+    a resolver answered by the reader that knows it; the rest is the executor's."""
+    from graphql import GraphQLObjectType
+
+    from chatql.gql.plans.shapes import Reader
+
+    small = strawberry.Schema(SmallQuery)
+    outer_type = small._schema.type_map["Outer"]
+    positions = {"name": 0, "count": 1}
+
+    class Rows(Reader):
+        def plain(self, parent: GraphQLObjectType, field_def: Any, attribute: str,
+                  named: Any, complete: Any) -> Any:
+            at = positions[attribute]
+            return lambda row: complete(row[at])
+
+        def resolved(self, parent: GraphQLObjectType, name: str, field_def: Any,
+                     nodes: Any, collector: Any, depth: int) -> Any:
+            if name != "computed":
+                raise NoShape
+            return lambda row: row[2]
+
+    operation = parse("{ outer { name count computed } }").definitions[0]
+    assert isinstance(operation, OperationDefinitionNode)
+    root = operation.selection_set.selections[0]
+    assert isinstance(root, FieldNode) and root.selection_set is not None
+    fill = object_shape(outer_type, root.selection_set, reader=Rows())
+    assert fill(("x", 3, 7)) == {"name": "x", "count": 3, "computed": 7}
+    try:
+        fill((None, None, 7))
+    except Refused:
+        pass
+    else:
+        raise AssertionError("a null count was filled")
