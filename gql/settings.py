@@ -101,8 +101,8 @@ class Settings:
     #: Largest file other than text ``modelContext(files: INLINE)`` gives as a data URL
     #: (a larger one gets a signed URL, as with ``files: URL``).
     context_file_inline_bytes: int = 5 * 1024 * 1024
-    #: Fast plans switched off by name (comma-separated): ``reads``, ``push``,
-    #: ``append``, ``chat_events``, ``chat_stream``, ``shared_chat``. The general
+    #: Fast plans switched off by name, comma-separated (the names of
+    #: ``chatql.gql.plans.planner.PLANS``; an unknown one stops the server). The general
     #: executor then answers those operations; answers are the same bytes either way.
     disabled_plans: tuple[str, ...] = field(default_factory=tuple)
     #: The assistant a chat created by ``POST /ai/chat`` belongs to when the request

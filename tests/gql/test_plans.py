@@ -18,6 +18,7 @@ import random
 import re
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -25,7 +26,7 @@ import pytest
 import websockets
 from graphql import GraphQLEnumType, GraphQLObjectType, GraphQLScalarType, get_named_type
 
-from chatql.gql.plans.planner import PLANS
+from chatql.gql.plans.planner import PLAN_NAMES, PLANS
 from chatql.gql.schema.root import build_schema
 from chatql.gql.settings import Settings
 from tests.conftest import BACKENDS, on_backend
@@ -650,7 +651,27 @@ def test_plans_are_switched_off_by_name_from_the_environment() -> None:
     settings = Settings.from_env({"CHATQL_DISABLED_PLANS": "reads, chat_events"})
     assert settings.disabled_plans == ("reads", "chat_events")
     app = create_app(settings)
-    assert app.state.planner.enabled == {"push", "append", "chat_stream", "shared_chat"}
+    assert app.state.planner.enabled == PLAN_NAMES - {"reads", "chat_events"}
+
+
+def test_the_docs_list_the_plans_as_they_are_registered() -> None:
+    """The architecture's table of plans and the configuration's list of names are the
+    registry's (a plan added, renamed or moved to another transport fails here, with the
+    table it should show)."""
+    root = Path(__file__).resolve().parents[2] / "docs"
+    shown = {"http": "HTTP", "sse": "SSE", "ws": "WebSocket"}
+    rows = [f"| `{plan.name}` | {plan.operation} | "
+            + ", ".join(f"`{name}`" for name in plan.fields) + " | "
+            + ", ".join(shown[kind] for kind in sorted(plan.transports)) + " |"
+            for plan in PLANS]
+    table = "\n".join(["| Plan | Operation | Root fields | Transports |",
+                        "| --- | --- | --- | --- |", *rows])
+    assert table in (root / "architecture.md").read_text(), table
+    configuration = (root / "configuration.md").read_text()
+    [line] = [line for line in configuration.splitlines()
+              if line.startswith("| `CHATQL_DISABLED_PLANS`")]
+    named = line.split("comma-separated: ", 1)[1].split(" (see", 1)[0]
+    assert named == ", ".join(f"`{plan.name}`" for plan in PLANS)
 
 
 def test_an_unknown_plan_name_stops_the_server_from_starting() -> None:
