@@ -11,7 +11,17 @@ only keeps bytes. How an upload goes:
 2. Under the tenant's lock (Postgres: an advisory transaction lock; SQLite: the one
    writer), the quota is checked (each distinct content counts once), the staging
    object becomes the content object ``objects/<tenant>/<sha[:2]>/<sha256>`` unless the
-   tenant already holds those bytes, and the row is written READY.
+   tenant already holds those bytes, and the row is written READY, naming the object
+   (``storage_key``).
+
+   Where a move is a copy of every byte (an object store), a one-step upload is staged
+   at its own key below the tenant's objects (``objects/<tenant>/files/<file id>``) and
+   kept there when the tenant does not hold its bytes yet: the record names the object,
+   and the same bytes are still stored once (a later upload of them is pointed at it,
+   and its own staged copy removed). A two-phase upload's staging key is one a client
+   can PUT to for as long as its URL lasts, so its verified bytes are never kept there:
+   the file names the tenant's object of the same bytes, or they are copied to the
+   content address, where no URL reaches them.
 
 Anything that fails on the way removes the staging object; no row names it, so nothing
 half-written is ever readable. The two-phase upload (:meth:`FileService.create_upload`,
@@ -62,7 +72,7 @@ from chatql.store.limits import check_length
 from chatql.store.records import File, Identity
 
 __all__ = ["DEFAULT_FILE_TYPES", "FileLimits", "FileService", "PendingUpload", "content_key",
-           "staging_key"]
+           "kept_key", "staging_key"]
 
 #: Accepted media types unless configured otherwise. SVG and HTML are stored but always
 #: served as attachments (never shown in the service's origin).
@@ -109,16 +119,24 @@ class PendingUpload:
     expires_at: datetime
 
 
+def _tenant_folder(tenant_id: str) -> str:
+    return tenant_id if _PLAIN_TENANT.fullmatch(tenant_id) and tenant_id not in (
+        ".", "..") else "~" + hashlib.sha256(tenant_id.encode()).hexdigest()[:32]
+
+
 def content_key(tenant_id: str, sha256: str) -> str:
     """Where a tenant's bytes with this SHA-256 are kept."""
-    tenant = tenant_id if _PLAIN_TENANT.fullmatch(tenant_id) and tenant_id not in (
-        ".", "..") else "~" + hashlib.sha256(tenant_id.encode()).hexdigest()[:32]
-    return f"objects/{tenant}/{sha256[:2]}/{sha256}"
+    return f"objects/{_tenant_folder(tenant_id)}/{sha256[:2]}/{sha256}"
 
 
 def staging_key(file_id: str) -> str:
     """Where an upload's bytes wait until they are checked."""
     return f"uploads/{file_id}"
+
+
+def kept_key(tenant_id: str, file_id: str) -> str:
+    """Where a one-step upload is staged, and kept, on a storage whose moves copy."""
+    return f"objects/{_tenant_folder(tenant_id)}/files/{file_id}"
 
 
 #: The columns a :class:`store.records.File` is read from, in its field order.
@@ -230,8 +248,10 @@ class FileService:
         """Store an upload streamed in ``chunks`` (see the module's steps 1 and 2)."""
         name, kind = self.check_kind(filename, media_type)
         file_id = new_id()
-        staged = staging_key(file_id)
+        in_place = self.storage.moves_by_copy
+        staged = kept_key(who.tenant_id, file_id) if in_place else staging_key(file_id)
         intake = _Intake(self.limits.max_bytes)
+        kept: File | None = None
         try:
             try:
                 await self.storage.write(staged, intake.through(chunks))
@@ -239,11 +259,14 @@ class FileService:
                 intake.reraise()
                 raise
             width, height = check_content(kind, bytes(intake.head))
-            return await self._keep(
-                who, staged, id=file_id, filename=name, media_type=kind, size=intake.size,
-                sha256=intake.digest.hexdigest(), width=width, height=height)
+            kept = await self._keep(
+                who, staged, keep_staged=in_place, id=file_id, filename=name, media_type=kind,
+                size=intake.size, sha256=intake.digest.hexdigest(), width=width,
+                height=height)
+            return kept
         finally:
-            await self.storage.delete(staged)
+            if kept is None or kept.storage_key != staged:
+                await self.storage.delete(staged)
 
     async def _lock_tenant(self, conn: AsyncConnection, tenant_id: str) -> None:
         # SQLite's write transaction already excludes every other writer.
@@ -268,20 +291,34 @@ class FileService:
                 f"the upload ({size} bytes) would take the tenant's files past its quota"
                 f" ({used} of {quota} bytes used)")
 
-    async def _settle(self, conn: AsyncConnection, staged: str, key: str) -> None:
-        """Under the tenant lock: the staged bytes become the content object, unless the
-        tenant holds them already."""
+    async def _settle(self, conn: AsyncConnection, tenant_id: str, sha256: str, staged: str,
+                      *, keep_staged: bool = False) -> str:
+        """Under the tenant lock: the key of the tenant's object with these bytes, made
+        of the staged ones when there is none. Where moves copy, that is a READY file's
+        object when there is one, else (``keep_staged``) the staged object itself;
+        otherwise the content object, which the staged bytes become unless it exists."""
+        if self.storage.moves_by_copy:
+            held = await conn.scalar(select(files.c.storage_key).where(
+                files.c.tenant_id == tenant_id, files.c.sha256 == sha256,
+                files.c.state == "READY").limit(1))
+            if held is not None:
+                return str(held)
+            if keep_staged:
+                return staged
+        key = content_key(tenant_id, sha256)
         if await self.storage.size(key) is None:
             await self.storage.promote(staged, key)
+        return key
 
-    async def _keep(self, who: Identity, staged: str, **values: Any) -> File:
-        key = content_key(who.tenant_id, values["sha256"])
-        row = {**values, "tenant_id": who.tenant_id, "uploader": who.user_id,
-               "created_at": now(), "storage_key": key, "state": "READY"}
+    async def _keep(self, who: Identity, staged: str, *, keep_staged: bool,
+                    **values: Any) -> File:
         async with self.db.write() as conn:
             await self._lock_tenant(conn, who.tenant_id)
             await self._check_quota(conn, who.tenant_id, values["sha256"], values["size"])
-            await self._settle(conn, staged, key)
+            key = await self._settle(conn, who.tenant_id, values["sha256"], staged,
+                                     keep_staged=keep_staged)
+            row = {**values, "tenant_id": who.tenant_id, "uploader": who.user_id,
+                   "created_at": now(), "storage_key": key, "state": "READY"}
             await conn.execute(insert(files).values(**row))
         return File(**row)
 
@@ -364,11 +401,11 @@ class FileService:
             raise
         async with self.db.write() as conn:
             await self._lock_tenant(conn, who.tenant_id)
-            await self._settle(conn, staged, declared.storage_key)
+            key = await self._settle(conn, who.tenant_id, declared.sha256, staged)
             await conn.execute(update(files).where(files.c.id == file_id).values(
-                state="READY", width=width, height=height))
+                state="READY", width=width, height=height, storage_key=key))
         await self.storage.delete(staged)
-        return replace(declared, state="READY", width=width, height=height)
+        return replace(declared, state="READY", width=width, height=height, storage_key=key)
 
     async def _forget(self, file: File) -> None:
         await self.storage.delete(staging_key(file.id))
@@ -452,6 +489,7 @@ class FileService:
                     continue
                 shared = await conn.scalar(select(exists().where(
                     files.c.tenant_id == row.tenant_id, files.c.sha256 == row.sha256,
+                    files.c.storage_key == row.storage_key,
                     files.c.state != "DELETED", files.c.id != row.id)))
                 if not shared:
                     await self.storage.delete(row.storage_key)

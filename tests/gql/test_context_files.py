@@ -14,7 +14,6 @@ import pytest
 
 from chatql.gql.schema.context_files import CUT_MARKER
 from chatql.gql.settings import Settings
-from chatql.store.files.service import content_key
 from chatql.store.files.window import FILE_PART_TOKENS
 from chatql.store.ids import new_id
 from chatql.store.messages.lifecycle import estimate_tokens
@@ -223,7 +222,7 @@ async def test_unreadable_and_missing_files_are_left_bare(context_settings: Sett
             "fileId": private["id"], "mediaType": "text/plain", "filename": "secret.txt",
             "content": [{"type": "file", **nowhere}]})
         # The bytes of a linked file lost from the storage.
-        await service.files.storage.delete(content_key("acme", gone["sha256"]))
+        await service.files.storage.delete(await service.key_of(gone["id"]))
         for files in ("URL", "INLINE"):
             question, answer = await window(service, files)
             _, linked, lost = question["props"]["content"]

@@ -27,7 +27,7 @@ from chatql.store.clock import now
 from chatql.store.db.tables import files as files_table
 from chatql.store.db.tables import messages
 from chatql.store.files.backends.local import LocalStorage
-from chatql.store.files.service import FileService, content_key, staging_key
+from chatql.store.files.service import FileService, content_key, kept_key, staging_key
 from chatql.store.keeping.retention import sweep_files
 from tests.conftest import uvicorn_serving
 from tests.gql.test_streams_ws import END, PUSH, START
@@ -167,6 +167,12 @@ class Service:
         async with httpx.AsyncClient(timeout=60) as http:  # no identity: the URL is enough
             return await http.get(url, headers=headers)
 
+    async def key_of(self, file_id: str) -> str:
+        """Where the file's bytes are stored (its record's ``storage_key``)."""
+        async with self.files.db.read() as conn:
+            return str(await conn.scalar(select(files_table.c.storage_key).where(
+                files_table.c.id == file_id)))
+
     async def rows(self) -> int:
         async with self.files.db.read() as conn:
             return int(await conn.scalar(select(func.count()).select_from(files_table)) or 0)
@@ -199,7 +205,8 @@ def staged_leftovers(service: Service) -> list[Path]:
 # ---- uploads, on both backends and databases -----------------------------------------
 
 
-async def test_upload_multipart_and_raw_stored_once_and_served(files_settings: Settings) -> None:
+async def test_upload_multipart_and_raw_stored_once_and_served(files_settings: Settings,
+                                                               backend: str) -> None:
     image = png(7, 5)
     digest = hashlib.sha256(image).hexdigest()
     async with serving(files_settings) as service:
@@ -212,14 +219,21 @@ async def test_upload_multipart_and_raw_stored_once_and_served(files_settings: S
         # the content kept once.
         second = await service.uploaded(image, "again.png", raw=True)
         assert second["id"] != first["id"] and second["sha256"] == digest
-        key = content_key("acme", digest)
+        # A folder moves the bytes to their content address; an object store (where a
+        # move is a copy) keeps the first upload where it was written, and the second
+        # names that object, its own copy removed.
+        key = content_key("acme", digest) if backend == "local" else kept_key(
+            "acme", first["id"])
         assert await service.files.storage.size(key) == len(image)
         async with service.files.db.read() as conn:
             keys = (await conn.scalars(select(files_table.c.storage_key))).all()
         assert keys == [key, key]
+        assert await service.files.storage.size(kept_key("acme", second["id"])) is None
         # Another tenant's identical upload is stored apart.
-        await service.uploaded(image, who=OTHER_ALICE)
-        assert await service.files.storage.size(content_key("other", digest)) == len(image)
+        third = await service.uploaded(image, who=OTHER_ALICE)
+        assert await service.key_of(third["id"]) != key
+        assert await service.files.storage.size(await service.key_of(third["id"])) == len(
+            image)
 
         found = await service.file(first["id"])
         assert found["filename"] == "chart.png" and found["width"] == 7
@@ -275,7 +289,7 @@ async def test_a_file_shared_by_two_chats_survives_purging_one(
     image = png(4, 4)
     async with serving(files_settings) as service:
         shared = await service.uploaded(image)
-        key = content_key("acme", shared["sha256"])
+        key = await service.key_of(shared["id"])
         for chat in ("one", "two"):
             await service.chat(chat)
             await service.data(APPEND, {"chat": chat, "aid": chat,
@@ -306,18 +320,61 @@ async def test_orphans_expire_and_referenced_files_stay(files_settings: Settings
         await service.chat("c1")
         await service.data(APPEND, {"chat": "c1", "aid": "a1",
                                     "messages": asking_with(file_part(kept))})
+        orphan_key = await service.key_of(orphan["id"])
         # Not yet old enough.
         await sweep_files(service.files, now=now())
         assert await service.file(orphan["id"]) is not None
         await sweep_files(service.files, now=now() + timedelta(seconds=61))
         assert await service.file(orphan["id"]) is None
         assert await service.file(twin["id"]) is None
-        assert await service.files.storage.size(content_key("acme", orphan["sha256"])) is None
+        assert await service.files.storage.size(orphan_key) is None
         # The twin's bytes are the referenced file's: they stay.
         assert await service.file(kept["id"]) is not None
         [message] = await service.page("c1")
         response = await service.download(message["files"][0]["url"])
         assert response.status_code == 200 and response.content == png(2, 2, salt=1)
+
+
+async def test_bytes_stay_while_any_file_names_them(files_settings: Settings) -> None:
+    """Whichever upload's object holds some bytes (an object store keeps the first one
+    where it was written), every later file of the same bytes, one-step or two-phase,
+    names that object; it outlives the file it was uploaded as, and goes with the last
+    file naming it."""
+    image = png(3, 3, salt=7)
+    digest = hashlib.sha256(image).hexdigest()
+    async with serving(dataclasses.replace(files_settings, file_orphan_ttl=60)) as service:
+        first = await service.uploaded(image)
+        key = await service.key_of(first["id"])
+        second = await service.uploaded(image, "b.png")
+        ticket = (await service.data(CREATE_UPLOAD, {"input": {
+            "filename": "c.png", "mediaType": "image/png", "size": len(image),
+            "sha256": digest}}))["createUpload"]
+        async with httpx.AsyncClient(timeout=60) as http:
+            put = await http.put(ticket["uploadUrl"], content=image,
+                                 headers=ticket["headers"])
+        assert put.status_code in (200, 204), put.text
+        await service.data(COMPLETE_UPLOAD, {"id": ticket["fileId"]})
+        assert [await service.key_of(file_id) for file_id in (
+            second["id"], ticket["fileId"])] == [key, key]
+        assert await service.files.storage.size(staging_key(ticket["fileId"])) is None
+
+        # The first upload (and the two-phase one) expire unreferenced; the second is
+        # in a chat: the object stays for it.
+        await service.chat("c1")
+        await service.data(APPEND, {"chat": "c1", "aid": "a1",
+                                    "messages": asking_with(file_part(second))})
+        await sweep_files(service.files, now=now() + timedelta(seconds=61))
+        assert await service.file(first["id"]) is None
+        assert await service.file(ticket["fileId"]) is None
+        assert await service.rows() == 1
+        [message] = await service.page("c1")
+        response = await service.download(message["files"][0]["url"])
+        assert response.status_code == 200 and response.content == image
+
+        assert await service.data(PURGE, {"id": "c1"})
+        await sweep_files(service.files, now=now())
+        assert await service.files.storage.size(key) is None
+        assert await service.rows() == 0
 
 
 async def test_two_phase_upload_checks_size_and_hash(files_settings: Settings,

@@ -23,7 +23,6 @@ from chatql.gql.settings import Settings
 from chatql.store.clock import now
 from chatql.store.db.tables import chats
 from chatql.store.db.tables import files as files_table
-from chatql.store.files.service import content_key
 from chatql.store.keeping.retention import sweep_files
 from tests.gql.test_files import (
     ALICE,
@@ -161,9 +160,10 @@ async def test_an_export_with_files_imports_into_another_tenant(
             assert described[notes["id"]]["path"] == f"files/{notes['sha256']}"
 
         # The source goes, and with it every stored byte: the import must bring them.
+        source_key = await service.key_of(image["id"])
         await purge_and_sweep(service, "trip")
         assert await service.rows() == 0
-        assert await service.files.storage.size(content_key("acme", image["sha256"])) is None
+        assert await service.files.storage.size(source_key) is None
 
         # Into another tenant, under a new chat id.
         if mode == "inline":
@@ -185,8 +185,8 @@ async def test_an_export_with_files_imports_into_another_tenant(
             """query { messages(chatId: "copy") { edges { node { props } } } }""",
             who=OTHER_ALICE))["messages"]["edges"][0]["node"]["props"]["content"]
             if part["type"] == "file"] == question_files
-        assert await service.files.storage.size(content_key("other", image["sha256"])) == len(
-            png(6, 4))
+        assert await service.files.storage.size(
+            await service.key_of(question_files[0])) == len(png(6, 4))
         # The imported files are the importer's tenant's: nobody of acme reads them.
         refused = await service.http.get(f"/files/{question_files[0]}", headers=BOB)
         assert refused.status_code == 404
@@ -381,7 +381,7 @@ async def test_an_archived_chat_keeps_its_files_and_restores_them(
         assert sorted(states) == ["READY", "READY"]
         for file in (image, notes):
             assert await service.files.storage.size(
-                content_key("acme", file["sha256"])) == file["size"]
+                await service.key_of(file["id"])) == file["size"]
         # Still readable while archived, by whoever may read the chat.
         direct = await service.http.get(f"/files/{notes['id']}", headers=BOB)
         assert direct.status_code == 404  # Bob may not read Alice's chat

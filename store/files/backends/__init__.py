@@ -31,6 +31,10 @@ class FileStorage(ABC):
 
     #: The URL the storage was made from.
     url: str
+    #: Whether :meth:`promote` copies the bytes (object stores have no rename): the
+    #: service then keeps an upload where it was staged, and the file's record names
+    #: that key, rather than copying it to its content address.
+    moves_by_copy: bool = False
 
     @abstractmethod
     async def write(self, key: str, chunks: AsyncIterator[bytes]) -> None:

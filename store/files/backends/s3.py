@@ -31,6 +31,9 @@ _PARTS_IN_FLIGHT = 2
 class S3Storage(FileStorage):
     """A bucket (and prefix) of objects."""
 
+    #: S3 has no rename: a promote is a server-side copy of every byte.
+    moves_by_copy = True
+
     def __init__(self, url: str, **options: Any) -> None:
         self.url = url
         self._options = options
