@@ -94,7 +94,7 @@ from chatql.store.db.prepared import (
     message_attribute,
 )
 from chatql.store.errors import ChatqlError
-from chatql.store.files.links import file_ids_in
+from chatql.store.files.links import file_ids_in, may_reference_files
 from chatql.store.ids import check_chat_id, check_message_id
 from chatql.store.lists.chat_lists import DEFAULT_CHAT_PAGE_SIZE, MAX_CHAT_PAGE_SIZE, ChatListFilter
 from chatql.store.lists.chat_lists import _parse_position as parse_position
@@ -863,14 +863,16 @@ class CompiledReads:
 
     @staticmethod
     async def _with_files(plan: _PagePlan, context: Context, page: list[Any]) -> list[Any]:
-        """The page's rows, each followed by its nodes' ``files`` lists (see
-        :class:`_Files`): one lookup for the page, by the store call
+        """The page's rows, each followed by its nodes' ``files`` lists: one lookup for
+        the messages whose props name a file, by the store call
         ``message_files_loader`` makes, each message's files ordered as ``Message.files``
         orders them."""
         at_id, at_type, at_props = plan.file_source
         service = context.services.files
-        found = {} if service is None else await service.files_of_messages(
-            list(dict.fromkeys(row[at_id] for row in page)))
+        # Only messages whose props name a file can have any (most pages hold none).
+        asked = list(dict.fromkeys(row[at_id] for row in page
+                                   if may_reference_files(row[at_props])))
+        found = {} if service is None or not asked else await service.files_of_messages(asked)
         request = context.request
         base = "" if request is None else base_url(request)
         props_of = message_attribute("props")

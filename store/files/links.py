@@ -33,8 +33,8 @@ from chatql.store.errors import InvalidArgument, NotFound
 from chatql.store.ids import is_id
 from chatql.store.records import Identity, Message
 
-__all__ = ["FILE_TYPE", "file_ids_in", "link_files", "release_chat_files", "relink_message",
-           "unlink_deleted"]
+__all__ = ["FILE_TYPE", "file_ids_in", "link_files", "may_reference_files", "release_chat_files",
+           "relink_message", "unlink_deleted"]
 
 #: The message type, and the content part type, that reference a file.
 FILE_TYPE = "file"
@@ -69,6 +69,22 @@ def file_ids_in(message_type: str, props: Any, *, strict: bool = True) -> list[s
                 if named is not None:
                     found.append(named)
     return list(dict.fromkeys(found))
+
+
+#: How the key every reference :func:`file_ids_in` finds is spelled in stored JSON text.
+_REFERENCE_KEY = '"fileId"'
+
+
+def may_reference_files(stored_props: Any) -> bool:
+    """Whether a message whose props a driver gave as ``stored_props`` can reference a
+    file (a cheap filter before a lookup; False only when it cannot). Each reference is a
+    ``fileId`` key, which the stored JSON text (SQLite's, or Postgres's ``jsonb`` output)
+    spells as written; a value already decoded is not looked into."""
+    if isinstance(stored_props, str):
+        return _REFERENCE_KEY in stored_props
+    if isinstance(stored_props, bytes):
+        return _REFERENCE_KEY.encode() in stored_props
+    return True
 
 
 async def link_files(conn: AsyncConnection, who: Identity, chat_id: str,

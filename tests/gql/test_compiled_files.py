@@ -13,7 +13,7 @@ the file's bytes.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -23,6 +23,7 @@ import pytest
 from chatql.gql.plans.compiled_reads import CompiledReads
 from chatql.gql.schema.root import build_schema
 from chatql.gql.settings import Settings
+from chatql.store.files.service import FileService
 from tests.conftest import running_app
 from tests.gql.test_files import (
     AGENT,
@@ -153,6 +154,26 @@ async def test_compiled_pages_with_files_match_the_executor(
         response = await fast.get(url)
         assert response.status_code == 200, url
         assert response.content == content[url.split("/files/")[1].split("?")[0]]
+
+    # Only the messages whose props name a file are looked up: a page naming none asks
+    # the store nothing.
+    asked: list[list[str]] = []
+    looked_up = FileService.files_of_messages
+
+    async def counting(self: FileService, message_ids: Sequence[str]) -> Any:
+        asked.append(list(message_ids))
+        return await looked_up(self, message_ids)
+
+    monkeypatch.setattr(FileService, "files_of_messages", counting)
+    page = (await _data(fast, DOCUMENTS[0], {"chat": "c1"}))["messages"]["edges"]
+    [named] = asked
+    assert named == [edge["node"]["id"] for edge in page[1:]]  # not the text-only one
+    await _data(fast, CREATE, {"id": "c2", "public": False})
+    await _data(fast, APPEND, {"chat": "c2", "aid": "a2", "messages": [
+        {"role": "USER", "type": "text", "props": {"text": f"no file {n}"}} for n in range(3)]})
+    plain = (await _data(fast, DOCUMENTS[0], {"chat": "c2"}))["messages"]["edges"]
+    assert [edge["node"]["files"] for edge in plain] == [[], [], []]
+    assert len(asked) == 1
 
 
 def test_files_is_compiled_in_its_plain_shape_only() -> None:
