@@ -156,10 +156,16 @@ def _files_of_messages_statement(db: Database) -> prepared.PreparedStatement:
     key = ("files_of_messages", db.dialect)
     statement: prepared.PreparedStatement | None = db.statements.get(key)
     if statement is None:
+        ready: Any = files.c.state == "READY"
+        if db.dialect == "sqlite":
+            # Without statistics SQLite's planner would walk every READY file of every
+            # tenant by the (state, age) index and probe each one's links; a unary plus
+            # keeps that index out of the plan, so the few messages' links are found
+            # first and each file by its key.
+            ready = text("+files.state = 'READY'")
         query = (select(message_files.c.message_id, *(files.c[name] for name in FILE_COLUMNS))
                  .join(files, files.c.id == message_files.c.file_id)
-                 .where(prepared.ids_in(message_files.c.message_id, db.dialect),
-                        files.c.state == "READY"))
+                 .where(prepared.ids_in(message_files.c.message_id, db.dialect), ready))
         statement = db.statements[key] = prepared.compile_prepared(query, db.dialect)
     return statement
 
