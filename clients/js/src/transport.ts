@@ -11,6 +11,15 @@
  * `stopStream`, and the reply ends with `abort`. `reconnectToStream` joins a reply that is
  * live now (after a reload) and answers `null` when none is.
  *
+ * Files: an agent's `file` message (props `{fileId, mediaType, filename}`) is the AI SDK's
+ * `file` part `{type: "file", mediaType, url}` — `url` the signed address the `file(id)`
+ * query answers, as `toUIMessages` shows the stored reply (which adds `filename`) — in the
+ * reply's order: the chunks after it wait for the answer ({@link fileParts}). A file the
+ * person may not read (the query answers `null`) stays a `data-file` part. A file is
+ * linked to the chat only when the reply is stored: while the reply is live the person
+ * reads their own uploads and the files of stored messages, so a file the agent uploaded
+ * under another identity shows as `data-file` until the chat is loaded again.
+ *
  * Tool approvals: a tool call the agent marks `needsApproval` shows as a part in state
  * `approval-requested` (its approval id is the interrupt's id). After
  * `addToolApprovalResponse`, `useChat` (with `sendAutomaticallyWhen:
@@ -26,8 +35,8 @@ import type { ChatTransport, UIMessage, UIMessageChunk } from "ai";
 
 import type { ChatqlClient } from "./client.js";
 import { StreamFollower, graphqlWsSource, type FollowerOptions, type StreamChunk, type StreamSource } from "./follower.js";
-import { AppendMessagesDocument, ChatInterruptsDocument, ResolveInterruptDocument, StopStreamDocument } from "./generated/operations.js";
-import { UIChunkMapper } from "./ui-chunks.js";
+import { AppendMessagesDocument, ChatInterruptsDocument, FileDocument, ResolveInterruptDocument, StopStreamDocument } from "./generated/operations.js";
+import { UIChunkMapper, fileParts } from "./ui-chunks.js";
 import { uiMessageContent, withUploadedFiles } from "./ui-messages.js";
 
 export interface ChatqlChatTransportOptions {
@@ -274,6 +283,8 @@ export class ChatqlChatTransport<UI_MESSAGE extends UIMessage = UIMessage> imple
       cancel: () => finish(),
     });
     follower.start();
-    return { stream, cancel: finish };
+    // Agents' files at their signed addresses, in order (a file the person may not read stays a data part).
+    const files = fileParts(async (id) => (await this.client.request(FileDocument, { id })).file);
+    return { stream: stream.pipeThrough(files), cancel: finish };
   }
 }

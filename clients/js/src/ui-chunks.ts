@@ -19,6 +19,10 @@
  *
  * Because it works from the reduced state, not from raw chunks, a late join (a snapshot)
  * and a resume give the same parts as having watched from the start.
+ *
+ * An agent's `file` message (props `{fileId, mediaType, filename}`) is a `data-file` part
+ * here: the mapper knows no addresses. {@link fileParts} (which `ChatqlChatTransport`
+ * puts after it) makes it the AI SDK's `file` chunk at the file's signed address.
  */
 
 import type { UIMessageChunk } from "ai";
@@ -154,4 +158,55 @@ export class UIChunkMapper {
       out.push({ type: `data-${message.type}`, id: message.id, data: message.props });
     }
   }
+}
+
+/** A file as {@link fileParts} shows it (`File.url`, a signed address, and `File.mediaType`). */
+export interface ReadableFile {
+  readonly url: string;
+  readonly mediaType: string;
+}
+
+/**
+ * Turns the `data-file` part of an agent's `file` message (props `{fileId, mediaType,
+ * filename}`) into the AI SDK's `file` chunk `{type: "file", url, mediaType}`, `url` the
+ * signed address `readFile` answers (as the `file(id)` query gives it) — the part
+ * `toUIMessages` makes of the stored message, except `filename`, which the AI SDK's `file`
+ * chunk does not carry. Chunks after it wait for the answer, so the parts keep the
+ * reply's order. A file `readFile` answers `null` for (the reader may not read it), or
+ * fails to read, stays the `data-file` part (and its changes replace it, as for any data
+ * part); once shown as a file part, later changes of the message are not sent (the AI SDK
+ * adds a part for each `file` chunk).
+ */
+export function fileParts(readFile: (fileId: string) => Promise<ReadableFile | null | undefined>): TransformStream<UIMessageChunk, UIMessageChunk> {
+  /** Per message id: whether it was shown as a file part (else it stays a data part). */
+  const decided = new Map<string, boolean>();
+  const asked = new Map<string, Promise<ReadableFile | null>>();
+  const read = (fileId: string): Promise<ReadableFile | null> => {
+    let answer = asked.get(fileId);
+    if (answer === undefined) {
+      answer = readFile(fileId).then((file) => file ?? null, () => null);
+      asked.set(fileId, answer);
+    }
+    return answer;
+  };
+  return new TransformStream<UIMessageChunk, UIMessageChunk>({
+    async transform(chunk, controller) {
+      const data = chunk as { type: string; id?: string; data?: unknown };
+      if (data.type === "data-file" && data.id !== undefined) {
+        const asFile = decided.get(data.id);
+        if (asFile === true) return;
+        if (asFile === undefined) {
+          const props = (typeof data.data === "object" && data.data !== null ? data.data : {}) as { fileId?: unknown; mediaType?: unknown };
+          const file = typeof props.fileId === "string" ? await read(props.fileId) : null;
+          decided.set(data.id, file !== null);
+          if (file !== null) {
+            const mediaType = typeof props.mediaType === "string" && props.mediaType ? props.mediaType : file.mediaType || "application/octet-stream";
+            controller.enqueue({ type: "file", url: file.url, mediaType });
+            return;
+          }
+        }
+      }
+      controller.enqueue(chunk);
+    },
+  });
 }
