@@ -4,38 +4,41 @@ Runs ``clients/web/test/app.test.mjs`` (Node's test runner driving Chromium thro
 playwright-core): a producer process streams thinking, a tool call with growing arguments
 and text in two blocks and two threads while the page shows each part growing; stop
 mid-stream then reload; a page opened mid-stream and a page whose socket is cut both end
-with exactly the persisted messages; the chat list shows a new chat, and "typing…"
-while it is streamed into, without a reload; the playground, with every other host blocked, runs
-a query and a live ``chatStream``. The chat-client flows (``chat-client.test.mjs``, in the
-same process and browser) talk to the real demo agent — ``chatql-client demo --assistant
-demo``, a separate process beside the server for the whole session, answering every chat
-of assistant "demo" through the agent loop: a new chat, Enter sends and Shift+Enter breaks
-the line, the agent's answer streams in with rendered markdown; edit, the agent answers the
-second version, back to the first; regenerate, version 2 of the answer, back to version 1;
-a search hit on another branch opens there; rename, pin, tags, usage, export, start over
-with its note, delete, the trash and restore; Stop mid-answer; a reload mid-answer
-resumes; New chat creates nothing until the first message (typed at once after the
-click, Shift+Enter kept), the usage line counts the answer without a reload, a Pinned
-section, search snippets cut between words with the match marked, a deleted chat's hit
-leaving the results and its link (and one to a missing chat) saying so once and
-sending no more requests; math and highlighted code; thumbs and a share link with its
-read-only page, continued as a chat of one's own; a second demo agent (assistant
-"demo-approvals", ``CHATQL_DEMO_APPROVALS=1``) asking before its lookup: approved, the
-resumed answer streams in; denied with a reason, the agent says so; at 390, 768 and
-1280 px in light and dark (the chat column at least 300 px on a phone, the list a drawer
-behind the menu button), the theme toggle kept across a reload, identity in a settings
-dialog. Approvals inline on a producer's tool calls
-(approve, deny with a reason, edit the arguments as validated JSON, answer a question), the
-"Waiting for you" inbox following them, all kept across a reload; on a phone the menu
-button's badge counting what waits (named for a screen reader, following a decision) and
-one sidebar across 768 px (its search text and element kept, a modal drawer below);
-attachments in the composer (the attach button, a pasted image, dropped files, a refused
-file's reason) sent as file parts and shown from the server (a thumbnail, a download),
-and a file over the limit the page names refused before any upload. Each state is checked
-with axe-core (no serious or critical violation), no page error and no request to another
-host, and saved as a screenshot under the test's temporary folder (``screenshots/``,
-each path printed). The server runs on a fresh SQLite file (the storage paths are covered
-on both databases by the Python and TypeScript live tests).
+with exactly the persisted messages; the chat list shows a new chat, and "typing…" while it
+is streamed into, without a reload; an answer whose first words follow its start at once
+drawn once, with them (no empty answer and Stop a frame before), and a start without words
+still offering Stop; the Pinned section not read again while an unpinned chat's answer
+starts, streams and ends, but for a pinned chat's messages; the playground, with every
+other host blocked, runs a query and a live ``chatStream``. The chat-client flows
+(``chat-client.test.mjs``, in the same process and browser) talk to the real demo agent —
+``chatql-client demo --assistant demo``, a separate process beside the server for the whole
+session, answering every chat of assistant "demo" through the agent loop: a new chat, Enter
+sends and Shift+Enter breaks the line, the agent's answer streams in with rendered
+markdown; edit, the agent answers the second version, back to the first; regenerate,
+version 2 of the answer, back to version 1; a search hit on another branch opens there;
+rename, pin, tags, usage, export, start over with its note, delete, the trash and restore;
+Stop mid-answer; a reload mid-answer resumes; New chat creates nothing until the first
+message (typed at once after the click, Shift+Enter kept), the usage line counts the answer
+without a reload, a Pinned section, search snippets cut between words with the match
+marked, a deleted chat's hit leaving the results and its link (and one to a missing chat)
+saying so once and sending no more requests; math and highlighted code; thumbs and a share
+link with its read-only page, continued as a chat of one's own; a second demo agent
+(assistant "demo-approvals", ``CHATQL_DEMO_APPROVALS=1``) asking before its lookup:
+approved, the resumed answer streams in; denied with a reason, the agent says so; at 390,
+768 and 1280 px in light and dark (the chat column at least 300 px on a phone, the list a
+drawer behind the menu button), the theme toggle kept across a reload, identity in a
+settings dialog. Approvals inline on a producer's tool calls (approve, deny with a reason,
+edit the arguments as validated JSON, answer a question), the "Waiting for you" inbox
+following them, all kept across a reload; on a phone the menu button's badge counting what
+waits (named for a screen reader, following a decision) and one sidebar across 768 px (its
+search text and element kept, a modal drawer below); attachments in the composer (the
+attach button, a pasted image, dropped files, a refused file's reason) sent as file parts
+and shown from the server (a thumbnail, a download), and a file over the limit the page
+names refused before any upload. Each state is checked with axe-core (no serious or
+critical violation), no page error and no request to another host, and saved as a
+screenshot under the test's temporary folder (``screenshots/``, each path printed). The
+server runs on a fresh SQLite file (the storage paths are covered on both databases by the
+Python and TypeScript live tests).
 Skipped without Node.js or Chromium, required under CI.
 """
 
@@ -175,7 +178,7 @@ def test_app_and_playground_in_chromium(chatql_serve: str, demo_agent: Path,
     output = (run.stdout + run.stderr + "\n--- demo agent ---\n" + demo_agent.read_text()
               + "\n--- approvals agent ---\n" + approvals_agent.read_text())
     assert run.returncode == 0, output
-    assert "# pass 18" in output and "# fail 0" in output, output
+    assert "# pass 20" in output and "# fail 0" in output, output
     shots = sorted(path.name for path in screenshots.glob("*.png"))
     for name in ("streaming", "answered", "edited", "version-1", "regenerated",
                  "regenerated-version-1", "search-hit", "started-over", "trash", "restored",

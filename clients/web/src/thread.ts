@@ -3,7 +3,7 @@
  * paged backwards, and the chat's details (title, pin, tags, usage). State lives in the
  * hooks' stores; components only read it and ask for a reload after a write.
  */
-import type { ChatqlClient } from "@chatql/client";
+import type { ChatListEvent, ChatqlClient } from "@chatql/client";
 import { startTransition, useCallback, useEffect, useRef, useState } from "react";
 
 import { run } from "./api";
@@ -109,16 +109,46 @@ export function useChatDetails(client: ChatqlClient, chatId: string) {
 
 export type PinnedChat = PinnedChatsQuery["chats"]["edges"][number]["node"];
 
-/** The pinned chats, read again on every change to the person's chats (`chatEvents`) and on `revision`. */
+const PINNED_PAGE = 50;
+
+/**
+ * Whether a `chatEvents` event may change the pinned chats shown (which, their titles, their
+ * order). A stream starting or ending and an interrupt asked or decided change none of them
+ * (the messages a stream's end stores come as MESSAGES); new messages change only a chat
+ * in the list (its title, its place) — or one past a full page, which may move into it.
+ */
+export function mayChangePinned(event: ChatListEvent, pinned: readonly PinnedChat[]): boolean {
+  switch (event.type) {
+    case "STREAM_STARTED":
+    case "STREAM_ENDED":
+    case "INTERRUPT_REQUESTED":
+    case "INTERRUPT_RESOLVED":
+      return false;
+    case "MESSAGES":
+      return pinned.length >= PINNED_PAGE || pinned.some((chat) => chat.id === event.chatId);
+    default:
+      return true;
+  }
+}
+
+/**
+ * The pinned chats, read again on `revision` and on the changes to the person's chats
+ * (`chatEvents`) that may change them (`mayChangePinned`): not while an answer in another
+ * chat starts, streams and ends.
+ */
 export function usePinnedChats(client: ChatqlClient, revision: number): readonly PinnedChat[] {
   const [chats, setChats] = useState<readonly PinnedChat[]>([]);
   const [changes, setChanges] = useState(0);
-  useSharedChatEvents(client, () => setChanges((count) => count + 1));
+  const shown = useRef(chats);
+  shown.current = chats;
+  useSharedChatEvents(client, (event) => {
+    if (mayChangePinned(event, shown.current)) setChanges((count) => count + 1);
+  });
   useEffect(() => {
     let current = true;
-    // Several events at once (a stream's start and end) read the list once.
+    // Several events at once (a chat renamed and its messages) read the list once.
     const timer = setTimeout(() => {
-      run(client, PinnedChatsDocument, { first: 50 })
+      run(client, PinnedChatsDocument, { first: PINNED_PAGE })
         .then((data) => current && setChats(data.chats.edges.map((edge) => edge.node)))
         .catch(() => undefined);
     }, changes === 0 ? 0 : 150);

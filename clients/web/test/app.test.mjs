@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
-import { base, closeBrowser, context, occurrences, producer, seriousViolations, sharedBrowser, snap, text } from "./helpers.mjs";
+import { ALICE, base, closeBrowser, context, occurrences, producer, seriousViolations, sharedBrowser, snap, text } from "./helpers.mjs";
 // The chat-client flows run in this same process, with the same browser.
 import "./chat-client.test.mjs";
 
@@ -227,6 +227,99 @@ test("the chat list updates itself: a new chat appears, shows typing while strea
     await agent.send({ op: "end", streamId: started.data.startStream.id });
     await nav.getByRole("button", { name: `Live list ${run} · typing…` }).waitFor({ state: "detached" });
     await nav.getByRole("button", { name: `Live list ${run}`, exact: true }).waitFor();
+    assert.deepEqual(blocked, []);
+    assert.deepEqual(failed, []);
+  } finally {
+    agent.close();
+    await ctx.close();
+  }
+});
+
+test("an answer whose first words follow its start at once is drawn once, with them; a start without words still shows Stop", async () => {
+  const agent = producer();
+  const { ctx, blocked, failed } = await context(browser);
+  const page = await ctx.newPage();
+  try {
+    await agent.send({ op: "create", chatId: id("quiet-start"), title: `Quiet start ${run}` });
+    await page.goto(`${base}/?chat=${id("quiet-start")}`);
+    await page.getByRole("textbox", { name: "Message" }).waitFor();
+    await page.waitForFunction(() => window.__sockets.some((socket) => socket.readyState === 1));
+    // Every change to the page: whether the Stop button was there, and the answer's words.
+    await page.evaluate(() => {
+      window.__drawn = [];
+      const stop = () => [...document.querySelectorAll("button")].some((button) => button.getAttribute("aria-label") === "Stop");
+      new MutationObserver(() => {
+        window.__drawn.push({ stop: stop(), words: document.body.textContent.includes("First words") });
+      }).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true });
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the chatStream subscription is in place
+    const started = await agent.send({ op: "start", chatId: id("quiet-start") });
+    const streamId = started.data.startStream.id;
+    await agent.send({ op: "push", streamId, chunks: [text("a", "First words of the answer.")] });
+    await expectText(page.getByRole("log"), "First words of the answer.");
+    await page.getByRole("button", { name: "Stop", exact: true }).waitFor();
+    const drawn = await page.evaluate(() => window.__drawn);
+    // Not an empty answer (Stop, the actions busy) drawn first, the words a frame later:
+    // the words come first, Stop in a render of its own right after them.
+    assert.equal(drawn.find((change) => change.stop)?.words, true, JSON.stringify(drawn));
+    assert.equal(drawn.find((change) => change.words)?.stop, false, JSON.stringify(drawn));
+    await agent.send({ op: "end", streamId });
+    await page.getByRole("button", { name: "Stop", exact: true }).waitFor({ state: "detached" });
+    // A stream that says nothing and ends at once, then one that says nothing yet: Stop is
+    // offered for that one all the same, a moment later.
+    const brief = await agent.send({ op: "start", chatId: id("quiet-start") });
+    await agent.send({ op: "end", streamId: brief.data.startStream.id });
+    const silent = await agent.send({ op: "start", chatId: id("quiet-start") });
+    const since = Date.now();
+    await page.getByRole("button", { name: "Stop", exact: true }).waitFor({ timeout: 5000 });
+    assert.ok(Date.now() - since < 2000, `Stop shown ${Date.now() - since} ms after the start`);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(await page.getByRole("button", { name: "Stop", exact: true }).count(), 1); // the silent one's
+    await agent.send({ op: "end", streamId: silent.data.startStream.id });
+    await page.getByRole("button", { name: "Stop", exact: true }).waitFor({ state: "detached" });
+    assert.deepEqual(blocked, []);
+    assert.deepEqual(failed, []);
+  } finally {
+    agent.close();
+    await ctx.close();
+  }
+});
+
+test("the Pinned section is not read again while an answer in an unpinned chat starts, streams and ends; it is for a pinned chat's messages", async () => {
+  const agent = producer();
+  const { ctx, blocked, failed } = await context(browser);
+  const page = await ctx.newPage();
+  try {
+    await agent.send({ op: "create", chatId: id("pinned-one"), title: `Pinned one ${run}` });
+    await agent.send({ op: "create", chatId: id("unpinned"), title: `Unpinned ${run}` });
+    const pinned = await fetch(`${base}/graphql`, {
+      method: "POST", headers: { "content-type": "application/json", ...ALICE },
+      body: JSON.stringify({ query: "mutation($id: ID!) { updateChat(id: $id, input: {pinned: true}) { pinned } }", variables: { id: id("pinned-one") } }),
+    }).then((response) => response.json());
+    assert.equal(pinned.data.updateChat.pinned, true);
+    await page.goto(`${base}/`);
+    const nav = page.getByRole("navigation", { name: "Chats" });
+    await nav.getByRole("region", { name: "Pinned" }).getByRole("button", { name: `Pinned one ${run}` }).waitFor();
+    await page.waitForFunction(() => window.__sockets.some((socket) => socket.readyState === 1));
+    const reads = [];
+    page.on("request", (request) => {
+      if ((request.postData() ?? "").includes("PinnedChats")) reads.push(request.url());
+    });
+    // An answer in the unpinned chat: typing shown, then gone; the Pinned section not read.
+    const started = await agent.send({ op: "start", chatId: id("unpinned") });
+    const streamId = started.data.startStream.id;
+    await nav.getByRole("button", { name: `Unpinned ${run} · typing…` }).waitFor();
+    await agent.send({ op: "push", streamId, chunks: [text("a", "An answer.")] });
+    await agent.send({ op: "end", streamId });
+    await nav.getByRole("button", { name: `Unpinned ${run} · typing…` }).waitFor({ state: "detached" });
+    await new Promise((resolve) => setTimeout(resolve, 600)); // past the list's 150 ms wait
+    assert.deepEqual(reads, []);
+    // An answer in the pinned chat: its messages may move it (or rename it): read again.
+    const again = page.waitForRequest((request) => (request.postData() ?? "").includes("PinnedChats"), { timeout: 5000 });
+    const other = await agent.send({ op: "start", chatId: id("pinned-one") });
+    await agent.send({ op: "push", streamId: other.data.startStream.id, chunks: [text("a", "Another answer.")] });
+    await agent.send({ op: "end", streamId: other.data.startStream.id });
+    await again;
     assert.deepEqual(blocked, []);
     assert.deepEqual(failed, []);
   } finally {

@@ -1,11 +1,11 @@
 import { AppendMessagesDocument, DeleteChatDocument, StopStreamDocument, type ChatqlClient, type MessageState } from "@chatql/client";
-import { useChatStream } from "@chatql/client/react";
-import { useEffect, useLayoutEffect, useMemo, useRef, useState, type ReactNode } from "react";
+import { useDeferredValue, useEffect, useLayoutEffect, useMemo, useRef, useState, type ReactNode } from "react";
 
 import type { Place } from "../App";
 import { composeContent, contentText, run, uploader, withText, writeId, type UploadedFile } from "../api";
 import { downloadExport } from "../export";
 import { useChatInterrupts, type DecisionInput, type InterruptInfo } from "../interrupts";
+import { useShownStream } from "../live";
 import { EditMessageDocument, RateMessageDocument, ResolveInterruptDocument, RegenerateDocument, ShareChatDocument, StartOverDocument, SwitchBranchDocument } from "../generated/operations";
 import { useChatDetails, useThread, type ChatDetails, type ThreadMessage } from "../thread";
 import { useToast } from "../toast";
@@ -76,14 +76,17 @@ function ChatBody({ client, chatId, focusMessageId, headers, maxFileBytes, onGo,
   chat: { details: ChatDetails | null; error: Error | null; reload: () => Promise<void> };
 }) {
   const thread = useThread(client, chatId);
-  const { state: live } = useChatStream(client, chatId);
+  // A stream's start is drawn with its first words when they follow at once (../live.ts).
+  const live = useShownStream(client, chatId);
   const toast = useToast();
   const [stopping, setStopping] = useState(false);
   const [busy, setBusy] = useState(false);
   const [sent, setSent] = useState<Shown | null>(first);
   const scroller = useRef<HTMLDivElement>(null);
   const composer = useRef<HTMLTextAreaElement>(null);
-  const streaming = live?.status === "live" && live.streamId !== null;
+  // The answer's words first, then (a render of lower priority, right after) Stop in the
+  // composer and the buttons the stream makes busy: its first words are not drawn behind them.
+  const streaming = useDeferredValue(live.status === "live" && live.streamId !== null);
   const upload = useMemo(() => uploader(headers, maxFileBytes), [headers, maxFileBytes]);
   // What the chat's streams asked a person: read with the thread, when a stream ends, when
   // a streamed message asks (a tool call needing approval, a question), and on the chat's
