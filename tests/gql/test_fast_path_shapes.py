@@ -176,33 +176,29 @@ def test_a_shape_collects_fragments_and_repeated_keys_as_the_executor_does() -> 
 
     small = strawberry.Schema(SmallQuery)
     outer_type = small._schema.type_map["Outer"]
-    text = ("{ outer { name ...F inner { n } ... on Outer { inner { t: __typename } c: count }"
-            " name ...F } } fragment F on Outer { count inner { n } mood }")
-    document = parse(text)
-    operation = document.definitions[0]
-    assert isinstance(operation, OperationDefinitionNode)
-    root = operation.selection_set.selections[0]
-    assert isinstance(root, FieldNode) and root.selection_set is not None
-    fragments = {d.name.value: d for d in document.definitions
-                 if isinstance(d, FragmentDefinitionNode)}
-    fill = object_shape(outer_type, root.selection_set, collector=Collector(fragments))
-    executed = small.execute_sync(text)
-    assert executed.errors is None and executed.data is not None
-    filled = fill(VALUE)
-    assert filled == executed.data["outer"]
-    assert list(filled) == list(executed.data["outer"])  # the executor's key order
-    assert filled["inner"] == {"n": 2, "t": "Inner"}
-    for other in ("{ outer { ... on Inner { n } } }", "{ outer { ...G } } fragment G on Outer "
-                  "{ name @skip(if: false) }", "{ outer { ...Missing } }"):
-        document = parse(other)
+
+    def shape_of(text: str) -> Any:
+        document = parse(text)
         operation = document.definitions[0]
         assert isinstance(operation, OperationDefinitionNode)
         root = operation.selection_set.selections[0]
         assert isinstance(root, FieldNode) and root.selection_set is not None
         fragments = {d.name.value: d for d in document.definitions
                      if isinstance(d, FragmentDefinitionNode)}
+        return object_shape(outer_type, root.selection_set, collector=Collector(fragments))
+
+    text = ("{ outer { name ...F inner { n } ... on Outer { inner { t: __typename } c: count }"
+            " name ...F } } fragment F on Outer { count inner { n } mood }")
+    executed = small.execute_sync(text)
+    assert executed.errors is None and executed.data is not None
+    filled = shape_of(text)(VALUE)
+    assert filled == executed.data["outer"]
+    assert list(filled) == list(executed.data["outer"])  # the executor's key order
+    assert filled["inner"] == {"n": 2, "t": "Inner"}
+    for other in ("{ outer { ... on Inner { n } } }", "{ outer { ...G } } fragment G on Outer "
+                  "{ name @skip(if: false) }", "{ outer { ...Missing } }"):
         try:
-            object_shape(outer_type, root.selection_set, collector=Collector(fragments))
+            shape_of(other)
         except NoShape:
             continue
         raise AssertionError(other)
