@@ -597,12 +597,15 @@ async def persist_figures(messages: int,
                 # included: one chain from the root), under other ids.
                 ids = [f"c{round_}-{m.id}" for m in result.messages]
                 jumps = chain_jump_depths(len(ids))
+                # Read by name from the columns (built before the clock starts).
                 rows = [
-                    (ids[n], copy_chat, m.sequence, m.request_id, m.role, m.type,
-                     orjson.dumps(m.props).decode(), m.block_id, m.thread_id,
-                     m.assistant_id, m.status, orjson.dumps(m.metadata).decode(),
-                     m.created_at, m.updated_at, m.tokens, ids[n - 1] if n else None,
-                     n + 1, ids[jumps[n + 1] - 1], jumps[n + 1])
+                    tuple({"id": ids[n], "chat_id": copy_chat,
+                           "props": orjson.dumps(m.props).decode(),
+                           "metadata": orjson.dumps(m.metadata).decode(),
+                           "parent_id": ids[n - 1] if n else None, "depth": n + 1,
+                           "jump_id": ids[jumps[n + 1] - 1], "jump_depth": jumps[n + 1],
+                           }.get(column, getattr(m, column, None))
+                          for column in MESSAGE_COLUMNS)
                     for n, m in enumerate(result.messages)
                 ]
                 started = time.perf_counter()

@@ -8,6 +8,14 @@ INSERT, or COPY on Postgres once a batch is large enough for COPY to pay. Both
 statements take the same tuples, so the two ways to write a row cannot drift apart;
 the records handed back to callers are built from those tuples too.
 
+Nothing here lists a message's columns by hand: the rows, the records, the COPY
+values and a message's *content* (:data:`CONTENT_COLUMNS`, what its writer says about
+it) are all read from the table and the record, by code generated from them once,
+at import (:func:`content_maker` for callers' own objects), as quick as the
+positional code it replaces. A nullable column added to the
+table and to :class:`~store.records.Message` is written and handed back by every
+writer without an edit here.
+
 A chain written by COPY (:func:`write_chain`) is built while it streams: the server
 inserts the first rows while the next ones, and their records, are made.
 """
@@ -16,13 +24,14 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import keyword
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from itertools import islice
 from typing import Any, NamedTuple
 
-from sqlalchemy import insert
+from sqlalchemy import JSON, insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from chatql.store import jsonutil
@@ -34,12 +43,17 @@ __all__ = [
     "COPY_BATCH",
     "COPY_THRESHOLD",
     "MESSAGE_COLUMNS",
+    "PLACE_COLUMNS",
     "RECORD_COLUMNS",
+    "Content",
     "Link",
     "MessageRow",
     "chain_rows",
+    "content_maker",
     "document_rows",
+    "field_names",
     "gc_paused",
+    "generated",
     "row_dicts",
     "row_records",
     "write_chain",
@@ -55,11 +69,6 @@ MESSAGE_COLUMNS: tuple[str, ...] = tuple(column.name for column in messages.c)
 #: added to the table and the record is read everywhere.
 RECORD_COLUMNS: tuple[str, ...] = tuple(
     field.name for field in dataclasses.fields(Message) if field.name in messages.c)
-#: What a writer says about each message of a chain, in this order (see :func:`chain_rows`).
-CONTENT_COLUMNS: tuple[str, ...] = (
-    "request_id", "role", "type", "props", "block_id", "thread_id", "assistant_id",
-    "status", "metadata", "tokens",
-)
 #: Below this many rows a multi-row INSERT is as quick as COPY on Postgres.
 COPY_THRESHOLD = 200
 
@@ -72,8 +81,6 @@ COPY_BATCH = 2_000
 
 #: One message row: values in :data:`MESSAGE_COLUMNS` order.
 MessageRow = tuple[Any, ...]
-
-_TREE = MESSAGE_COLUMNS.index("parent_id")
 
 
 class Link(NamedTuple):
@@ -92,6 +99,139 @@ class Link(NamedTuple):
     def columns(self) -> dict[str, Any]:
         return {"parent_id": self.parent_id, "depth": self.depth,
                 "jump_id": self.jump_id, "jump_depth": self.jump_depth}
+
+
+#: The columns a chain's writer fills in itself (:func:`chain_rows`): the chat, the
+#: sequence, both times and the message's place in the tree (a :class:`Link`, id and
+#: all). Every other column of the table is content.
+PLACE_COLUMNS: tuple[str, ...] = ("chat_id", "sequence", "created_at", "updated_at",
+                                  *Link._fields)
+#: What a writer says about each message of a chain, in this order (see
+#: :func:`chain_rows`): every column of the table but the :data:`PLACE_COLUMNS`, in the
+#: table's order. A column added to the table is content, written by every writer.
+CONTENT_COLUMNS: tuple[str, ...] = tuple(
+    name for name in MESSAGE_COLUMNS if name not in PLACE_COLUMNS)
+#: A message's content: values in :data:`CONTENT_COLUMNS` order (made by
+#: :func:`content_maker`; nothing but generated code indexes it).
+Content = tuple[Any, ...]
+
+
+def _identifier(name: str) -> str:
+    if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
+        raise ValueError(f"{name!r} cannot name a column in generated code")
+    return name
+
+
+def generated(name: str, parameters: str, expression: str,
+               names: Mapping[str, Any] | None = None) -> Callable[..., Any]:
+    """The function ``name(parameters)`` that returns ``expression``, compiled once, at
+    import, from the columns — as :func:`collections.namedtuple` and :mod:`dataclasses`
+    make their methods: the positional code a person would write for today's columns
+    (tuple displays, indexes, unpacking: the quickest Python there is for building
+    rows), without a list of columns to keep in step by hand. ``names`` are the
+    globals it sees; its source is kept as its ``source`` attribute."""
+    source = f"def {name}({parameters}):\n    return {expression}\n"
+    namespace = dict(names or {})
+    exec(compile(source, f"<generated {__name__}.{name}>", "exec"), namespace)
+    function: Callable[..., Any] = namespace[name]
+    function.__module__ = __name__
+    function.source = source  # type: ignore[attr-defined]
+    return function
+
+
+def field_names(kind: type[Any]) -> frozenset[str]:
+    """The field names of the dataclass ``kind``: what :func:`content_maker` may read."""
+    return frozenset(field.name for field in dataclasses.fields(kind))
+
+
+def content_maker(fields: Collection[str], *, given: Collection[str] = (),
+                  defaults: Collection[str] = ()) -> Callable[..., Iterator[Content]]:
+    """What makes the :data:`Content` of messages from objects whose attributes
+    ``fields`` names (records, :class:`~store.messages.NewMessage`, a stream's
+    messages), read by name: ``make(items, **values)`` yields each item's content, in
+    order. A column in ``given`` takes the value passed under its name; one in
+    ``defaults`` the item's attribute, or the value passed when that is empty; any
+    other in ``fields`` the item's attribute; any other is NULL.
+
+    Make one per kind of writer, at import: it is generated code
+    (:func:`generated`), as quick as a tuple display written out by hand.
+    """
+    passed = [*given, *defaults]
+    unknown = set(passed) - set(CONTENT_COLUMNS)
+    if unknown or not set(defaults) <= set(fields):
+        raise ValueError(f"not content columns of the items: {sorted(unknown or defaults)}")
+
+    def value(column: str) -> str:
+        if column in given:
+            return _identifier(column)
+        if column in defaults:
+            return f"(_item.{_identifier(column)} or {column})"
+        return f"_item.{_identifier(column)}" if column in fields else "None"
+
+    keywords = f", *, {', '.join(passed)}" if passed else ""
+    return generated("make_content", f"_items{keywords}",
+                      f"(({', '.join(map(value, CONTENT_COLUMNS))},) for _item in _items)")
+
+
+# Each column of a chain row (see chain_rows): the writer's place columns, then the
+# message's content by its position.
+_CHAIN_VALUES = {
+    "chat_id": "chat_id", "sequence": "sequence", "created_at": "stamp",
+    "updated_at": "stamp",
+    **{name: f"link.{_identifier(name)}" for name in Link._fields},
+    **{name: f"content[{index}]" for index, name in enumerate(CONTENT_COLUMNS)},
+}
+_chain_rows: Callable[[str, int, datetime, Iterable[tuple[Link, Content]]],
+                      list[MessageRow]] = generated(
+    "_chain_rows", "chat_id, first_sequence, stamp, pairs",
+    f"[({', '.join(_CHAIN_VALUES[name] for name in MESSAGE_COLUMNS)},) "
+    "for sequence, (link, content) in enumerate(pairs, start=first_sequence)]")
+# A record's fields that are not columns take their defaults (tokens_estimated:
+# stored messages carry reported counts only).
+_RECORD_DEFAULTS = {f"_{field.name}": field.default for field in dataclasses.fields(Message)
+                    if field.name not in messages.c}
+if dataclasses.MISSING in _RECORD_DEFAULTS.values():
+    raise TypeError("every field of Message that is not a column needs a plain default")
+_records: Callable[[Iterable[MessageRow]], list[Message]] = generated(
+    "_records", "rows", "[Message({}) for row in rows]".format(", ".join(
+        f"row[{MESSAGE_COLUMNS.index(field.name)}]" if field.name in messages.c
+        else f"_{field.name}" for field in dataclasses.fields(Message))),
+    {"Message": Message, **_RECORD_DEFAULTS})
+
+
+def _copy_value(index: int, column: str) -> str:
+    # COPY takes JSON columns as text; None as the INSERT stores it: JSON null, unless
+    # the column's type stores SQL NULL for it.
+    kind = messages.c[column].type
+    if not isinstance(kind, JSON):
+        return f"v{index}"
+    if kind.none_as_null:
+        return f"(None if v{index} is None else dumps(v{index}))"
+    return f'("null" if v{index} is None else dumps(v{index}))'
+
+
+_UNPACKED = ", ".join(f"v{index}" for index in range(len(MESSAGE_COLUMNS)))
+_copy_values: Callable[[Iterable[MessageRow]], list[MessageRow]] = generated(
+    "_copy_values", "rows",
+    "[({},) for ({},) in rows]".format(
+        ", ".join(_copy_value(index, name) for index, name in enumerate(MESSAGE_COLUMNS)),
+        _UNPACKED),
+    {"dumps": jsonutil.dumps})
+
+
+def _document_value(column: str) -> str:
+    # A record must name the place columns and every NOT NULL one; a nullable content
+    # column it leaves out is NULL.
+    if column == "chat_id":
+        return "chat_id"
+    if column in PLACE_COLUMNS or not messages.c[column].nullable:
+        return f"record[{column!r}]"
+    return f"record.get({column!r})"
+
+
+_document_rows: Callable[[str, Iterable[Mapping[str, Any]]], list[MessageRow]] = generated(
+    "_document_rows", "chat_id, records",
+    f"[({', '.join(map(_document_value, MESSAGE_COLUMNS))},) for record in records]")
 
 
 _paused = 0
@@ -124,32 +264,17 @@ def gc_paused() -> Iterator[None]:
 
 
 def chain_rows(chat_id: str, first_sequence: int, stamp: datetime,
-               links: Iterable[Link], contents: Iterable[Sequence[Any]]) -> list[MessageRow]:
+               links: Iterable[Link], contents: Iterable[Content]) -> list[MessageRow]:
     """Rows for messages written now as one chain: ``links[i]`` is message i's place in
-    the tree (its id included), ``contents[i]`` its :data:`CONTENT_COLUMNS` values;
-    sequences count up from ``first_sequence`` and both times are ``stamp``."""
+    the tree (its id included), ``contents[i]`` its :data:`Content`; sequences count up
+    from ``first_sequence`` and both times are ``stamp``."""
     return _chain_rows(chat_id, first_sequence, stamp, zip(links, contents, strict=True))
-
-
-def _chain_rows(chat_id: str, first_sequence: int, stamp: datetime,
-                pairs: Iterable[tuple[Link, Sequence[Any]]]) -> list[MessageRow]:
-    return [
-        (link.id, chat_id, sequence, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8],
-         stamp, stamp, c[9], link.parent_id, link.depth, link.jump_id, link.jump_depth)
-        for sequence, (link, c) in enumerate(pairs, start=first_sequence)
-    ]
 
 
 def document_rows(chat_id: str, records: Iterable[Mapping[str, Any]]) -> list[MessageRow]:
     """Rows for messages described by column name (an import or an archive: times,
     sequences and tree columns as recorded); columns a record leaves out are NULL."""
-    return [
-        (r["id"], chat_id, r["sequence"], r.get("request_id"), r["role"], r["type"],
-         r["props"], r.get("block_id"), r.get("thread_id"), r.get("assistant_id"),
-         r["status"], r.get("metadata"), r["created_at"], r["updated_at"], r.get("tokens"),
-         r["parent_id"], r["depth"], r["jump_id"], r["jump_depth"])
-        for r in records
-    ]
+    return _document_rows(chat_id, records)
 
 
 def record_from_mapping(values: Mapping[Any, Any]) -> Message:
@@ -165,21 +290,12 @@ def row_dicts(rows: Iterable[MessageRow]) -> list[dict[str, Any]]:
 
 def row_records(rows: Iterable[MessageRow]) -> list[Message]:
     """The records the store hands back for freshly written rows."""
-    return [
-        Message(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11],
-                r[12], r[13], r[14], False, r[_TREE])
-        for r in rows
-    ]
+    return _records(rows)
 
 
 def _copy_records(rows: Iterable[MessageRow]) -> list[MessageRow]:
-    # COPY takes JSON columns as text. A metadata of None is written as JSON null,
-    # which is what the INSERT path stores for it too. (Unpacked by position, the
-    # fastest way to rebuild a tuple: the order is MESSAGE_COLUMNS'.)
-    dumps = jsonutil.dumps
-    return [(a, b, c, d, e, f, dumps(props), h, i, j, k,
-             "null" if metadata is None else dumps(metadata), m, n, o, p, q, r, t)
-            for (a, b, c, d, e, f, props, h, i, j, k, metadata, m, n, o, p, q, r, t) in rows]
+    """The rows as COPY takes them: JSON columns as their text."""
+    return _copy_values(rows)
 
 
 def _copies(count: int) -> bool:
@@ -195,7 +311,7 @@ async def _copy(conn: AsyncConnection, records: Iterable[MessageRow]) -> None:
 
 async def write_chain(conn: AsyncConnection, chat_id: str, first_sequence: int,
                       stamp: datetime, links: Iterable[Link],
-                      contents: Iterable[Sequence[Any]], *, count: int) -> list[Message]:
+                      contents: Iterable[Content], *, count: int) -> list[Message]:
     """Write the :func:`chain_rows` of ``count`` messages (in the caller's
     transaction, as :func:`write_rows` would) and return their :func:`row_records`.
 

@@ -31,6 +31,7 @@ from sqlalchemy import JSON, select
 from chatql.store.chats.chat import get_chat
 from chatql.store.db import prepared
 from chatql.store.db.database import Database
+from chatql.store.db.rows import RECORD_COLUMNS
 from chatql.store.db.tables import (
     UTCDateTime,
     chats,
@@ -41,6 +42,7 @@ from chatql.store.db.tables import (
 )
 from chatql.store.errors import NotFound
 from chatql.store.ids import check_chat_id
+from chatql.store.messages.message import wire_name
 from chatql.store.messages.resume import resume_from_row
 from chatql.store.records import Chat, Identity, Message, ResumeRecord
 
@@ -52,6 +54,8 @@ __all__ = [
     "EXPORT_PAGE_BYTES",
     "EXPORT_PAGE_SIZE",
     "EXPORT_VERSION",
+    "MESSAGE_LINE_COLUMNS",
+    "MESSAGE_LINE_FIELDS",
     "chat_line",
     "chat_tenant",
     "export_chat",
@@ -79,22 +83,23 @@ def _time(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat(timespec="microseconds")
 
 
-#: The message columns a line carries after ``kind``, in the line's order (the export
-#: format: a new column is added here, at the end, or it is not exported).
-_LINE_COLUMNS = ("id", "sequence", "request_id", "role", "type", "props", "block_id",
-                 "thread_id", "assistant_id", "status", "metadata", "created_at",
-                 "updated_at", "parent_id", "tokens")
-
-
-def _camel(column: str) -> str:
-    head, *rest = column.split("_")
-    return head + "".join(word.capitalize() for word in rest)
-
-
+#: The message columns version 1 of the format began with, in the line's order.
+_FIRST_LINE_COLUMNS = ("id", "sequence", "request_id", "role", "type", "props", "block_id",
+                       "thread_id", "assistant_id", "status", "metadata", "created_at",
+                       "updated_at", "parent_id", "tokens")
+#: The message columns a line carries after ``kind``, in the line's order: those the
+#: format began with, then every other column of a record
+#: (:data:`store.db.rows.RECORD_COLUMNS`) but the chat's id, in the table's order. A
+#: column added to the table and the record is exported, at the end of the line.
+MESSAGE_LINE_COLUMNS: tuple[str, ...] = (*_FIRST_LINE_COLUMNS, *(
+    column for column in RECORD_COLUMNS
+    if column not in _FIRST_LINE_COLUMNS and column != "chat_id"))
 #: A message line's fields after ``kind``, in order: (JSON name, column). One list
-#: serves the reference encoder (:func:`message_line`) and the page reader.
-_MESSAGE_FIELDS: tuple[tuple[str, str], ...] = tuple(
-    (_camel(column), column) for column in _LINE_COLUMNS)
+#: serves the reference encoder (:func:`message_line`), the page reader and the
+#: importer (``store/keeping/imports.py``), which reads each field back.
+MESSAGE_LINE_FIELDS: tuple[tuple[str, str], ...] = tuple(
+    (wire_name(column), column) for column in MESSAGE_LINE_COLUMNS)
+_MESSAGE_FIELDS = MESSAGE_LINE_FIELDS
 # How each column is read as the line's text, from the table's column types.
 _TIME_COLUMNS = columns_of_type(messages, kind=UTCDateTime)
 _JSON_COLUMNS = columns_of_type(messages, kind=JSON)
@@ -127,6 +132,8 @@ def _page_statement(dialect: str) -> prepared.PreparedStatement:
 _PAGE_STATEMENTS = {dialect: _page_statement(dialect) for dialect in ("postgresql", "sqlite")}
 _LINE_KEYS = ("kind", *(key for key, _column in _MESSAGE_FIELDS))
 _SEQUENCE = _LINE_KEYS.index("sequence")
+# The line's JSON fields, which a page row holds as their text.
+_JSON_KEYS = tuple(key for key, column in _MESSAGE_FIELDS if column in _JSON_COLUMNS)
 _encode_line = partial(orjson.dumps, option=orjson.OPT_APPEND_NEWLINE)
 _loads = orjson.loads
 
@@ -135,9 +142,10 @@ def _message_line_bytes(row: Sequence[Any]) -> bytes:
     """One page row as its encoded line: the same bytes as :func:`message_line`
     encoded, since the JSON columns are decoded as the store decodes them."""
     line = dict(zip(_LINE_KEYS, row, strict=True))
-    line["props"] = _loads(line["props"])
-    if line["metadata"] is not None:
-        line["metadata"] = _loads(line["metadata"])
+    for key in _JSON_KEYS:
+        value = line[key]
+        if value is not None:
+            line[key] = _loads(value)
     return _encode_line(line)
 
 
@@ -213,7 +221,7 @@ def interrupt_line(row: Any) -> dict[str, Any]:
     line: dict[str, Any] = {"kind": "interrupt"}
     for column in _INTERRUPT_COLUMNS:
         value = getattr(row, column)
-        key = "interruptKind" if column == "kind" else _camel(column)
+        key = "interruptKind" if column == "kind" else wire_name(column)
         line[key] = _time(value) if column in _INTERRUPT_TIMES else value
     return line
 

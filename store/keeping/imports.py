@@ -32,13 +32,13 @@ TOOL ``tool_result`` with props ``{content, tool_call_id}``. ``name`` is kept in
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import insert, select, update
+from sqlalchemy import JSON, Boolean, Integer, String, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -56,11 +56,13 @@ from chatql.store.db.database import Database
 from chatql.store.db.partitions import message_chats
 from chatql.store.db.rows import document_rows, write_rows
 from chatql.store.db.tables import (
+    UTCDateTime,
     chat_imports,
     chats,
     files,
     interrupts,
     message_files,
+    messages,
     resume_records,
 )
 from chatql.store.errors import AppendConflict, Conflict, InvalidArgument, NotFound
@@ -69,6 +71,7 @@ from chatql.store.files.service import FileService
 from chatql.store.files.transfer import FileLine, import_files, parse_file_line, remap_file_ids
 from chatql.store.ids import check_append_id, check_chat_id, check_message_id, new_id
 from chatql.store.jsonutil import canonical_digest
+from chatql.store.keeping.export import MESSAGE_LINE_FIELDS
 from chatql.store.limits import (
     ID_CHARS,
     MODE_CHARS,
@@ -224,52 +227,119 @@ def _title_source(line: Mapping[str, Any], title: str | None) -> str | None:
     return source if source in TITLE_SOURCES else "USER"
 
 
-def _message_row(line: Mapping[str, Any], where: str) -> dict[str, Any]:
-    stamp = now()
+# ---- message lines: each field of export.MESSAGE_LINE_FIELDS read back ----------------
+
+#: How a message line's field is read: (the line, the field's name, where, the row
+#: so far) -> the column's value, or _LEFT_OUT to leave the column out of the row.
+_FieldReader = Callable[[Mapping[str, Any], str, str, dict[str, Any]], Any]
+_LEFT_OUT = object()
+
+
+def _message_id(line: Mapping[str, Any], name: str, where: str, row: dict[str, Any]) -> str:
     try:
-        message_id = check_message_id(str(line.get("id") or ""))
+        return check_message_id(str(line.get(name) or ""))
     except InvalidArgument as error:
-        raise _bad(where, f"field 'id': {error}") from None
-    sequence = _int(line, "sequence", where)
+        raise _bad(where, f"field {name!r}: {error}") from None
+
+
+def _sequence(line: Mapping[str, Any], name: str, where: str, row: dict[str, Any]) -> int:
+    sequence = _int(line, name, where)
     if sequence < 1:
-        raise _bad(where, "field 'sequence' must be positive")
-    kind = _text(line, "type", where, required=True, limit=TYPE_CHARS)
+        raise _bad(where, f"field {name!r} must be positive")
+    return sequence
+
+
+def _type(line: Mapping[str, Any], name: str, where: str, row: dict[str, Any]) -> str:
+    kind = _text(line, name, where, required=True, limit=TYPE_CHARS)
     if not kind or kind == "event":
-        raise _bad(where, f"field 'type' must be 1-{TYPE_CHARS} characters and not 'event'")
-    created = _time(line, "createdAt", where, stamp)
+        raise _bad(where, f"field {name!r} must be 1-{TYPE_CHARS} characters and not 'event'")
+    return kind
+
+
+def _parent(line: Mapping[str, Any], name: str, where: str, row: dict[str, Any]) -> Any:
     # An export names each message's parent (null for a root); a document without the
     # field is one chain in sequence order.
-    tree_fields: dict[str, Any] = {}
-    if "parentId" in line:
-        parent = line["parentId"]
-        if parent is not None and not isinstance(parent, str):
-            raise _bad(where, "field 'parentId' must be a message id or null")
-        tree_fields["parent_id"] = parent
-    return {
-        **tree_fields,
-        "id": message_id,
-        "sequence": sequence,
-        "request_id": _text(line, "requestId", where),
-        "role": _one_of(line, "role", where, ROLES, ""),
-        "type": kind,
-        "props": _object(line, "props", where, required=True),
-        "block_id": _text(line, "blockId", where),
-        "thread_id": _text(line, "threadId", where),
-        "assistant_id": _text(line, "assistantId", where),
-        "status": _one_of(line, "status", where, MESSAGE_STATUSES, "COMPLETED"),
-        "metadata": _object(line, "metadata", where),
-        "created_at": created,
-        "updated_at": _time(line, "updatedAt", where, created),
-        "tokens": _tokens(line, where),
-    }
+    if name not in line:
+        return _LEFT_OUT
+    parent = line[name]
+    if parent is not None and not isinstance(parent, str):
+        raise _bad(where, f"field {name!r} must be a message id or null")
+    return parent
 
 
-def _tokens(line: Mapping[str, Any], where: str) -> int | None:
+def _tokens(line: Mapping[str, Any], name: str, where: str, row: dict[str, Any]) -> Any:
     try:
-        check_tokens(line.get("tokens"))
+        check_tokens(line.get(name))
     except InvalidArgument as error:
-        raise _bad(where, f"field 'tokens': {error}") from None
-    return line.get("tokens")
+        raise _bad(where, f"field {name!r}: {error}") from None
+    return line.get(name)
+
+
+#: The fields read by rules of their own; every other one as its column's type says
+#: (:func:`_column_reader`).
+_MESSAGE_READERS: dict[str, _FieldReader] = {
+    "id": _message_id,
+    "sequence": _sequence,
+    "role": lambda line, name, where, row: _one_of(line, name, where, ROLES, ""),
+    "type": _type,
+    "props": lambda line, name, where, row: _object(line, name, where, required=True),
+    "status": lambda line, name, where, row: _one_of(line, name, where, MESSAGE_STATUSES,
+                                                     "COMPLETED"),
+    "metadata": lambda line, name, where, row: _object(line, name, where),
+    "created_at": lambda line, name, where, row: _time(line, name, where, now()),
+    "updated_at": lambda line, name, where, row: _time(line, name, where,
+                                                       row["created_at"]),
+    "parent_id": _parent,
+    "tokens": _tokens,
+}
+
+
+def _whole_number(line: Mapping[str, Any], name: str, where: str,
+                  row: dict[str, Any]) -> int | None:
+    return None if line.get(name) is None else _int(line, name, where)
+
+
+def _flag(line: Mapping[str, Any], name: str, where: str, row: dict[str, Any]) -> Any:
+    value = line.get(name)
+    if value is not None and not isinstance(value, bool):
+        raise _bad(where, f"field {name!r} must be true, false or null")
+    return value
+
+
+def _column_reader(column: str) -> _FieldReader:
+    """How a nullable message column without a rule of its own is read from its line
+    field, by the column's type: text of at most the column's length, a whole
+    number, true/false, a time, any JSON value; all of them null when left out."""
+    kind = messages.c[column].type
+    if not messages.c[column].nullable:
+        raise TypeError(f"message column {column!r} is NOT NULL: give it a reader")
+    if isinstance(kind, String):
+        limit = kind.length or 0
+        return lambda line, name, where, row: _text(line, name, where, limit=limit)
+    if isinstance(kind, Integer):
+        return _whole_number
+    if isinstance(kind, Boolean):
+        return _flag
+    if isinstance(kind, UTCDateTime):
+        return lambda line, name, where, row: _time(line, name, where, None)
+    if isinstance(kind, JSON):
+        return lambda line, name, where, row: line.get(name)
+    raise TypeError(f"no reader for message column {column!r} of type {kind!r}")
+
+
+#: Each field of a message line, in the line's order: its name, its column and how
+#: it is read.
+_MESSAGE_LINE = tuple((name, column, _MESSAGE_READERS.get(column) or _column_reader(column))
+                      for name, column in MESSAGE_LINE_FIELDS)
+
+
+def _message_row(line: Mapping[str, Any], where: str) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for name, column, read in _MESSAGE_LINE:
+        value = read(line, name, where, row)
+        if value is not _LEFT_OUT:
+            row[column] = value
+    return row
 
 
 def _resume_row(line: Mapping[str, Any], where: str) -> dict[str, Any]:

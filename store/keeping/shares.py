@@ -42,7 +42,7 @@ import hashlib
 import logging
 import re
 import secrets
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -69,6 +69,7 @@ from chatql.store.clock import now
 from chatql.store.db.database import Database
 from chatql.store.db.partitions import message_chats
 from chatql.store.db.prepared import PreparedStatement, compile_prepared, fetch, message_attribute
+from chatql.store.db.rows import Content, content_maker, field_names
 from chatql.store.db.tables import UTCDateTime, chats, files, message_files, messages, shares
 from chatql.store.errors import ChatArchived, Forbidden, InvalidArgument, NotFound
 from chatql.store.files.service import file_from_row
@@ -473,18 +474,19 @@ class ShareViews:
 # ---- forks ------------------------------------------------------------------------------
 
 
-def _shown(message: Message) -> tuple[Any, ...]:
-    """A copy's content columns (store.db.rows.CONTENT_COLUMNS) from a link: what the
-    link shows, nothing more."""
-    return (None, message.role, message.type, message.props, None, None,
-            message.assistant_id, "COMPLETED", None, None)
+_SHOWN = content_maker(field_names(SharedMessage), given=("status",))
+_KEPT = content_maker(field_names(Message), given=("request_id",))
 
 
-def _kept(message: Message) -> tuple[Any, ...]:
-    """A copy's content columns from one's own branch: all but the request id."""
-    return (None, message.role, message.type, message.props, message.block_id,
-            message.thread_id, message.assistant_id, message.status, message.metadata,
-            message.tokens)
+def _shown(found: Iterable[Message]) -> Iterator[Content]:
+    """The copies' content (store.db.rows.Content) from a link: what the link shows
+    (a SharedMessage's fields), nothing more; each a whole message."""
+    return _SHOWN(found, status="COMPLETED")
+
+
+def _kept(found: Iterable[Message]) -> Iterator[Content]:
+    """The copies' content from one's own branch: all the record's but the request id."""
+    return _KEPT(found, request_id=None)
 
 
 async def fork_chat(db: Database, who: Identity, *, token: str | None = None,
@@ -523,7 +525,7 @@ async def fork_chat(db: Database, who: Identity, *, token: str | None = None,
 
 
 async def _fork(db: Database, who: Identity, chat_id: str, path: Sequence[str] | None,
-                content: Callable[[Message], tuple[Any, ...]],
+                content: Callable[[Iterable[Message]], Iterator[Content]],
                 source: Callable[[AsyncConnection], Awaitable[Row[Any]]], *,
                 leaf: str | None = None) -> Chat:
     """Copy the branch (``path``, or the path to ``leaf``) of ``chat_id`` as a new chat
@@ -552,7 +554,7 @@ async def _fork(db: Database, who: Identity, chat_id: str, path: Sequence[str] |
         if not found:
             return chat
         written = await insert_chain(conn, chat.id, [new_id() for _ in found],
-                                     [content(message) for message in found],
+                                     list(content(found)),
                                      last_sequence=0, parent_id=None, explicit_parent=True)
         # A link row names its chat's tenant; one's own branch is in one's tenant.
         if origin._mapping.get("tenant_id", who.tenant_id) == who.tenant_id:

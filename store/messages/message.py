@@ -9,11 +9,11 @@ as the batch, so a batch is either wholly accepted with its receipt or not at al
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from sqlalchemy import Row, Select, bindparam, exists, select, update
+from sqlalchemy import Row, Select, String, bindparam, exists, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -26,7 +26,15 @@ from chatql.store.db import prepared
 from chatql.store.db.database import Database
 from chatql.store.db.partitions import message_chats
 from chatql.store.db.prepared import CHAT_COLUMNS
-from chatql.store.db.rows import record_from_mapping, write_chain
+from chatql.store.db.rows import (
+    CONTENT_COLUMNS,
+    Content,
+    content_maker,
+    field_names,
+    generated,
+    record_from_mapping,
+    write_chain,
+)
 from chatql.store.db.tables import chats, closed_chats, messages
 from chatql.store.errors import (
     ChatClosed,
@@ -78,8 +86,10 @@ __all__ = [
     "lock_chat_for_write",
     "message_from_row",
     "message_siblings",
+    "new_contents",
     "switch_branch",
     "update_message",
+    "wire_name",
 ]
 
 ROLES = ("USER", "ASSISTANT", "SYSTEM", "TOOL")
@@ -89,9 +99,21 @@ DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
 
 
+def wire_name(name: str) -> str:
+    """The API's camelCase name of a field or column (``request_id``: ``requestId``)."""
+    head, *rest = name.split("_")
+    return head + "".join(word.capitalize() for word in rest)
+
+
 @dataclass(frozen=True, slots=True)
 class NewMessage:
-    """A message to be written, as a caller describes it."""
+    """A message to be written, as a caller describes it.
+
+    Every content column of a message (:data:`store.db.rows.CONTENT_COLUMNS`) is a
+    field here, of the column's name: appends, edits and persists write them all by
+    name. A field is on the wire (:meth:`wire`, the append digest) under its
+    :func:`wire_name` unless its metadata says ``wire: False``.
+    """
 
     role: str
     type: str
@@ -102,24 +124,13 @@ class NewMessage:
     thread_id: str | None = None
     assistant_id: str | None = None
     metadata: dict[str, Any] | None = None
-    status: str = "COMPLETED"
+    # Not in MessageInput (never sent, so never part of an append's digest).
+    status: str = field(default="COMPLETED", metadata={"wire": False})
     tokens: int | None = None
 
     def wire(self) -> dict[str, Any]:
         """The message as sent on the wire (camelCase, nulls left out), for digests."""
-        fields = {
-            "id": self.id,
-            "role": self.role,
-            "type": self.type,
-            "props": self.props,
-            "requestId": self.request_id,
-            "blockId": self.block_id,
-            "threadId": self.thread_id,
-            "assistantId": self.assistant_id,
-            "metadata": self.metadata,
-            "tokens": self.tokens,
-        }
-        return {key: value for key, value in fields.items() if value is not None}
+        return {key: value for key, value in _wire(self).items() if value is not None}
 
     def check(self) -> None:
         if self.id is not None:
@@ -136,8 +147,29 @@ class NewMessage:
         if self.status not in MESSAGE_STATUSES:
             raise InvalidArgument(f"status must be one of {', '.join(MESSAGE_STATUSES)}")
         check_tokens(self.tokens)
-        for name in ("request_id", "block_id", "thread_id", "assistant_id"):
-            check_optional_name(getattr(self, name), name)
+        for name, limit in _NAMES:
+            check_optional_name(getattr(self, name), name, limit)
+
+
+# A content column a new message cannot say would be written NULL by every writer.
+_UNSAID = set(CONTENT_COLUMNS) - field_names(NewMessage)
+if _UNSAID:
+    raise TypeError(f"NewMessage lacks the content columns {sorted(_UNSAID)}")
+# The wire's fields by their wire names, nulls and all: the id first (as the wire has
+# always spelled it), then the rest in field order.
+_WIRE_FIELDS = sorted((item.name for item in dataclasses.fields(NewMessage)
+                       if item.metadata.get("wire", True)), key=lambda name: name != "id")
+_WIRE_ITEMS = ", ".join(f"{wire_name(name)!r}: message.{name}" for name in _WIRE_FIELDS)
+_wire: Callable[[NewMessage], dict[str, Any]] = generated("_wire", "message",
+                                                          f"{{{_WIRE_ITEMS}}}")
+#: The optional names a message carries, checked against their column's length: the
+#: nullable text columns of its content that have one.
+_NAMES = tuple((column.name, column.type.length)
+               for column in (messages.c[name] for name in CONTENT_COLUMNS)
+               if isinstance(column.type, String) and column.type.length and column.nullable)
+#: New messages' content, read by name; ``assistant_id`` for one that names none.
+new_contents: Callable[..., Iterator[Content]] = content_maker(
+    field_names(NewMessage), defaults=("assistant_id",))
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,11 +335,7 @@ async def insert_messages(
     when ``explicit_parent`` (None then makes a new root); see :func:`insert_chain`.
     """
     ids = [message.id or new_id() for message in batch]
-    contents = [
-        (m.request_id, m.role, m.type, m.props, m.block_id, m.thread_id,
-         m.assistant_id or default_assistant_id, m.status, m.metadata, m.tokens)
-        for m in batch
-    ]
+    contents = list(new_contents(batch, assistant_id=default_assistant_id))
     return await insert_chain(conn, chat_id, ids, contents, last_sequence=last_sequence,
                               chosen=[m.id for m in batch if m.id is not None],
                               parent_id=parent_id, explicit_parent=explicit_parent,
@@ -327,7 +355,7 @@ async def insert_chain(
     conn: AsyncConnection,
     chat_id: str,
     ids: Sequence[str],
-    contents: Iterable[Sequence[Any]],
+    contents: Iterable[Content],
     *,
     last_sequence: int,
     chosen: Sequence[str] = (),
@@ -335,7 +363,7 @@ async def insert_chain(
     explicit_parent: bool = False,
     parent_rows: tuple[tree.Link, tree.Link] | None = None,
 ) -> list[Message]:
-    """Write messages ``ids`` (with their :data:`store.rows.CONTENT_COLUMNS` values)
+    """Write messages ``ids`` (with their :data:`store.rows.Content`)
     as one chain after ``last_sequence``; the chat must be locked by the caller.
 
     The chain hangs below the chat's active leaf, or below ``parent_id`` when
@@ -810,14 +838,15 @@ async def edit_message(
             last_sequence = await lock_chat_for_append(conn, who, chat_id)
         except NotFound:
             raise NotFound(f"message {message_id!r} not found") from None
-        edited = NewMessage(
-            role=original.role, type=original.type,
-            props=original.props if props is None else props,
-            metadata=original.metadata if metadata is None else metadata,
-            request_id=original.request_id, block_id=original.block_id,
-            thread_id=original.thread_id, assistant_id=original.assistant_id,
-            tokens=original.tokens if props is None else None,
-        )
+        # The original's content, every column of it, but for what the edit changes:
+        # new props carry no token count of their own, and the copy is a whole message.
+        changes: dict[str, Any] = {"status": "COMPLETED"}
+        if props is not None:
+            changes.update(props=props, tokens=None)
+        if metadata is not None:
+            changes["metadata"] = metadata
+        edited = NewMessage(**{name: original._mapping[name] for name in CONTENT_COLUMNS}
+                            | changes)
 
         async def write() -> list[Message]:
             written = await insert_messages(conn, chat_id, [edited],

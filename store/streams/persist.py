@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from dataclasses import replace
+from itertools import chain
 from typing import Any
 
 from sqlalchemy import select
@@ -33,18 +34,25 @@ from chatql.store.chats import titles
 from chatql.store.chats.usage import record_usage
 from chatql.store.clock import now
 from chatql.store.db.database import Database
+from chatql.store.db.rows import Content, content_maker, field_names
 from chatql.store.db.tables import append_receipts, chats, messages, resume_records
 from chatql.store.db.tables import interrupts as interrupts_table
 from chatql.store.files import links as file_links
 from chatql.store.ids import new_id
 from chatql.store.jsonutil import canonical_digest
 from chatql.store.messages import interrupts
-from chatql.store.messages.message import insert_chain, lock_chat_for_write, message_from_row
+from chatql.store.messages.message import (
+    NewMessage,
+    insert_chain,
+    lock_chat_for_write,
+    message_from_row,
+)
 from chatql.store.messages.receipts import receipted_write
 from chatql.store.messages.resume import StepIn, insert_resume, resume_from_row
 from chatql.store.records import Identity, Message, ResumeRecord
 from chatql.store.streams.buffer import StreamBuffer, StreamInfo, StreamResult
 from chatql.store.streams.claims import end_claim
+from chatql.store.streams.reducer import MessageState
 
 __all__ = ["DB_ERRORS", "stored_result", "write"]
 
@@ -52,11 +60,24 @@ __all__ = ["DB_ERRORS", "stored_result", "write"]
 DB_ERRORS = (DBAPIError, OperationalError, InterfaceError, OSError, ConnectionError,
              asyncio.TimeoutError)
 
+# The user input's content, read by name, with the end status and (when it names none)
+# the stream's assistant.
+_input_content = content_maker(field_names(NewMessage), given=("status",),
+                               defaults=("assistant_id",))
+# A streamed message's content: what its merged state has; its request, assistant and
+# status are the stream's.
+_streamed_content = content_maker(field_names(MessageState),
+                                  given=("request_id", "assistant_id", "status"))
 
-def _chain(stream: StreamBuffer) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
-    """Ids and :data:`store.rows.CONTENT_COLUMNS` values of the messages to store: the
-    user input, then every message in first-arrival order, all with the end status.
-    The values come as a generator, so a long stream's are never all held at once."""
+
+def _chain(stream: StreamBuffer) -> tuple[list[str], Iterator[Content]]:
+    """Ids and :data:`store.rows.Content` of the messages to store: the user input,
+    then every message in first-arrival order, all with the end status. The content
+    comes as a generator, so a long stream's is never all held at once.
+
+    Read by name: the input's every content column, and of each streamed message the
+    columns a :class:`~store.streams.reducer.MessageState` has (the rest are the
+    stream's: its request, its assistant, the end status; any other is NULL)."""
     status = stream.end_status or "INTERRUPTED"
     if status == "AWAITING_INPUT":
         # Its messages are complete as written; the stream waits for decisions.
@@ -68,15 +89,11 @@ def _chain(stream: StreamBuffer) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
     if m is not None:
         ids.insert(0, m.id or new_id())
 
-    def contents() -> Iterator[tuple[Any, ...]]:
-        if m is not None:
-            yield (m.request_id, m.role, m.type, m.props, m.block_id, m.thread_id,
-                   m.assistant_id or assistant_id, status, m.metadata, m.tokens)
-        for message in stream.state.messages.values():
-            yield (request_id, message.role, message.type, message.props, message.block_id,
-                   message.thread_id, assistant_id, status, None, message.tokens)
-
-    return ids, contents()
+    first = () if m is None else _input_content((m,), assistant_id=assistant_id,
+                                                status=status)
+    return ids, chain(first, _streamed_content(stream.state.messages.values(),
+                                               request_id=request_id,
+                                               assistant_id=assistant_id, status=status))
 
 
 def _resume_steps(stream: StreamBuffer) -> list[StepIn]:
