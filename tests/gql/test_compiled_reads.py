@@ -21,13 +21,16 @@ from typing import Any
 
 import httpx
 import pytest
+from graphql import GraphQLEnumType, GraphQLObjectType, GraphQLScalarType, get_named_type
 from hypothesis import HealthCheck, given
 from hypothesis import settings as settings_
 from hypothesis import strategies as st
 from sqlalchemy import update
 
+from chatql.gql.document_shapes import plain_attribute
 from chatql.gql.plans.compiled_reads import CompiledReads
 from chatql.gql.schema.pages import _branch_scope, _cursor_scope
+from chatql.gql.schema.root import build_schema
 from chatql.gql.settings import Settings
 from chatql.store.chats import chat as store_chats
 from chatql.store.cursors import CursorSigner
@@ -62,9 +65,21 @@ PATHS: dict[str, list[str]] = {
 #: Named branches: leaves, a message inside a branch, an inactive leaf, absent and bad ids.
 BRANCHES = ("tree-40", "tree-35", "tree-e-5", "tree-20", "long-130", "long-100", "nope",
             "bad id!")
-MESSAGE_FIELDS = ("id", "chatId", "requestId", "role", "type", "props", "blockId",
-                  "threadId", "assistantId", "sequence", "status", "metadata", "createdAt",
-                  "updatedAt", "tokens", "tokensEstimated", "parentId", "__typename")
+
+
+def plain_leaves(type_name: str) -> tuple[str, ...]:
+    """The fields of ``type_name`` whose value is the record's attribute, a scalar or an
+    enum (or a list of them), and ``__typename``: what a compiled node may select."""
+    kind = build_schema(Settings())._schema.type_map[type_name]
+    assert isinstance(kind, GraphQLObjectType)
+    return (*sorted(name for name, field in kind.fields.items()
+                    if plain_attribute(field) is not None and isinstance(
+                        get_named_type(field.type), GraphQLScalarType | GraphQLEnumType)),
+            "__typename")
+
+
+#: Read from the schema, so a field added to Message is drawn (and must be compiled).
+MESSAGE_FIELDS = plain_leaves("Message")
 PAGE_INFO_FIELDS = ("hasNextPage", "hasPreviousPage", "startCursor", "endCursor",
                     "__typename")
 SIGNER = CursorSigner(TEST_SECRET.encode())
@@ -613,7 +628,6 @@ def test_a_time_field_prints_the_stored_instant_in_utc_whatever_the_driver_gave(
     from chatql.gql.library_adapters import graphql_core_schema
     from chatql.gql.plans.compiled_reads import _Columns, _Rows
     from chatql.gql.plans.shapes import object_shape
-    from chatql.gql.schema.root import build_schema
     from chatql.store.db.prepared import message_attribute
 
     schema = graphql_core_schema(build_schema(Settings()))
@@ -641,7 +655,6 @@ def test_a_time_field_prints_the_stored_instant_in_utc_whatever_the_driver_gave(
 def test_a_compiled_read_asks_for_the_columns_it_shows_and_its_cursors() -> None:
     """Postgres and the driver skip what no field shows: a plan's rows carry the columns
     of its selected fields (every alias and fragment of them) and of its cursors."""
-    from chatql.gql.schema.root import build_schema
     from chatql.store.lists.pages import ChatPageShape, chat_statement
     from chatql.store.messages.pages import BranchPageShape, branch_page_statement
 
