@@ -133,11 +133,15 @@ async def test_websocket_operations_are_counted_by_name_and_outcome(
                                                           "sha256Hash": "0" * 64}}}}))
         unknown = await asyncio.wait_for(socket._inbox["apq"].get(), 10)
         assert unknown["type"] == "error", unknown
+        expected = (("Open", "ok"), ("pushChunks", "STREAM_NOT_FOUND"), ("chatStream", "ok"),
+                    ("Look", "ok"), ("unknown", "PERSISTED_QUERY_NOT_FOUND"))
         for _ in range(1000):
             after = await scrape(http, base)
-            # The stopped subscription is counted once its relay has wound down.
-            if all(value(after, "chatql_ws_operations_total", operation=name, outcome="ok")
-                   for name in ("Look", "chatStream")):
+            # An operation is counted once its answer is sent (the stopped subscription's
+            # once its relay has wound down): wait for every one before comparing.
+            if all(value(after, "chatql_ws_operations_total", operation=name, outcome=outcome)
+                   > value(before, "chatql_ws_operations_total", operation=name,
+                           outcome=outcome) for name, outcome in expected):
                 break
             await asyncio.sleep(0.02)
 
