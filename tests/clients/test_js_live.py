@@ -14,7 +14,9 @@ as ``toUIMessages`` of the stored chat shows it, regenerates it, and surfaces a 
 body's 400; the assistant-ui attachment adapter uploads with progress (a refused file
 shows the service's message) and its message references the stored file, which
 ``toUIMessages`` shows — with an agent's file message — at signed addresses; the
-feedback adapter's ratings read back as ``myFeedback``.
+feedback adapter's ratings read back as ``myFeedback``; an agent's file message in a live
+reply over ``ChatqlChatTransport`` is the AI SDK's file part at its signed address, in
+the reply's order, and a file the person may not read stays a ``data-file`` part.
 """
 
 from __future__ import annotations
@@ -41,4 +43,4 @@ async def test_typescript_client_over_real_transports(settings: Settings) -> Non
         output, _ = await asyncio.wait_for(process.communicate(), 120)
     text = output.decode(errors="replace")
     assert process.returncode == 0, text
-    assert "24 passed" in text, text
+    assert "26 passed" in text, text

@@ -12,11 +12,10 @@ import { ChatqlClient } from "../../src/client.js";
 import { ChatInterruptsDocument, MessagesDocument } from "../../src/generated/operations.js";
 import { withStream } from "../../src/producer.js";
 import { toUIMessages } from "../../src/ui-messages.js";
-import { AGENT, base, gql, until } from "./helpers.js";
+import { AGENT, base, gql, unique, until } from "./helpers.js";
 
 const PERSON = { "X-User-Id": "alice", "X-Tenant-Id": "acme" };
 const client = new ChatqlClient({ url: `${base}/graphql`, headers: () => AGENT, webSocketImpl: WebSocket });
-const unique = (name: string) => `${name}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
 const transport = new DefaultChatTransport<UIMessage>({ api: `${base}/ai/chat`, headers: PERSON, body: { assistantId: "bot" } });
 
 async function stored(chatId: string) {

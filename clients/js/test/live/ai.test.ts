@@ -11,16 +11,9 @@ import { StreamStopped, startStream, withStream } from "../../src/producer.js";
 import { feedStreamText } from "../../src/stream-text.js";
 import { ChatqlChatTransport, resumeRequestId } from "../../src/transport.js";
 import { toUIMessages } from "../../src/ui-messages.js";
-import { AGENT, base, gql, until } from "./helpers.js";
+import { AGENT, base, createChat, gql, unique, until } from "./helpers.js";
 
 const client = new ChatqlClient({ url: `${base}/graphql`, headers: () => AGENT, webSocketImpl: WebSocket });
-const unique = (name: string) => `${name}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
-
-async function createChat(assistantId = "bot"): Promise<string> {
-  const id = unique("chat");
-  await gql("mutation($id: ID!, $a: String!) { createChat(input: {id: $id, assistantId: $a}) { id } }", { id, a: assistantId });
-  return id;
-}
 
 async function stored(chatId: string) {
   const data = await client.request(MessagesDocument, { chatId, last: 50 });

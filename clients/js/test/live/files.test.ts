@@ -12,20 +12,11 @@ import { ChatqlClient } from "../../src/client.js";
 import { MessagesDocument } from "../../src/generated/operations.js";
 import { withStream } from "../../src/producer.js";
 import { fileIdOfUrl, toUIMessages } from "../../src/ui-messages.js";
-import { AGENT, base, gql } from "./helpers.js";
+import { AGENT, PNG, base, createChat, gql, unique } from "./helpers.js";
 
 const PERSON = { "X-User-Id": "alice", "X-Tenant-Id": "acme" };
 const person = new ChatqlClient({ url: `${base}/graphql`, headers: () => PERSON, webSocketImpl: WebSocket });
 const agent = new ChatqlClient({ url: `${base}/graphql`, headers: () => AGENT, webSocketImpl: WebSocket });
-const unique = (name: string) => `${name}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
-// A 1x1 PNG.
-const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==", "base64");
-
-async function createChat(): Promise<string> {
-  const id = unique("chat");
-  await gql("mutation($id: ID!) { createChat(input: {id: $id, assistantId: \"bot\"}) { id } }", { id });
-  return id;
-}
 
 async function stored(client: ChatqlClient, chatId: string) {
   return (await client.request(MessagesDocument, { chatId, last: 50 })).messages.edges.map((edge) => edge.node);

@@ -13,6 +13,19 @@ export async function gql<T>(query: string, variables: Record<string, unknown> =
   return body.data as T;
 }
 
+/** An id no other test run uses. */
+export const unique = (name: string) => `${name}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
+
+/** A 1x1 PNG. */
+export const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==", "base64");
+
+/** A new chat of ``assistantId``, created by the agent role; its id. */
+export async function createChat(assistantId = "bot"): Promise<string> {
+  const id = unique("chat");
+  await gql("mutation($id: ID!, $a: String!) { createChat(input: {id: $id, assistantId: $a}) { id } }", { id, a: assistantId });
+  return id;
+}
+
 export async function startStream(chatId: string): Promise<string> {
   await gql('mutation($id: ID!) { createChat(input: {id: $id, assistantId: "bot"}) { id } }', { id: chatId });
   const data = await gql<{ startStream: { id: string } }>(

@@ -1,6 +1,5 @@
-// ChatqlChatTransport against a real chatql (tests/clients/test_live_file_parts.py starts
-// it): an agent's `file` message in a live reply is the AI SDK's file part at a signed
-// address that serves the file's bytes — in the reply's order, as `toUIMessages` shows the
+// ChatqlChatTransport against a real chatql (the Python suite starts it): an agent's
+// `file` message in a live reply is the AI SDK's file part at a signed address that serves the file's bytes — in the reply's order, as `toUIMessages` shows the
 // stored reply — and a file the person may not read stays a `data-file` part.
 import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { describe, expect, it } from "vitest";
@@ -11,22 +10,13 @@ import { MessagesDocument } from "../../src/generated/operations.js";
 import { withStream, type startStream } from "../../src/producer.js";
 import { ChatqlChatTransport } from "../../src/transport.js";
 import { toUIMessages } from "../../src/ui-messages.js";
-import { AGENT, base, gql, until } from "../live/helpers.js";
+import { AGENT, PNG, base, createChat, unique, until } from "./helpers.js";
 
 const PERSON = { "X-User-Id": "alice", "X-Tenant-Id": "acme" };
 const STRANGER = { "X-User-Id": "carol", "X-Tenant-Id": "acme" };
 const person = new ChatqlClient({ url: `${base}/graphql`, headers: () => PERSON, webSocketImpl: WebSocket });
 const agentClient = new ChatqlClient({ url: `${base}/graphql`, headers: () => AGENT, webSocketImpl: WebSocket });
 const stranger = new ChatqlClient({ url: `${base}/graphql`, headers: () => STRANGER, webSocketImpl: WebSocket });
-const unique = (name: string) => `${name}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
-// A 1x1 PNG.
-const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==", "base64");
-
-async function createChat(): Promise<string> {
-  const id = unique("chat");
-  await gql("mutation($id: ID!) { createChat(input: {id: $id, assistantId: \"bot\"}) { id } }", { id });
-  return id;
-}
 
 async function stored(chatId: string) {
   return (await person.request(MessagesDocument, { chatId, last: 50 })).messages.edges.map((edge) => edge.node);
