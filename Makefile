@@ -122,8 +122,8 @@ lint: install-dev
 schema: install
 	$(BIN)/chatql export-schema
 
-# The producer kit's wire types (clients/python/src/chatql_client/types.py), written from
-# schema.graphql and the kit's documents (commit the result; the test suite fails when it
+# The producer kit's wire types (clients/python/src/chatql_client/types.py) and the message
+# selection its documents share (leaves.py), written from schema.graphql and the kit's documents (commit the result; the test suite fails when it
 # drifts). graphql-core comes with the runtime install; the kit itself need not be installed.
 kit-types: install
 	$(BIN)/python clients/python/generate_types.py

@@ -1,5 +1,7 @@
 """Write the producer kit's wire types (``src/chatql_client/types.py``) from the service's
-``schema.graphql`` and the kit's GraphQL documents (``src/chatql_client/documents.py``).
+``schema.graphql`` and the kit's GraphQL documents (``src/chatql_client/documents.py``),
+and the selections the documents share that the schema decides
+(``src/chatql_client/leaves.py``).
 
     python clients/python/generate_types.py [--schema schema.graphql] [--documents FILE]
                                             [--out FILE]
@@ -31,6 +33,12 @@ The rules:
   document's answer; each key's type is the type of a path through that answer, so a
   renamed field fails here too.
 
+``leaves.py`` holds, for each type of :data:`LEAF_TYPES`, the selection of its fields
+that are scalars or enums, take no argument and are not deprecated, in the schema's order
+(``MESSAGE_FIELDS``): the documents select a message through it, so a field added to
+``Message`` is sent, received and typed with no edit to the kit. It is written first, and
+the documents are read with it.
+
 Anything else (an alias or ``__typename`` in a selection, a scalar with no mapping, a
 type no document selects) stops the generator with the reason rather than writing a
 guess.
@@ -42,10 +50,12 @@ import argparse
 import keyword
 import re
 import runpy
+import sys
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import cast
 
 from graphql import (
@@ -54,6 +64,7 @@ from graphql import (
     FragmentDefinitionNode,
     FragmentSpreadNode,
     GraphQLEnumType,
+    GraphQLField,
     GraphQLInputObjectType,
     GraphQLInterfaceType,
     GraphQLList,
@@ -74,6 +85,7 @@ from graphql import (
     Undefined,
     build_schema,
     get_named_type,
+    is_leaf_type,
     parse,
 )
 
@@ -82,12 +94,19 @@ ROOT = KIT.parents[1]
 SCHEMA = ROOT / "schema.graphql"
 DOCUMENTS = KIT / "src" / "chatql_client" / "documents.py"
 OUT = KIT / "src" / "chatql_client" / "types.py"
+LEAVES = DOCUMENTS.with_name("leaves.py")
 
 #: The command that rewrites the file (named in its header and in the drift test).
 COMMAND = "make kit-types"
 HEADER = (
     "# Generated from schema.graphql and the kit's documents (chatql_client/documents.py)\n"
     "# by clients/python/generate_types.py: do not edit by hand, run `make kit-types`.\n")
+
+#: The types whose plain fields ``leaves.py`` selects whole, each as ``<TYPE>_FIELDS``.
+LEAF_TYPES = ("Message",)
+LEAVES_HEADER = (
+    "# Generated from schema.graphql by clients/python/generate_types.py: do not edit by\n"
+    "# hand, run `make kit-types`.\n")
 
 #: The GraphQL types the kit sends or receives whole, in the order they are written.
 WIRE_TYPES = ("Message", "MessageInput", "Decision", "Interrupt", "Resumption", "Chat",
@@ -167,13 +186,57 @@ class Shape:
 # Reading the documents ------------------------------------------------------------------
 
 
-def kit_documents(path: Path = DOCUMENTS) -> dict[str, str]:
+def kit_documents(path: Path = DOCUMENTS, leaves: str | None = None) -> dict[str, str]:
     """The documents of the kit's documents module, by constant name: each upper-case
     string constant not ending in ``_FIELDS`` (the rule of test_documents_valid). The
-    module is run from its file, so the kit need not be installed."""
-    namespace = runpy.run_path(str(path))
+    module is run from its file, with ``leaves`` (the text of ``leaves.py``; by default
+    the file beside it) as the module it imports the generated selections from, so the
+    kit need not be installed."""
+    package = "_chatql_kit_documents"
+    leaves_module = ModuleType(f"{package}.leaves")
+    text = leaves if leaves is not None else path.with_name("leaves.py").read_text("utf-8")
+    exec(compile(text, str(path.with_name("leaves.py")), "exec"), vars(leaves_module))
+    parent = ModuleType(package)
+    parent.__path__ = []
+    saved = {name: sys.modules.get(name) for name in (package, leaves_module.__name__)}
+    sys.modules.update({package: parent, leaves_module.__name__: leaves_module})
+    try:
+        namespace = runpy.run_path(str(path), run_name=f"{package}.documents")
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
     return {name: value for name, value in namespace.items()
             if name.isupper() and isinstance(value, str) and not name.endswith("_FIELDS")}
+
+
+def leaf_fields(schema: GraphQLSchema, type_name: str) -> list[str]:
+    """The fields of an object type that are scalars or enums, take no argument and are
+    not deprecated, in the schema's order."""
+    named = schema.get_type(type_name)
+    if not isinstance(named, GraphQLObjectType):
+        raise GenerationError(f"schema.graphql has no object type {type_name}")
+    fields: dict[str, GraphQLField] = named.fields
+    return [name for name, field in fields.items()
+            if is_leaf_type(get_named_type(field.type)) and not field.args
+            and field.deprecation_reason is None]
+
+
+def render_leaves(sdl: str) -> str:
+    """The text of leaves.py for a schema (its SDL)."""
+    schema = build_schema(sdl)
+    parts = [LEAVES_HEADER, '"""Selections of the schema\'s plain fields that the kit\'s documents '
+             'share."""\n']
+    for type_name in LEAF_TYPES:
+        constant = f"{re.sub(r'(?<!^)(?=[A-Z])', '_', type_name).upper()}_FIELDS"
+        lines = textwrap.wrap(" ".join(leaf_fields(schema, type_name)), WIDTH - 8,
+                              break_on_hyphens=False)
+        parts.append(f"\n#: Every scalar and enum field of ``{type_name}``.\n{constant} = (\n"
+                     + "".join(f'    "{line}{" " if i < len(lines) - 1 else ""}"\n'
+                               for i, line in enumerate(lines)) + ")\n")
+    return "".join(parts)
 
 
 class Selections:
@@ -474,8 +537,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--documents", type=Path, default=DOCUMENTS,
                         help="the kit's documents module")
     parser.add_argument("--out", type=Path, default=OUT, help="the file to write")
+    parser.add_argument("--leaves", type=Path, default=LEAVES,
+                        help="the generated selections module to write")
     options = parser.parse_args(argv)
-    text = render(options.schema.read_text(encoding="utf-8"), kit_documents(options.documents))
+    sdl = options.schema.read_text(encoding="utf-8")
+    leaves = render_leaves(sdl)
+    options.leaves.write_text(leaves, encoding="utf-8")
+    text = render(sdl, kit_documents(options.documents, leaves))
     options.out.write_text(text, encoding="utf-8")
 
 

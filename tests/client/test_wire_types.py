@@ -25,6 +25,7 @@ from tests.scripts import load_script
 ROOT = Path(__file__).resolve().parents[2]
 KIT = ROOT / "clients" / "python"
 TYPES = KIT / "src" / "chatql_client" / "types.py"
+LEAVES = KIT / "src" / "chatql_client" / "leaves.py"
 STALE = ("clients/python/src/chatql_client/types.py is stale (schema.graphql or the kit's "
          "documents changed): run `make kit-types` and commit the result")
 
@@ -85,6 +86,28 @@ def test_the_committed_types_match_the_schema_and_documents() -> None:
     assert generator.COMMAND in fresh.splitlines()[1], "the header names the command"
 
 
+def test_the_committed_leaves_match_the_schema() -> None:
+    assert LEAVES.read_text(encoding="utf-8") == _generator().render_leaves(_sdl()), (
+        STALE.replace("types.py", "leaves.py"))
+
+
+def test_a_field_added_to_message_reaches_the_kit_with_no_edit() -> None:
+    """A nullable field added to ``Message`` in the schema is selected by every document
+    that reads a message and typed in ``types.Message``: regenerating is the whole change.
+    Fields with arguments, objects and deprecated fields stay out of the selection."""
+    generator = _generator()
+    sdl = _sdl().replace("type Message {\n",
+                         "type Message {\n  language: String\n"
+                         "  old: String @deprecated(reason: \"gone\")\n"
+                         "  sized(width: Int): String\n", 1)
+    assert sdl != _sdl()
+    leaves = generator.render_leaves(sdl)
+    documents = generator.kit_documents(leaves=leaves)
+    assert "language" in selected_fields(documents)["Message"]
+    assert not {"old", "sized", "siblings", "files"} & selected_fields(documents)["Message"]
+    assert "    language: str | None\n" in generator.render(sdl, documents)
+
+
 def test_the_generator_reads_the_same_documents_as_the_validity_test() -> None:
     assert _generator().kit_documents() == kit_documents()
 
@@ -98,14 +121,14 @@ def test_every_field_a_document_selects_is_a_key_of_its_typed_dict() -> None:
 
 
 def test_a_field_a_document_selects_but_the_typed_dict_lacks_is_found() -> None:
-    """The check above is real: a document selecting one more field of Message fails it,
+    """The check above is real: a document selecting one more field of Chat fails it,
     and the generator, run on that document, adds the key (so the drift test fails)."""
     documents = kit_documents()
-    assert "updatedAt" not in _keys(Message)
-    documents["MESSAGES"] = documents["MESSAGES"].replace("createdAt", "createdAt updatedAt")
-    assert missing_keys(documents) == {"Message": {"updatedAt"}}
+    assert "updatedBy" not in _keys(types.Chat)
+    documents["CHAT"] = documents["CHAT"].replace("createdAt", "createdAt updatedBy", 1)
+    assert missing_keys(documents) == {"Chat": {"updatedBy"}}
     regenerated = _generator().render(_sdl(), documents)
-    assert "    updatedAt: str\n" in regenerated
+    assert "    updatedBy: str | None\n" in regenerated
     assert regenerated != TYPES.read_text(encoding="utf-8")
 
 

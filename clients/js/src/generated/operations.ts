@@ -182,9 +182,11 @@ export type UsageInput = {
   promptTokens?: number;
 };
 
+export type MessageLeavesFragment = { id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, assistantId: string | null, sequence: number, status: MessageStatus, metadata: unknown, createdAt: string, updatedAt: string, tokens: number | null, tokensEstimated: boolean, parentId: string | null };
+
 export type ChatSummaryFieldsFragment = { id: string, title: string | null, assistantId: string, lastMessageAt: string | null, createdAt: string, status: ChatStatus };
 
-export type MessageFieldsFragment = { id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, sequence: number, status: MessageStatus, createdAt: string, parentId: string | null, files: Array<{ id: string, filename: string, mediaType: string, size: number, width: number | null, height: number | null, url: string }> };
+export type MessageFieldsFragment = { id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, assistantId: string | null, sequence: number, status: MessageStatus, metadata: unknown, createdAt: string, updatedAt: string, tokens: number | null, tokensEstimated: boolean, parentId: string | null, files: Array<{ id: string, filename: string, mediaType: string, size: number, width: number | null, height: number | null, url: string }> };
 
 export type FileFieldsFragment = { id: string, filename: string, mediaType: string, size: number, width: number | null, height: number | null, url: string };
 
@@ -223,7 +225,7 @@ export type MessagesQueryVariables = Exact<{
 }>;
 
 
-export type MessagesQuery = { messages: { pageInfo: { hasPreviousPage: boolean, startCursor: string | null }, edges: Array<{ node: { id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, sequence: number, status: MessageStatus, createdAt: string, parentId: string | null, files: Array<{ id: string, filename: string, mediaType: string, size: number, width: number | null, height: number | null, url: string }> } }> } };
+export type MessagesQuery = { messages: { pageInfo: { hasPreviousPage: boolean, startCursor: string | null }, edges: Array<{ node: { id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, assistantId: string | null, sequence: number, status: MessageStatus, metadata: unknown, createdAt: string, updatedAt: string, tokens: number | null, tokensEstimated: boolean, parentId: string | null, files: Array<{ id: string, filename: string, mediaType: string, size: number, width: number | null, height: number | null, url: string }> } }> } };
 
 export type MessageTreeQueryVariables = Exact<{
   chatId: string;
@@ -232,7 +234,7 @@ export type MessageTreeQueryVariables = Exact<{
 }>;
 
 
-export type MessageTreeQuery = { messages: { pageInfo: { hasNextPage: boolean, endCursor: string | null }, edges: Array<{ node: { id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, sequence: number, status: MessageStatus, createdAt: string, parentId: string | null, files: Array<{ id: string, filename: string, mediaType: string, size: number, width: number | null, height: number | null, url: string }> } }> } };
+export type MessageTreeQuery = { messages: { pageInfo: { hasNextPage: boolean, endCursor: string | null }, edges: Array<{ node: { id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, assistantId: string | null, sequence: number, status: MessageStatus, metadata: unknown, createdAt: string, updatedAt: string, tokens: number | null, tokensEstimated: boolean, parentId: string | null, files: Array<{ id: string, filename: string, mediaType: string, size: number, width: number | null, height: number | null, url: string }> } }> } };
 
 export type ChatEventsSubscriptionVariables = Exact<{
   filter?: ChatFilter | null | undefined;
@@ -304,7 +306,7 @@ export type EndStreamMutationVariables = Exact<{
 }>;
 
 
-export type EndStreamMutation = { endStream: { messages: Array<{ id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, sequence: number, status: MessageStatus, createdAt: string, parentId: string | null, files: Array<{ id: string, filename: string, mediaType: string, size: number, width: number | null, height: number | null, url: string }> }> } };
+export type EndStreamMutation = { endStream: { messages: Array<{ id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, assistantId: string | null, sequence: number, status: MessageStatus, metadata: unknown, createdAt: string, updatedAt: string, tokens: number | null, tokensEstimated: boolean, parentId: string | null, files: Array<{ id: string, filename: string, mediaType: string, size: number, width: number | null, height: number | null, url: string }> }> } };
 
 export type StopStreamMutationVariables = Exact<{
   chatId: string;
@@ -320,7 +322,7 @@ export type EditMessageMutationVariables = Exact<{
 }>;
 
 
-export type EditMessageMutation = { editMessage: { id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, sequence: number, status: MessageStatus, createdAt: string, parentId: string | null, files: Array<{ id: string, filename: string, mediaType: string, size: number, width: number | null, height: number | null, url: string }> } };
+export type EditMessageMutation = { editMessage: { id: string, chatId: string, requestId: string | null, role: Role, type: string, props: unknown, blockId: string | null, threadId: string | null, assistantId: string | null, sequence: number, status: MessageStatus, metadata: unknown, createdAt: string, updatedAt: string, tokens: number | null, tokensEstimated: boolean, parentId: string | null, files: Array<{ id: string, filename: string, mediaType: string, size: number, width: number | null, height: number | null, url: string }> } };
 
 export type RegenerateMutationVariables = Exact<{
   messageId: string;
@@ -403,6 +405,27 @@ export const ChatSummaryFieldsFragmentDoc = new TypedDocumentString(`
   status
 }
     `, {"fragmentName":"ChatSummaryFields"}) as unknown as TypedDocumentString<ChatSummaryFieldsFragment, unknown>;
+export const MessageLeavesFragmentDoc = new TypedDocumentString(`
+    fragment MessageLeaves on Message {
+  id
+  chatId
+  requestId
+  role
+  type
+  props
+  blockId
+  threadId
+  assistantId
+  sequence
+  status
+  metadata
+  createdAt
+  updatedAt
+  tokens
+  tokensEstimated
+  parentId
+}
+    `, {"fragmentName":"MessageLeaves"}) as unknown as TypedDocumentString<MessageLeavesFragment, unknown>;
 export const FileFieldsFragmentDoc = new TypedDocumentString(`
     fragment FileFields on File {
   id
@@ -416,6 +439,12 @@ export const FileFieldsFragmentDoc = new TypedDocumentString(`
     `, {"fragmentName":"FileFields"}) as unknown as TypedDocumentString<FileFieldsFragment, unknown>;
 export const MessageFieldsFragmentDoc = new TypedDocumentString(`
     fragment MessageFields on Message {
+  ...MessageLeaves
+  files {
+    ...FileFields
+  }
+}
+    fragment MessageLeaves on Message {
   id
   chatId
   requestId
@@ -424,15 +453,17 @@ export const MessageFieldsFragmentDoc = new TypedDocumentString(`
   props
   blockId
   threadId
+  assistantId
   sequence
   status
+  metadata
   createdAt
+  updatedAt
+  tokens
+  tokensEstimated
   parentId
-  files {
-    ...FileFields
-  }
 }
-    fragment FileFields on File {
+fragment FileFields on File {
   id
   filename
   mediaType
@@ -560,7 +591,7 @@ export const MessagesDocument = new TypedDocumentString(`
     }
   }
 }
-    fragment MessageFields on Message {
+    fragment MessageLeaves on Message {
   id
   chatId
   requestId
@@ -569,10 +600,18 @@ export const MessagesDocument = new TypedDocumentString(`
   props
   blockId
   threadId
+  assistantId
   sequence
   status
+  metadata
   createdAt
+  updatedAt
+  tokens
+  tokensEstimated
   parentId
+}
+fragment MessageFields on Message {
+  ...MessageLeaves
   files {
     ...FileFields
   }
@@ -600,7 +639,7 @@ export const MessageTreeDocument = new TypedDocumentString(`
     }
   }
 }
-    fragment MessageFields on Message {
+    fragment MessageLeaves on Message {
   id
   chatId
   requestId
@@ -609,10 +648,18 @@ export const MessageTreeDocument = new TypedDocumentString(`
   props
   blockId
   threadId
+  assistantId
   sequence
   status
+  metadata
   createdAt
+  updatedAt
+  tokens
+  tokensEstimated
   parentId
+}
+fragment MessageFields on Message {
+  ...MessageLeaves
   files {
     ...FileFields
   }
@@ -740,7 +787,7 @@ export const EndStreamDocument = new TypedDocumentString(`
     }
   }
 }
-    fragment MessageFields on Message {
+    fragment MessageLeaves on Message {
   id
   chatId
   requestId
@@ -749,10 +796,18 @@ export const EndStreamDocument = new TypedDocumentString(`
   props
   blockId
   threadId
+  assistantId
   sequence
   status
+  metadata
   createdAt
+  updatedAt
+  tokens
+  tokensEstimated
   parentId
+}
+fragment MessageFields on Message {
+  ...MessageLeaves
   files {
     ...FileFields
   }
@@ -777,7 +832,7 @@ export const EditMessageDocument = new TypedDocumentString(`
     ...MessageFields
   }
 }
-    fragment MessageFields on Message {
+    fragment MessageLeaves on Message {
   id
   chatId
   requestId
@@ -786,10 +841,18 @@ export const EditMessageDocument = new TypedDocumentString(`
   props
   blockId
   threadId
+  assistantId
   sequence
   status
+  metadata
   createdAt
+  updatedAt
+  tokens
+  tokensEstimated
   parentId
+}
+fragment MessageFields on Message {
+  ...MessageLeaves
   files {
     ...FileFields
   }

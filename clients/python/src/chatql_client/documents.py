@@ -4,10 +4,13 @@ The client, the stream writer, the agent loop and the OpenAI Agents session impo
 documents from here; no other kit module spells one. Each upper-case constant that does
 not end in ``_FIELDS`` is a whole document (an operation), and the test suite parses and
 validates every one of them against the service's ``schema.graphql``; the ``_FIELDS``
-constants are the selection sets the documents share.
+constants are the selection sets the documents share (``MESSAGE_FIELDS`` is generated
+from the schema by ``make kit-types``, in ``leaves.py``).
 """
 
 from __future__ import annotations
+
+from .leaves import MESSAGE_FIELDS
 
 __all__ = [
     "ACTIVE_LEAF",
@@ -50,8 +53,8 @@ __all__ = [
 
 # ---- shared selection sets -----------------------------------------------------------
 
-MESSAGE_FIELDS = ("id chatId requestId role type props blockId threadId assistantId sequence "
-                  "status metadata tokens parentId createdAt")
+# MESSAGE_FIELDS (leaves.py) is generated from schema.graphql: every scalar and enum
+# field of Message.
 CHAT_FIELDS = ("id title titleSource assistantId mode status channel lastMessageAt activeLeafId "
                "metadata createdAt createdBy")
 MEMORY_FIELDS = "id scope content pinned subject createdAt updatedAt"

@@ -72,9 +72,13 @@ class Message(TypedDict, total=False):
     status: MessageStatus
     metadata: Any | None
     createdAt: str
+    updatedAt: str
     tokens: int | None
     """The message's token count as its producer reported it (null: unknown; in modelContext, the
     estimate when tokensEstimated)."""
+    tokensEstimated: bool
+    """True when tokens is modelContext's estimate (one token per 4 characters of the props
+    JSON), not a reported count."""
     parentId: str | None
     """The message this one follows in the conversation tree (null for the first)."""
 
