@@ -6,15 +6,18 @@ arguments or nested selections). Fragments — named ones spread in, inline ones
 expanded first, as the executor collects fields: clients' generated documents share
 their selections as fragments, and are served by the same plan as the document written
 out. Everything else returns None here and runs the ordinary way, where every limit and
-error applies. Documents are short (at
-most :data:`MAX_FAST_DOCUMENT` characters), so a fast path never parses more than the
-ordinary path would.
+error applies. Documents are short (at most :data:`MAX_FAST_DOCUMENT` characters), so a
+fast path never parses more than the ordinary path would.
+
+Fields are collected by one :class:`Collector`, which the shape compiler
+(``gql/plans/shapes.py``) uses too: a document is expanded here as its result is filled
+there.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Container, Hashable
+from collections.abc import Callable, Collection, Container, Hashable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from graphql import (
@@ -23,6 +26,7 @@ from graphql import (
     FragmentDefinitionNode,
     FragmentSpreadNode,
     GraphQLField,
+    GraphQLObjectType,
     InlineFragmentNode,
     OperationDefinitionNode,
     OperationType,
@@ -31,11 +35,73 @@ from graphql import (
 )
 from strawberry.resolvers import is_default_resolver
 
-__all__ = ["MAX_FAST_DOCUMENT", "PlanCache", "flat_root_field", "has_nul", "leaf_selections",
-           "nests_within", "plain_attribute", "sole_root_field"]
+__all__ = ["MAX_FAST_DOCUMENT", "Collector", "NoShape", "PlanCache", "flat_root_field",
+           "has_nul", "leaf_selections", "nests_within", "plain_attribute", "sole_root_field"]
 
 #: Longer documents are left to the ordinary path (and its limits).
 MAX_FAST_DOCUMENT = 1_000
+
+
+class NoShape(Exception):
+    """The selection is not one a fast plan takes: the executor answers it."""
+
+
+class Collector:
+    """Groups a selection set's fields by response key, as the executor does:
+    fragments expanded (each once per selection set), inline fragments and fragments
+    only on the type itself, no directives anywhere (NoShape otherwise). Without a
+    type (``parent`` None), type conditions are not checked: for a validated document,
+    whose fragments are all possible where they are spread."""
+
+    def __init__(self, fragments: Mapping[str, FragmentDefinitionNode] | None = None) -> None:
+        self._fragments = fragments or {}
+
+    def collect(self, parent: GraphQLObjectType | None,
+                selection_sets: Sequence[SelectionSetNode]) -> dict[str, list[FieldNode]]:
+        grouped: dict[str, list[FieldNode]] = {}
+        for selection_set in selection_sets:
+            self._into(parent, selection_set, grouped, set())
+        return grouped
+
+    def fields(self, parent: GraphQLObjectType, selection_sets: Sequence[SelectionSetNode]
+               ) -> dict[str, tuple[str, list[FieldNode]]]:
+        """The fields of ``selection_sets`` (those of one response key), keyed, each
+        with its field name; a field given arguments is NoShape."""
+        grouped = self.collect(parent, selection_sets)
+        result: dict[str, tuple[str, list[FieldNode]]] = {}
+        for key, fields in grouped.items():
+            if any(field.arguments for field in fields):
+                raise NoShape
+            result[key] = (fields[0].name.value, fields)
+        return result
+
+    def _into(self, parent: GraphQLObjectType | None, selection_set: SelectionSetNode,
+              grouped: dict[str, list[FieldNode]], seen: set[str]) -> None:
+        for selection in selection_set.selections:
+            if selection.directives:
+                raise NoShape
+            if isinstance(selection, FieldNode):
+                grouped.setdefault((selection.alias or selection.name).value,
+                                   []).append(selection)
+            elif isinstance(selection, InlineFragmentNode):
+                condition = selection.type_condition
+                if parent is not None and condition is not None and (
+                        condition.name.value != parent.name):
+                    raise NoShape
+                self._into(parent, selection.selection_set, grouped, seen)
+            elif isinstance(selection, FragmentSpreadNode):
+                name = selection.name.value
+                if name in seen:
+                    continue  # the executor collects a fragment once per selection set
+                seen.add(name)
+                fragment = self._fragments.get(name)
+                if fragment is None or fragment.directives or (
+                        parent is not None
+                        and fragment.type_condition.name.value != parent.name):
+                    raise NoShape
+                self._into(parent, fragment.selection_set, grouped, seen)
+            else:  # pragma: no cover - no other selection kinds exist
+                raise NoShape
 
 
 def sole_root_field(
@@ -65,65 +131,41 @@ def sole_root_field(
     if root.name.value != field_name or root.directives or root.selection_set is None:
         return None
     if fragments or any(not isinstance(s, FieldNode) for s in root.selection_set.selections):
-        root = _expanded(root, fragments, ())  # type: ignore[assignment]
-        if root is None:
+        expanded = _expanded(root, Collector(fragments))
+        if expanded is None:
             return None
+        root = expanded
     return operation, root
 
 
-def _expanded(field: FieldNode, fragments: dict[str, FragmentDefinitionNode],
-              within: tuple[str, ...]) -> FieldNode | None:
+def _expanded(field: FieldNode, collector: Collector) -> FieldNode | None:
     """``field`` with its selections' fragments expanded in place (fields in the order
     the executor collects them; one field per response key, same-key selections merged),
-    or None for what only the executor may decide: a fragment with a directive.
+    or None for what only the executor may decide: a directive, or a key selected both
+    as a leaf and with a selection.
 
     A fragment's type condition is not checked: the document was validated, so every
     fragment is possible where it is spread, and the plans only take fields whose type
     is an object type, where a possible fragment always applies."""
     if field.selection_set is None:
         return field
-    fields: dict[str, FieldNode] = {}
-    for item in _collected(field.selection_set.selections, fragments, within):
-        if item is None:
+    try:
+        grouped = collector.collect(None, [field.selection_set])
+    except NoShape:
+        return None
+    fields: list[FieldNode] = []
+    for nodes in grouped.values():
+        item = nodes[0]
+        sets = [node.selection_set for node in nodes if node.selection_set is not None]
+        if sets and len(sets) != len(nodes):
             return None
-        key = (item.alias or item.name).value
-        earlier = fields.get(key)
-        if earlier is not None:
-            if earlier.selection_set is None and item.selection_set is None:
-                continue  # the same leaf again (validation made it the same field)
-            if earlier.selection_set is None or item.selection_set is None:
-                return None
-            item = _with_selections(earlier, (*earlier.selection_set.selections,
-                                              *item.selection_set.selections))
-        expanded = _expanded(item, fragments, within)
+        if len(sets) > 1:
+            item = _with_selections(item, tuple(s for each in sets for s in each.selections))
+        expanded = _expanded(item, collector)
         if expanded is None:
             return None
-        fields[key] = expanded
-    return _with_selections(field, tuple(fields.values()))
-
-
-def _collected(selections: Collection[SelectionNode],
-               fragments: dict[str, FragmentDefinitionNode],
-               within: tuple[str, ...]) -> list[FieldNode | None]:
-    out: list[FieldNode | None] = []
-    for selection in selections:
-        if isinstance(selection, FieldNode):
-            out.append(selection)
-            continue
-        if selection.directives:
-            return [None]
-        if isinstance(selection, InlineFragmentNode):
-            out.extend(_collected(selection.selection_set.selections, fragments, within))
-        elif isinstance(selection, FragmentSpreadNode):
-            name = selection.name.value
-            fragment = fragments.get(name)
-            if fragment is None or fragment.directives or name in within:
-                return [None]
-            out.extend(_collected(fragment.selection_set.selections, fragments,
-                                  (*within, name)))
-        else:
-            return [None]
-    return out
+        fields.append(expanded)
+    return _with_selections(field, tuple(fields))
 
 
 def _with_selections(field: FieldNode, selections: tuple[SelectionNode, ...]) -> FieldNode:

@@ -30,25 +30,22 @@ declines the documents that select it; it never goes missing from one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from graphql import (
     FieldNode,
-    FragmentDefinitionNode,
-    FragmentSpreadNode,
     GraphQLEnumType,
     GraphQLField,
     GraphQLList,
     GraphQLNonNull,
     GraphQLObjectType,
     GraphQLScalarType,
-    InlineFragmentNode,
     SelectionSetNode,
 )
 from graphql.pyutils import Undefined
 
-from chatql.gql.document_shapes import plain_attribute
+from chatql.gql.document_shapes import Collector, NoShape, plain_attribute
 
 __all__ = ["ATTRIBUTES", "MAX_NESTING", "Collector", "Leaf", "NoShape", "Reader", "Refused",
            "Shape", "completer", "named_type", "object_shape", "result_type", "serialiser"]
@@ -60,10 +57,6 @@ MAX_NESTING = 4
 Shape = Callable[[Any], dict[str, Any]]
 #: Scalar and enum types: what a leaf field names.
 Leaf = GraphQLScalarType | GraphQLEnumType
-
-
-class NoShape(Exception):
-    """The selection is not one a shape fills: the executor answers the document."""
 
 
 class Refused(Exception):
@@ -83,60 +76,6 @@ def named_type(kind: Any) -> Any:
     while isinstance(kind, GraphQLNonNull | GraphQLList):
         kind = kind.of_type
     return kind
-
-
-class Collector:
-    """Groups a selection set's fields by response key, as the executor does:
-    fragments expanded (each once per selection set), inline fragments and fragments
-    only on the type itself, no directives anywhere (NoShape otherwise)."""
-
-    def __init__(self, fragments: Mapping[str, FragmentDefinitionNode] | None = None) -> None:
-        self._fragments = fragments or {}
-
-    def collect(self, parent: GraphQLObjectType,
-                selection_sets: Sequence[SelectionSetNode]) -> dict[str, list[FieldNode]]:
-        grouped: dict[str, list[FieldNode]] = {}
-        for selection_set in selection_sets:
-            self._into(parent, selection_set, grouped, set())
-        return grouped
-
-    def fields(self, parent: GraphQLObjectType, selection_sets: Sequence[SelectionSetNode]
-               ) -> dict[str, tuple[str, list[FieldNode]]]:
-        """The fields of ``selection_sets`` (those of one response key), keyed, each
-        with its field name; a field given arguments is NoShape."""
-        grouped = self.collect(parent, selection_sets)
-        result: dict[str, tuple[str, list[FieldNode]]] = {}
-        for key, fields in grouped.items():
-            if any(field.arguments for field in fields):
-                raise NoShape
-            result[key] = (fields[0].name.value, fields)
-        return result
-
-    def _into(self, parent: GraphQLObjectType, selection_set: SelectionSetNode,
-              grouped: dict[str, list[FieldNode]], seen: set[str]) -> None:
-        for selection in selection_set.selections:
-            if selection.directives:
-                raise NoShape
-            if isinstance(selection, FieldNode):
-                grouped.setdefault((selection.alias or selection.name).value,
-                                   []).append(selection)
-            elif isinstance(selection, InlineFragmentNode):
-                condition = selection.type_condition
-                if condition is not None and condition.name.value != parent.name:
-                    raise NoShape
-                self._into(parent, selection.selection_set, grouped, seen)
-            elif isinstance(selection, FragmentSpreadNode):
-                name = selection.name.value
-                if name in seen:
-                    continue  # the executor collects a fragment once per selection set
-                seen.add(name)
-                fragment = self._fragments.get(name)
-                if fragment is None or fragment.directives or (
-                        fragment.type_condition.name.value != parent.name):
-                    raise NoShape
-                self._into(parent, fragment.selection_set, grouped, seen)
-            else:  # pragma: no cover - no other selection kinds exist
-                raise NoShape
 
 
 class Reader:

@@ -239,3 +239,42 @@ def test_a_reader_decides_how_a_shape_reads_its_source() -> None:
         pass
     else:
         raise AssertionError("a null count was filled")
+
+
+def _root_selection(document: str) -> list[str] | None:
+    """What :func:`sole_root_field` makes of a ``chatStream`` document: the root field's
+    selection written out (nested ``key{...}``), or None when it declines it."""
+    from graphql import OperationType
+
+    from chatql.gql.document_shapes import sole_root_field
+
+    shape = sole_root_field(parse(document), None, OperationType.SUBSCRIPTION, "chatStream")
+    if shape is None:
+        return None
+
+    def written(field: FieldNode) -> str:
+        key = (field.alias or field.name).value
+        if field.selection_set is None:
+            return key
+        inner = " ".join(written(f) for f in field.selection_set.selections
+                         if isinstance(f, FieldNode))
+        return f"{key}{{{inner}}}"
+
+    _operation, root = shape
+    assert root.selection_set is not None
+    return [written(f) for f in root.selection_set.selections if isinstance(f, FieldNode)]
+
+
+def test_a_fast_path_document_is_expanded_as_the_executor_collects_it() -> None:
+    """The fast paths recognise a document with the collector the shapes use: fragments
+    spread in order, a fragment spread twice collected once, a key selected twice merged
+    with both sub-selections; directives and a key both a leaf and an object decline."""
+    head = "subscription($c: ID!) { chatStream(chatId: $c) "
+    assert _root_selection(
+        head + "{ ...A seq ...A chunk { id } chunk { type } } }"
+        " fragment A on Chunk { seq streamId }") == ["seq", "streamId", "chunk{id type}"]
+    assert _root_selection(head + "{ ... on Chunk { seq } fromSeq } }") == ["seq", "fromSeq"]
+    assert _root_selection(head + "{ ... on Chunk { seq @include(if: true) } } }") is None
+    assert _root_selection(head + "{ ...A } } fragment A on Chunk @x { seq }") is None
+    assert _root_selection(head + "{ ...Missing } }") is None
+    assert _root_selection(head + "{ ...A chunk { id } } } fragment A on Chunk { chunk }") is None
