@@ -22,8 +22,8 @@ How operations use it (new operations pick the predicate of their kind):
 - producer mutations (start/push/record/end a stream): ``can_stream``.
 
 A file is readable by its uploader and by whoever may read a chat with a message that
-references it (``admin``: every file of its tenant); ``can_read_file`` is that rule
-as a predicate over ``files`` rows.
+references it, or with a live stream whose accepted chunks name it (``admin``: every
+file of its tenant); ``can_read_file`` is that rule as a predicate over ``files`` rows.
 
 Agent memory belongs to a (tenant, subject) rather than to a chat: the subject reads
 and changes its own; ``agent`` and ``admin`` may name any subject of their tenant;
@@ -57,7 +57,14 @@ from sqlalchemy.sql import visitors
 from sqlalchemy.sql.elements import BindParameter
 
 from chatql.store import clock
-from chatql.store.db.tables import chats, files, memory_entries, message_files
+from chatql.store.db.tables import (
+    chats,
+    files,
+    memory_entries,
+    message_files,
+    stream_claims,
+    stream_files,
+)
 from chatql.store.errors import ChatArchived, Forbidden, NotFound
 from chatql.store.records import Chat, Identity
 
@@ -119,19 +126,28 @@ def can_stream(who: Identity) -> ColumnElement[bool]:
 
 def can_read_file(who: Identity, at: datetime) -> ColumnElement[bool]:
     """Rows of ``files`` the caller may read at ``at``: READY files of its tenant that it
-    uploaded or that a message references in a chat it may read (not deleted, not
-    expired); an ``admin`` reads every file of its tenant."""
+    uploaded, that a message references in a chat it may read (not deleted, not
+    expired), or that the accepted chunks of a live stream in such a chat name (a
+    ``stream_files`` row whose stream's claim has not ended: the producer could read the
+    file when it pushed them); an ``admin`` reads every file of its tenant."""
     ready = and_(files.c.tenant_id == who.tenant_id, files.c.state == "READY")
     if who.is_admin:
         return ready
+    chat_readable = and_(can_read(who), chats.c.deleted_at.is_(None),
+                         or_(chats.c.expires_at.is_(None), chats.c.expires_at > at))
     referenced = exists(
         select(message_files.c.file_id)
         .join(chats, chats.c.id == message_files.c.chat_id)
-        .where(message_files.c.file_id == files.c.id, can_read(who),
-               chats.c.deleted_at.is_(None),
-               or_(chats.c.expires_at.is_(None), chats.c.expires_at > at))
+        .where(message_files.c.file_id == files.c.id, chat_readable)
     )
-    return and_(ready, or_(files.c.uploader == who.user_id, referenced))
+    streamed = exists(
+        select(stream_files.c.file_id)
+        .join(chats, chats.c.id == stream_files.c.chat_id)
+        .join(stream_claims, stream_claims.c.stream_id == stream_files.c.stream_id)
+        .where(stream_files.c.file_id == files.c.id, stream_claims.c.ended_at.is_(None),
+               chat_readable)
+    )
+    return and_(ready, or_(files.c.uploader == who.user_id, referenced, streamed))
 
 
 def may_use_memory(who: Identity, subject: str) -> bool:

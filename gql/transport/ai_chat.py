@@ -31,8 +31,9 @@ transport as it stands (``new DefaultChatTransport({api: '<chatql>/ai/chat'})``)
 - An agent's ``file`` message (props ``{fileId, mediaType, filename}``) reaches the
   client as the AI SDK's ``file`` chunk ``{type: "file", url, mediaType}``, ``url`` a
   signed address of the file (as ``File.url`` gives) — when the person may read the
-  file, or the agent writing the reply may (it is linked to the chat when the reply is
-  stored); otherwise it stays the ``data-file`` part it was.
+  file, which whoever may read the chat may from the moment the chunk naming it was
+  accepted (a producer may only name files it may read); otherwise (a ``fileId`` that
+  names no file, a file deleted meanwhile) it stays the ``data-file`` part it was.
 
 The caller is identified exactly as on ``/graphql`` and needs the same rights (append:
 write access to the chat). A body that is not what the SDK sends is a 400 with a
@@ -366,7 +367,7 @@ async def _reply(services: Services, request: Request, who: Identity, chat_id: s
                                       question_id=question_id):
         if frame.startswith(_UNSIGNED):
             unsigned = json.loads(frame[len(_UNSIGNED):])
-            frame = _sse(await _file_chunk(services, request, who, translator, unsigned))
+            frame = _sse(await _file_chunk(services, request, who, unsigned))
         yield frame
     yield b"data: [DONE]\n\n"
 
@@ -383,17 +384,12 @@ def _encode(chunk: UIChunk) -> bytes:
 
 
 async def _file_chunk(services: Services, request: Request, who: Identity,
-                      translator: UIMessageStream, unsigned: UIChunk) -> UIChunk:
+                      unsigned: UIChunk) -> UIChunk:
     """A ``file`` message's chunk: the AI SDK's ``file`` with a signed address when the
-    reader, or the identity writing the reply, may read the file; else its data part."""
+    reader may read the file (a live reply's chunk made it readable through the chat);
+    else its data part."""
     files = services.files
-    file_id = unsigned["fileId"]
-    file = None if files is None else await files.readable(who, file_id)
-    if file is None and files is not None and services.streams is not None \
-            and translator.stream_id is not None:
-        stream = services.streams.buffered(translator.stream_id)
-        if stream is not None and stream.owner.tenant_id == who.tenant_id:
-            file = await files.readable(stream.owner, file_id)
+    file = None if files is None else await files.readable(who, unsigned["fileId"])
     if files is None or file is None:
         return {"type": "data-file", "id": unsigned["id"], "data": unsigned["data"]}
     url = signed_url(files, base_url(request), file.id)

@@ -50,6 +50,7 @@ __all__ = [
     "service_state",
     "shares",
     "stream_claims",
+    "stream_files",
     "usage_records",
 ]
 
@@ -503,6 +504,32 @@ message_files = Table(
         nullable=False,
     ),
     Index(None, "file_id", "chat_id"),
+    Index(None, "chat_id"),
+)
+
+# Which files the chunks of a live stream name (a ``file`` message, or a ``file`` part,
+# not yet stored): written when the push naming them is accepted, by a producer that may
+# read them, so whoever may read the chat reads them while the reply is live. A link
+# counts only while its stream's claim is live; the persist replaces it with the stored
+# messages' ``message_files`` rows in its transaction, and a stream that can never be
+# stored drops its links.
+stream_files = Table(
+    "stream_files",
+    metadata,
+    Column(
+        "stream_id",
+        String(128),
+        ForeignKey("stream_claims.stream_id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("file_id", String(64), ForeignKey("files.id"), primary_key=True),
+    Column(
+        "chat_id",
+        String(64),
+        ForeignKey("chats.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Index(None, "file_id"),
     Index(None, "chat_id"),
 )
 

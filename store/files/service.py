@@ -32,7 +32,8 @@ ones deletes them.
 
 Removal: a purge (or retention, or the trash's expiry) marks the files only the purged
 chat referenced DELETED (:func:`store.files.links.release_chat_files`), as the sweeper
-does uploads no message references after :attr:`FileLimits.orphan_ttl`;
+does uploads no message references and no live stream names after
+:attr:`FileLimits.orphan_ttl` (:func:`store.files.links.file_referenced`);
 :meth:`FileService.collect` then deletes each DELETED row's object — once no other live
 row of the tenant names the same bytes — and the row, under the same tenant lock that
 makes step 2 safe.
@@ -55,7 +56,7 @@ from chatql.store.access import can_read_file
 from chatql.store.clock import now
 from chatql.store.db import prepared
 from chatql.store.db.database import Database
-from chatql.store.db.tables import files, message_files
+from chatql.store.db.tables import files, message_files, stream_files
 from chatql.store.errors import (
     InvalidArgument,
     NotFound,
@@ -64,6 +65,7 @@ from chatql.store.errors import (
     UnsupportedMediaType,
 )
 from chatql.store.files.backends import FileStorage
+from chatql.store.files.links import drop_ended_stream_links, file_referenced
 from chatql.store.files.signing import FileUrlSigner
 from chatql.store.files.sniff import HEAD_BYTES, check_content, normalise_type
 from chatql.store.files.window import DEFAULT_CONTEXT_INLINE_BYTES, DEFAULT_CONTEXT_TEXT_BYTES
@@ -466,12 +468,13 @@ class FileService:
     # ---- removal --------------------------------------------------------------------
 
     async def expire_orphans(self, at: datetime) -> int:
-        """Mark DELETED the uploads older than the orphan time that no message
-        references (PENDING ones included); how many."""
+        """Mark DELETED the uploads older than the orphan time that no message references
+        and no live stream names (PENDING ones included); how many. The links of streams
+        that ended without being stored are removed first."""
         cutoff = at - timedelta(seconds=self.limits.orphan_ttl)
-        referenced = exists(select(message_files.c.file_id).where(
-            message_files.c.file_id == files.c.id))
+        referenced = file_referenced(files.c.id)
         async with self.db.write() as conn:
+            await drop_ended_stream_links(conn)
             result = await conn.execute(update(files).where(
                 files.c.state.in_(("READY", "PENDING")), files.c.created_at < cutoff,
                 ~referenced).values(state="DELETED"))
@@ -487,8 +490,7 @@ class FileService:
         for row in rows:
             async with self.db.write() as conn:
                 await self._lock_tenant(conn, row.tenant_id)
-                if await conn.scalar(select(exists().where(
-                        message_files.c.file_id == row.id))):
+                if await conn.scalar(select(file_referenced(row.id))):
                     # Linked after all (a reference written as the file was released).
                     await conn.execute(update(files).where(files.c.id == row.id)
                                        .values(state="READY"))
@@ -500,6 +502,8 @@ class FileService:
                 if not shared:
                     await self.storage.delete(row.storage_key)
                 await self.storage.delete(staging_key(row.id))
+                # Links of ended streams name it still (they count for nothing).
+                await conn.execute(delete(stream_files).where(stream_files.c.file_id == row.id))
                 await conn.execute(delete(files).where(files.c.id == row.id))
                 gone += 1
         return gone

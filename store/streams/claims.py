@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from chatql.store.clock import now
 from chatql.store.db.database import Database
-from chatql.store.db.tables import stream_claims
+from chatql.store.db.tables import stream_claims, stream_files
 from chatql.store.errors import Conflict
 from chatql.store.messages import interrupts
 
@@ -66,7 +66,10 @@ async def end_claim(conn: AsyncConnection, stream_id: str) -> None:
 async def end_live_claims(db: Database) -> int:
     """Mark every live claim ended (a single-process service starting: no stream of
     an earlier run can still be live); returns how many."""
+    live = stream_claims.c.ended_at.is_(None)
     async with db.write() as conn:
-        result = await conn.execute(update(stream_claims).where(
-            stream_claims.c.ended_at.is_(None)).values(ended_at=now()))
+        # The files those streams named were readable through them: no longer.
+        await conn.execute(delete(stream_files).where(stream_files.c.stream_id.in_(
+            select(stream_claims.c.stream_id).where(live))))
+        result = await conn.execute(update(stream_claims).where(live).values(ended_at=now()))
     return int(result.rowcount or 0)

@@ -11,6 +11,8 @@
 - unless the stream completed, every buffered step as a resume record (the newest
   step still ``running`` takes the end status; older running steps, such as a
   delegation waiting on its nested call, stay ``running``);
+- the stored messages' file links (:func:`store.files.links.link_files`), which replace
+  the links the stream's pushes wrote for the files they named while it was live;
 - the model usage its producer reported with endStream, if any (once per stream);
 - an append receipt whose append id is the stream id (:func:`store.receipts.receipted_write`),
   so a retried persist — after a lost answer, a restart or a database outage — finds
@@ -147,9 +149,12 @@ async def write(db: Database, stream: StreamBuffer) -> StreamResult:
                 # The input may be the chat's first question: it names an untitled chat.
                 await titles.entitle(conn, chat_id, written)
             # Accepted long before: a file the producer may not read stays unlinked
-            # rather than failing the whole stream's write.
+            # rather than failing the whole stream's write. The stored messages' links
+            # then replace the stream's own (read while it was live), so a file its
+            # final messages no longer name is referenced no more.
             await file_links.link_files(conn, stream.owner, chat_id, written, at=now(),
                                         strict=False)
+            await file_links.drop_stream_links(conn, stream.info.id)
             resume.extend(await insert_resume(conn, chat_id, steps,
                                               request_id=stream.info.request_id,
                                               assistant_id=stream.assistant_id))

@@ -418,13 +418,27 @@ def _join_text(props: dict[str, Any], pieces: list[str], undo: Undo) -> None:
         _append_text(props, _DEFAULT_PATH, added, undo)
 
 
+def _uncommit(state: StreamState, seq: int, aliases: dict[str, str],
+              seen: set[str]) -> Callable[[], None]:
+    def uncommit() -> None:
+        state.seq = seq
+        for alias in aliases:
+            state.aliases.pop(alias, None)
+        state.seen_chunks.difference_update(seen)
+    return uncommit
+
+
 def apply_chunks(
     state: StreamState,
     chunks: Sequence[ChunkIn],
     *,
     make_id: Callable[[], str] = new_id,
+    keep_undo: Undo | None = None,
 ) -> PushOutcome:
-    """Apply a batch to ``state``: all of it, or (on any error) none of it."""
+    """Apply a batch to ``state``: all of it, or (on any error) none of it. With
+    ``keep_undo``, the steps that take the applied batch back are added to it (run them
+    in reverse order to refuse the batch after all: a check the caller makes of its
+    result)."""
     for index, chunk in enumerate(chunks):
         if not _plain(chunk):
             _check_chunk(chunk, index)
@@ -520,6 +534,9 @@ def apply_chunks(
             step()
         raise
     # Nothing raised: commit the batch.
+    if keep_undo is not None:
+        keep_undo.extend(undo)
+        keep_undo.append(_uncommit(state, state.seq, aliases, seen))
     state.seq = seq
     state.aliases.update(aliases)
     state.seen_chunks.update(seen)

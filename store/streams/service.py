@@ -48,6 +48,7 @@ from chatql.store.errors import (
     StreamClosed,
     StreamNotFound,
 )
+from chatql.store.files import links as file_links
 from chatql.store.ids import check_chat_id, check_message_id, new_id
 from chatql.store.limits import KEY_CHARS, check_length, check_optional_name
 from chatql.store.messages import interrupts
@@ -58,7 +59,14 @@ from chatql.store.streams import claims, persist
 from chatql.store.streams.backends import Backend, StaleCopy
 from chatql.store.streams.buffer import PushResult, StreamBuffer, StreamInfo, StreamResult
 from chatql.store.streams.queue import SubscriberQueue
-from chatql.store.streams.reducer import ChunkEvent, ChunkIn, StreamState, apply_chunks
+from chatql.store.streams.reducer import (
+    ChunkEvent,
+    ChunkIn,
+    PushOutcome,
+    StreamState,
+    Undo,
+    apply_chunks,
+)
 
 
 class ChatEvents(Protocol):
@@ -109,6 +117,14 @@ def _asks_inline(chunks: Sequence[ChunkIn]) -> bool:
 
 
 def _byte_size(chunks: Sequence[ChunkIn]) -> int:
+    """The batch's size in the buffer."""
+    return _weigh(chunks)[0]
+
+
+def _weigh(chunks: Sequence[ChunkIn]) -> tuple[int, bool]:
+    """The batch's size in the buffer, and whether its props may name a file (False
+    only when they cannot: :func:`store.files.links.may_reference_files` of their one
+    encoding, so a batch without a ``fileId`` costs no lookup)."""
     size = _CHUNK_OVERHEAD * len(chunks)
     props = []
     for chunk in chunks:
@@ -116,12 +132,31 @@ def _byte_size(chunks: Sequence[ChunkIn]) -> int:
         if chunk.props:
             props.append(chunk.props)
     if not props:
-        return size
+        return size, False
     try:
         # One encoding of the batch: a list adds its brackets and a comma per item.
-        return size + len(orjson.dumps(props)) - len(props) - 1
+        encoded = orjson.dumps(props)
     except TypeError:  # integers beyond 64 bits; only the size matters here
-        return size + sum(_props_size(item) for item in props)
+        return size + sum(_props_size(item) for item in props), True
+    return size + len(encoded) - len(props) - 1, file_links.may_reference_files(encoded)
+
+
+def _named_files(stream: StreamBuffer, events: Sequence[ChunkEvent]) -> list[str]:
+    """The files the messages a push changed reference now (as the persist will find
+    them: :func:`store.files.links.file_ids_in`, a ``fileId`` that is no id skipped)."""
+    messages = stream.state.messages
+    touched: set[str] = set()
+    named: dict[str, None] = {}
+    for event in events:
+        message_id = event["messageId"]
+        if message_id is None or message_id in touched:
+            continue
+        touched.add(message_id)
+        message = messages.get(message_id)
+        if message is not None:
+            named.update(dict.fromkeys(
+                file_links.file_ids_in(message.type, message.props, strict=False)))
+    return list(named)
 
 
 def _props_size(props: Any) -> int:
@@ -358,7 +393,7 @@ class StreamService:
             stream = await self._producer_stream(who, stream_id)
             if len(chunks) > MAX_PUSH_CHUNKS:
                 raise PayloadTooLarge(f"pushChunks takes at most {MAX_PUSH_CHUNKS} chunks")
-            size = _byte_size(chunks)
+            size, names_files = _weigh(chunks)
             if stream.buffered_bytes + size > self.max_bytes:
                 raise PayloadTooLarge(
                     f"the stream's buffer would exceed {self.max_bytes} bytes; end the stream"
@@ -368,7 +403,10 @@ class StreamService:
             async with stream.publish_lock:
                 if stream.end_status is not None:  # ended while we awaited
                     raise StreamClosed(f"stream {stream_id!r} has ended")
-                outcome = apply_chunks(stream.state, chunks)
+                if names_files:
+                    outcome = await self._apply_naming_files(who, stream, chunks)
+                else:
+                    outcome = apply_chunks(stream.state, chunks)
                 stream.buffered_bytes += size
                 stream.last_push = time.time()
                 # Read under the lease: releasing it awaits, and the next holder on this
@@ -398,6 +436,37 @@ class StreamService:
         self.chunks_pushed += outcome.accepted
         return PushResult(accepted=outcome.accepted, duplicates=outcome.duplicates,
                           last_seq=last_seq)
+
+    async def _apply_naming_files(self, who: Identity, stream: StreamBuffer,
+                                  chunks: Sequence[ChunkIn]) -> PushOutcome:
+        """Apply a batch whose props may name files: every file the changed messages
+        reference must be one the pusher may read — else NOT_FOUND, as an append naming
+        it, and the batch is taken back — and is linked to the stream before anything is
+        published, so whoever may read the chat reads the file from the moment they
+        receive the chunk (:func:`store.files.links.link_stream_files`)."""
+        undo: Undo = []
+        outcome = apply_chunks(stream.state, chunks, keep_undo=undo)
+        try:
+            named = _named_files(stream, outcome.events)
+            if named:
+                async with self.db.write() as conn:
+                    await file_links.link_stream_files(
+                        conn, who, chat_id=stream.info.chat_id, stream_id=stream.info.id,
+                        file_ids=named, at=now())
+        except BaseException:
+            for step in reversed(undo):
+                step()
+            raise
+        return outcome
+
+    async def _drop_file_links(self, stream: StreamBuffer) -> None:
+        """A stream that will never be stored: the files its chunks named are no longer
+        readable through it."""
+        try:
+            async with self.db.write() as conn:
+                await file_links.drop_stream_links(conn, stream.info.id)
+        except Exception as error:  # the database failing now: said, not raised
+            logger.warning("file links of stream %s not dropped: %s", stream.info.id, error)
 
     async def record_step(self, who: Identity, stream_id: str, step: StepIn) -> bool:
         async with self.backend.lease(stream_id):
@@ -604,6 +673,7 @@ class StreamService:
                 # The chat went away (deleted, purged, access revoked): nothing can
                 # ever be written, so the buffer is dropped instead of retried forever.
                 self._forget(stream)
+                await self._drop_file_links(stream)
                 await self._retire(stream)
                 raise
             if self.on_persisted is not None:
@@ -672,6 +742,7 @@ class StreamService:
                 continue
             except ChatqlError as error:
                 logger.error("stream %s cannot be persisted: %s", stream.info.id, error)
+                await self._drop_file_links(stream)
                 break
             break
         stream.retry_task = None

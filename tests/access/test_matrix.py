@@ -354,6 +354,24 @@ async def _attached_file(client: GraphQLClient, target: Target, spec: ChatSpec) 
     return replace(target, file_id=file_id)
 
 
+async def _streamed_file(client: GraphQLClient, target: Target, spec: ChatSpec) -> Target:
+    """A file an agent uploads under its own identity and names in a chunk of a live
+    stream in the chat (not stored yet): readable through the chat while it lives."""
+    headers = producer(spec).headers()
+    response = await client.http.post("/files", params={"filename": "note.txt"},
+                                      content=f"note streamed into {target.chat_id}".encode(),
+                                      headers={**headers, "Content-Type": "text/plain"})
+    assert response.status_code == 201, response.text
+    file_id = response.json()["id"]
+    stream_id = f"s-{target.chat_id}"
+    await client.data(START, {"chat": target.chat_id, "stream": stream_id}, headers)
+    await client.data(PUSH, {"stream": stream_id, "chunks": [
+        {"messageId": "f", "type": "file", "role": "ASSISTANT",
+         "props": {"fileId": file_id, "mediaType": "text/plain", "filename": "note.txt"}}]},
+        headers)
+    return replace(target, stream_id=stream_id, file_id=file_id)
+
+
 async def _file_download(client: GraphQLClient, document: str, variables: dict[str, Any],
                          headers: dict[str, str]) -> dict[str, Any]:
     """``GET /files/{id}`` by identity, its bytes' first word as the answer's data."""
@@ -524,6 +542,21 @@ OPERATIONS: tuple[Operation, ...] = (
         "GET /files/{id}", "{ download(GET /files/ID) }", lambda t: {"id": t.file_id},
         read_outcome,
         setup=_attached_file, send=_file_download,
+        check=lambda value, t, c: value == "note",
+    ),
+    # A file a live stream's chunk names (an agent's own upload): read through the chat
+    # like a stored message's file, before the stream ends.
+    Operation(
+        "file (named by a live stream)", "query($id: ID!) { file(id: $id) { id } }",
+        lambda t: {"id": t.file_id},
+        read_outcome, hidden_as="null", setup=_streamed_file,
+        check=lambda value, t, c: value == {"id": t.file_id},
+    ),
+    Operation(
+        "GET /files/{id} (named by a live stream)", "{ download(GET /files/ID) }",
+        lambda t: {"id": t.file_id},
+        read_outcome,
+        setup=_streamed_file, send=_file_download,
         check=lambda value, t, c: value == "note",
     ),
     Operation(

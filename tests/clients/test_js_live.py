@@ -16,7 +16,9 @@ shows the service's message) and its message references the stored file, which
 ``toUIMessages`` shows — with an agent's file message — at signed addresses; the
 feedback adapter's ratings read back as ``myFeedback``; an agent's file message in a live
 reply over ``ChatqlChatTransport`` is the AI SDK's file part at its signed address, in
-the reply's order, and a file the person may not read stays a ``data-file`` part.
+the reply's order — also while the reply is live when the agent uploaded the file under
+an identity of its own — and a push naming a file the agent may not read is refused, the
+reply failing with no file shown.
 """
 
 from __future__ import annotations
@@ -43,4 +45,4 @@ async def test_typescript_client_over_real_transports(settings: Settings) -> Non
         output, _ = await asyncio.wait_for(process.communicate(), 120)
     text = output.decode(errors="replace")
     assert process.returncode == 0, text
-    assert "26 passed" in text, text
+    assert "27 passed" in text, text

@@ -2,8 +2,9 @@
 stored file (the message keeps its id, never the bytes), readable through
 ``Message.files``; a wrong declared type or a broken data URL is refused and stores
 nothing; an agent's ``file`` message reaches the client as a ``file`` chunk with a
-signed address, unless neither the person nor the agent may read the file. On both
-databases."""
+signed address (the chunk made the agent's own upload readable through the chat), a
+push naming a file the agent may not read is refused, and a ``file`` message naming no
+file stays a ``data-file`` part. On both databases."""
 
 from __future__ import annotations
 
@@ -129,8 +130,8 @@ async def test_an_agents_file_message_streams_as_a_file_chunk_with_a_signed_url(
     image = png(4, 4)
     async with serve(settings) as (server, _app):
         http = Http(server)
-        # The agent's own upload: the person cannot read it until the reply is stored
-        # (the agent may, so the live chunk carries its address).
+        # The agent's own upload: the person reads it once a chunk of the live reply
+        # names it, so the live chunk carries its address.
         file = await uploaded(server, AGENT, image, "chart.png")
         async with posted(server, ask("f-3", "q1", "Draw me a chart")) as response:
             assert response.status_code == 200
@@ -151,16 +152,33 @@ async def test_an_agents_file_message_streams_as_a_file_chunk_with_a_signed_url(
         assert [f["id"] for f in stored["files"]] == [file["id"]]
 
 
-async def test_a_file_neither_the_person_nor_the_agent_may_read_gets_no_address(
+async def test_a_file_the_agent_may_not_read_is_refused_and_no_file_gets_no_address(
         settings: Settings) -> None:
     async with serve(settings) as (server, _app):
         http = Http(server)
         theirs = await uploaded(server, STRANGER, png(2, 2, salt=7), "secret.png")
-        async with posted(server, ask("f-4", "q1", "Show me something")) as response:
-            agent = asyncio.create_task(answer_with_file(server, http, "f-4", "q1", theirs))
+        # Naming another tenant's file: the push is refused as an append naming it is.
+        await graphql(server, AGENT, """mutation { createChat(input: {id: "f-4",
+          assistantId: "bot"}) { id } }""", {})
+        started = await graphql(server, AGENT, START, {"input": {"chatId": "f-4"}})
+        sid = started["startStream"]["id"]
+        async with httpx.AsyncClient(timeout=30) as client:
+            body = (await client.post(f"http://{server}/graphql", headers=AGENT, json={
+                "query": PUSH, "variables": {"id": sid, "chunks": [
+                    {"messageId": "f", "type": "file", "props": {
+                        "fileId": theirs["id"], "mediaType": "image/png",
+                        "filename": "secret.png"}}]}})).json()
+        assert body["errors"][0]["extensions"]["code"] == "NOT_FOUND", body
+        await graphql(server, AGENT, END, {"id": sid, "status": "COMPLETED"})
+        assert "fileId" not in json.dumps(await messages(http, "f-4"))
+
+        # A ``file`` message whose fileId names no file is shown as the data part it is.
+        nothing = {"id": "no such file!", "mediaType": "image/png", "filename": "none.png"}
+        async with posted(server, ask("f-5", "q1", "Show me something")) as response:
+            agent = asyncio.create_task(answer_with_file(server, http, "f-5", "q1", nothing))
             chunks = [chunk async for chunk in ui_chunks(response)]
             await agent
         assert not [c for c in chunks if c["type"] == "file"]
         [data] = [c for c in chunks if c["type"] == "data-file"]
-        assert data["data"]["fileId"] == theirs["id"]
+        assert data["data"]["fileId"] == "no such file!"
         assert "/files/" not in json.dumps(chunks)

@@ -3,8 +3,9 @@
 Two apps share one database, one files folder and one secret: one with compiled reads
 (the default), one with the ``reads`` plan switched off. Messages with no file, one,
 two (named in the props in the other order than they were uploaded) and references to
-a file of another tenant (which the stream's producer may not read, so it stays
-unlinked and ``Message.files`` leaves it out) are read through both, on SQLite and
+a file of another tenant (stored unlinked, as a stream stored before its pushes' file
+references were checked may hold, so ``Message.files`` leaves it out) are read through
+both, on SQLite and
 Postgres. The bodies must be the same bytes but for each ``url``'s query string (its
 expiry moves with the clock), and every address the compiled page gives must serve
 the file's bytes.
@@ -19,10 +20,13 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import update
 
 from chatql.gql.plans.compiled_reads import CompiledReads
 from chatql.gql.schema.root import build_schema
 from chatql.gql.settings import Settings
+from chatql.store.db.database import Database
+from chatql.store.db.tables import messages
 from chatql.store.files.service import FileService
 from tests.conftest import running_app
 from tests.gql.test_files import (
@@ -101,8 +105,22 @@ def _spy(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     return answered
 
 
+async def _name_unlinked(settings: Settings, message_id: str, props: dict[str, Any]) -> None:
+    """Give a stored message ``props`` naming files it has no link to — what a stream
+    stored before its pushes' file references were checked may hold (a push naming a file
+    its producer may not read is refused now)."""
+    db = Database(settings.database_url)
+    try:
+        async with db.write() as conn:
+            await conn.execute(update(messages).where(messages.c.id == message_id)
+                               .values(props=props))
+    finally:
+        await db.dispose()
+
+
 async def test_compiled_pages_with_files_match_the_executor(
     apps: tuple[httpx.AsyncClient, httpx.AsyncClient], monkeypatch: pytest.MonkeyPatch,
+    settings: Settings,
 ) -> None:
     fast, slow = apps
     chart_bytes, notes_bytes, photo_bytes = png(3, 2), b"# notes\n", png(5, 4, salt=7)
@@ -119,18 +137,24 @@ async def test_compiled_pages_with_files_match_the_executor(
         *asking_with(file_part(notes), file_part(chart)),
     ]})
     # An agent's answer naming a file of another tenant (left unlinked) beside its own
-    # upload and a file of the chat, then a `file` message of its own.
+    # upload and a file of the chat, then a `file` message of its own. (A push naming
+    # the foreign file is refused: the stored answers are given it afterwards.)
     started = await _data(fast, START, {"input": {"chatId": "c1", "requestId": "r1"}}, AGENT)
     stream = started["startStream"]["id"]
     await _data(fast, PUSH, {"id": stream, "chunks": [
         {"messageId": "m1", "type": "assistant_output", "role": "ASSISTANT",
-         "props": {"content": [file_part(foreign), file_part(photo), file_part(notes)]}},
+         "props": {"content": [file_part(photo), file_part(notes)]}},
         {"messageId": "m2", "type": "assistant_output", "role": "ASSISTANT",
-         "props": {"content": [file_part(foreign)]}},
+         "props": {"content": []}},
         {"messageId": "m3", "type": "file", "role": "ASSISTANT",
          "props": {"fileId": photo["id"], "mediaType": "image/png",
                    "filename": "photo.png"}}]}, AGENT)
-    await _data(fast, END, {"id": stream, "status": "COMPLETED"}, AGENT)
+    ended = await _data(fast, END, {"id": stream, "status": "COMPLETED"}, AGENT)
+    m1, m2 = (m["id"] for m in ended["endStream"]["messages"]
+              if m["type"] == "assistant_output")
+    await _name_unlinked(settings, m1, {"content": [file_part(foreign), file_part(photo),
+                                                    file_part(notes)]})
+    await _name_unlinked(settings, m2, {"content": [file_part(foreign)]})
 
     answered = _spy(monkeypatch)
     urls: list[str] = []

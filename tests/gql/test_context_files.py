@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 
 from chatql.gql.schema.context_files import CUT_MARKER
 from chatql.gql.settings import Settings
+from chatql.store.db.tables import messages
 from chatql.store.files.window import FILE_PART_TOKENS
 from chatql.store.ids import new_id
 from chatql.store.messages.lifecycle import estimate_tokens
@@ -215,12 +217,16 @@ async def test_unreadable_and_missing_files_are_left_bare(context_settings: Sett
         await service.chat("c1")
         await service.data(APPEND, {"chat": "c1", "aid": "a1",
                                     "messages": asking_with(file_part(mine), file_part(gone))})
-        # The agent's stream names Bob's file and a file that never existed: it is
-        # written, the references left unlinked.
+        # The agent's stored answer names Bob's file and a file that never existed,
+        # unlinked: what a stream stored before its pushes' file references were checked
+        # may hold (such a push is refused now, so the stored answer is given them).
         nowhere = {"fileId": new_id(), "mediaType": "image/png", "filename": "no.png"}
-        await answer_with_file(service, "c1", {
-            "fileId": private["id"], "mediaType": "text/plain", "filename": "secret.txt",
-            "content": [{"type": "file", **nowhere}]})
+        await answer_with_file(service, "c1", {"filename": "named later"})
+        [stored] = (await service.page("c1"))[-1:]
+        async with service.files.db.write() as conn:
+            await conn.execute(update(messages).where(messages.c.id == stored["id"]).values(
+                props={"fileId": private["id"], "mediaType": "text/plain",
+                       "filename": "secret.txt", "content": [{"type": "file", **nowhere}]}))
         # The bytes of a linked file lost from the storage.
         await service.files.storage.delete(await service.key_of(gone["id"]))
         for files in ("URL", "INLINE"):

@@ -14,11 +14,12 @@
  * Files: an agent's `file` message (props `{fileId, mediaType, filename}`) is the AI SDK's
  * `file` part `{type: "file", mediaType, url}` — `url` the signed address the `file(id)`
  * query answers, as `toUIMessages` shows the stored reply (which adds `filename`) — in the
- * reply's order: the chunks after it wait for the answer ({@link fileParts}). A file the
- * person may not read (the query answers `null`) stays a `data-file` part. A file is
- * linked to the chat only when the reply is stored: while the reply is live the person
- * reads their own uploads and the files of stored messages, so a file the agent uploaded
- * under another identity shows as `data-file` until the chat is loaded again.
+ * reply's order: the chunks after it wait for the answer ({@link fileParts}). The chunk
+ * that names a file makes it readable to whoever may read the chat from the moment the
+ * service accepts it (the producer must itself be able to read the file, else its push is
+ * refused `NOT_FOUND`), so a file the agent uploaded under an identity of its own is a
+ * file part while the reply is live. A file the query still answers `null` for (one
+ * deleted meanwhile, or a `fileId` that names no file) stays a `data-file` part.
  *
  * Tool approvals: a tool call the agent marks `needsApproval` shows as a part in state
  * `approval-requested` (its approval id is the interrupt's id). After

@@ -172,10 +172,12 @@ export interface ReadableFile {
  * signed address `readFile` answers (as the `file(id)` query gives it) — the part
  * `toUIMessages` makes of the stored message, except `filename`, which the AI SDK's `file`
  * chunk does not carry. Chunks after it wait for the answer, so the parts keep the
- * reply's order. A file `readFile` answers `null` for (the reader may not read it), or
- * fails to read, stays the `data-file` part (and its changes replace it, as for any data
- * part); once shown as a file part, later changes of the message are not sent (the AI SDK
- * adds a part for each `file` chunk).
+ * reply's order. A file named by a live reply is readable to whoever may read the chat
+ * once its chunk is accepted, so `readFile` finds it while the reply is live. A file
+ * `readFile` answers `null` for (the reader may not read it: deleted meanwhile, or no
+ * file), or fails to read, stays the `data-file` part (and its changes replace it, as for
+ * any data part); once shown as a file part, later changes of the message are not sent
+ * (the AI SDK adds a part for each `file` chunk).
  */
 export function fileParts(readFile: (fileId: string) => Promise<ReadableFile | null | undefined>): TransformStream<UIMessageChunk, UIMessageChunk> {
   /** Per message id: whether it was shown as a file part (else it stays a data part). */
