@@ -110,7 +110,7 @@ LEAVES_HEADER = (
 
 #: The GraphQL types the kit sends or receives whole, in the order they are written.
 WIRE_TYPES = ("Message", "MessageInput", "Decision", "Interrupt", "Resumption", "Chat",
-              "AppendReceipt", "MemoryEntry", "MemoryHit", "SearchHit", "Stream",
+              "AppendReceipt", "FileLimits", "MemoryEntry", "MemoryHit", "SearchHit", "Stream",
               "StreamResult")
 
 #: Fields a document selects of a wire type whose own type has no TypedDict, left out of
@@ -149,8 +149,8 @@ KIT_SHAPES = {
 
 #: Every class written, in order.
 ORDER = ("Message", "MessageInput", "Decision", "Interrupt", "Resumption", "Chat",
-         "ChatPage", "AppendReceipt", "MemoryEntry", "MemoryHit", "SearchHit", "Stream",
-         "StreamResult")
+         "ChatPage", "AppendReceipt", "FileLimits", "MemoryEntry", "MemoryHit", "SearchHit",
+         "Stream", "StreamResult")
 
 MODULE_DOC = """\
 The JSON shapes the kit sends and receives (GraphQL field names, as the service

@@ -20,7 +20,7 @@ from chatql.gql.schema.file_type import File, file_url
 from chatql.store.errors import InvalidArgument
 from chatql.store.files.service import FileService
 
-__all__ = ["CreateUploadInput", "FileMutation", "FileQuery", "Upload"]
+__all__ = ["CreateUploadInput", "FileLimits", "FileMutation", "FileQuery", "Upload"]
 
 UPLOAD_PURPOSE = "upload"
 
@@ -49,8 +49,39 @@ class Upload:
     expires_at: datetime
 
 
+@strawberry.type(description="What an upload may be, as this service is configured:"
+                 " POST /files and createUpload refuse anything else. Byte counts are"
+                 " whole numbers (Float, as a limit may pass Int's 2^31).")
+class FileLimits:
+    max_bytes: float = strawberry.field(description="The largest file, in bytes"
+                                        " (CHATQL_FILE_MAX_BYTES).")
+    media_types: list[str] = strawberry.field(description="The media types accepted"
+                                              " (CHATQL_FILE_TYPES).")
+    quota_bytes: float | None = strawberry.field(
+        description="The bytes the caller's tenant's files may take in all, each distinct"
+        " content once (CHATQL_FILE_QUOTA_BYTES); null: no quota.")
+
+    @strawberry.field(description="The bytes the caller's tenant's files take against the"
+                      " quota now (uploads not yet completed included); null when there is"
+                      " no quota.")
+    async def used_bytes(self, info: Info) -> float | None:
+        if self.quota_bytes is None:
+            return None
+        return float(await _files(info).used_bytes(info.context.identity))
+
+
 @strawberry.type
 class FileQuery:
+    @strawberry.field(description="What an upload may be here: the largest file, the media"
+                      " types, the tenant's quota. A client checks a file before sending it"
+                      " rather than learning the limit from a refusal.")
+    def file_limits(self, info: Info) -> FileLimits:
+        limits = _files(info).limits
+        return FileLimits(max_bytes=float(limits.max_bytes),
+                          media_types=sorted(limits.types),
+                          quota_bytes=float(limits.quota_bytes) if limits.quota_bytes > 0
+                          else None)
+
     @strawberry.field(description="A file the caller may read (its own upload, or one a"
                       " message references in a chat it may read); null otherwise.")
     async def file(self, info: Info, id: strawberry.ID) -> File | None:

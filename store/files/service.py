@@ -219,6 +219,14 @@ class _Intake:
             raise self.failure
 
 
+async def _used_bytes(conn: AsyncConnection, tenant_id: str) -> int:
+    """What the quota counts: the sizes of a tenant's live contents, each once."""
+    live = and_(files.c.tenant_id == tenant_id, files.c.state != "DELETED")
+    contents = (select(files.c.sha256, func.max(files.c.size).label("size"))
+                .where(live).group_by(files.c.sha256).subquery())
+    return int(await conn.scalar(select(func.coalesce(func.sum(contents.c.size), 0))) or 0)
+
+
 class FileService:
     """Uploads, reads and removal of files over one storage backend."""
 
@@ -290,10 +298,7 @@ class FileService:
         live = and_(files.c.tenant_id == tenant_id, files.c.state != "DELETED")
         if await conn.scalar(select(exists().where(live, files.c.sha256 == sha256))):
             return  # the tenant holds these bytes already: they cost nothing more
-        contents = (select(files.c.sha256, func.max(files.c.size).label("size"))
-                    .where(live).group_by(files.c.sha256).subquery())
-        used = int(await conn.scalar(select(func.coalesce(func.sum(contents.c.size), 0)))
-                   or 0)
+        used = await _used_bytes(conn, tenant_id)
         if used + size > quota:
             raise QuotaExceeded(
                 f"the upload ({size} bytes) would take the tenant's files past its quota"
@@ -422,6 +427,12 @@ class FileService:
                 state="DELETED"))
 
     # ---- reads ----------------------------------------------------------------------
+
+    async def used_bytes(self, who: Identity) -> int:
+        """The bytes ``who``'s tenant's files take against its quota: each distinct
+        content once, uploads not yet complete included, deleted files not."""
+        async with self.db.read() as conn:
+            return await _used_bytes(conn, who.tenant_id)
 
     async def readable(self, who: Identity, file_id: str) -> File | None:
         """The file, if ``who`` may read it (see :func:`store.access.can_read_file`)."""

@@ -53,6 +53,7 @@ CREATE_UPLOAD = """mutation($input: CreateUploadInput!) {
   createUpload(input: $input) { fileId uploadUrl headers expiresAt } }"""
 COMPLETE_UPLOAD = """mutation($id: ID!) { completeUpload(id: $id) {
   id size sha256 width height url } }"""
+LIMITS = "{ fileLimits { maxBytes mediaTypes quotaBytes usedBytes } }"
 
 
 def png(width: int, height: int, salt: int = 0) -> bytes:
@@ -431,6 +432,10 @@ async def test_limits_answer_their_codes(local_settings: Settings) -> None:
                                    file_types=("image/png", "text/plain"),
                                    file_quota_bytes=6000)
     async with serving(settings) as service:
+        # What a client can check before sending: the limits and the quota's use so far.
+        assert (await service.data(LIMITS))["fileLimits"] == {
+            "maxBytes": 4000, "mediaTypes": ["image/png", "text/plain"], "quotaBytes": 6000,
+            "usedBytes": 0}
         too_big = await service.upload(b"x" * 4001, "big.txt", "text/plain", raw=True)
         assert too_big.status_code == 413
         assert too_big.json()["errors"][0]["extensions"]["code"] == "PAYLOAD_TOO_LARGE"
@@ -447,10 +452,22 @@ async def test_limits_answer_their_codes(local_settings: Settings) -> None:
         over = await service.upload(b"c" * 10, "three.txt", "text/plain", raw=True)
         assert over.status_code == 413
         assert over.json()["errors"][0]["extensions"]["code"] == "QUOTA_EXCEEDED"
+        # Each distinct content counted once, as the refusal counted it.
+        assert (await service.data(LIMITS))["fileLimits"]["usedBytes"] == 6000
         # Another tenant has its own quota.
         await service.uploaded(b"c" * 10, "three.txt", "text/plain", OTHER_ALICE, raw=True)
+        assert (await service.data(LIMITS, who=OTHER_ALICE))["fileLimits"]["usedBytes"] == 10
         assert await service.rows() == 4
         assert not staged_leftovers(service)
+
+
+async def test_without_a_quota_the_limits_say_none(local_settings: Settings) -> None:
+    async with serving(local_settings) as service:
+        limits = (await service.data(LIMITS))["fileLimits"]
+        assert limits["maxBytes"] == local_settings.file_max_bytes
+        assert limits["quotaBytes"] is None and limits["usedBytes"] is None
+        assert "application/pdf" in limits["mediaTypes"]
+        assert limits["mediaTypes"] == sorted(limits["mediaTypes"])
 
 
 async def test_declared_types_must_match_the_bytes(local_settings: Settings) -> None:
@@ -668,6 +685,9 @@ async def test_the_kit_uploads_and_writes_a_file_into_a_stream(
             assert (uploaded["width"], uploaded["height"]) == (6, 2)
             from_path = await alice.upload(report, media_type="text/csv")
             assert from_path["filename"] == "report.csv" and from_path["size"] == 18
+            limits = await alice.file_limits()
+            assert limits["maxBytes"] == files_settings.file_max_bytes
+            assert "text/csv" in limits["mediaTypes"] and limits["quotaBytes"] is None
             await alice.create_chat("bot", chat_id="k1")
             await alice.append("k1", asking_with(file_part(uploaded)))
         async with ChatqlClient(f"{service.base}/graphql", headers=AGENT) as agent:

@@ -37,7 +37,7 @@ import {
 } from "@assistant-ui/react";
 import type { UIMessage } from "ai";
 
-import { ChatqlClient, type Headers, type UploadedFile } from "./client.js";
+import { ChatqlClient, ChatqlError, type FileLimits, type Headers, type UploadedFile } from "./client.js";
 import {
   AppendMessagesDocument,
   ChatDocument,
@@ -363,8 +363,9 @@ export type AttachmentOptions = (
   }
 ) & {
   /**
-   * The files the composer offers, as an `<input accept>` string (default `*`: the
-   * service's `CHATQL_FILE_TYPES` decides, and a refused type shows as the upload's error).
+   * The files the composer offers, as an `<input accept>` string. By default the media
+   * types the service accepts (`fileLimits`, once read; `*` until then), so a picker
+   * offers what the service takes; a refused type still shows as the upload's error.
    */
   readonly accept?: string;
 };
@@ -435,7 +436,9 @@ interface Upload {
  * `progress` (the fraction sent, 0 to 1) as the bytes go out, then `requires-action`
  * (ready to send) — or `incomplete` with reason `error` and the service's message when
  * the upload is refused (`PAYLOAD_TOO_LARGE`, `UNSUPPORTED_MEDIA_TYPE`,
- * `QUOTA_EXCEEDED`) or fails. `send` answers the complete attachment, whose content is
+ * `QUOTA_EXCEEDED`) or fails. A file larger than the service takes (`fileLimits`, read
+ * once) is refused so before a byte is sent, with the service's own message; `accept`
+ * offers the media types the service accepts unless given. `send` answers the complete attachment, whose content is
  * an image part (images) or a file part (anything else) at the file's signed address:
  * chatql keeps it as `{type: "file", fileId, mediaType, filename}` — by `/ai/chat`
  * (the AI SDK runtime), {@link chatqlHistoryAdapter}'s `append`, or
@@ -452,9 +455,20 @@ interface Upload {
 export function chatqlAttachmentAdapter(options: AttachmentOptions): AttachmentAdapter {
   const client = clientOf(options);
   const uploads = new Map<string, Upload>();
+  // The service's limits, read once (null: it did not say, e.g. an older service).
+  let limits: Promise<FileLimits | null> | undefined;
+  let known: FileLimits | null = null;
+  const readLimits = (): Promise<FileLimits | null> => {
+    limits ??= client.fileLimits().then((read) => (known = read), () => null);
+    return limits;
+  };
 
   return {
-    accept: options.accept ?? "*",
+    get accept(): string {
+      if (options.accept !== undefined) return options.accept;
+      void readLimits();
+      return known === null ? "*" : known.mediaTypes.join(",");
+    },
 
     async *add({ file }) {
       const id = `chatql-upload-${globalThis.crypto?.randomUUID?.() ?? `${Date.now()}-${Math.random().toString(36).slice(2)}`}`;
@@ -463,6 +477,15 @@ export function chatqlAttachmentAdapter(options: AttachmentOptions): AttachmentA
       const upload: Upload = { controller: new AbortController() };
       uploads.set(id, upload);
       yield { ...base, status: { type: "running", reason: "uploading", progress: 0 } } satisfies PendingAttachment;
+      const maxBytes = (await readLimits())?.maxBytes;
+      if (maxBytes !== undefined && file.size > maxBytes) {
+        // Refused as the service would refuse it, without sending a byte.
+        const refused = new ChatqlError([{ message: `the file is larger than ${maxBytes} bytes`,
+          extensions: { code: "PAYLOAD_TOO_LARGE" } }]);
+        upload.error = refused;
+        yield { ...base, status: { type: "incomplete", reason: "error", message: refused.message } } satisfies PendingAttachment;
+        return;
+      }
       const progress = new ProgressQueue();
       const done = client.upload(file, {
         filename: file.name,

@@ -9,9 +9,11 @@ import { StreamFollower, graphqlWsSource, type FollowerOptions } from "./followe
 import {
   ChatEventsDocument,
   ChatsDocument,
+  FileLimitsDocument,
   MessagesDocument,
   type ChatSummaryFieldsFragment,
   type ChatsQuery,
+  type FileLimitsQuery,
   type MessageFieldsFragment,
   type MessagesQuery,
   type TypedDocumentString,
@@ -50,6 +52,12 @@ export class ChatqlError extends Error {
     this.errors = errors;
   }
 }
+
+/**
+ * What an upload may be (the `fileLimits` query): the largest file and the quota in bytes,
+ * the media types accepted, and the bytes the caller's tenant uses (null without a quota).
+ */
+export type FileLimits = FileLimitsQuery["fileLimits"];
 
 /** A stored file, as `POST /files` answers it. */
 export interface UploadedFile {
@@ -159,6 +167,14 @@ export class ChatqlClient {
     if (body.errors && body.errors.length > 0) throw new ChatqlError(body.errors);
     if (body.data === undefined) throw new ChatqlError([{ message: `HTTP ${response.status}` }]);
     return body.data;
+  }
+
+  /**
+   * What an upload may be here (`fileLimits`): check a file's size against `maxBytes`
+   * before sending it, and offer `mediaTypes` in a file picker.
+   */
+  async fileLimits(): Promise<FileLimits> {
+    return (await this.request(FileLimitsDocument, {})).fileLimits;
   }
 
   /**

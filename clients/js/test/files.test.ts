@@ -109,6 +109,18 @@ function recordingFetch(answer: (sent: Sent) => Response): { fetch: typeof fetch
 
 const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 
+const LIMITS = { maxBytes: 1_000_000, mediaTypes: ["image/png", "text/plain"], quotaBytes: null, usedBytes: null };
+
+/** `answer`, except that a `fileLimits` query gets `limits` (an older service: an error). */
+function withLimits(answer: (sent: Sent) => Response, limits: unknown = LIMITS): (sent: Sent) => Response {
+  return (request) => String((request.body as { query?: string } | undefined)?.query ?? "").includes("fileLimits")
+    ? (limits === null ? json(400, { errors: [{ message: "Cannot query field 'fileLimits' on type 'Query'." }] }) : json(200, { data: { fileLimits: limits } }))
+    : answer(request);
+}
+
+/** The requests that were uploads. */
+const uploadsOf = (sent: Sent[]) => sent.filter((request) => request.url.includes("/files?"));
+
 async function states(adapter: ReturnType<typeof chatqlAttachmentAdapter>, file: File): Promise<PendingAttachment[]> {
   const out: PendingAttachment[] = [];
   const added = adapter.add({ file });
@@ -119,15 +131,18 @@ async function states(adapter: ReturnType<typeof chatqlAttachmentAdapter>, file:
 
 describe("chatqlAttachmentAdapter", () => {
   it("uploads as the file is added, reports progress, and sends a part at the file's signed address", async () => {
-    const { fetch, sent } = recordingFetch((request) => request.url.endsWith("/graphql")
+    const { fetch, sent } = recordingFetch(withLimits((request) => request.url.endsWith("/graphql")
       ? json(200, { data: { file: { ...FILE, size: 3, width: 1, height: 1 } } })
-      : json(201, { id: "f1", filename: "dot.png", mediaType: "image/png", size: 200000, sha256: "00" }));
+      : json(201, { id: "f1", filename: "dot.png", mediaType: "image/png", size: 200000, sha256: "00" })));
     const client = new ChatqlClient({ url: "http://chat.test/graphql", fetch, headers: () => ({ "X-User-Id": "alice" }) });
     const adapter = chatqlAttachmentAdapter({ client });
     const shown = await states(adapter, new File([new Uint8Array(200000)], "dot.png", { type: "image/png" }));
-    expect(sent[0]?.url).toBe("http://chat.test/files?filename=dot.png");
-    expect(sent[0]?.headers).toMatchObject({ "content-type": "image/png", "X-User-Id": "alice" });
-    expect(sent[0]?.body).toEqual({ streamed: 200000 });
+    const [upload] = uploadsOf(sent);
+    expect(upload?.url).toBe("http://chat.test/files?filename=dot.png");
+    expect(upload?.headers).toMatchObject({ "content-type": "image/png", "X-User-Id": "alice" });
+    expect(upload?.body).toEqual({ streamed: 200000 });
+    // Read once, the service's media types are what the composer offers.
+    expect(adapter.accept).toBe("image/png,text/plain");
     const progress = shown.flatMap((state) => (state.status.type === "running" ? [state.status.progress] : []));
     expect(progress[0]).toBe(0);
     expect(progress[progress.length - 1]).toBe(1);
@@ -141,15 +156,29 @@ describe("chatqlAttachmentAdapter", () => {
   });
 
   it("shows a refused upload as an error with the service's message", async () => {
-    const { fetch } = recordingFetch(() => json(413, { errors: [{ message: "the file is larger than 1000000 bytes", extensions: { code: "PAYLOAD_TOO_LARGE" } }] }));
+    const { fetch } = recordingFetch(withLimits(() => json(413, { errors: [{ message: "the file is larger than 1000000 bytes", extensions: { code: "PAYLOAD_TOO_LARGE" } }] }), null));
     const adapter = chatqlAttachmentAdapter({ client: new ChatqlClient({ url: "http://chat.test/graphql", fetch }) });
     const shown = await states(adapter, new File(["x".repeat(10)], "big.bin", { type: "application/octet-stream" }));
     expect(shown[shown.length - 1]?.status).toEqual({ type: "incomplete", reason: "error", message: "the file is larger than 1000000 bytes" });
     await expect(adapter.send(shown[shown.length - 1] as PendingAttachment)).rejects.toThrow(/larger than/);
+    // A service that does not say its limits: the composer offers anything.
+    expect(adapter.accept).toBe("*");
+  });
+
+  it("refuses a file larger than the service takes before sending a byte", async () => {
+    const { fetch, sent } = recordingFetch(withLimits(() => json(500, {})));
+    const adapter = chatqlAttachmentAdapter({ client: new ChatqlClient({ url: "http://chat.test/graphql", fetch }) });
+    const shown = await states(adapter, new File([new Uint8Array(1_000_001)], "big.png", { type: "image/png" }));
+    expect(shown[shown.length - 1]?.status).toEqual({ type: "incomplete", reason: "error", message: "the file is larger than 1000000 bytes" });
+    await expect(adapter.send(shown[shown.length - 1] as PendingAttachment)).rejects.toMatchObject({ code: "PAYLOAD_TOO_LARGE" });
+    expect(uploadsOf(sent)).toEqual([]);
+    // The limits are read once for every file the adapter adds.
+    await states(adapter, new File([new Uint8Array(1_000_001)], "again.png", { type: "image/png" }));
+    expect(sent.filter((request) => request.url.endsWith("/graphql"))).toHaveLength(1);
   });
 
   it("takes a base address and a token instead of a client", async () => {
-    const { fetch, sent } = recordingFetch(() => json(201, { id: "f3", filename: "a.txt", mediaType: "text/plain", size: 1, sha256: "00" }));
+    const { fetch, sent } = recordingFetch(withLimits(() => json(201, { id: "f3", filename: "a.txt", mediaType: "text/plain", size: 1, sha256: "00" })));
     const original = globalThis.fetch;
     globalThis.fetch = fetch;
     try {
@@ -159,8 +188,10 @@ describe("chatqlAttachmentAdapter", () => {
     } finally {
       globalThis.fetch = original;
     }
-    expect(sent[0]?.url).toBe("http://chat.test/files?filename=a.txt");
-    expect(sent[0]?.headers.Authorization).toBe("Bearer t0k");
+    const [upload] = uploadsOf(sent);
+    expect(upload?.url).toBe("http://chat.test/files?filename=a.txt");
+    expect(upload?.headers.Authorization).toBe("Bearer t0k");
+    expect(sent[0]?.headers.Authorization).toBe("Bearer t0k"); // the limits, read as the caller
   });
 });
 

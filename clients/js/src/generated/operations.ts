@@ -367,6 +367,11 @@ export type FileQueryVariables = Exact<{
 
 export type FileQuery = { file: { id: string, filename: string, mediaType: string, size: number, width: number | null, height: number | null, url: string } | null };
 
+export type FileLimitsQueryVariables = Exact<{ [key: string]: never; }>;
+
+
+export type FileLimitsQuery = { fileLimits: { maxBytes: number, mediaTypes: Array<string>, quotaBytes: number | null, usedBytes: number | null } };
+
 export type RateMessageMutationVariables = Exact<{
   messageId: string;
   rating?: Rating | null | undefined;
@@ -994,6 +999,16 @@ export const FileDocument = new TypedDocumentString(`
   height
   url
 }`) as unknown as TypedDocumentString<FileQuery, FileQueryVariables>;
+export const FileLimitsDocument = new TypedDocumentString(`
+    query FileLimits {
+  fileLimits {
+    maxBytes
+    mediaTypes
+    quotaBytes
+    usedBytes
+  }
+}
+    `) as unknown as TypedDocumentString<FileLimitsQuery, FileLimitsQueryVariables>;
 export const RateMessageDocument = new TypedDocumentString(`
     mutation RateMessage($messageId: ID!, $rating: Rating, $comment: String, $tags: [String!]) {
   rateMessage(

@@ -349,6 +349,19 @@ export type File = Node & {
   width: Maybe<Scalars['Int']['output']>;
 };
 
+/** What an upload may be, as this service is configured: POST /files and createUpload refuse anything else. Byte counts are whole numbers (Float, as a limit may pass Int's 2^31). */
+export type FileLimits = {
+  __typename?: 'FileLimits';
+  /** The largest file, in bytes (CHATQL_FILE_MAX_BYTES). */
+  maxBytes: Scalars['Float']['output'];
+  /** The media types accepted (CHATQL_FILE_TYPES). */
+  mediaTypes: Array<Scalars['String']['output']>;
+  /** The bytes the caller's tenant's files may take in all, each distinct content once (CHATQL_FILE_QUOTA_BYTES); null: no quota. */
+  quotaBytes: Maybe<Scalars['Float']['output']>;
+  /** The bytes the caller's tenant's files take against the quota now (uploads not yet completed included); null when there is no quota. */
+  usedBytes: Maybe<Scalars['Float']['output']>;
+};
+
 /** How modelContext hands over the files its messages reference. URL (the default): a signed, short-lived url on each file part. INLINE: the bytes as a data: url, and for a text file its contents as text (cut at CHATQL_CONTEXT_FILE_TEXT_BYTES, with a marker); a cut text file, or another file larger than CHATQL_CONTEXT_FILE_INLINE_BYTES, gets the signed url instead. NONE: file parts are dropped and messages of type file left out. */
 export type FileMode =
   | 'INLINE'
@@ -867,6 +880,8 @@ export type Query = {
   feedback: FeedbackConnection;
   /** A file the caller may read (its own upload, or one a message references in a chat it may read); null otherwise. */
   file: Maybe<File>;
+  /** What an upload may be here: the largest file, the media types, the tenant's quota. A client checks a file before sending it rather than learning the limit from a refusal. */
+  fileLimits: FileLimits;
   /** One interrupt of a chat the caller may read. */
   interrupt: Interrupt;
   /** The interrupts the caller may decide, across its chats, newest first (default: the PENDING ones); keyset pages (first: default 20, at most 100) with signed cursors. */

@@ -93,13 +93,28 @@ describe("chatqlAttachmentAdapter", () => {
     expect(Buffer.from(await image.arrayBuffer()).equals(PNG)).toBe(true);
   });
 
-  it("shows a file over the size limit or of the wrong type as the upload's error, with the service's message", async () => {
-    const adapter = chatqlAttachmentAdapter({ client: person, accept: "image/*,text/plain" });
-    const big = await added(adapter, new File([new Uint8Array(1_200_000)], "big.txt", { type: "text/plain" }));
+  it("refuses a file over the size limit before sending it, and one of the wrong type with the service's message", async () => {
+    // A client counting what it sends: a file over the limit is refused before any byte.
+    const requested: string[] = [];
+    const counting = new ChatqlClient({
+      url: `${base}/graphql`, headers: () => PERSON, webSocketImpl: WebSocket,
+      fetch: (input, init) => {
+        requested.push(String(input));
+        return globalThis.fetch(input, init);
+      },
+    });
+    const adapter = chatqlAttachmentAdapter({ client: counting, accept: "image/*,text/plain" });
+    const bigFile = new File([new Uint8Array(1_200_000)], "big.txt", { type: "text/plain" });
+    const big = await added(adapter, bigFile);
     const tooLarge = big[big.length - 1]?.status;
     expect(tooLarge).toMatchObject({ type: "incomplete", reason: "error" });
-    expect((tooLarge as { message: string }).message).toMatch(/1000000|too large|larger/i);
-    await expect(adapter.send(big[big.length - 1] as PendingAttachment)).rejects.toThrow();
+    expect(requested.filter((url) => url.includes("/files"))).toEqual([]);
+    await expect(adapter.send(big[big.length - 1] as PendingAttachment)).rejects.toMatchObject({ code: "PAYLOAD_TOO_LARGE" });
+    // The message is the one the service gives when the bytes are sent anyway.
+    const sentAnyway = await person.upload(bigFile).catch((e: unknown) => e);
+    expect(sentAnyway).toMatchObject({ code: "PAYLOAD_TOO_LARGE" });
+    expect((tooLarge as { message: string }).message).toBe((sentAnyway as Error).message);
+    expect(await counting.fileLimits()).toMatchObject({ maxBytes: 1_000_000, quotaBytes: null, usedBytes: null });
 
     const fake = await added(adapter, new File(["not a picture"], "fake.png", { type: "image/png" }));
     const refused = fake[fake.length - 1]?.status;

@@ -29,6 +29,7 @@ from chatql_client.types import (
     AppendReceipt,
     Chat,
     ChatPage,
+    FileLimits,
     MemoryEntry,
     MemoryHit,
     Message,
@@ -417,6 +418,13 @@ class ChatqlClient:
             return answer
 
         return cast(UploadedFile, await self.with_retries(attempt))
+
+    async def file_limits(self) -> FileLimits:
+        """What an upload may be here: ``maxBytes``, the ``mediaTypes`` accepted, and the
+        tenant's ``quotaBytes`` and ``usedBytes`` (None without a quota). Check a file
+        against them before sending it rather than learning the limit from a refusal."""
+        data = await self.execute(documents.FILE_LIMITS)
+        return cast(FileLimits, data["fileLimits"])
 
     # ---- memory ----------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ __all__ = [
     "CUT_OFF",
     "DELETE_MEMORY",
     "END_STREAM",
+    "FILE_LIMITS",
     "INTERRUPT",
     "MEMORY_FIELDS",
     "MESSAGES",
@@ -89,6 +90,10 @@ SEARCH_MESSAGES = (
     f"query: $q, first: $f, chatId: $c, assistantId: $a, window: $w) {{ score "
     f"message {{ {MESSAGE_FIELDS} }} chat {{ {CHAT_FIELDS} }} "
     f"window {{ {MESSAGE_FIELDS} }} }} }}")
+
+# ---- files (ChatqlClient) ------------------------------------------------------------
+
+FILE_LIMITS = "query { fileLimits { maxBytes mediaTypes quotaBytes usedBytes } }"
 
 # ---- memory (ChatqlClient) -----------------------------------------------------------
 

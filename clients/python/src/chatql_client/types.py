@@ -17,6 +17,7 @@ __all__ = [
     "ChatPage",
     "ChatStatus",
     "Decision",
+    "FileLimits",
     "Interrupt",
     "InterruptKind",
     "InterruptState",
@@ -185,6 +186,22 @@ class AppendReceipt(TypedDict):
     messageIds: list[str]
     firstSequence: int
     lastSequence: int
+
+
+class FileLimits(TypedDict):
+    """What an upload may be, as this service is configured: POST /files and createUpload refuse
+    anything else. Byte counts are whole numbers (Float, as a limit may pass Int's 2^31)."""
+
+    maxBytes: float
+    """The largest file, in bytes (CHATQL_FILE_MAX_BYTES)."""
+    mediaTypes: list[str]
+    """The media types accepted (CHATQL_FILE_TYPES)."""
+    quotaBytes: float | None
+    """The bytes the caller's tenant's files may take in all, each distinct content once
+    (CHATQL_FILE_QUOTA_BYTES); null: no quota."""
+    usedBytes: float | None
+    """The bytes the caller's tenant's files take against the quota now (uploads not yet
+    completed included); null when there is no quota."""
 
 
 class MemoryEntry(TypedDict):
