@@ -92,15 +92,19 @@ endif
 assets: js-install
 	cd clients/web && npm run build
 
-# The site's generated reference (commit the result; the test suite fails when it drifts):
+# Everything derived from the schema and the clients' sources, in the order each reads the
+# one before (commit the result; the test suite fails when any of it drifts):
 # schema.graphql, the GraphQL schema's pages written from it, the producer kit's wire
-# types (as `make kit-types`), and the TypeScript client's pages written by TypeDoc from
-# its sources (which needs Node.js).
+# types and message selection (as `make kit-types`), the TypeScript client's and the web
+# app's typed documents (graphql-codegen), the TypeScript client's pages written by
+# TypeDoc from its sources, and the web app's build in gql/static (which bundles the
+# client). The last three need Node.js.
 reference: schema install-docs js-install
 	$(BIN)/python docs/reference/_generate_schema.py
 	$(BIN)/python clients/python/generate_types.py
 ifeq ($(HAVE_NPM),yes)
-	cd clients/js && npm run --silent docs:reference
+	cd clients/js && npm run --silent codegen && npm run --silent docs:reference
+	cd clients/web && npm run --silent codegen && npm run --silent build
 else
 	@echo "Node.js is not installed: the TypeScript reference (docs/reference/ts) is not rewritten" >&2
 	@exit 1

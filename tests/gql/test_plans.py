@@ -352,19 +352,45 @@ async def _send(server: str, transport: str, document: str,
 
 # -- append: idempotent appends --------------------------------------------------------
 
-MESSAGE_INPUT = {
-    # Every field MessageInput has (checked below).
+#: The values the harness sends for MessageInput's fields that need particular ones.
+MESSAGE_INPUT_VALUES = {
     "role": "USER", "type": "text", "props": {"text": "hello ✓", "n": [1, None]},
     "id": None, "requestId": "req-1", "blockId": "b1", "threadId": "t1",
     "assistantId": "bot", "metadata": {"source": "harness"}, "tokens": 4,
 }
+#: A value of each scalar for a field the harness has no particular value for.
+SAMPLES: dict[str, Any] = {"String": "{name}-1", "Int": 3, "Float": 1.5, "Boolean": True,
+                           "JSON": {"field": "{name}"}}
+
+
+def _sample(name: str, field: Any) -> Any:
+    """A value of the field's type: a field added to MessageInput is sent with one."""
+    kind = get_named_type(field.type)
+    if isinstance(kind, GraphQLEnumType):
+        return next(iter(kind.values))
+    if kind.name not in SAMPLES:
+        raise AssertionError(f"MessageInput.{name}: no sample of {kind.name}; give the "
+                             "harness a value in MESSAGE_INPUT_VALUES")
+    return json.loads(json.dumps(SAMPLES[kind.name]).replace("{name}", name))
+
+
+#: Every field MessageInput has, each with a value.
+MESSAGE_INPUT = {name: MESSAGE_INPUT_VALUES[name] if name in MESSAGE_INPUT_VALUES
+                 else _sample(name, field)
+                 for name, field in SCHEMA._schema.type_map[  # type: ignore[union-attr]
+                     "MessageInput"].fields.items()}
 DIGEST = re.compile(r'"[0-9a-f]{64}"')
 RECEIPT = ["chatId", "appendId", "digest", "messageIds", "firstSequence", "lastSequence"]
 
 
 def test_the_append_case_sends_every_message_input_field() -> None:
+    """Every field is sent with a value; a field the harness names no value for gets
+    one of its type, so a new one is compared on both paths with no edit here."""
     fields = SCHEMA._schema.type_map["MessageInput"].fields  # type: ignore[union-attr]
     assert set(MESSAGE_INPUT) == set(fields)
+    assert {name for name, value in MESSAGE_INPUT.items() if value is None} == {"id"}
+    assert _sample("language", fields["type"]) == "language-1"
+    assert _sample("flags", fields["metadata"]) == {"field": "flags"}
 
 
 def append_documents(seed: int) -> list[tuple[str, bool]]:
