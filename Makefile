@@ -101,6 +101,7 @@ assets: js-install
 # client). The last three need Node.js.
 reference: schema install-docs js-install
 	$(BIN)/python docs/reference/_generate_schema.py
+	$(BIN)/python docs/reference/_generate_plans.py
 	$(BIN)/python clients/python/generate_types.py
 ifeq ($(HAVE_NPM),yes)
 	cd clients/js && npm run --silent codegen && npm run --silent docs:reference
