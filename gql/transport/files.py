@@ -82,15 +82,21 @@ def files_url_for(settings: Settings) -> str:
     return f"file://{os.path.abspath('chatql-files')}"
 
 
+def file_limits_for(settings: Settings) -> FileLimits:
+    """What an upload may be, as the settings say (what the service enforces, and what
+    ``fileLimits`` and the pages' config tell clients)."""
+    return FileLimits(max_bytes=settings.file_max_bytes,
+                      types=frozenset(normalise_type(kind) for kind in settings.file_types),
+                      quota_bytes=settings.file_quota_bytes, url_ttl=settings.file_url_ttl,
+                      orphan_ttl=settings.file_orphan_ttl,
+                      context_text_bytes=settings.context_file_text_bytes,
+                      context_inline_bytes=settings.context_file_inline_bytes)
+
+
 def file_service_for(settings: Settings, db: Database, secret: bytes) -> FileService:
     """The app's files, as its settings say."""
-    limits = FileLimits(max_bytes=settings.file_max_bytes,
-                        types=frozenset(normalise_type(kind) for kind in settings.file_types),
-                        quota_bytes=settings.file_quota_bytes, url_ttl=settings.file_url_ttl,
-                        orphan_ttl=settings.file_orphan_ttl,
-                        context_text_bytes=settings.context_file_text_bytes,
-                        context_inline_bytes=settings.context_file_inline_bytes)
-    return FileService(db, storage_from_url(files_url_for(settings)), secret, limits)
+    return FileService(db, storage_from_url(files_url_for(settings)), secret,
+                       file_limits_for(settings))
 
 
 def _error(error: ChatqlError, *, close: bool = False) -> Response:

@@ -11,8 +11,10 @@ script written into their HTML here:
   ``X-Roles`` headers the page request carried — as a proxy in front would set them. The
   app acts as that identity (the person may switch); the playground offers them in its
   headers editor, from where they go with every request and into ``connection_init``.
-- ``files``: ``{"maxBytes": …}``, the largest file ``POST /files`` and ``createUpload``
-  take (``CHATQL_FILE_MAX_BYTES``): the app refuses a larger one before uploading it.
+- ``files``: ``{"maxBytes": …, "mediaTypes": […]}``, the largest file ``POST /files`` and
+  ``createUpload`` take (``CHATQL_FILE_MAX_BYTES``) and the media types they accept
+  (``CHATQL_FILE_TYPES``), as the ``fileLimits`` query answers them: the app refuses a
+  larger file before uploading it, and its file picker offers those types.
 
 A share link's page is the same app, told by its path to show the link read-only; it
 is never indexed (``<meta name="robots" content="noindex">`` and ``X-Robots-Tag``) and
@@ -33,6 +35,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chatql.gql.settings import Settings
+from chatql.gql.transport.files import file_limits_for
 
 __all__ = ["STATIC_DIR", "page_response", "web_routes"]
 
@@ -43,8 +46,9 @@ _NOINDEX = '<meta name="robots" content="noindex" />'
 
 
 def _config_script(settings: Settings, request: Request) -> str:
-    config: dict[str, object] = {"auth": settings.auth,
-                                 "files": {"maxBytes": settings.file_max_bytes}}
+    limits = file_limits_for(settings)
+    config: dict[str, object] = {"auth": settings.auth, "files": {
+        "maxBytes": limits.max_bytes, "mediaTypes": sorted(limits.types)}}
     if settings.auth == "dev":
         config["identity"] = {
             name: request.headers[name] for name in _IDENTITY_HEADERS if name in request.headers

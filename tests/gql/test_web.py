@@ -14,6 +14,10 @@ from chatql.gql.settings import Settings
 from tests.conftest import TEST_SECRET, running_app, uvicorn_serving
 
 HTML = {"Accept": "text/html"}
+#: What the pages say of files under the default settings.
+FILES = {"maxBytes": 25 * 1024 * 1024, "mediaTypes": [
+    "application/json", "application/pdf", "image/gif", "image/jpeg", "image/png",
+    "image/svg+xml", "image/webp", "text/csv", "text/html", "text/markdown", "text/plain"]}
 
 
 def config_of(html: str) -> Any:
@@ -38,15 +42,14 @@ async def test_the_app_and_playground_carry_the_page_requests_dev_identity(
         assert response.headers["cache-control"] == "no-store"
         assert "</script><b>" not in response.text
         assert config_of(response.text) == {
-            "auth": "dev", "files": {"maxBytes": settings.file_max_bytes}, "identity": {
+            "auth": "dev", "files": FILES, "identity": {
                 "X-User-Id": "bob", "X-Tenant-Id": "</script><b>", "X-Roles": "agent"}}
 
 
 async def test_jwt_mode_pages_name_no_identity(settings: Settings) -> None:
     jwt = dataclasses.replace(settings, auth="jwt", jwt_secret=TEST_SECRET * 2)
     response = await get(jwt, "/graphql", {**HTML, "X-User-Id": "bob"})
-    assert config_of(response.text) == {"auth": "jwt",
-                                        "files": {"maxBytes": jwt.file_max_bytes}}
+    assert config_of(response.text) == {"auth": "jwt", "files": FILES}
 
 
 async def test_the_page_tells_the_largest_file_the_server_takes_over_http(
@@ -59,6 +62,10 @@ async def test_the_page_tells_the_largest_file_the_server_takes_over_http(
         page = await http.get("/", headers={**HTML, "X-User-Id": "bob"})
         limit = config_of(page.text)["files"]["maxBytes"]
         assert limit == 1000
+        # The same limits the fileLimits query answers.
+        asked = (await http.post("/graphql", headers={"X-User-Id": "bob"}, json={
+            "query": "{ fileLimits { maxBytes mediaTypes } }"})).json()["data"]["fileLimits"]
+        assert asked == config_of(page.text)["files"]
         who = {"X-User-Id": "bob", "Content-Type": "text/plain"}
         taken = await http.post("/files?filename=a.txt", headers=who, content=b"a" * limit)
         assert taken.status_code == 201, taken.text

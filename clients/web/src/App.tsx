@@ -180,14 +180,14 @@ function Shell() {
   } else if (place.chatId) {
     view = (
       <ChatView key={`${place.chatId}|${identityKey}`} client={client} chatId={place.chatId}
-        focusMessageId={place.messageId} headers={headers} maxFileBytes={config.files.maxBytes} onGo={go} menu={menu}
+        focusMessageId={place.messageId} headers={headers} filesConfig={config.files} onGo={go} menu={menu}
         onDecided={() => setRevision((count) => count + 1)}
         first={first?.chatId === place.chatId ? first.message : null}
         onPinned={() => setRevision((count) => count + 1)} onDeleted={(id) => changed(id, true)} />
     );
   } else {
     view = (
-      <NewChatView key={`${fresh}|${identityKey}`} client={client} menu={menu} headers={headers} maxFileBytes={config.files.maxBytes}
+      <NewChatView key={`${fresh}|${identityKey}`} client={client} menu={menu} headers={headers} filesConfig={config.files}
         onStarted={(chatId, message) => {
           setFirst({ chatId, message });
           go({ chatId, messageId: null, trash: false });

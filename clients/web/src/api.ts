@@ -6,6 +6,8 @@
 import type { ChatqlClient } from "@chatql/client";
 import type { DocumentTypeDecoration } from "@graphql-typed-document-node/core";
 
+import type { FilesConfig } from "./config";
+
 export function run<TResult, TVariables>(
   client: ChatqlClient,
   document: DocumentTypeDecoration<TResult, TVariables>,
@@ -85,6 +87,8 @@ export interface Uploader {
   (file: File, onProgress: (fraction: number) => void): Promise<UploadedFile>;
   /** The largest file the server takes, in bytes (its page config); null: it did not say. */
   readonly maxBytes: number | null;
+  /** The media types it accepts (its page config), for the file picker; null: not said. */
+  readonly mediaTypes: readonly string[] | null;
 }
 
 /** Why the server would refuse `file` for its size (said before any upload), or null. */
@@ -99,7 +103,8 @@ export function tooLarge(file: File, maxBytes: number | null): string | null {
  * (the server's limit) rejects at once, sending nothing; a refused file rejects with
  * the server's message (a file too large, a media type not accepted).
  */
-export function uploader(headers: Readonly<Record<string, string>>, maxBytes: number | null): Uploader {
+export function uploader(headers: Readonly<Record<string, string>>, files: FilesConfig): Uploader {
+  const { maxBytes } = files;
   const upload = (file: File, onProgress: (fraction: number) => void) => new Promise<UploadedFile>((resolve, reject) => {
     const refused = tooLarge(file, maxBytes);
     if (refused) {
@@ -133,5 +138,5 @@ export function uploader(headers: Readonly<Record<string, string>>, maxBytes: nu
     request.onerror = () => reject(new Error(`${file.name}: the upload failed (network error)`));
     request.send(file);
   });
-  return Object.assign(upload, { maxBytes });
+  return Object.assign(upload, { maxBytes, mediaTypes: files.mediaTypes });
 }

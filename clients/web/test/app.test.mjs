@@ -537,7 +537,7 @@ test("on a phone the menu button counts what waits for the person; the sidebar i
   }
 });
 
-test("a file larger than the server takes is refused before any upload, the limit named", async () => {
+test("a file larger than the server takes is refused before any upload, the limit named; the picker offers the accepted types", async () => {
   const agent = producer();
   const { ctx, blocked, failed } = await context(browser);
   const page = await ctx.newPage();
@@ -559,6 +559,10 @@ test("a file larger than the server takes is refused before any upload, the limi
     assert.equal(limit, 25 * 1024 * 1024);
     await composer.getByText("paste or drop files to attach (up to 25 MB each)").waitFor();
     assert.equal(await composer.getByRole("button", { name: "Attach files" }).getAttribute("title"), "Attach files (up to 25 MB each)");
+    // The file picker offers the media types the server accepts (CHATQL_FILE_TYPES), as its page says them.
+    const types = await page.evaluate(() => JSON.parse(document.getElementById("chatql-config").textContent).files.mediaTypes);
+    assert.ok(types.includes("image/png") && types.includes("application/pdf"), String(types));
+    assert.equal(await composer.locator("input[type=file]").getAttribute("accept"), types.join(","));
     // One byte over: refused at once, with the limit, and nothing is sent.
     await box.evaluate((element, size) => {
       const data = new DataTransfer();

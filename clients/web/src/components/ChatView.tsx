@@ -2,6 +2,7 @@ import { AppendMessagesDocument, DeleteChatDocument, StopStreamDocument, type Ch
 import { useDeferredValue, useEffect, useLayoutEffect, useMemo, useRef, useState, type ReactNode } from "react";
 
 import type { Place } from "../App";
+import type { FilesConfig } from "../config";
 import { composeContent, contentText, run, uploader, withText, writeId, type UploadedFile } from "../api";
 import { downloadExport } from "../export";
 import { useChatInterrupts, type DecisionInput, type InterruptInfo } from "../interrupts";
@@ -37,8 +38,8 @@ interface ChatViewProps {
   chatId: string;
   focusMessageId: string | null;
   headers: Readonly<Record<string, string>>;
-  /** The largest file the server takes (null: it did not say). */
-  maxFileBytes: number | null;
+  /** What files the server takes (its page config). */
+  filesConfig: FilesConfig;
   onGo: (place: Place) => void;
   /** The menu button that opens the chat list (narrow screens). */
   menu: ReactNode;
@@ -72,7 +73,7 @@ export function ChatView(props: ChatViewProps) {
   return <ChatBody {...props} chat={chat} />;
 }
 
-function ChatBody({ client, chatId, focusMessageId, headers, maxFileBytes, onGo, menu, first, onPinned, onDeleted, onDecided, chat }: ChatViewProps & {
+function ChatBody({ client, chatId, focusMessageId, headers, filesConfig, onGo, menu, first, onPinned, onDeleted, onDecided, chat }: ChatViewProps & {
   chat: { details: ChatDetails | null; error: Error | null; reload: () => Promise<void> };
 }) {
   const thread = useThread(client, chatId);
@@ -87,7 +88,7 @@ function ChatBody({ client, chatId, focusMessageId, headers, maxFileBytes, onGo,
   // The answer's words first, then (a render of lower priority, right after) Stop in the
   // composer and the buttons the stream makes busy: its first words are not drawn behind them.
   const streaming = useDeferredValue(live.status === "live" && live.streamId !== null);
-  const upload = useMemo(() => uploader(headers, maxFileBytes), [headers, maxFileBytes]);
+  const upload = useMemo(() => uploader(headers, filesConfig), [headers, filesConfig]);
   // What the chat's streams asked a person: read with the thread, when a stream ends, when
   // a streamed message asks (a tool call needing approval, a question), and on the chat's
   // interrupt events (not when a stream starts: nothing has asked yet, and the read would

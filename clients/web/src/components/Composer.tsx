@@ -161,6 +161,7 @@ export const Composer = memo(forwardRef<HTMLTextAreaElement, {
           {upload && (
             <>
               <input ref={picker} type="file" multiple className="hidden" tabIndex={-1}
+                accept={upload.mediaTypes?.join(",")}
                 onChange={(event) => {
                   add([...(event.target.files ?? [])]);
                   event.target.value = "";

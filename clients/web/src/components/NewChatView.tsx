@@ -1,6 +1,7 @@
 import { AppendMessagesDocument, CreateChatDocument, type ChatqlClient } from "@chatql/client";
 import { useEffect, useMemo, useRef, useState, type ReactNode } from "react";
 
+import type { FilesConfig } from "../config";
 import { composeContent, uploader, writeId, type UploadedFile } from "../api";
 import { useToast } from "../toast";
 import { Composer } from "./Composer";
@@ -13,11 +14,11 @@ const ASSISTANT_KEY = "chatql.assistant";
  * A new chat: the assistant to talk to and the composer. Nothing exists on the server
  * until the first message is sent; sending creates the chat with that message.
  */
-export function NewChatView({ client, menu, onStarted, headers, maxFileBytes }: {
+export function NewChatView({ client, menu, onStarted, headers, filesConfig }: {
   client: ChatqlClient;
   headers: Readonly<Record<string, string>>;
-  /** The largest file the server takes (null: it did not say). */
-  maxFileBytes: number | null;
+  /** What files the server takes (its page config). */
+  filesConfig: FilesConfig;
   menu: ReactNode;
   onStarted: (chatId: string, message: Shown) => void;
 }) {
@@ -29,7 +30,7 @@ export function NewChatView({ client, menu, onStarted, headers, maxFileBytes }: 
     const timer = setTimeout(() => composer.current?.focus());
     return () => clearTimeout(timer);
   }, []);
-  const upload = useMemo(() => uploader(headers, maxFileBytes), [headers, maxFileBytes]);
+  const upload = useMemo(() => uploader(headers, filesConfig), [headers, filesConfig]);
   const send = async (text: string, files: readonly UploadedFile[]): Promise<boolean> => {
     const content = composeContent(text, files);
     try {
