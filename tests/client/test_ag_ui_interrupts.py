@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
+import pytest
 from ag_ui.core import (
     Interrupt,
     ResumeEntry,
@@ -27,8 +29,17 @@ from chatql_client import ChatqlClient, StreamWriter
 from chatql_client.adapters import ag_ui_resume, feed_ag_ui
 from chatql_client.types import Message
 
+from chatql.gql.settings import Settings
 from tests.client.test_agent_approvals import RESOLVE
 from tests.client.test_agent_loop import answers_of, ask, wait_for, workers
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    # The sweeper that expires a question past its ``expiresAt`` runs every 0.3 s, not
+    # every 30 s: the expired question is noticed at once rather than half a minute later.
+    return replace(settings, sweep_interval=0.3)
+
 
 PENDING = """query($id: ID!) { chat(id: $id) { interrupts(state: PENDING) {
   id kind toolCallId toolName arguments prompt } } }"""

@@ -8,19 +8,27 @@ messages across chats read through ``(request_id, created_at, chat_id, sequence)
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+import shutil
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from sqlalchemy import insert
 
 from chatql.store.chats import chat as store_chats
 from chatql.store.db.database import Database
+from chatql.store.db.partitions import DEFAULT_PARTITIONS
 from chatql.store.db.tables import chats
 from chatql.store.messages import message as store_messages
 from chatql.store.messages.message import NewMessage
 from chatql.store.messages.pages import MessagePageShape, message_page_statement
 from chatql.store.messages.requests import request_messages_query
 from chatql.store.records import Identity
+from tests.conftest import _session_postgres
 from tests.store.explain import plan_of, plan_of_query, uses_index
 
 ALICE = Identity(user_id="alice", tenant_id="acme")
@@ -37,8 +45,7 @@ def message(n: int) -> NewMessage:
         request_id="r-rare" if rare else f"r{n % 3}")
 
 
-@pytest.fixture
-async def big_chat(db: Database) -> Database:
+async def seed_big_chat(db: Database) -> Database:
     await store_chats.create_chat(db, ALICE, id="big", assistant_id="helper")
     for part in range(4):
         await store_messages.append_messages(
@@ -49,11 +56,54 @@ async def big_chat(db: Database) -> Database:
     return db
 
 
+@pytest.fixture
+async def big_chat(db: Database) -> Database:
+    return await seed_big_chat(db)
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres", "postgres-partitioned"])
+def seeded_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+               sqlite_template: Path) -> Iterator[str]:
+    """A database of each backend and layout holding the big chat, seeded once for the
+    plan tests below, which only read it (EXPLAIN): a database of this module's own, so
+    no other test empties it meanwhile."""
+    async def seed(url: str) -> None:
+        db = Database(url)
+        try:
+            await seed_big_chat(db)
+        finally:
+            await db.dispose()
+
+    if request.param == "sqlite":
+        path = tmp_path_factory.mktemp("big-chat") / "chatql.db"
+        shutil.copy(sqlite_template, path)
+        url = f"sqlite+aiosqlite:///{path}"
+        asyncio.run(seed(url))
+        yield url
+        return
+    partitions = (DEFAULT_PARTITIONS if request.param == "postgres-partitioned"
+                  else int(os.environ.get("CHATQL_TEST_PG_PARTITIONS", "0")))
+    with contextlib.contextmanager(_session_postgres)(partitions) as postgres:
+        if postgres is None:
+            pytest.skip("Postgres is not reachable (set CHATQL_TEST_POSTGRES_URL or start it)")
+        asyncio.run(seed(postgres))
+        yield postgres
+
+
+@pytest.fixture
+async def seeded(seeded_url: str) -> AsyncIterator[Database]:
+    db = Database(seeded_url)
+    try:
+        yield db
+    finally:
+        await db.dispose()
+
+
 @pytest.mark.parametrize("column", sorted(RARE))
 @pytest.mark.parametrize("forward", [False, True])
-async def test_a_filtered_page_scans_the_filters_index(big_chat: Database, column: str,
+async def test_a_filtered_page_scans_the_filters_index(seeded: Database, column: str,
                                                        forward: bool) -> None:
-    db = big_chat
+    db = seeded
     shape = MessagePageShape.of(db, ALICE, forward=forward, after=forward, before=False,
                                 filters=(column,))
     values = {"chat": "big", "user": ALICE.user_id, "tenant": ALICE.tenant_id, "team": None,
