@@ -44,7 +44,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -64,7 +64,7 @@ from chatql.store.errors import (
     QuotaExceeded,
     UnsupportedMediaType,
 )
-from chatql.store.files.backends import FileStorage
+from chatql.store.files.backends import FileStorage, ThreadLane
 from chatql.store.files.links import drop_ended_stream_links, file_referenced
 from chatql.store.files.signing import FileUrlSigner
 from chatql.store.files.sniff import HEAD_BYTES, check_content, normalise_type
@@ -179,9 +179,18 @@ def file_from_row(row: Any) -> File:
                 created_at=row.created_at, storage_key=row.storage_key, state=row.state)
 
 
+def _hasher(digest: Any) -> Callable[[list[bytes]], None]:
+    def hash_all(pieces: list[bytes]) -> None:
+        for piece in pieces:
+            digest.update(piece)  # without the GIL: the event loop runs meanwhile
+    return hash_all
+
+
 class _Intake:
     """Counts, hashes and keeps the start of the bytes streaming through it; past
-    ``limit`` it refuses the stream (raising from inside it, so no more is read)."""
+    ``limit`` it refuses the stream (raising from inside it, so no more is read). The
+    hashing runs in a worker thread, a batch at a time, beside the stream; the digest is
+    complete when the stream has been read to its end."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -193,6 +202,7 @@ class _Intake:
         self.failure: BaseException | None = None
 
     async def through(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        hashing = ThreadLane(_hasher(self.digest))
         try:
             async for chunk in chunks:
                 if not chunk:
@@ -201,11 +211,13 @@ class _Intake:
                 if self.size > self.limit:
                     self.too_large = True
                     raise PayloadTooLarge(f"the file is larger than {self.limit} bytes")
-                self.digest.update(chunk)
                 if len(self.head) < HEAD_BYTES:
                     self.head += chunk[:HEAD_BYTES - len(self.head)]
+                await hashing.add(chunk)
                 yield chunk
+            await hashing.finish()
         except BaseException as error:
+            await hashing.settle()
             if self.failure is None:
                 self.failure = error
             raise

@@ -14,16 +14,65 @@ is decided by :class:`store.files.service.FileService`.
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
+from typing import Any
 
 from chatql.store.errors import InvalidArgument
 
-__all__ = ["FileStorage", "storage_from_url"]
+__all__ = ["FileStorage", "ThreadLane", "storage_from_url"]
 
 #: Bytes handed over per chunk when an object is read.
 READ_CHUNK = 256 * 1024
+
+
+#: Bytes handed to a :class:`ThreadLane`'s thread per job.
+LANE_BATCH = 1024 * 1024
+
+
+class ThreadLane:
+    """Bytes handed to ``work`` in a worker thread, a batch (a list of chunks of about
+    :data:`LANE_BATCH` bytes) at a time and in order, without the event loop waiting for
+    it: :meth:`add` waits only for the batch before (usually long done), so an upload's
+    next bytes are received while the last ones are hashed or written. ``work`` must
+    release the GIL on large buffers (hashlib and file writes do)."""
+
+    def __init__(self, work: Callable[[list[bytes]], Any]) -> None:
+        self._work = work
+        self._batch: list[bytes] = []
+        self._gathered = 0
+        self._job: asyncio.Future[Any] | None = None
+
+    async def add(self, chunk: bytes) -> None:
+        self._batch.append(chunk)
+        self._gathered += len(chunk)
+        if self._gathered >= LANE_BATCH:
+            await self._hand_over()
+
+    async def finish(self) -> None:
+        """Hand over what is gathered and wait for every batch (raising what failed)."""
+        await self._hand_over()
+        job, self._job = self._job, None
+        if job is not None:
+            await job
+
+    async def settle(self) -> None:
+        """Wait for the running batch, however it ends, and drop the rest: on the way out
+        of a failure, before what ``work`` uses is closed (a cancellation does not stop
+        a thread)."""
+        job, self._job, self._batch = self._job, None, []
+        if job is not None:
+            await asyncio.wait([job])
+
+    async def _hand_over(self) -> None:
+        if self._job is not None:
+            job, self._job = self._job, None
+            await job
+        batch, self._batch, self._gathered = self._batch, [], 0
+        if batch:
+            self._job = asyncio.get_running_loop().run_in_executor(None, self._work, batch)
 
 
 class FileStorage(ABC):

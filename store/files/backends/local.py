@@ -3,8 +3,8 @@
 Objects are plain files below the folder, named by their keys. An object is written to
 a temporary name beside its place and renamed into it when complete, so a reader never
 sees half a file, and a move (:meth:`LocalStorage.promote`) is one ``rename``. Disk work
-runs in worker threads, a chunk of up to 1 MiB at a time, so the event loop never waits
-on the disk.
+runs in a worker thread, a batch of about 1 MiB at a time, while the event loop gathers
+the next batch: it never waits on the disk.
 """
 
 from __future__ import annotations
@@ -18,13 +18,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from chatql.store.errors import InvalidArgument
-from chatql.store.files.backends import READ_CHUNK, FileStorage
+from chatql.store.files.backends import READ_CHUNK, FileStorage, ThreadLane
 
 __all__ = ["LocalStorage"]
-
-#: Bytes gathered in memory before one write to the disk.
-_WRITE_BATCH = 1024 * 1024
-
 
 class LocalStorage(FileStorage):
     """A folder of objects (created on first write)."""
@@ -48,19 +44,15 @@ class LocalStorage(FileStorage):
             return open(partial, "wb")
 
         handle = await asyncio.to_thread(open_partial)
+        writes = ThreadLane(handle.writelines)
         try:
-            batch = bytearray()
             async for chunk in chunks:
-                batch += chunk
-                if len(batch) >= _WRITE_BATCH:
-                    # Handed over whole (no copy); the next batch is a new buffer.
-                    await asyncio.to_thread(handle.write, batch)
-                    batch = bytearray()
-            if batch:
-                await asyncio.to_thread(handle.write, batch)
+                await writes.add(chunk)
+            await writes.finish()
             await asyncio.to_thread(handle.close)
             await asyncio.to_thread(os.replace, partial, target)
         except BaseException:
+            await writes.settle()
             handle.close()
             with contextlib.suppress(OSError):
                 partial.unlink()
