@@ -870,9 +870,10 @@ class CompiledReads:
         at_id, at_type, at_props = plan.file_source
         service = context.services.files
         # Only messages whose props name a file can have any (most pages hold none).
-        asked = list(dict.fromkeys(row[at_id] for row in page
-                                   if may_reference_files(row[at_props])))
-        found = {} if service is None or not asked else await service.files_of_messages(asked)
+        asked = {row[at_id]: row[at_props] for row in page
+                 if may_reference_files(row[at_props])}
+        found = {} if service is None or not asked else await service.files_of_messages(
+            list(asked), list(asked.values()))
         request = context.request
         base = "" if request is None else base_url(request)
         props_of = message_attribute("props")

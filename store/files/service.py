@@ -148,6 +148,8 @@ _file_record = prepared.record_maker(File, FILE_COLUMNS)
 #: Records remembered by their stored values (a READY file's row never changes, and a
 #: page shows the same files read after read).
 _RECORDS_KEPT = 4096
+#: Messages whose files are remembered (see FileService.files_of_messages).
+_LINKS_KEPT = 8192
 
 
 def _files_of_messages_statement(db: Database) -> prepared.PreparedStatement:
@@ -250,6 +252,8 @@ class FileService:
         self.signer = FileUrlSigner(secret)
         #: Records by the stored values they were made from (see files_of_messages).
         self._records: dict[tuple[Any, ...], File] = {}
+        #: Each message's files by (message id, stored props) (see files_of_messages).
+        self._linked: dict[tuple[str, Any], tuple[File, ...]] = {}
 
     # ---- checks ---------------------------------------------------------------------
 
@@ -464,13 +468,37 @@ class FileService:
         """The file's bytes."""
         return self.storage.read(file.storage_key)
 
-    async def files_of_messages(self, message_ids: Sequence[str]) -> dict[str, list[File]]:
+    async def files_of_messages(self, message_ids: Sequence[str],
+                                props: Sequence[Any] | None = None) -> dict[str, list[File]]:
         """The READY files each message references (messages the caller was shown): one
         prepared statement whatever the number of messages (a page of them asks on
-        every read)."""
+        every read).
+
+        With ``props`` (each message's props as stored, in the same order), answers are
+        remembered by message and props: a message's links are written with it and
+        rewritten only when its props change, and a file a live message references is
+        never deleted, so the same message with the same props names the same files —
+        on any instance — and a page read again asks the store nothing."""
         found: dict[str, list[File]] = {}
         if not message_ids:
             return found
+        linked = self._linked
+        keys: dict[str, tuple[str, Any]] = {}
+        if props is not None:
+            asked = []
+            for message_id, stored in zip(message_ids, props, strict=True):
+                if not isinstance(stored, (str, bytes)):
+                    asked.append(message_id)
+                    continue
+                keys[message_id] = (message_id, stored)
+                known = linked.get((message_id, stored))
+                if known is None:
+                    asked.append(message_id)
+                elif known:
+                    found[message_id] = list(known)
+            if not asked:
+                return found
+            message_ids = asked
         db = self.db
         rows = await prepared.fetch(db, _files_of_messages_statement(db), {
             "ids": prepared.ids_argument(db.dialect, message_ids)}, keys=len(message_ids))
@@ -483,9 +511,15 @@ class FileService:
                     records.clear()
                 record = records[stored] = _file_record(stored)
             found.setdefault(row[0], []).append(record)
-        for listed in found.values():
+        for message_id in message_ids:
+            listed = found.get(message_id, [])
             if len(listed) > 1:  # oldest first: the order Message.files keeps by default
                 listed.sort(key=lambda file: (file.created_at, file.id))
+            remembered = keys.get(message_id)
+            if remembered is not None:
+                if len(linked) >= _LINKS_KEPT:
+                    linked.clear()
+                linked[remembered] = tuple(listed)
         return found
 
     # ---- removal --------------------------------------------------------------------

@@ -25,9 +25,10 @@ from sqlalchemy import update
 from chatql.gql.plans.compiled_reads import CompiledReads
 from chatql.gql.schema.root import build_schema
 from chatql.gql.settings import Settings
+from chatql.store.db import prepared
 from chatql.store.db.database import Database
 from chatql.store.db.tables import messages
-from chatql.store.files.service import FileService
+from chatql.store.files.service import FileService, _files_of_messages_statement
 from tests.conftest import running_app
 from tests.gql.test_files import (
     AGENT,
@@ -184,9 +185,9 @@ async def test_compiled_pages_with_files_match_the_executor(
     asked: list[list[str]] = []
     looked_up = FileService.files_of_messages
 
-    async def counting(self: FileService, message_ids: Sequence[str]) -> Any:
+    async def counting(self: FileService, message_ids: Sequence[str], *rest: Any) -> Any:
         asked.append(list(message_ids))
-        return await looked_up(self, message_ids)
+        return await looked_up(self, message_ids, *rest)
 
     monkeypatch.setattr(FileService, "files_of_messages", counting)
     page = (await _data(fast, DOCUMENTS[0], {"chat": "c1"}))["messages"]["edges"]
@@ -198,6 +199,58 @@ async def test_compiled_pages_with_files_match_the_executor(
     plain = (await _data(fast, DOCUMENTS[0], {"chat": "c2"}))["messages"]["edges"]
     assert [edge["node"]["files"] for edge in plain] == [[], [], []]
     assert len(asked) == 1
+
+
+UPDATE = """mutation($id: ID!, $props: JSON!) {
+  updateMessage(id: $id, input: {props: $props}) { id } }"""
+
+
+async def test_a_page_read_again_asks_the_store_for_its_files_once_until_props_change(
+    apps: tuple[httpx.AsyncClient, httpx.AsyncClient], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The compiled page remembers each message's files by its props: read again, it asks
+    the store nothing; once another instance changes a message's props (and so its
+    links), the next read shows the new files."""
+    fast, other = apps
+    chart = await _upload(fast, png(3, 2), "chart.png", "image/png")
+    photo = await _upload(fast, png(5, 4, salt=7), "photo.png", "image/png")
+    await _data(fast, CREATE, {"id": "c1", "public": False})
+    made = await _data(fast, APPEND, {"chat": "c1", "aid": "a1", "messages": [
+        *asking_with(file_part(chart)), *asking_with(file_part(photo))]})
+    first, _ = made["appendMessages"]["messageIds"]
+
+    lookups: list[Any] = []
+    fetch = prepared.fetch
+
+    async def counting(db: Any, statement: Any, arguments: Any, **options: Any) -> Any:
+        if statement is _files_of_messages_statement(db):
+            lookups.append(arguments["ids"])
+        return await fetch(db, statement, arguments, **options)
+
+    monkeypatch.setattr(prepared, "fetch", counting)
+
+    def files_of(page: Any) -> list[list[str]]:
+        return [[file["id"] for file in edge["node"]["files"]]
+                for edge in page["messages"]["edges"]]
+
+    page = await _data(fast, DOCUMENTS[0], {"chat": "c1"})
+    assert files_of(page) == [[chart["id"]], [photo["id"]]]
+    assert len(lookups) == 1
+    again = await _data(fast, DOCUMENTS[0], {"chat": "c1"})
+    assert files_of(again) == files_of(page) and len(lookups) == 1
+
+    # Another instance (the executor's app, on the same database) moves the first
+    # message from the chart to the photo, then to no file at all.
+    await _data(other, UPDATE, {"id": first, "props": {
+        "content": [{"type": "text", "text": "look"}, file_part(photo)]}})
+    moved = await _data(fast, DOCUMENTS[0], {"chat": "c1"})
+    assert files_of(moved) == [[photo["id"]], [photo["id"]]]
+    assert len(lookups) == 2
+    await _data(other, UPDATE, {"id": first, "props": {
+        "content": [{"type": "text", "text": "no file now"}]}})
+    gone = await _data(fast, DOCUMENTS[0], {"chat": "c1"})
+    assert files_of(gone) == [[], [photo["id"]]]
+    assert len(lookups) == 2  # a message whose props name no file is not looked up
 
 
 def test_files_is_compiled_in_its_plain_shape_only() -> None:
