@@ -8,108 +8,51 @@ distinct text (then cached); each request's ``chunks`` variable is converted by 
 when the plan is made) and handed straight to the stream service, so a field added to
 ``ChunkInput`` is converted here as everywhere.
 
-Anything unusual — another operation, fragments, directives, literal chunks, a value
-of an unexpected type — returns None before anything is pushed, and the request runs
-the ordinary way. A push the stream service refused is answered here with the error the
-executor would give (:func:`gql.errors.failed_root_field`), never run a second time: a
-holder that lost its lease must not apply the batch on a second try behind the caller's
-back.
+The document is compiled as every fast mutation is (gql/plans/mutation.py): anything
+unusual — another operation, fragments on the root, directives, a variable with a
+default, a value of an unexpected type — returns None before anything is pushed, and
+the request runs the ordinary way. A push the stream service refused is answered here
+with the error the executor would give (:func:`gql.errors.failed_root_field`), never run
+a second time: a holder that lost its lease must not apply the batch on a second try
+behind the caller's back.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import orjson
-from graphql import (
-    FieldNode,
-    GraphQLError,
-    OperationType,
-    StringValueNode,
-    ValueNode,
-    VariableNode,
-    parse,
-    validate,
-)
 
-from chatql.gql.document_shapes import MAX_FAST_DOCUMENT, PlanCache, has_nul, sole_root_field
+from chatql.gql.document_shapes import PlanCache, has_nul
 from chatql.gql.errors import failed_root_field
-from chatql.gql.library_adapters import graphql_core_schema
+from chatql.gql.plans.mutation import (
+    MutationDocument,
+    answer,
+    argument_values,
+    compile_mutation,
+    graphql_id,
+    mutation_plan_for,
+)
 from chatql.gql.plans.plan import Call
-from chatql.gql.plans.shapes import NoShape, Refused, Shape, object_shape, result_type
-from chatql.gql.schema.inputs import InputConverter
 from chatql.gql.settings import Settings
 from chatql.store.errors import ChatqlError
 from chatql.store.streams.reducer import ChunkIn
 
-__all__ = ["PushChunks", "PushPlan", "push_plan_for"]
+__all__ = ["PushChunks", "push_plan_for"]
 
+_FIELD = "pushChunks"
 _PLANS_KEPT = 256
-
-@dataclass(frozen=True, slots=True)
-class PushPlan:
-    response_key: str
-    #: The root field, where a refused push's error is located.
-    field: FieldNode
-    #: Fills the selected ``PushResult`` from the stream service's result.
-    result: Shape
-    stream_id: ValueNode
-    chunks_variable: str
-    #: ``ChunkInput`` values to ``ChunkIn``, read from the schema the plan was made from.
-    chunks: InputConverter
-
-
-def _plan(query: str, operation_name: str | None, schema: Any) -> PushPlan | None:
-    try:
-        document = parse(query)
-    except GraphQLError:
-        return None
-    found = sole_root_field(document, operation_name, OperationType.MUTATION, "pushChunks")
-    if found is None:
-        return None
-    _, root = found
-    arguments = {argument.name.value: argument.value for argument in root.arguments or ()}
-    chunks = arguments.get("chunks")
-    stream_id = arguments.get("streamId")
-    if not isinstance(chunks, VariableNode) or not isinstance(
-        stream_id, (VariableNode, StringValueNode)
-    ):
-        return None
-    # Validated last: only documents that can take the path pay for it, once.
-    if validate(graphql_core_schema(schema), document):
-        return None
-    try:
-        converter = InputConverter(schema, "ChunkInput", ChunkIn)
-    except TypeError:  # a ChunkInput field with nowhere to go: the resolver says so
-        return None
-    mutation = graphql_core_schema(schema).mutation_type
-    assert mutation is not None and root.selection_set is not None
-    try:
-        result = object_shape(result_type(mutation.fields["pushChunks"].type),
-                              root.selection_set)
-    except NoShape:
-        return None
-    return PushPlan(
-        response_key=(root.alias or root.name).value,
-        field=root,
-        result=result,
-        stream_id=stream_id,
-        chunks_variable=chunks.name.value,
-        chunks=converter,
-    )
+_ARGUMENTS = frozenset({"streamId", "chunks"})
 
 
 def push_plan_for(schema: Any, query: str | None, operation_name: str | None,
-                  plans: PlanCache[PushPlan]) -> PushPlan | None:
+                  plans: PlanCache[MutationDocument]) -> MutationDocument | None:
     """The plan for a ``pushChunks`` document, kept in ``plans`` (the app's), or None."""
-    # A real pushChunks document is ~150 characters; long ones (comments, padding) go
-    # the ordinary way, through the document limits, and never fill the cache.
-    if not query or len(query) > MAX_FAST_DOCUMENT or "pushChunks" not in query:
-        return None
     # Plans are made from the schema's shapes: one cache entry per schema and document.
-    key = (id(schema), query, operation_name)
-    return plans.get(key, lambda: _plan(query, operation_name, schema))
+    return mutation_plan_for(query, _FIELD, (id(schema), operation_name), plans, lambda text:
+                             compile_mutation(text, operation_name, schema, field=_FIELD,
+                                              arguments=_ARGUMENTS, input_type="ChunkInput",
+                                              record=ChunkIn))
 
 
 def _may_hold_nul(raw: list[Any]) -> bool:
@@ -130,34 +73,30 @@ class PushChunks:
 
     name: ClassVar[str] = "push"
     operation: ClassVar[str] = "mutation"
-    fields: ClassVar[tuple[str, ...]] = ("pushChunks",)
+    fields: ClassVar[tuple[str, ...]] = (_FIELD,)
     transports: ClassVar[frozenset[str]] = frozenset({"http", "ws"})
     summary: ClassVar[str] = "a producer's chunks handed straight to the stream service"
 
     def __init__(self, schema: Any, settings: Settings) -> None:
         self.schema = schema
-        self.plans: PlanCache[PushPlan] = PlanCache(_PLANS_KEPT)
+        self.plans: PlanCache[MutationDocument] = PlanCache(_PLANS_KEPT)
 
-    def compile(self, query: str, operation_name: str | None) -> PushPlan | None:
+    def compile(self, query: str, operation_name: str | None) -> MutationDocument | None:
         return push_plan_for(self.schema, query, operation_name, self.plans)
 
-    async def run(self, plan: PushPlan, call: Call) -> dict[str, Any] | None:
+    async def run(self, plan: MutationDocument, call: Call) -> dict[str, Any] | None:
         """``{"data": …}`` of the push, or None (the executor's)."""
         streams = call.context.services.streams
         if streams is None:
             return None
-        variables = call.variables or {}
-        if isinstance(plan.stream_id, VariableNode):
-            stream_id = variables.get(plan.stream_id.name.value)
-        else:
-            stream_id = plan.stream_id.value  # type: ignore[attr-defined]
-        if isinstance(stream_id, int) and not isinstance(stream_id, bool):
-            stream_id = str(stream_id)
-        raw = variables.get(plan.chunks_variable)
-        if not isinstance(stream_id, str) or not isinstance(raw, list):
+        values = argument_values(plan, call.variables or {})
+        if values is None:
+            return None
+        stream_id, raw = graphql_id(values.get("streamId")), values.get("chunks")
+        if stream_id is None or type(raw) is not list:
             return None
         chunks: list[ChunkIn] = []
-        convert = plan.chunks.from_json
+        convert = plan.inputs.from_json
         for item in raw:
             chunk = convert(item)
             if chunk is None:
@@ -171,7 +110,4 @@ class PushChunks:
             result = await streams.push_chunks(call.context.identity, stream_id, chunks)
         except ChatqlError as error:
             return failed_root_field(self.schema, plan.field, error)
-        try:
-            return {"data": {plan.response_key: plan.result(result)}}
-        except Refused as error:  # written, but not answerable as the schema says
-            return failed_root_field(self.schema, plan.field, error)
+        return answer(self.schema, plan, result)
