@@ -31,6 +31,7 @@ refuses — so errors and their codes are always the executor's.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import itemgetter
@@ -95,6 +96,7 @@ from chatql.store.db.prepared import (
 )
 from chatql.store.errors import ChatqlError
 from chatql.store.files.links import file_ids_in, may_reference_files
+from chatql.store.files.signing import expiry
 from chatql.store.ids import check_chat_id, check_message_id
 from chatql.store.lists.chat_lists import DEFAULT_CHAT_PAGE_SIZE, MAX_CHAT_PAGE_SIZE, ChatListFilter
 from chatql.store.lists.chat_lists import _parse_position as parse_position
@@ -115,6 +117,8 @@ logger = logging.getLogger("chatql")
 
 _PLAN_CACHE_SIZE = 512
 _SIGNED_CACHE_SIZE = 20_000
+#: Filled file selections remembered (see CompiledReads._with_files).
+_FILLED_KEPT = 4096
 #: Outputs remembered per node field whose output is a function of the column's value
 #: alone and which repeats across pages: times (see :func:`_bound`) and enums.
 _REMEMBERED = {"time": 4096, "enum": 64}
@@ -641,6 +645,9 @@ class CompiledReads:
         # again (a chat's newest page) need not be signed again.
         self._signed: dict[tuple[Any, ...], str] = {}
         self._signer: Any = None
+        # A file's filled selection is a pure function of (selection, file, base URL,
+        # the minute its address expires): a page read again within the minute reuses it.
+        self._filled: dict[tuple[Any, ...], Any] = {}
 
     def compile(self, query: str | None, operation_name: str | None) -> _PagePlan | None:
         """The cached plan for a document, or None when it must run the ordinary way."""
@@ -861,8 +868,8 @@ class CompiledReads:
                    if plan.needs_cursors else [])
         return page, cursors, len(rows) > size, start is not None
 
-    @staticmethod
-    async def _with_files(plan: _PagePlan, context: Context, page: list[Any]) -> list[Any]:
+    async def _with_files(self, plan: _PagePlan, context: Context,
+                          page: list[Any]) -> list[Any]:
         """The page's rows, each followed by its nodes' ``files`` lists: one lookup for
         the messages whose props name a file, by the store call
         ``message_files_loader`` makes, each message's files ordered as ``Message.files``
@@ -878,6 +885,12 @@ class CompiledReads:
         base = "" if request is None else base_url(request)
         props_of = message_attribute("props")
         read_props = props_of.convert if props_of is not None else None
+        # The minute the addresses made now expire on, as signed_url signs them.
+        expires = 0 if service is None else expiry(time.time(), service.limits.url_ttl)
+        filled = self._filled
+        if len(filled) > _FILLED_KEPT:
+            filled.clear()
+        fills = tuple(reversed(plan.files))
         rows = []
         for row in page:
             records = found.get(row[at_id], [])
@@ -886,9 +899,17 @@ class CompiledReads:
                 order = {file_id: place for place, file_id in enumerate(
                     file_ids_in(row[at_type], props, strict=False))}
                 records = sorted(records, key=lambda file: order.get(file.id, len(order)))
-            sources = [(record, service, base) for record in records]
-            rows.append((*row, *([fill(source) for source in sources]
-                                 for fill in reversed(plan.files))))
+            lists = []
+            for fill in fills:
+                listed = []
+                for record in records:
+                    key = (fill, record.id, base, expires)
+                    value = filled.get(key)
+                    if value is None:
+                        value = filled[key] = fill((record, service, base))
+                    listed.append(value)
+                lists.append(listed)
+            rows.append((*row, *lists))
         return rows
 
     def _cursors(self, signer: Any, scope: str, page: list[Any],

@@ -14,6 +14,7 @@ the file's bytes.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import Any
@@ -251,6 +252,21 @@ async def test_a_page_read_again_asks_the_store_for_its_files_once_until_props_c
     gone = await _data(fast, DOCUMENTS[0], {"chat": "c1"})
     assert files_of(gone) == [[], [photo["id"]]]
     assert len(lookups) == 2  # a message whose props name no file is not looked up
+
+    # Addresses are remembered for the minute they expire on only: two hours later the
+    # same page gives new ones, good for as long as ever.
+    def expires(page: Any) -> int:
+        [url] = [file["url"] for edge in page["messages"]["edges"]
+                 for file in edge["node"]["files"]]
+        return int(url.split("expires=")[1].split("&")[0])
+
+    before = expires(gone)
+    clock = time.time
+    monkeypatch.setattr(time, "time", lambda: clock() + 7200)
+    later = await _data(fast, DOCUMENTS[0], {"chat": "c1"})
+    assert expires(later) - before >= 7200
+    [url] = [file["url"] for edge in later["messages"]["edges"] for file in edge["node"]["files"]]
+    assert (await fast.get(url)).status_code == 200
 
 
 def test_files_is_compiled_in_its_plain_shape_only() -> None:
