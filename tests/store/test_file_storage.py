@@ -3,7 +3,9 @@ server (never a mock)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import threading
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -12,7 +14,7 @@ import httpx
 import pytest
 
 from chatql.store.errors import InvalidArgument
-from chatql.store.files.backends import FileStorage, storage_from_url
+from chatql.store.files.backends import LANE_BATCH, FileStorage, ThreadLane, storage_from_url
 from chatql.store.files.backends.local import LocalStorage
 from chatql.store.files.backends.s3 import S3Storage
 from chatql.store.files.service import content_key, staging_key
@@ -113,3 +115,37 @@ def test_local_keys_stay_inside_the_folder(tmp_path: Path) -> None:
     for key in ("../escape", "a/../../b", "", "/abs", "a//b"):
         with pytest.raises(InvalidArgument):
             storage.path_of(key)
+
+
+async def test_a_lane_hands_batches_over_in_order_and_settles_after_a_cancellation() -> None:
+    """The thread lane gives ``work`` every byte in order, a batch of about 1 MiB at a
+    time; and a task cancelled while it waits for a batch leaves that batch known, so
+    ``settle`` returns only once the thread is done with it (what it uses is closed
+    after that)."""
+    seen: list[bytes] = []
+    lane = ThreadLane(lambda batch: seen.extend(batch))
+    chunks = [bytes([n]) * (300 * 1024) for n in range(10)]
+    for chunk in chunks:
+        await lane.add(chunk)
+    await lane.finish()
+    assert seen == chunks
+
+    release, finished = threading.Event(), threading.Event()
+
+    def slow(batch: list[bytes]) -> None:
+        release.wait(10)
+        finished.set()
+
+    lane = ThreadLane(slow)
+    await lane.add(bytes(LANE_BATCH))  # handed to the thread, which waits
+    waiting = asyncio.create_task(lane.add(bytes(LANE_BATCH)))  # waits for the first
+    await asyncio.sleep(0.05)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    settling = asyncio.create_task(lane.settle())
+    await asyncio.sleep(0.05)
+    assert not settling.done() and not finished.is_set()
+    release.set()
+    await asyncio.wait_for(settling, 10)
+    assert finished.is_set()

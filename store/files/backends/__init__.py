@@ -54,9 +54,7 @@ class ThreadLane:
     async def finish(self) -> None:
         """Hand over what is gathered and wait for every batch (raising what failed)."""
         await self._hand_over()
-        job, self._job = self._job, None
-        if job is not None:
-            await job
+        await self._wait()
 
     async def settle(self) -> None:
         """Wait for the running batch, however it ends, and drop the rest: on the way out
@@ -65,11 +63,17 @@ class ThreadLane:
         job, self._job, self._batch = self._job, None, []
         if job is not None:
             await asyncio.wait([job])
+            if not job.cancelled():
+                job.exception()  # seen: the failure being handled is the one reported
+
+    async def _wait(self) -> None:
+        # Shielded: a cancellation leaves the batch running and known, for settle().
+        if self._job is not None:
+            await asyncio.shield(self._job)
+            self._job = None
 
     async def _hand_over(self) -> None:
-        if self._job is not None:
-            job, self._job = self._job, None
-            await job
+        await self._wait()
         batch, self._batch, self._gathered = self._batch, [], 0
         if batch:
             self._job = asyncio.get_running_loop().run_in_executor(None, self._work, batch)
