@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -27,6 +28,11 @@ async def wait_for(check: Callable[[], Any], timeout: float = 60.0) -> None:
         await asyncio.sleep(0.1)
 
 
+def _say_why_it_ended(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logging.getLogger("tests").error("an agent loop ended: %r", task.exception())
+
+
 @contextlib.asynccontextmanager
 async def workers(make_kit: Callable[..., ChatqlClient], handler: Any,
                   count: int = 2) -> AsyncIterator[list[Any]]:
@@ -39,7 +45,11 @@ async def workers(make_kit: Callable[..., ChatqlClient], handler: Any,
 
         loop = AgentLoop(client, ASSISTANT, handler, relist_interval=5.0)
         loops.append(loop)
-        tasks.append(asyncio.create_task(loop.run()))
+        task = asyncio.create_task(loop.run())
+        # A loop that ends by itself would leave its questions unanswered until a
+        # test's deadline: say why at once.
+        task.add_done_callback(_say_why_it_ended)
+        tasks.append(task)
     try:
         yield loops
     finally:

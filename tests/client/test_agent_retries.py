@@ -49,7 +49,7 @@ async def test_a_reply_cut_off_by_a_vanished_worker_is_answered_again_once(
 
     async with workers(make_kit, handler) as loops:
         chat_id, question = await ask(person, "explain it")
-        await vanished.wait()
+        await asyncio.wait_for(vanished.wait(), 60)
         # The stream of the dead worker stays open until the service notices.
 
         async def answered() -> bool:

@@ -36,6 +36,12 @@ returns, waiting at most ``shutdown_timeout`` seconds for the service to take th
 
 Every wait has an end even when the service answers unexpectedly: the WebSocket
 handshake has a deadline, and a page walk stops at a page that brings nothing new.
+
+The loop outlives the service's refusals: a GraphQL error while following or listing
+(``RATE_LIMITED``, an internal error, a database that timed out) is logged and the loop
+tries again after a backoff, at least the ``retryAfter`` the service named. Only
+``UNAUTHENTICATED`` and ``FORBIDDEN`` end :meth:`AgentLoop.run` (they raise): the
+identity is wrong, and trying again would not mend it.
 """
 
 from __future__ import annotations
@@ -84,6 +90,9 @@ DEFAULT_RETRIES = 2
 #: the stream does not complete, with the reason the service ended it.
 ANSWER_STEP = {"id": "chatql.answer", "type": "llm", "status": "running"}
 
+#: Codes that end :meth:`AgentLoop.run`: the loop's identity is refused.
+FATAL = ("UNAUTHENTICATED", "FORBIDDEN")
+
 #: Seconds the service has to acknowledge the WebSocket (``connection_ack``), pings and
 #: other messages before it included; past it the loop reconnects.
 HANDSHAKE_TIMEOUT = subscriptions.HANDSHAKE_TIMEOUT
@@ -113,6 +122,14 @@ def _retry_number(question_id: str, request_id: str | None) -> int | None:
     if match is None:
         return None
     return int(match[1]) + 1 if match[1] else 1
+
+
+def _retry_after(exc: ChatqlError) -> float:
+    """The seconds the service asked to wait (``extensions.retryAfter``), or 0."""
+    try:
+        return max(0.0, float(exc.extensions.get("retryAfter") or 0))
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def _parameters(handler: Handler) -> set[str]:
@@ -181,6 +198,12 @@ class AgentLoop:
                 except (OSError, WebSocketException, ChatqlTransportError, TimeoutError) as exc:
                     logger.info("agent loop %s: connection lost (%s); reconnecting",
                                 self.assistant_id, exc)
+                except ChatqlError as exc:
+                    if exc.code in FATAL:
+                        raise
+                    delay = max(delay, _retry_after(exc))
+                    logger.warning("agent loop %s: the service refused (%s); trying again "
+                                   "in %.1f s", self.assistant_id, exc, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
         finally:

@@ -7,9 +7,12 @@ client.subscribe(query, variables) as events:`` connects (with the client's iden
 headers, also sent as the ``connection_init`` payload), waits for the service's
 ``connection_ack`` and subscribes; ``await events.receive()`` is the ``data`` of the next
 result (``None`` once the service completed the subscription). Pings are answered on the
-way; an error the service sends raises :class:`~chatql_client.errors.ChatqlError`. A
-lost connection raises what websockets raises (``OSError``, ``WebSocketException``):
-reconnecting is the caller's choice, since only it knows what it may have missed.
+way; an error the service sends raises :class:`~chatql_client.errors.ChatqlError`, and
+so does a connection the service refuses at ``connection_init`` (close code 4401:
+``UNAUTHENTICATED``; 4403: ``FORBIDDEN``, what it answers credentials it does not
+accept). Any other lost connection raises what websockets raises (``OSError``,
+``WebSocketException``): reconnecting is the caller's choice, since only it knows what
+it may have missed.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
 from chatql_client.errors import ChatqlError
@@ -34,6 +38,8 @@ __all__ = ["HANDSHAKE_TIMEOUT", "Subscription"]
 #: Seconds the service has to acknowledge the WebSocket (``connection_ack``), pings and
 #: other messages before it included.
 HANDSHAKE_TIMEOUT = 10.0
+#: What a close at ``connection_init`` means: the identity was refused.
+REFUSALS = {4401: "UNAUTHENTICATED", 4403: "FORBIDDEN"}
 #: The subprotocol spoken.
 PROTOCOL = Subprotocol("graphql-transport-ws")
 
@@ -72,6 +78,14 @@ class Subscription:
             await ws.send(json.dumps({"id": self.operation_id, "type": "subscribe",
                                       "payload": {"query": self.query,
                                                   "variables": self.variables}}))
+        except ConnectionClosed as exc:
+            await stack.aclose()
+            close = exc.rcvd
+            if close is not None and close.code in REFUSALS:
+                reason = close.reason or str(close.code)
+                raise ChatqlError(f"the service refused the connection: {reason}",
+                                  REFUSALS[close.code]) from exc
+            raise
         except BaseException:
             await stack.aclose()
             raise
