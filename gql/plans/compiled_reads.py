@@ -118,6 +118,8 @@ logger = logging.getLogger("chatql")
 _PLAN_CACHE_SIZE = 512
 _SIGNED_CACHE_SIZE = 20_000
 #: Filled file selections remembered (see CompiledReads._with_files).
+#: How a prepared message row gives a message's props.
+_PROPS = message_attribute("props")
 _FILLED_KEPT = 4096
 #: Outputs remembered per node field whose output is a function of the column's value
 #: alone and which repeats across pages: times (see :func:`_bound`) and enums.
@@ -881,16 +883,17 @@ class CompiledReads:
                  if may_reference_files(row[at_props])}
         found = {} if service is None or not asked else await service.files_of_messages(
             list(asked), list(asked.values()))
+        fills = tuple(reversed(plan.files))
+        if not found:
+            return [(*row, *([] for _ in fills)) for row in page]
         request = context.request
         base = "" if request is None else base_url(request)
-        props_of = message_attribute("props")
-        read_props = props_of.convert if props_of is not None else None
+        read_props = _PROPS.convert if _PROPS is not None else None
         # The minute the addresses made now expire on, as signed_url signs them.
         expires = 0 if service is None else expiry(time.time(), service.limits.url_ttl)
         filled = self._filled
         if len(filled) > _FILLED_KEPT:
             filled.clear()
-        fills = tuple(reversed(plan.files))
         rows = []
         for row in page:
             records = found.get(row[at_id], [])

@@ -66,9 +66,31 @@ def file_url(context: Context, file_id: str, *, purpose: str = READ_PURPOSE,
                       share_id=share_id)
 
 
+#: Base addresses by what they are made of (see base_url).
+_BASES: dict[tuple[Any, ...], str] = {}
+_BASES_KEPT = 256
+
+
 def base_url(request: Any) -> str:
-    """The service's own address as the request reached it, without a trailing ``/``."""
-    return str(request.base_url).rstrip("/")
+    """The service's own address as the request reached it, without a trailing ``/``.
+
+    Made by Starlette (``request.base_url``) from the scheme, the ``Host`` header, the
+    server address and the root path, and remembered by those: making it costs more
+    than a page's other work for its files."""
+    scope = request.scope
+    host = None
+    for name, value in scope.get("headers", ()):
+        if name == b"host":
+            host = value
+            break
+    key = (scope.get("scheme"), host, scope.get("server"),
+           scope.get("app_root_path", scope.get("root_path", "")))
+    found = _BASES.get(key)
+    if found is None:
+        if len(_BASES) >= _BASES_KEPT:
+            _BASES.clear()
+        found = _BASES[key] = str(request.base_url).rstrip("/")
+    return found
 
 
 def signed_url(files: FileService, base: str, file_id: str, *,

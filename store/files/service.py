@@ -252,8 +252,9 @@ class FileService:
         self.signer = FileUrlSigner(secret)
         #: Records by the stored values they were made from (see files_of_messages).
         self._records: dict[tuple[Any, ...], File] = {}
-        #: Each message's files by (message id, stored props) (see files_of_messages).
-        self._linked: dict[tuple[str, Any], tuple[File, ...]] = {}
+        #: Each message's files by message id, with the stored props they were found
+        #: for (see files_of_messages).
+        self._linked: dict[str, tuple[Any, tuple[File, ...]]] = {}
 
     # ---- checks ---------------------------------------------------------------------
 
@@ -483,19 +484,21 @@ class FileService:
         if not message_ids:
             return found
         linked = self._linked
-        keys: dict[str, tuple[str, Any]] = {}
+        # Each message's props as stored, for those whose answer can be remembered.
+        keys: dict[str, Any] = {}
         if props is not None:
             asked = []
             for message_id, stored in zip(message_ids, props, strict=True):
                 if not isinstance(stored, (str, bytes)):
                     asked.append(message_id)
                     continue
-                keys[message_id] = (message_id, stored)
-                known = linked.get((message_id, stored))
-                if known is None:
+                keys[message_id] = stored
+                # By id, then the props compared: cheaper than hashing the props.
+                known = linked.get(message_id)
+                if known is None or known[0] != stored:
                     asked.append(message_id)
-                elif known:
-                    found[message_id] = list(known)
+                elif known[1]:
+                    found[message_id] = list(known[1])
             if not asked:
                 return found
             message_ids = asked
@@ -515,11 +518,11 @@ class FileService:
             listed = found.get(message_id, [])
             if len(listed) > 1:  # oldest first: the order Message.files keeps by default
                 listed.sort(key=lambda file: (file.created_at, file.id))
-            remembered = keys.get(message_id)
-            if remembered is not None:
+            shown = keys.get(message_id)
+            if shown is not None:
                 if len(linked) >= _LINKS_KEPT:
                     linked.clear()
-                linked[remembered] = tuple(listed)
+                linked[message_id] = (shown, tuple(listed))
         return found
 
     # ---- removal --------------------------------------------------------------------

@@ -176,6 +176,14 @@ async def test_compiled_pages_with_files_match_the_executor(
         [], [chart["id"]], [notes["id"], chart["id"]], [photo["id"], notes["id"]], [],
         [photo["id"]]]
     assert urls and all(url.startswith("http://chatql/files/") for url in urls)
+    # The addresses follow the host each request came to, one request after another.
+    for host in ("chats.example", "other.example:8443", "chatql"):
+        moved = await fast.post("/graphql", json={"query": DOCUMENTS[0],
+                                                  "variables": {"chat": "c1"}},
+                                headers={**ALICE, "host": host})
+        seen = [file["url"] for edge in moved.json()["data"]["messages"]["edges"]
+                for file in edge["node"]["files"]]
+        assert seen and all(url.startswith(f"http://{host}/files/") for url in seen), seen
     for url in urls:  # no credentials: the signed address is enough
         response = await fast.get(url)
         assert response.status_code == 200, url
