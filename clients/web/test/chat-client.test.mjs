@@ -354,9 +354,15 @@ test("at 390, 768 and 1280 px, light and dark: a reading column, the list a draw
   const { ctx, page, blocked, errors } = await openApp();
   try {
     await newChat(page);
-    await ask(page, `Widths and themes ${run}`);
+    // Raw HTML in prose with no link: its blocks are put in the page without the
+    // sanitiser (their HTML is made of escaped text), so it must show as its text.
+    await ask(page, `Widths and themes ${run} <img src=x onerror="window.__xss=1"> & "quoted"`);
     await answered(page);
     const log = page.getByRole("log");
+    const echoed = log.getByRole("article", { name: "demo, text" }).locator("strong").first();
+    assert.match(await echoed.innerText(), /<img src=x onerror="window.__xss=1"> & "quoted"/);
+    assert.equal(await log.locator("img").count(), 0, "raw HTML is never rendered");
+    assert.equal(await page.evaluate(() => window.__xss), undefined);
     // A code block: highlighted, with its copy button.
     const answer = log.getByRole("article", { name: "demo, text" });
     await answer.getByRole("button", { name: "Copy code" }).waitFor();

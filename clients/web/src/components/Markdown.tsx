@@ -140,6 +140,23 @@ const linksOf = (tokens: readonly Token[]) => {
 };
 
 /**
+ * Token types whose HTML marked makes, with the renderer above, from escaped text alone:
+ * no URL, no attribute, nothing the sanitiser's hooks change (raw HTML is escaped by the
+ * renderer). A block made of nothing else is safe as rendered and skips DOMPurify, whose
+ * pass costs more than the rest of a streamed delta's work; a block holding anything else
+ * (a link, an image, code, a table, math, a type marked adds later) is sanitised.
+ */
+const INERT = new Set(["paragraph", "text", "strong", "em", "codespan", "del", "br", "escape", "space", "html",
+  "heading", "blockquote", "list", "list_item", "checkbox", "hr"]);
+
+/** Whether `token` and everything in it are of the `INERT` types. */
+export function inert(token: Token): boolean {
+  if (!INERT.has(token.type)) return false;
+  const { tokens, items } = token as { tokens?: Token[]; items?: Token[] };
+  return (tokens ?? []).every(inert) && (items ?? []).every(inert);
+}
+
+/**
  * Sanitised HTML of each of `htmls`, with one pass of DOMPurify for all of them (each in a
  * <div> of its own, taken out again): a pass has a cost of its own, whatever its size.
  */
@@ -164,8 +181,9 @@ function renderBlocks(tokens: readonly Token[], math: number, previous: Readonly
   const htmls = keys.map((key, index) => {
     const known = previous.get(key);
     if (known !== undefined) return known;
-    const html = marked.parser([tokens[index] as Token]);
-    if (html !== "") fresh.push(index);
+    const token = tokens[index] as Token;
+    const html = marked.parser([token]);
+    if (html !== "" && !inert(token)) fresh.push(index);
     return html;
   });
   const sanitized = fresh.length > 0 ? sanitizeEach(fresh.map((index) => htmls[index] ?? "")) : [];
