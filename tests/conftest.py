@@ -62,31 +62,7 @@ def empty_postgres(prefix: str = "chatql_test") -> Iterator[str | None]:
     try:
         yield make_url(base).set(database=name).render_as_string(hide_password=False)
     finally:
-        drop_in_background(base, name)
-
-
-#: What drops a test database, run by a process of its own (see drop_in_background).
-_DROP = """
-import asyncio, sys
-from chatql.store.db.database import execute_on_server
-asyncio.run(execute_on_server(sys.argv[1], f'DROP DATABASE IF EXISTS "{sys.argv[2]}" WITH (FORCE)'))
-"""
-
-
-def drop_in_background(base: str, name: str) -> None:
-    """Drop the database ``name`` from a process of its own, not waited for.
-
-    Postgres makes ``DROP DATABASE`` wait for a checkpoint: after a whole run's writes on
-    a slow disk that took 50 s (measured as the last test's teardown, where a session's
-    databases are dropped), and 5 s under a store suite's load. Nothing a test checks
-    depends on the drop, so no test waits for it."""
-    import subprocess
-    import sys
-
-    # A shell in a session of its own starts the dropper and returns at once: the dropper
-    # outlives this process, and nothing here is left running to be waited for.
-    subprocess.run(["sh", "-c", '"$0" -c "$1" "$2" "$3" </dev/null >/dev/null 2>&1 &',
-                    sys.executable, _DROP, base, name], start_new_session=True, check=True)
+        asyncio.run(execute_on_server(base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 def _session_postgres(partitions: int) -> Iterator[str | None]:
