@@ -274,12 +274,26 @@ SQLITE_TRIGGERS = ("message_search_insert", "message_search_update", "message_se
 
 
 async def sqlite_triggers(db: Database, on: bool, sql: dict[str, str]) -> None:
+    """Create or drop the search triggers, and check that they are there (or gone).
+
+    The write may land on a pooled connection other than the one that changed the
+    schema last (the WAL checkpoint borrows one now and then), and SQLite parses DDL
+    against the connection's cached schema: ``CREATE TRIGGER`` then reports a trigger
+    dropped elsewhere as existing. Reading ``sqlite_master`` first, inside the write
+    transaction, makes the connection reload a schema that changed.
+    """
     async with db.write() as conn:
+        await conn.exec_driver_sql("SELECT count(*) FROM sqlite_master")
         for name in SQLITE_TRIGGERS:
             if on:
                 await conn.exec_driver_sql(sql[name])
             else:
                 await conn.exec_driver_sql(f"DROP TRIGGER {name}")
+        present = (await conn.exec_driver_sql(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN "
+            f"({', '.join(repr(name) for name in SQLITE_TRIGGERS)})")).scalar_one()
+    if present != (len(SQLITE_TRIGGERS) if on else 0):
+        raise RuntimeError(f"search triggers {'on' if on else 'off'}: {present} present")
 
 
 async def measure_appends_sqlite(db: Database, sizes: Sizes) -> tuple[float, float]:
