@@ -457,19 +457,29 @@ def _main_loop() -> asyncio.AbstractEventLoop | None:
     return None
 
 
-def _dump_tasks(nodeid: str) -> None:
+def _dump_tasks(nodeid: str, when: str = "before the timeout",
+                threads: bool = False) -> None:
     import sys
+    import threading
+    import traceback
 
     loop = _main_loop()
     out = sys.stderr
     if loop is None:
         print(f"\n[watchdog] {nodeid}: no event loop running in the main thread", file=out)
-        return
-    tasks = asyncio.all_tasks(loop)
-    print(f"\n[watchdog] {nodeid}: {len(tasks)} asyncio task(s) before the timeout", file=out)
-    for task in tasks:
-        print(f"--- {task.get_name()}: {task.get_coro()!r}", file=out)
-        task.print_stack(limit=12, file=out)
+    else:
+        tasks = asyncio.all_tasks(loop)
+        print(f"\n[watchdog] {nodeid}: {len(tasks)} asyncio task(s) {when}", file=out)
+        for task in tasks:
+            print(f"--- {task.get_name()}: {task.get_coro()!r}", file=out)
+            task.print_stack(limit=12, file=out)
+    if threads:
+        names = {thread.ident: thread.name for thread in threading.enumerate()}
+        for ident, frame in sys._current_frames().items():
+            if ident == threading.get_ident():
+                continue
+            print(f"--- thread {names.get(ident, ident)}:", file=out)
+            traceback.print_stack(frame, limit=8, file=out)
     out.flush()
 
 
@@ -490,3 +500,23 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     finally:
         if watchdog is not None:
             watchdog.cancel()
+
+
+#: A teardown this long waits on something it should not (a task, a thread, a timer):
+#: what it waits on is printed while it still waits.
+TEARDOWN_DUMP_AFTER = 20.0
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    import threading
+
+    watchdog = threading.Timer(
+        TEARDOWN_DUMP_AFTER, _dump_tasks,
+        (item.nodeid, f"{TEARDOWN_DUMP_AFTER:.0f} s into the teardown", True))
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        yield
+    finally:
+        watchdog.cancel()
