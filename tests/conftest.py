@@ -457,14 +457,14 @@ def _main_loop() -> asyncio.AbstractEventLoop | None:
     return None
 
 
-def _dump_tasks(nodeid: str, when: str = "before the timeout",
-                threads: bool = False) -> None:
+def _dump_tasks(nodeid: str, when: str = "before the timeout", threads: bool = False,
+                out: Any = None) -> None:
     import sys
     import threading
     import traceback
 
     loop = _main_loop()
-    out = sys.stderr
+    out = out or sys.stderr
     if loop is None:
         print(f"\n[watchdog] {nodeid}: no event loop running in the main thread", file=out)
     else:
@@ -503,20 +503,46 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 
 
 #: A teardown this long waits on something it should not (a task, a thread, a timer):
-#: what it waits on is printed while it still waits.
+#: what it waits on is written down while it still waits, and listed at the end of the
+#: run (a passing test's output is otherwise never shown, least of all from a worker).
 TEARDOWN_DUMP_AFTER = 20.0
+_SLOW_TEARDOWN = "slow teardown"
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    import io
     import threading
+    import time
 
+    dump = io.StringIO()
+
+    began = time.monotonic()
     watchdog = threading.Timer(
         TEARDOWN_DUMP_AFTER, _dump_tasks,
-        (item.nodeid, f"{TEARDOWN_DUMP_AFTER:.0f} s into the teardown", True))
+        (item.nodeid, f"{TEARDOWN_DUMP_AFTER:.0f} s into the teardown", True, dump))
     watchdog.daemon = True
     watchdog.start()
     try:
         yield
     finally:
         watchdog.cancel()
+        if dump.getvalue():
+            item.user_properties.append(
+                (_SLOW_TEARDOWN, f"took {time.monotonic() - began:.1f} s" + dump.getvalue()))
+
+
+_slow_teardowns: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    for name, value in report.user_properties:
+        if name == _SLOW_TEARDOWN:
+            _slow_teardowns.append(f"{report.nodeid}: {value}")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _slow_teardowns:
+        terminalreporter.section("slow teardowns")
+        for text in _slow_teardowns:
+            terminalreporter.write_line(text)
