@@ -78,6 +78,9 @@ class Chat:
     #: Whether an interrupt of the chat waits for a person's decision; None when the
     #: read did not look (only the live chat list does, for awaitingDecision filters).
     awaiting_decision: bool | None = None
+    #: Whether the active leaf is a reply cut off because its producer went away; None
+    #: when the read did not look (only the live chat list does, for awaitingRetry filters).
+    awaiting_retry: bool | None = None
     #: Where the title came from: USER, AGENT or AUTO; None while the chat has none.
     title_source: str | None = None
 

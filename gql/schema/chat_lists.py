@@ -76,6 +76,12 @@ class ChatFilter:
         default=None, description="true: only chats with an interrupt waiting for a"
         " person's decision (a tool call to approve, a question to answer); false: the"
         " others.")
+    awaiting_retry: bool | None = strawberry.field(
+        default=None, description="true: only chats with no live stream whose active leaf"
+        " is a reply the service ended INTERRUPTED because its producer went away (its"
+        " heartbeats stopped, or the service shut down), as the step the producer had"
+        " running records; false: the others. A reply a person stopped is not one. With"
+        " assistantId, what an agent worker lists to answer cut-off replies again.")
     deleted: bool | None = strawberry.field(
         default=False,
         description="true: the trash, the deleted chats the caller may restore.",
@@ -98,6 +104,7 @@ class ChatFilter:
             pinned=self.pinned,
             awaiting_reply=self.awaiting_reply,
             awaiting_decision=self.awaiting_decision,
+            awaiting_retry=self.awaiting_retry,
             deleted=bool(self.deleted),
         )
 

@@ -47,7 +47,7 @@ from chatql.store.chats.chat import CHAT_STATUSES, chat_from_row, check_channel,
 from chatql.store.clock import now
 from chatql.store.db.database import Database
 from chatql.store.db.prepared import fixed
-from chatql.store.db.tables import chat_tags, chats, messages, stream_claims
+from chatql.store.db.tables import chat_tags, chats, messages, resume_records, stream_claims
 from chatql.store.errors import InvalidArgument, InvalidCursor
 from chatql.store.messages.interrupts import (
     awaiting_decision_clause,
@@ -115,6 +115,31 @@ def awaiting_reply_clause() -> ColumnElement[bool]:
     )
 
 
+def awaiting_retry_clause() -> ColumnElement[bool]:
+    """Chats whose reply was cut off because its producer went away: no stream of the
+    chat is live, the active leaf is a reply (not a USER message) ended INTERRUPTED, and
+    the step its producer had running was kept with the reason the service ended the
+    stream (its heartbeats stopped, or the service shut down). A reply a person stopped,
+    or one its producer ended itself, keeps no such reason. The record is matched
+    through the leaf's row: a subquery nested two deep correlates only with the one
+    around it."""
+    return and_(
+        exists().where(
+            messages.c.id == chats.c.active_leaf_id, messages.c.chat_id == chats.c.id,
+            messages.c.role != "USER", messages.c.status == "INTERRUPTED",
+            exists().where(resume_records.c.chat_id == messages.c.chat_id,
+                           resume_records.c.request_id == messages.c.request_id,
+                           resume_records.c.error.is_not(None))),
+        ~exists().where(stream_claims.c.chat_id == chats.c.id,
+                        stream_claims.c.ended_at.is_(None)),
+    )
+
+
+async def awaiting_retry_ids(conn: AsyncConnection, chat_ids: Sequence[str]) -> set[str]:
+    """Which of ``chat_ids`` await a retry (see :func:`awaiting_retry_clause`)."""
+    return await _ids_where(conn, chat_ids, awaiting_retry_clause())
+
+
 async def awaiting_reply_ids(conn: AsyncConnection, chat_ids: Sequence[str]) -> set[str]:
     """Which of ``chat_ids`` await a reply (see :func:`awaiting_reply_clause`)."""
     return await _ids_where(conn, chat_ids, awaiting_reply_clause())
@@ -160,6 +185,7 @@ class ChatListFilter:
     pinned: bool | None = None
     awaiting_reply: bool | None = None
     awaiting_decision: bool | None = None
+    awaiting_retry: bool | None = None
     deleted: bool = False
 
     def check(self) -> None:
@@ -214,6 +240,9 @@ class ChatListFilter:
         if self.awaiting_decision is not None:
             deciding = awaiting_decision_clause()
             found.append(deciding if self.awaiting_decision else ~deciding)
+        if self.awaiting_retry is not None:
+            retrying = awaiting_retry_clause()
+            found.append(retrying if self.awaiting_retry else ~retrying)
         return found
 
     def matches(self, chat: Chat) -> bool:
@@ -251,6 +280,8 @@ class ChatListFilter:
             return False
         if (self.awaiting_decision is not None
                 and chat.awaiting_decision is not self.awaiting_decision):
+            return False
+        if self.awaiting_retry is not None and chat.awaiting_retry is not self.awaiting_retry:
             return False
         return self.pinned is None or chat.pinned is self.pinned
 
@@ -291,6 +322,8 @@ class ChatListFilter:
             key = f"{key}|a{int(self.awaiting_reply)}"
         if self.awaiting_decision is not None:
             key = f"{key}|d{int(self.awaiting_decision)}"
+        if self.awaiting_retry is not None:
+            key = f"{key}|r{int(self.awaiting_retry)}"
         return key
 
 

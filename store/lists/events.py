@@ -55,6 +55,7 @@ from chatql.store.lists.chat_lists import (
     ChatListFilter,
     awaiting_decision_ids,
     awaiting_reply_ids,
+    awaiting_retry_ids,
 )
 from chatql.store.records import Chat, Identity
 from chatql.store.streams.backends import FanOut
@@ -121,10 +122,9 @@ class _Published:
 _CHAT_FIELDS = tuple(f.name for f in dataclasses.fields(Chat))
 # metadata is content nobody filters on: it stays out of the before-image. Whether the
 # chat awaits a reply is worked out at delivery, for the subscribers that ask.
-_BEFORE_FIELDS = tuple(name for name in _CHAT_FIELDS
-                       if name not in ("metadata", "awaiting_reply", "awaiting_decision"))
-_AFTER_FIELDS = tuple(name for name in _CHAT_FIELDS
-                      if name not in ("awaiting_reply", "awaiting_decision"))
+_FLAGS = ("awaiting_reply", "awaiting_decision", "awaiting_retry")
+_BEFORE_FIELDS = tuple(name for name in _CHAT_FIELDS if name not in ("metadata", *_FLAGS))
+_AFTER_FIELDS = tuple(name for name in _CHAT_FIELDS if name not in _FLAGS)
 
 
 def _chat_wire(chat: Chat, fields: tuple[str, ...]) -> dict[str, Any]:
@@ -585,8 +585,8 @@ class ChatEvents:
                 await taker
 
     def _follows(self, name: str) -> bool:
-        """Whether a subscriber here filters on ``name`` (``awaiting_reply`` or
-        ``awaiting_decision``): only then is it read."""
+        """Whether a subscriber here filters on ``name`` (``awaiting_reply``,
+        ``awaiting_decision`` or ``awaiting_retry``): only then is it read."""
         return any(getattr(key[1], name) is not None for tenant in self._tenants.values()
                    for key in tenant.audiences)
 
@@ -634,7 +634,8 @@ class ChatEvents:
         while len(known) > _KNOWN:
             del known[next(iter(known))]
         for name, read_ids in (("awaiting_reply", awaiting_reply_ids),
-                               ("awaiting_decision", awaiting_decision_ids)):
+                               ("awaiting_decision", awaiting_decision_ids),
+                               ("awaiting_retry", awaiting_retry_ids)):
             if self._follows(name) and any(chats):
                 ids = {chat.id for chat in chats if chat is not None}
                 with reading_after(position):

@@ -104,8 +104,12 @@ async def test_a_stopped_reply_is_not_retried_and_retries_are_bounded(
         await asyncio.sleep(3600)
 
     clients = [make_kit() for _ in range(3)]
-    loops = [AgentLoop(client, ASSISTANT, dies, relist_interval=5.0, retries=1,
+    # Listing often: the spent cut-off reply is listed (awaitingRetry) again and again.
+    loops = [AgentLoop(client, ASSISTANT, dies, relist_interval=0.5, retries=1,
                        shutdown_timeout=0.5) for client in clients]
+    looked: list[str] = []
+    for loop in loops:
+        loop._claim_and_run = _counting(loop._claim_and_run, looked)  # type: ignore[method-assign]
     tasks = [asyncio.create_task(loop.run()) for loop in loops]
     try:
         chat_id, question = await ask(person, "again and again")
@@ -116,6 +120,10 @@ async def test_a_stopped_reply_is_not_retried_and_retries_are_bounded(
 
         await wait_for(twice)
         await asyncio.sleep(2.5)  # a third attempt, if any, would have started
+        # Each loop looked at the spent reply once at most since, and not again.
+        settled = looked.count(chat_id)
+        await asyncio.sleep(2.0)
+        assert looked.count(chat_id) == settled
     finally:
         for task in tasks:
             task.cancel()
@@ -125,6 +133,67 @@ async def test_a_stopped_reply_is_not_retried_and_retries_are_bounded(
     assert calls == 2
     assert [m["requestId"] for m in await answers_of(person, chat_id)] == [
         question, f"{question}.retry.1"]
+
+
+async def test_a_worker_started_after_the_cut_off_answers_it_again(
+        make_kit: Callable[..., ChatqlClient], person: ChatqlClient) -> None:
+    """No worker runs when the service ends the vanished worker's stream: the next one to
+    start finds the cut-off reply by listing (``awaitingRetry``) and answers it again."""
+    vanished = asyncio.Event()
+
+    async def dies(context: list[Message], s: StreamWriter) -> None:
+        await s.text("Half an ans")
+        await s.flush()
+        _vanish(s)
+        vanished.set()
+        await asyncio.sleep(3600)
+
+    cut_off_filter = {"assistantId": ASSISTANT, "awaitingRetry": True}
+    client = make_kit()
+    task = asyncio.create_task(
+        AgentLoop(client, ASSISTANT, dies, shutdown_timeout=0.5).run())
+    try:
+        chat_id, question = await ask(person, "explain it")
+        await asyncio.wait_for(vanished.wait(), 60)
+    finally:
+        # The only worker is gone; its stream's end never reaches the service.
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await client.aclose()
+
+    async def cut_off() -> bool:
+        return [m["status"] for m in await answers_of(person, chat_id)] == ["INTERRUPTED"]
+
+    await wait_for(cut_off)
+    listed = [chat["id"] async for chat in person.chats(cut_off_filter)]
+    assert listed == [chat_id]
+    assert [chat["id"] async for chat in person.chats(
+        {"assistantId": ASSISTANT, "awaitingReply": True})] == []
+
+    calls: list[list[Message]] = []
+
+    async def answers(context: list[Message], s: StreamWriter) -> None:
+        calls.append(context)
+        await s.text("The whole answer.")
+
+    async with workers(make_kit, answers, count=1):
+        async def answered() -> bool:
+            return any(m["props"].get("content") == "The whole answer."
+                       for m in await answers_of(person, chat_id))
+
+        await wait_for(answered)
+    assert len(calls) == 1 and calls[0][-1]["id"] == question
+    assert [(m["status"], m["requestId"]) for m in await answers_of(person, chat_id)] == [
+        ("INTERRUPTED", question), ("COMPLETED", f"{question}.retry.1")]
+    assert [chat["id"] async for chat in person.chats(cut_off_filter)] == []
+
+
+def _counting(claim: Callable[[str], Any], looked: list[str]) -> Callable[[str], Any]:
+    async def counted(chat_id: str) -> None:
+        looked.append(chat_id)
+        await claim(chat_id)
+
+    return counted
 
 
 def test_retry_numbers() -> None:

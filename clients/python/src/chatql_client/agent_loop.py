@@ -1,7 +1,8 @@
 """The agent loop: answer every chat of one assistant that awaits a reply.
 
 On start, and after every reconnect, the loop lists the assistant's chats awaiting a reply
-(``chats(filter: {assistantId, awaitingReply: true})``, page after page); meanwhile it
+(``chats(filter: {assistantId, awaitingReply: true})``, page after page) and, unless
+retrying is off, those whose reply was cut off (``awaitingRetry: true``); meanwhile it
 follows ``chatEvents`` over a WebSocket (``graphql-transport-ws``) and looks again at each
 chat an event names. It lists again every ``relist_interval`` seconds as a safety net.
 
@@ -29,7 +30,10 @@ The new answer is a sibling of the cut-off one, which stays, marked interrupted.
 a person stopped is not retried, and neither is one whose retries are spent: Regenerate
 asks again. To tell the two apart, every answer records a step when it starts (a resume
 record is kept only for a stream that did not complete, with the reason the service
-ended it). The handler's context is the conversation up to the question.
+ended it). The handler's context is the conversation up to the question. A worker that
+was not running when the reply was cut off finds it when it lists; a cut-off reply it
+decided not to answer again (retries spent, a person stopped it) is not looked at again
+until the chat's active leaf changes.
 
 Cancelling :meth:`AgentLoop.run` ends every stream it has open ``INTERRUPTED`` before it
 returns, waiting at most ``shutdown_timeout`` seconds for the service to take those ends.
@@ -51,6 +55,7 @@ import inspect
 import logging
 import os
 import re
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
@@ -86,6 +91,9 @@ TAKEN = ("CONFLICT", "STREAM_ACTIVE")
 #: Times a reply cut off by a vanished worker is answered again, unless the loop is told
 #: otherwise (``retries=``) or ``CHATQL_AGENT_RETRIES`` says.
 DEFAULT_RETRIES = 2
+#: Cut-off replies remembered as not to be answered again (the oldest are forgotten,
+#: and merely looked at once more when listed).
+SETTLED_KEPT = 10_000
 #: The step every answer records when it starts: kept (as a resume record) only when
 #: the stream does not complete, with the reason the service ended it.
 ANSWER_STEP = {"id": "chatql.answer", "type": "llm", "status": "running"}
@@ -177,6 +185,9 @@ class AgentLoop:
         self._again: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopping = False
+        # Chats whose cut-off reply this loop decided not to answer again, with the leaf
+        # it looked at: listed again (awaitingRetry), they are skipped until it changes.
+        self._settled: OrderedDict[str, str] = OrderedDict()
         # A handler that names a ``resume`` parameter is given the decisions by name.
         self._takes_resume = "resume" in _parameters(handler)
         #: Answers this loop has written (stream ids), for tests and logs.
@@ -265,6 +276,19 @@ class AgentLoop:
         async for chat in self.client.chats({"assistantId": self.assistant_id,
                                              "awaitingReply": True}):
             self._consider(chat["id"])
+        if self.retries <= 0:
+            return
+        async for chat in self.client.chats({"assistantId": self.assistant_id,
+                                             "awaitingRetry": True}):
+            if self._settled.get(chat["id"]) != chat["activeLeafId"]:
+                self._consider(chat["id"])
+
+    def _settle(self, chat_id: str, leaf_id: str) -> None:
+        """Remember that the cut-off reply ``leaf_id`` of the chat is not answered again."""
+        self._settled[chat_id] = leaf_id
+        self._settled.move_to_end(chat_id)
+        while len(self._settled) > SETTLED_KEPT:
+            self._settled.popitem(last=False)
 
     def _consider(self, chat_id: str) -> None:
         if self._stopping or not chat_id:
@@ -432,18 +456,22 @@ class AgentLoop:
             return
         question, reply = nodes[asked[-1]], nodes[asked[-1] + 1:]
         cut_off = reply[-1]["requestId"]
-        if any(node["requestId"] != cut_off for node in reply):
-            return  # more than one stream answered (a resumption): not retried
         number = _retry_number(question["id"], cut_off)
-        if number is None:
+        if number is None or any(node["requestId"] != cut_off for node in reply):
+            # More than one stream answered (a resumption), or the reply answers no
+            # question of its own: not retried.
+            self._settle(chat_id, nodes[-1]["id"])
             return
         vanished = any(record["requestId"] == cut_off and record["error"]
                        for record in data["resumeRecords"])
         if not vanished:
-            return  # a person stopped it (or it predates the step): Regenerate asks again
+            # A person stopped it (or it predates the step): Regenerate asks again.
+            self._settle(chat_id, nodes[-1]["id"])
+            return
         if number > self.retries:
             logger.info("chat %s: the reply to %s was cut off again; %d retries spent, "
                         "left for Regenerate", chat_id, question["id"], self.retries)
+            self._settle(chat_id, nodes[-1]["id"])
             return
         request_id = f"{question['id']}.retry.{number}"
         writer = client.stream(chat_id, request_id=request_id, parent_id=question["id"],
