@@ -24,6 +24,8 @@ export type ChatFilter = {
   awaitingDecision?: boolean | null | undefined;
   /** true: only chats with no live stream whose active leaf is a USER message (a question waiting for an agent) or whose interrupts are all decided and not yet resumed; false: the others. With assistantId, what an agent worker lists and follows. */
   awaitingReply?: boolean | null | undefined;
+  /** true: only chats with no live stream whose active leaf is a reply the service ended INTERRUPTED because its producer went away (its heartbeats stopped, or the service shut down), as the step the producer had running records; false: the others. A reply a person stopped is not one. With assistantId, what an agent worker lists to answer cut-off replies again. */
+  awaitingRetry?: boolean | null | undefined;
   /** Only chats of this channel (api, widget, telegram …). */
   channel?: string | null | undefined;
   createdBy?: string | null | undefined;
