@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 from typing import Any
 
-import httpx
 import pytest
 
 from chatql.gql.settings import Settings
 from tests.conftest import BACKENDS, on_backend
-from tests.gql.test_chat_events import listening
+from tests.gql.test_chat_events import events_over_sse, listening
 from tests.gql.test_interrupts import AGENT, STOP, Client, person_asks
 from tests.gql.test_streams_ws import END, PUSH, START, serve
 
@@ -56,17 +54,10 @@ async def test_a_reply_cut_off_by_a_silent_producer_awaits_a_retry(settings: Set
             await person_asks(client, chat)
 
         async def listen() -> None:
-            async with httpx.AsyncClient(timeout=60) as http, http.stream(
-                    "POST", f"http://{server}/graphql", json={"query": RETRYING},
-                    headers={**AGENT, "Accept": "text/event-stream"}) as response:
-                assert response.status_code == 200
-                async for line in response.aiter_lines():
-                    if line.startswith("data:") and line[5:].strip():
-                        event = (json.loads(line[5:]).get("data") or {}).get("chatEvents")
-                        if event:
-                            heard.append((event["type"], event["chatId"]))
-                            if event["type"] == "DELETED":
-                                return
+            async for event in events_over_sse(server, RETRYING, AGENT):
+                heard.append((event["type"], event["chatId"]))
+                if event["type"] == "DELETED":
+                    return
 
         listener = asyncio.create_task(listen())
         try:

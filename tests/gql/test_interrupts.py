@@ -14,7 +14,7 @@ import pytest
 from chatql.gql.settings import Settings
 from chatql.store.keeping.retention import expire_interrupts
 from tests.conftest import BACKENDS, on_backend
-from tests.gql.test_chat_events import listening
+from tests.gql.test_chat_events import events_over_sse, listening
 from tests.gql.test_streams_ws import END, PUSH, START, serve
 
 # The agent worker that produces the stream (not an approver).
@@ -330,18 +330,11 @@ async def test_the_live_chat_list_hears_interrupts_requested_and_resolved(
         await person_asks(client, "live")
 
         async def listen(query: str, last: str) -> None:
-            async with httpx.AsyncClient(timeout=30) as http, http.stream(
-                    "POST", f"http://{server}/graphql", json={"query": query},
-                    headers={**BOB, "Accept": "text/event-stream"}) as response:
-                assert response.status_code == 200
-                async for line in response.aiter_lines():
-                    if line.startswith("data:") and line[5:].strip():
-                        payload = json.loads(line[5:])
-                        event = (payload.get("data") or {}).get("chatEvents")
-                        if event and event["chatId"] == "live":
-                            heard[query].append(event["type"])
-                            if event["type"] == last:
-                                return
+            async for event in events_over_sse(server, query, BOB, timeout=30):
+                if event["chatId"] == "live":
+                    heard[query].append(event["type"])
+                    if event["type"] == last:
+                        return
 
         listeners = [asyncio.create_task(listen(everything, "INTERRUPT_RESOLVED")),
                      asyncio.create_task(listen(deciding, "DELETED"))]
