@@ -48,6 +48,35 @@ export function sharedChatEvents(client: ChatqlClient): ChatEventSource {
   return source;
 }
 
+/**
+ * `source`'s events handed on `ms` later, in order (its end too); nothing is handed on once
+ * a subscriber has left.
+ */
+export function later(source: ChatEventSource, ms: number): ChatEventSource {
+  return {
+    subscribe(filter, sink) {
+      const pending = new Set<ReturnType<typeof setTimeout>>();
+      const after = (tell: () => void) => {
+        const timer = setTimeout(() => {
+          pending.delete(timer);
+          tell();
+        }, ms);
+        pending.add(timer);
+      };
+      const stop = source.subscribe(filter, {
+        next: (event) => after(() => sink.next(event)),
+        error: (error) => after(() => sink.error(error)),
+        complete: () => after(() => sink.complete()),
+      });
+      return () => {
+        for (const timer of pending) clearTimeout(timer);
+        pending.clear();
+        stop();
+      };
+    },
+  };
+}
+
 /** Every event of the person's chats, handed to `onEvent` while mounted (over the shared subscription). */
 export function useSharedChatEvents(client: ChatqlClient, onEvent: (event: ChatListEvent) => void): void {
   const latest = useRef(onEvent);

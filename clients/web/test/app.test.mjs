@@ -285,6 +285,53 @@ test("an answer whose first words follow its start at once is drawn once, with t
   }
 });
 
+test("Enter shows the question and empties the composer at once, before the append's reply; a refused send gives the text back", async () => {
+  const agent = producer();
+  const { ctx, blocked, failed } = await context(browser);
+  const page = await ctx.newPage();
+  try {
+    await agent.send({ op: "create", chatId: id("at-once"), title: `At once ${run}` });
+    // The appends are held until the test lets them go (the second is refused).
+    const held = [];
+    await page.route("**/graphql", async (route) => {
+      if (!(route.request().postData() ?? "").includes("AppendMessages")) return route.fallback();
+      await new Promise((resolve) => held.push(resolve));
+      return held.length === 1 ? route.fallback() : route.abort("connectionrefused");
+    });
+    await page.goto(`${base}/?chat=${id("at-once")}`);
+    const box = page.getByRole("textbox", { name: "Message" });
+    const log = page.getByRole("log");
+    await box.fill(`Sent at once ${run}`);
+    await box.press("Enter");
+    await expectText(log, `Sent at once ${run}`);
+    assert.equal(await box.inputValue(), "");
+    assert.equal(held.length, 1); // its reply has not come yet
+    const stored = page.waitForResponse((response) => (response.request().postData() ?? "").includes("AppendMessages"));
+    held[0]();
+    assert.equal((await (await stored).json()).errors, undefined);
+    // Stored under the id the page showed it with.
+    const leaf = await agent.send({ op: "leaf", chatId: id("at-once") });
+    assert.equal(leaf.content, `Sent at once ${run}`);
+    assert.equal(await log.locator(`[id="message-${leaf.id}"]`).count(), 1);
+    // A send the server never gets: the question leaves the chat, the text is back to send
+    // again, and the person is told.
+    await box.fill(`Never sent ${run}`);
+    await box.press("Enter");
+    await expectText(log, `Never sent ${run}`);
+    assert.equal(await box.inputValue(), "");
+    while (held.length < 2) await new Promise((resolve) => setTimeout(resolve, 20));
+    held[1]();
+    await log.getByText(`Never sent ${run}`).waitFor({ state: "detached" });
+    assert.equal(await box.inputValue(), `Never sent ${run}`);
+    await page.getByRole("status").or(page.getByRole("alert")).first().waitFor();
+    assert.deepEqual(blocked, []);
+    assert.deepEqual(failed, []);
+  } finally {
+    agent.close();
+    await ctx.close();
+  }
+});
+
 test("the Pinned section is not read again while an answer in an unpinned chat starts, streams and ends; it is for a pinned chat's messages", async () => {
   const agent = producer();
   const { ctx, blocked, failed } = await context(browser);

@@ -76,10 +76,11 @@ operations.answer = async ({ chatId, pace = 30 }) => {
 
 operations.settle = async ({ chatId }) => answers.get(chatId);
 
-// The chat's active leaf's content (what a person's message stored).
+// The chat's active leaf: its id and content (what a person's message stored).
 operations.leaf = async ({ chatId }) => {
   const found = await gql("query($id: ID!) { chat(id: $id) { messages(last: 1) { edges { node { id props } } } } }", { id: chatId });
-  return { content: found.data?.chat?.messages.edges[0]?.node.props.content ?? null, errors: found.errors };
+  const node = found.data?.chat?.messages.edges[0]?.node;
+  return { id: node?.id ?? null, content: node?.props.content ?? null, errors: found.errors };
 };
 
 for await (const line of createInterface({ input: process.stdin })) {

@@ -247,19 +247,33 @@ function ChatBody({ client, chatId, focusMessageId, headers, filesConfig, onGo, 
     }
   };
 
-  const send = (text: string, files: readonly UploadedFile[]) => attempt(async () => {
+  // The question is on screen in the frame that answers Enter, under an id made here, and
+  // its append goes out in the same task; its reply changes nothing on screen (a failed
+  // one takes the question back). So nothing is drawn between Enter and the answer's
+  // start but what the answer itself brings: the page does not compete with the server
+  // and the agent for the CPU while they start the answer.
+  const send = async (text: string, files: readonly UploadedFile[]): Promise<boolean> => {
     const content = composeContent(text, files);
-    const data = await client.request(AppendMessagesDocument, {
-      chatId, appendId: writeId(),
-      messages: [{ role: "USER", type: "user_input", props: { content } }],
+    const id = writeId();
+    const message: Shown = { id, type: "user_input", role: "USER", props: { content }, blockId: null, threadId: null, status: null,
+      createdAt: new Date().toISOString(), siblings: null, answerStart: false, sending: true, feedback: null };
+    const appended = client.request(AppendMessagesDocument, {
+      chatId, appendId: writeId(), messages: [{ id, role: "USER", type: "user_input", props: { content } }],
     });
-    const id = data.appendMessages.messageIds[0] ?? writeId();
-    setSent({ id, type: "user_input", role: "USER", props: { content }, blockId: null, threadId: null, status: null,
-      createdAt: new Date().toISOString(), siblings: null, answerStart: false, sending: true, feedback: null });
+    setSent(message);
     setFocusId(null);
     atBottom.current = true;
     setNaming(text);
-  });
+    try {
+      await appended;
+      return true;
+    } catch (error) {
+      setSent((shown) => (shown === message ? null : shown));
+      setNaming(null);
+      toast.fail(error);
+      return false;
+    }
+  };
   // The service names an untitled chat from its first message (and an agent may name it
   // better): once the answer's first words are on screen (or soon, when none comes), the
   // chat's details are read again so the header shows that name.

@@ -32,7 +32,6 @@ export const Composer = memo(forwardRef<HTMLTextAreaElement, {
   upload?: Uploader;
 }>(function Composer({ streaming, stopping, onSend, onStop, autoFocus = false, placeholder, upload }, ref) {
   const [text, setText] = useState("");
-  const [sending, setSending] = useState(false);
   const [attachments, setAttachments] = useState<readonly Attachment[]>([]);
   const [dragging, setDragging] = useState(false);
   const box = useRef<HTMLTextAreaElement | null>(null);
@@ -78,15 +77,31 @@ export const Composer = memo(forwardRef<HTMLTextAreaElement, {
     }
   };
 
+  // Emptied as the message goes (the chat shows it at once), and given back when the send
+  // fails; one send at a time.
+  const sending = useRef(false);
   const send = async () => {
     const value = text.trim();
-    if ((!value && ready.length === 0) || uploading || streaming || sending) return;
-    setSending(true);
-    const sent = await onSend(value, ready.map((attachment) => attachment.uploaded as UploadedFile));
-    setSending(false);
+    if ((!value && ready.length === 0) || uploading || streaming || sending.current) return;
+    sending.current = true;
+    const kept = { text, attachments };
+    setText("");
+    setAttachments([]);
+    let sent = false;
+    try {
+      sent = await onSend(value, ready.map((attachment) => attachment.uploaded as UploadedFile));
+    } finally {
+      sending.current = false;
+    }
     if (sent) {
-      setText("");
-      for (const attachment of attachments) drop(attachment.key);
+      for (const attachment of kept.attachments) {
+        if (!attachment.preview) continue;
+        URL.revokeObjectURL(attachment.preview);
+        previews.current.delete(attachment.preview);
+      }
+    } else {
+      setText((now) => (now === "" ? kept.text : now));
+      setAttachments((now) => [...kept.attachments, ...now]);
     }
   };
   const onKeyDown = (event: KeyboardEvent<HTMLTextAreaElement>) => {
@@ -111,7 +126,7 @@ export const Composer = memo(forwardRef<HTMLTextAreaElement, {
     element.style.height = `${Math.min(element.scrollHeight, 240)}px`;
   }, [text]);
   const limit = upload?.maxBytes ? ` (up to ${formatSize(upload.maxBytes)} each)` : "";
-  const canSend = !sending && !uploading && (text.trim() !== "" || ready.length > 0);
+  const canSend = !uploading && (text.trim() !== "" || ready.length > 0);
   return (
     <form aria-label="Message composer" className="mx-auto w-full max-w-3xl px-3 pb-3 sm:px-4" onSubmit={(event) => {
       event.preventDefault();

@@ -1,15 +1,17 @@
 import type { ChatqlClient, ChatSummary } from "@chatql/client";
 import { useChatList } from "@chatql/client/react";
-import { useEffect, useState } from "react";
+import { memo, useEffect, useMemo, useState } from "react";
 
 import type { Place } from "../App";
-import { sharedChatEvents } from "../events";
+import { later, sharedChatEvents } from "../events";
 import type { Identity } from "../identity";
 import { useInbox, type InboxEntry } from "../interrupts";
 import { usePinnedChats } from "../thread";
 import { Button, IconButton, inputClass } from "./controls";
 import { GearIcon, MoonIcon, PlusIcon, SunIcon, TrashIcon } from "./icons";
 import { SearchResults } from "./SearchResults";
+
+const LIST_LAG_MS = 150;
 
 /**
  * New chat, search (titles and message text), the Pinned chats, the live chat list by time, the trash and settings.
@@ -35,7 +37,11 @@ export function Sidebar({ client, place, onGo, onNewChat, deleted, revision, ide
     const timer = setTimeout(() => setKeywords(search.trim()), 250);
     return () => clearTimeout(timer);
   }, [search]);
-  const list = useChatList(client, { keywords, events: sharedChatEvents(client) });
+  // The list follows the person's chat events a moment late: a send's new messages and its
+  // answer's start ("typing…") are drawn after the answer's first words, not just as they
+  // arrive in the open chat and compete with them for the browser's time.
+  const events = useMemo(() => later(sharedChatEvents(client), LIST_LAG_MS), [client]);
+  const list = useChatList(client, { keywords, events });
   const pinned = usePinnedChats(client, revision).filter((chat) => !deleted.has(chat.id));
   const inbox = useInbox(client, revision).filter((entry) => !deleted.has(entry.chatId));
   const [inboxOpen, setInboxOpen] = useState(true);
@@ -47,14 +53,8 @@ export function Sidebar({ client, place, onGo, onNewChat, deleted, revision, ide
   const shownPinned = keywords ? pinned.filter((chat) => (chat.title ?? "").toLowerCase().includes(keywords.toLowerCase())) : pinned;
 
   const link = (chat: { id: string; title?: string | null }) => (
-    <li key={chat.id}>
-      <button type="button" aria-current={chat.id === place.chatId && !place.trash ? "page" : undefined}
-        onClick={() => onGo({ chatId: chat.id, messageId: null, trash: false })}
-        className="w-full cursor-pointer truncate rounded-lg px-2.5 py-1.5 text-left text-sm hover:bg-zinc-200/70 aria-[current=page]:bg-zinc-200 dark:hover:bg-zinc-800 dark:aria-[current=page]:bg-zinc-800">
-        {chat.title || "Untitled chat"}
-        {list.typing.includes(chat.id) && <span className="text-zinc-600 dark:text-zinc-400"> · typing…</span>}
-      </button>
-    </li>
+    <ChatLink key={chat.id} id={chat.id} title={chat.title ?? null} current={chat.id === place.chatId && !place.trash}
+      typing={list.typing.includes(chat.id)} onGo={onGo} />
   );
   const heading = "px-2.5 pt-4 pb-1 text-xs font-medium text-zinc-600 dark:text-zinc-400";
   const who = auth === "jwt" ? "Signed in with a token" : `${identity["X-User-Id"] || "dev"} · ${identity["X-Tenant-Id"] || "default"}`;
@@ -113,22 +113,60 @@ export function Sidebar({ client, place, onGo, onNewChat, deleted, revision, ide
         )}
         {list.loading && <p className="px-2.5 pt-4 text-sm text-zinc-600 dark:text-zinc-400">Loading…</p>}
       </div>
-      <div className="flex flex-col gap-1 border-t border-zinc-200 p-2 dark:border-zinc-800">
-        <button type="button" aria-current={place.trash ? "page" : undefined}
-          onClick={() => onGo({ chatId: null, messageId: null, trash: true })}
-          className="flex w-full cursor-pointer items-center gap-2 rounded-lg px-2.5 py-1.5 text-left text-sm hover:bg-zinc-200/70 aria-[current=page]:bg-zinc-200 dark:hover:bg-zinc-800 dark:aria-[current=page]:bg-zinc-800">
-          <TrashIcon />Trash
-        </button>
-        <div className="flex items-center gap-1 px-1">
-          <span className="min-w-0 flex-1 truncate text-sm text-zinc-700 dark:text-zinc-300" title={who}>{who}</span>
-          <IconButton label={dark ? "Light theme" : "Dark theme"} onClick={onToggleTheme}>{dark ? <SunIcon /> : <MoonIcon />}</IconButton>
-          <IconButton label="Settings" onClick={onSettings}><GearIcon /></IconButton>
-          <a href="/graphql" className="rounded-lg px-2 py-1 text-sm text-blue-700 underline-offset-2 hover:underline dark:text-blue-300">Playground</a>
-        </div>
-      </div>
+      <SidebarFooter trash={place.trash} onGo={onGo} who={who} dark={dark} onToggleTheme={onToggleTheme} onSettings={onSettings} />
     </nav>
   );
 }
+
+/**
+ * One chat in the list. Drawn again only when its own title, place or typing changes: the
+ * list's live events (a chat's new messages, a stream starting) arrive while an answer
+ * starts, and redrawing every row then took CPU from the answer.
+ */
+const ChatLink = memo(function ChatLink({ id, title, current, typing, onGo }: {
+  id: string;
+  title: string | null;
+  current: boolean;
+  typing: boolean;
+  onGo: (place: Place) => void;
+}) {
+  return (
+    <li>
+      <button type="button" aria-current={current ? "page" : undefined}
+        onClick={() => onGo({ chatId: id, messageId: null, trash: false })}
+        className="w-full cursor-pointer truncate rounded-lg px-2.5 py-1.5 text-left text-sm hover:bg-zinc-200/70 aria-[current=page]:bg-zinc-200 dark:hover:bg-zinc-800 dark:aria-[current=page]:bg-zinc-800">
+        {title || "Untitled chat"}
+        {typing && <span className="text-zinc-600 dark:text-zinc-400"> · typing…</span>}
+      </button>
+    </li>
+  );
+});
+
+/** The trash, who is signed in, the theme, settings and the playground (not redrawn with the list). */
+const SidebarFooter = memo(function SidebarFooter({ trash, onGo, who, dark, onToggleTheme, onSettings }: {
+  trash: boolean;
+  onGo: (place: Place) => void;
+  who: string;
+  dark: boolean;
+  onToggleTheme: () => void;
+  onSettings: () => void;
+}) {
+  return (
+    <div className="flex flex-col gap-1 border-t border-zinc-200 p-2 dark:border-zinc-800">
+      <button type="button" aria-current={trash ? "page" : undefined}
+        onClick={() => onGo({ chatId: null, messageId: null, trash: true })}
+        className="flex w-full cursor-pointer items-center gap-2 rounded-lg px-2.5 py-1.5 text-left text-sm hover:bg-zinc-200/70 aria-[current=page]:bg-zinc-200 dark:hover:bg-zinc-800 dark:aria-[current=page]:bg-zinc-800">
+        <TrashIcon />Trash
+      </button>
+      <div className="flex items-center gap-1 px-1">
+        <span className="min-w-0 flex-1 truncate text-sm text-zinc-700 dark:text-zinc-300" title={who}>{who}</span>
+        <IconButton label={dark ? "Light theme" : "Dark theme"} onClick={onToggleTheme}>{dark ? <SunIcon /> : <MoonIcon />}</IconButton>
+        <IconButton label="Settings" onClick={onSettings}><GearIcon /></IconButton>
+        <a href="/graphql" className="rounded-lg px-2 py-1 text-sm text-blue-700 underline-offset-2 hover:underline dark:text-blue-300">Playground</a>
+      </div>
+    </div>
+  );
+});
 
 /** What an interrupt asks, in a few words. */
 function askOf(entry: InboxEntry): string {
