@@ -10,8 +10,9 @@ started here, and prints a table of:
   1 MiB chunks, with its ``Content-Length``; timed until the ``201``: the bytes stored,
   hashed and promoted, the row written) ÷ the same bytes streamed by the same HTTP
   client in a plain ``PUT`` to the same SeaweedFS server (S3 backend; goal ≥ 0.8), and
-  ÷ the same bytes written from the same generator to a file in the same folder (local
-  backend, no fsync, as the backend does none either; goal ≥ 0.8). 64 MiB (``--quick``:
+  ÷ the same bytes written from the same generator to a file in the same folder and
+  synced to the disk, as the backend syncs each file before answering (local backend;
+  goal ≥ 0.8). 64 MiB (``--quick``:
   4 MiB), alternating rounds, best of 7 (3) each, every round's bytes new. For context,
   the local upload ÷ the same client's POST to a bare ASGI app in uvicorn that writes
   the body to the same folder (what HTTP itself costs);
@@ -285,12 +286,15 @@ async def put_direct(http: httpx.AsyncClient, endpoint: str, size: int, seed: in
 
 
 def write_raw(folder: Path, size: int, seed: int) -> float:
-    """Seconds writing the same bytes to a file in ``folder`` takes (then removed)."""
+    """Seconds writing the same bytes to a file in ``folder`` and syncing it to the disk
+    take (then removed)."""
     target = folder / f"raw-{seed}.bin"
     began = time.perf_counter()
     with open(target, "wb") as handle:
         for chunk in chunks(size, seed):
             handle.write(chunk)
+        handle.flush()
+        os.fsync(handle.fileno())
     took = time.perf_counter() - began
     target.unlink()
     return took
@@ -327,7 +331,8 @@ async def upload_rates(base: str, size: int, rounds: int, *baselines: Any) -> li
 
 async def sink_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     """A bare ASGI app (the local upload's context): a request's body written, as it
-    comes, to a new file in ``$CHATQL_BENCH_SINK``, then removed; answers 201."""
+    comes, to a new file in ``$CHATQL_BENCH_SINK`` and synced to the disk, then removed;
+    answers 201."""
     if scope["type"] != "http":
         return
     path = Path(os.environ["CHATQL_BENCH_SINK"]) / f"sink-{time.monotonic_ns()}"
@@ -340,6 +345,8 @@ async def sink_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
             handle.write(body)
             size += len(body)
             more = message.get("more_body", False)
+        handle.flush()
+        os.fsync(handle.fileno())
     path.unlink()
     await send({"type": "http.response.start", "status": 201,
                 "headers": [(b"content-type", b"text/plain")]})

@@ -183,3 +183,44 @@ def test_the_s3_server_starts_on_fresh_ports_when_its_filers_port_is_taken(
     finally:
         server.stop()
         taken.close()
+
+
+async def test_a_local_write_and_move_are_on_the_disk_before_they_return(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The folder backend syncs a file's bytes before the file takes its name, and the
+    folder holding the name (and each folder it made, in its parent) before returning:
+    the caller records the file only then, so a power cut cannot leave a recorded file
+    whose bytes were only in memory."""
+    synced: list[tuple[str, bool]] = []
+    real_fsync = os.fsync
+    root = tmp_path / "store"
+    target = root / "files" / "t1" / "ab"
+
+    def fsync(descriptor: int) -> None:
+        # What was synced, and whether the file already had its name then.
+        synced.append((os.readlink(f"/proc/self/fd/{descriptor}"), target.exists()))
+        real_fsync(descriptor)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    storage = LocalStorage(str(root))
+
+    async def body() -> AsyncIterator[bytes]:
+        yield b"x" * 300_000
+        yield b"y" * 300_000
+
+    await storage.write("files/t1/ab", body())
+    paths = [path for path, _ in synced]
+    # The new folders' names in their parents; the bytes, before the file had its name;
+    # then the file's name in its folder.
+    assert paths[:3] == [str(tmp_path), str(root), str(root / "files")]
+    assert paths[3].startswith(str(target.parent / ".ab.")) and paths[3].endswith(".part")
+    assert synced[3][1] is False
+    assert paths[4:] == [str(target.parent)]
+    assert target.read_bytes() == b"x" * 300_000 + b"y" * 300_000
+
+    synced.clear()
+    await storage.promote("files/t1/ab", "kept/t1/cd")
+    kept = root / "kept"
+    assert [path for path, _ in synced] == [str(root), str(kept), str(kept / "t1")]
+    assert (root / "kept" / "t1" / "cd").exists() and not target.exists()

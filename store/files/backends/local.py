@@ -5,6 +5,11 @@ a temporary name beside its place and renamed into it when complete, so a reader
 sees half a file, and a move (:meth:`LocalStorage.promote`) is one ``rename``. Disk work
 runs in a worker thread, a batch of about 1 MiB at a time, while the event loop gathers
 the next batch: it never waits on the disk.
+
+A write or a move returns once it is on the disk: the file's bytes are synced before it
+takes its name, and the folder after (so are new folders, in theirs). The caller records
+a file only after that, so a power cut cannot leave a recorded file whose bytes were
+still in memory.
 """
 
 from __future__ import annotations
@@ -21,6 +26,28 @@ from chatql.store.errors import InvalidArgument
 from chatql.store.files.backends import READ_CHUNK, FileStorage, ThreadLane
 
 __all__ = ["LocalStorage"]
+
+
+def _sync_folder(folder: Path) -> None:
+    """The names in ``folder`` (a new or renamed file) on the disk."""
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _make_folder(folder: Path) -> None:
+    """``folder`` and its missing parents, each new one's name synced into its parent."""
+    missing: list[Path] = []
+    at = folder
+    while not at.exists():
+        missing.append(at)
+        at = at.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    for made in reversed(missing):
+        _sync_folder(made.parent)
+
 
 class LocalStorage(FileStorage):
     """A folder of objects (created on first write)."""
@@ -40,8 +67,18 @@ class LocalStorage(FileStorage):
         partial = target.with_name(f".{target.name}.{secrets.token_hex(6)}.part")
 
         def open_partial() -> BinaryIO:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            _make_folder(target.parent)
             return open(partial, "wb")
+
+        def settle_partial() -> None:
+            # On the disk before it takes its name, and the name before the caller
+            # records the file: a power cut never leaves a stored file's row naming
+            # bytes that were only in memory.
+            handle.flush()
+            os.fsync(handle.fileno())
+            handle.close()
+            os.replace(partial, target)
+            _sync_folder(target.parent)
 
         handle = await asyncio.to_thread(open_partial)
         writes = ThreadLane(handle.writelines)
@@ -49,8 +86,7 @@ class LocalStorage(FileStorage):
             async for chunk in chunks:
                 await writes.add(chunk)
             await writes.finish()
-            await asyncio.to_thread(handle.close)
-            await asyncio.to_thread(os.replace, partial, target)
+            await asyncio.to_thread(settle_partial)
         except BaseException:
             await writes.settle()
             handle.close()
@@ -62,8 +98,9 @@ class LocalStorage(FileStorage):
         source, target = self.path_of(staged), self.path_of(key)
 
         def move() -> None:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            _make_folder(target.parent)
             os.replace(source, target)
+            _sync_folder(target.parent)
 
         await asyncio.to_thread(move)
 
