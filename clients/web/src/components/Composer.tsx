@@ -119,9 +119,15 @@ export const Composer = memo(forwardRef<HTMLTextAreaElement, {
   };
   const dragHasFiles = (event: DragEvent) => [...event.dataTransfer.types].includes("Files");
   // Grows with its text, up to about ten lines.
+  // (Emptied, as a message goes, it takes its one-line height without being measured: no
+  // layout forced in the frame that answers Enter.)
   useLayoutEffect(() => {
     const element = box.current;
     if (!element) return;
+    if (text === "") {
+      element.style.height = "";
+      return;
+    }
     element.style.height = "auto";
     element.style.height = `${Math.min(element.scrollHeight, 240)}px`;
   }, [text]);
